@@ -1,0 +1,1 @@
+//! Stream benchmarks on rill (skeleton).

@@ -1,0 +1,1 @@
+//! rill-monitor: reads rill logs (skeleton).

@@ -1,0 +1,1 @@
+//! rill: a user-mode lightweight-task stream runtime (skeleton).
