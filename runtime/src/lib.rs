@@ -1,1 +1,42 @@
-//! rill: a user-mode lightweight-task stream runtime (skeleton).
+//! rill: a user-mode lightweight-task stream runtime, in the style of LPEL.
+//!
+//! Tasks are stackful coroutines mapped onto worker threads (one per core,
+//! pinned). They talk over bounded single-writer single-reader [streams](stream),
+//! and block only on them: reading an empty stream, writing a full one, or
+//! polling several. A runtime ends its run when every task has ended, and
+//! reports a deadlock (with the waiting cycle) instead of hanging.
+//!
+//! Where things live: [`task`] (control block and state word), `stack` (the
+//! stack pool), [`stream`] (rings, ends, poll), `worker` (threads, park/wake),
+//! `scheduler` (ready queues), [`mapper`] (placement policies), `runtime`
+//! (builder and run), `context` (the current task: spawn, yield), `barrier`
+//! (the asymmetric store-load barrier), `overflow` (stack-overflow reports),
+//! `hooks` (monitoring).
+
+#![warn(missing_docs)]
+
+mod barrier;
+mod context;
+pub mod error;
+mod hooks;
+pub mod mapper;
+mod overflow;
+mod registry;
+mod runtime;
+mod scheduler;
+mod stack;
+pub mod stream;
+mod sync;
+pub mod task;
+mod worker;
+
+pub use context::{current, spawn, spawn_on, worker_count, yield_now, TaskInfo};
+pub use error::{BlockedTask, ConfigError, RunError, SpawnError};
+pub use mapper::{ManualTable, Mapping};
+pub use runtime::{Builder, Config, MonitorConfig, RunStats, Runtime};
+pub use stream::{
+    poll, stream, stream_default, try_stream, Reader, StreamClosed, TryReadError, TryWriteError,
+    Writer,
+};
+pub use task::{BlockedOn, TaskId};
+pub use worker::WorkerStats;

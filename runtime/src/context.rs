@@ -1,0 +1,240 @@
+//! The thread-local "where am I": the task running on this thread and its
+//! worker, and the operations that need them (spawn, yield, block, schedule).
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::error::SpawnError;
+use crate::runtime::{Phase, Shared};
+use crate::stream::{Recheck, Side};
+use crate::task::{BlockedOn, Suspend, Task, TaskFn, TaskId, TaskRef};
+use crate::worker::WorkerLocal;
+
+thread_local! {
+    // Const-initialised and without destructors: each access is one
+    // thread-pointer-relative load, and the overflow handler may read them.
+    static TASK: Cell<*const Task> = const { Cell::new(std::ptr::null()) };
+    static WORKER: Cell<*const WorkerLocal> = const { Cell::new(std::ptr::null()) };
+}
+
+pub(crate) type PendingList = Vec<(Arc<dyn Recheck>, Side)>;
+
+#[inline(always)]
+pub(crate) fn current_task_ptr() -> *const Task {
+    TASK.with(|c| c.get())
+}
+
+#[inline(always)]
+pub(crate) fn set_current_task(t: *const Task) {
+    TASK.with(|c| c.set(t));
+}
+
+#[inline(always)]
+pub(crate) fn current_worker_ptr() -> *const WorkerLocal {
+    WORKER.with(|c| c.get())
+}
+
+pub(crate) fn set_current_worker(w: *const WorkerLocal) {
+    WORKER.with(|c| c.set(w));
+}
+
+/// Id of the running task, 0 outside tasks.
+pub(crate) fn current_task_id() -> TaskId {
+    let t = current_task_ptr();
+    if t.is_null() {
+        0
+    } else {
+        // SAFETY: the current-task pointer is set by the worker for the duration
+        // of a dispatch, during which the task is alive.
+        unsafe { (*t).id }
+    }
+}
+
+fn worker() -> Option<&'static WorkerLocal> {
+    let w = current_worker_ptr();
+    // SAFETY: the pointer is set by a worker thread for as long as its loop runs
+    // and cleared before the WorkerLocal is dropped; code reading it runs on that
+    // thread inside the loop.
+    unsafe { w.as_ref() }
+}
+
+/// Information about the running task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskInfo {
+    /// The task's id.
+    pub id: TaskId,
+    /// Its name (its place in the network).
+    pub name: String,
+    /// The worker it runs on.
+    pub worker: usize,
+}
+
+/// The running task, or `None` outside a rill task.
+pub fn current() -> Option<TaskInfo> {
+    let t = current_task_ptr();
+    if t.is_null() {
+        return None;
+    }
+    // SAFETY: see current_task_id.
+    let t = unsafe { &*t };
+    Some(TaskInfo {
+        id: t.id,
+        name: t.name.to_string(),
+        worker: t.worker.load(Ordering::Relaxed),
+    })
+}
+
+/// Number of workers of the runtime this task runs in (0 outside).
+pub fn worker_count() -> usize {
+    worker().map(|w| w.shared.workers.len()).unwrap_or(0)
+}
+
+pub(crate) fn default_capacity() -> usize {
+    worker().map(|w| w.shared.cfg.capacity).unwrap_or(16)
+}
+
+pub(crate) fn next_stream_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+pub(crate) fn note_sent(n: u64) {
+    if let Some(w) = worker() {
+        w.add_messages(n);
+    }
+}
+
+/// Spawns a task placed by the runtime's mapping policy. Call it from inside a
+/// running task; the name is the task's place in the network (`app/stage/3`).
+///
+/// # Panics
+/// Outside a rill task (use `Runtime::spawn` before the run).
+pub fn spawn<F>(name: impl Into<String>, f: F) -> TaskId
+where
+    F: FnOnce() + Send + 'static,
+{
+    match spawn_inner(name.into(), None, Box::new(f)) {
+        Ok(id) => id,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Spawns a task on the given worker, whatever the mapping policy says.
+pub fn spawn_on<F>(worker: usize, name: impl Into<String>, f: F) -> Result<TaskId, SpawnError>
+where
+    F: FnOnce() + Send + 'static,
+{
+    spawn_inner(name.into(), Some(worker), Box::new(f))
+}
+
+fn spawn_inner(name: String, worker_hint: Option<usize>, f: TaskFn) -> Result<TaskId, SpawnError> {
+    let w = worker().ok_or(SpawnError::OutsideRuntime)?;
+    let parent = current_task_id();
+    let shared = &w.shared;
+    let target = shared.mapper.place(&name, worker_hint, w.id)?;
+    let task = shared.new_task(name, parent, target, f);
+    let id = task.get().id;
+    w.note_spawn(task);
+    if target == w.id {
+        w.push_local(task);
+    } else {
+        shared.workers[target].post(task, shared);
+    }
+    Ok(id)
+}
+
+/// Lets other ready tasks on this worker run; returns when this task is
+/// dispatched again. A no-op outside tasks.
+#[inline]
+pub fn yield_now() {
+    let t = current_task_ptr();
+    if t.is_null() {
+        return;
+    }
+    // SAFETY: the yielder pointer was set when the coroutine started and
+    // points into its own stack, which is alive while it runs.
+    unsafe { (*(*t).yielder.get()).suspend(Suspend::Yield) };
+}
+
+/// Puts a task that the caller owns (it just won the task's state word) where
+/// its worker will run it.
+pub(crate) fn schedule(t: TaskRef) {
+    let task = t.get();
+    let target = task.worker.load(Ordering::Relaxed);
+    if let Some(w) = worker() {
+        if std::ptr::eq(w.shared_ptr(), task.shared) {
+            if target == w.id {
+                w.push_local(t);
+            } else {
+                w.shared.workers[target].post(t, &w.shared);
+            }
+            return;
+        }
+    }
+    // SAFETY: a task's runtime outlives it; the task is alive (we own it).
+    let shared = unsafe { &*task.shared };
+    if shared.phase() == Phase::Running {
+        shared.workers[target].post(t, shared);
+    }
+    // Otherwise the run is over and the task stays in the registry, from
+    // which the runtime drops it.
+}
+
+/// Blocks the current task until `ready` holds, registered in `slots`.
+/// Returns after the task was woken (or found `ready` on its re-check); the
+/// caller loops and tries again.
+///
+/// # Panics
+/// Outside a rill task: blocking needs a task to suspend.
+pub(crate) fn block(
+    slots: &[&crate::stream::slot_api::Slot],
+    on: BlockedOn,
+    ready: impl Fn() -> bool,
+    pend: impl FnOnce(&mut PendingList),
+) {
+    let tp = current_task_ptr();
+    assert!(
+        !tp.is_null(),
+        "rill: a blocking stream operation was called outside a rill task (use try_read/try_write there)"
+    );
+    // SAFETY: the current task is alive while it runs.
+    let task = unsafe { &*tp };
+    crate::hooks::task_blocking(&on);
+    task.blocked_on.with_mut(|b| {
+        // SAFETY: only the running task touches blocked_on while it runs.
+        unsafe { *b = on }
+    });
+    task.transition_to_blocked();
+    for s in slots {
+        s.register(tp);
+    }
+    // The registering side's store-load barrier: pairs with the peer's light
+    // barrier (see barrier.rs), and closes the race in which the peer wrote
+    // or closed between our last look and our registration.
+    crate::sync::fence(Ordering::SeqCst);
+    if ready() {
+        if task.transition_to_running_cancel() {
+            for s in slots {
+                s.unregister();
+            }
+            task.blocked_on.with_mut(|b| {
+                // SAFETY: as above.
+                unsafe { *b = BlockedOn::Nothing }
+            });
+            return;
+        }
+        // A waker won the state word and is queueing us: we must suspend.
+    } else if let Some(w) = worker() {
+        w.note_pending(pend);
+    }
+    // SAFETY: as in yield_now.
+    unsafe { (*task.yielder.get()).suspend(Suspend::Blocked) };
+    for s in slots {
+        s.unregister();
+    }
+    task.blocked_on.with_mut(|b| {
+        // SAFETY: as above.
+        unsafe { *b = BlockedOn::Nothing }
+    });
+}

@@ -1,0 +1,148 @@
+//! Errors a user can meet: bad configuration, spawning, and a run that failed.
+
+use crate::task::{BlockedOn, TaskId};
+
+/// A configuration the runtime cannot run with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// Zero workers.
+    #[error("the number of workers must be at least 1")]
+    NoWorkers,
+    /// Zero stream capacity.
+    #[error("the default stream capacity must be at least 1")]
+    ZeroCapacity,
+    /// A stack too small to run anything.
+    #[error("a stack size of {0} bytes is too small (at least 16 KiB)")]
+    StackTooSmall(usize),
+    /// A manual placement names a worker that does not exist.
+    #[error("the mapping places '{name}' on worker {worker}, but there are only {workers} workers (0..{workers})")]
+    NoSuchWorker {
+        /// The task name or prefix.
+        name: String,
+        /// The worker asked for.
+        worker: usize,
+        /// How many workers there are.
+        workers: usize,
+    },
+    /// A mapping file that cannot be used.
+    #[error("mapping file {path}: {reason}")]
+    MappingFile {
+        /// The file.
+        path: String,
+        /// What is wrong, with the line number.
+        reason: String,
+    },
+    /// Zero task limit.
+    #[error("max_tasks must be at least 1")]
+    NoTasks,
+}
+
+/// Why a task could not be spawned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpawnError {
+    /// A placement on a worker that does not exist.
+    #[error("cannot place task '{name}' on worker {worker}: there are only {workers} workers")]
+    NoSuchWorker {
+        /// The task's name.
+        name: String,
+        /// The worker asked for.
+        worker: usize,
+        /// How many workers there are.
+        workers: usize,
+    },
+    /// Spawned from a thread that is not a rill worker.
+    #[error("rill::spawn was called outside a running rill task (use Runtime::spawn before run)")]
+    OutsideRuntime,
+}
+
+/// A blocked task, as listed in a deadlock report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockedTask {
+    /// Its id.
+    pub id: TaskId,
+    /// Its name.
+    pub name: String,
+    /// What it waits for.
+    pub on: BlockedOn,
+}
+
+/// Why a run ended without finishing its tasks.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RunError {
+    /// A task panicked.
+    #[error("task '{name}' (id {id}) panicked: {message}")]
+    TaskPanicked {
+        /// The task's id.
+        id: TaskId,
+        /// The task's name.
+        name: String,
+        /// The panic message.
+        message: String,
+    },
+    /// Tasks remain but none can ever run again.
+    #[error("{}", deadlock_text(.blocked, .cycle))]
+    Deadlock {
+        /// Every task that was left, with what it waits for.
+        blocked: Vec<BlockedTask>,
+        /// A waiting cycle A waits for B waits for ... A, when one is known.
+        cycle: Vec<String>,
+    },
+    /// A task could not get a stack.
+    #[error("task '{name}' could not start: {reason}")]
+    NoStack {
+        /// The task's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The runtime could not start (threads, logs).
+    #[error("the runtime could not start: {0}")]
+    Start(String),
+    /// The configuration is not usable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+fn deadlock_text(blocked: &[BlockedTask], cycle: &[String]) -> String {
+    use std::fmt::Write;
+    let mut s = format!(
+        "deadlock: {} task(s) are blocked and none can run",
+        blocked.len()
+    );
+    if !cycle.is_empty() {
+        let _ = write!(s, "; waiting cycle: {}", cycle.join(" -> "));
+    }
+    for b in blocked.iter().take(20) {
+        let what = match &b.on {
+            BlockedOn::Nothing => "ready but never ran".to_string(),
+            BlockedOn::Input { stream, peer } => format!(
+                "reading empty stream {stream} (writer: {})",
+                peer_text(*peer)
+            ),
+            BlockedOn::Output { stream, peer } => format!(
+                "writing full stream {stream} (reader: {})",
+                peer_text(*peer)
+            ),
+            BlockedOn::Any { streams } => format!(
+                "polling streams {}",
+                streams
+                    .iter()
+                    .map(|(s, _)| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let _ = write!(s, "\n  task '{}' (id {}): {}", b.name, b.id, what);
+    }
+    if blocked.len() > 20 {
+        let _ = write!(s, "\n  ... and {} more", blocked.len() - 20);
+    }
+    s
+}
+
+fn peer_text(p: Option<TaskId>) -> String {
+    match p {
+        Some(id) => format!("task {id}"),
+        None => "not known yet".into(),
+    }
+}

@@ -1,0 +1,548 @@
+//! The runtime: configuration, the shared state of a run, and `run`.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_deque::Worker as Deque;
+
+use crate::error::{BlockedTask, ConfigError, RunError, SpawnError};
+use crate::mapper::{Mapper, Mapping};
+use crate::registry::Registry;
+use crate::scheduler::ReadyQueue;
+use crate::stack::{guarded_budget, StackSource};
+use crate::sync::{AtomicU64, AtomicU8, AtomicUsize};
+use crate::task::{BlockedOn, Task, TaskFn, TaskId, TaskRef};
+use crate::worker::{WorkerLocal, WorkerShared, WorkerStats};
+
+/// Monitoring settings of a run (filled in by the monitoring framework).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MonitorConfig {
+    /// Where per-worker logs go; `None` writes no logs.
+    pub dir: Option<std::path::PathBuf>,
+}
+
+/// A checked configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub(crate) workers: usize,
+    pub(crate) pin: bool,
+    pub(crate) stack_size: usize,
+    pub(crate) capacity: usize,
+    pub(crate) mapping: Mapping,
+    pub(crate) max_tasks: usize,
+    pub(crate) spin: Duration,
+    pub(crate) monitor: MonitorConfig,
+}
+
+impl Config {
+    /// Number of workers.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+    /// Default stream capacity.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+    /// The mapping policy.
+    pub fn mapping(&self) -> &Mapping {
+        &self.mapping
+    }
+    /// Usable bytes per task stack.
+    pub fn stack_size(&self) -> usize {
+        self.stack_size
+    }
+}
+
+/// Builds a [`Runtime`].
+///
+/// ```
+/// let mut rt = rill::Runtime::builder().workers(2).build().unwrap();
+/// let stats = rt.run_main(|| {
+///     let (mut w, mut r) = rill::stream::<u32>(4);
+///     rill::spawn("producer", move || for i in 0..10 { w.write(i).unwrap(); });
+///     let sum: u32 = std::iter::from_fn(|| r.read()).sum();
+///     assert_eq!(sum, 45);
+/// }).unwrap();
+/// assert_eq!(stats.tasks_created, 2);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    workers: Option<usize>,
+    pin: bool,
+    stack_size: usize,
+    capacity: usize,
+    mapping: Mapping,
+    max_tasks: usize,
+    spin: Duration,
+    monitor: MonitorConfig,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            workers: None,
+            pin: true,
+            stack_size: 256 * 1024,
+            capacity: 16,
+            mapping: Mapping::RoundRobin,
+            max_tasks: 1 << 22,
+            spin: Duration::from_micros(50),
+            monitor: MonitorConfig::default(),
+        }
+    }
+}
+
+impl Builder {
+    /// Number of worker threads (default: the cores available).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = Some(n);
+        self
+    }
+    /// Pin worker i to core i mod cores (default on).
+    pub fn pin(mut self, on: bool) -> Self {
+        self.pin = on;
+        self
+    }
+    /// Usable stack bytes per task (default 256 KiB; virtual memory: only
+    /// the pages a task touches cost memory).
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
+        self
+    }
+    /// Default stream capacity for [`crate::stream_default`] (default 16).
+    pub fn capacity(mut self, n: usize) -> Self {
+        self.capacity = n;
+        self
+    }
+    /// Mapping policy (default round-robin).
+    pub fn mapping(mut self, m: Mapping) -> Self {
+        self.mapping = m;
+        self
+    }
+    /// Most task stacks that may exist at once (default 4M).
+    pub fn max_tasks(mut self, n: usize) -> Self {
+        self.max_tasks = n;
+        self
+    }
+    /// How long an idle worker spins before it parks (default 50 µs).
+    pub fn spin(mut self, d: Duration) -> Self {
+        self.spin = d;
+        self
+    }
+    /// Monitoring settings.
+    pub fn monitor(mut self, m: MonitorConfig) -> Self {
+        self.monitor = m;
+        self
+    }
+
+    /// Checks the configuration and makes the runtime.
+    pub fn build(self) -> Result<Runtime, ConfigError> {
+        let workers = match self.workers {
+            Some(0) => return Err(ConfigError::NoWorkers),
+            Some(n) => n,
+            None => std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+        };
+        if self.capacity == 0 {
+            return Err(ConfigError::ZeroCapacity);
+        }
+        if self.stack_size < 16 * 1024 {
+            return Err(ConfigError::StackTooSmall(self.stack_size));
+        }
+        if self.max_tasks == 0 {
+            return Err(ConfigError::NoTasks);
+        }
+        if let Mapping::Manual(t) = &self.mapping {
+            t.validate(workers)?;
+        }
+        Ok(Runtime {
+            cfg: Config {
+                workers,
+                pin: self.pin,
+                stack_size: self.stack_size,
+                capacity: self.capacity,
+                mapping: self.mapping,
+                max_tasks: self.max_tasks,
+                spin: self.spin,
+                monitor: self.monitor,
+            },
+            initial: Vec::new(),
+        })
+    }
+}
+
+/// What a finished run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Tasks created.
+    pub tasks_created: u64,
+    /// Task dispatches.
+    pub dispatches: u64,
+    /// Messages written (counted when writers are dropped).
+    pub messages: u64,
+    /// Wall time of the whole run.
+    pub wall: Duration,
+    /// Per worker.
+    pub workers: Vec<WorkerStats>,
+}
+
+/// A rill runtime: a configuration and the tasks to start with.
+pub struct Runtime {
+    cfg: Config,
+    initial: Vec<(String, Option<usize>, TaskFn)>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("cfg", &self.cfg)
+            .field("initial", &self.initial.len())
+            .finish()
+    }
+}
+
+/// Phase of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Phase {
+    Running = 0,
+    Done = 1,
+    Failed = 2,
+    Deadlock = 3,
+}
+
+/// State shared by the workers of one run.
+pub(crate) struct Shared {
+    pub(crate) cfg: Config,
+    pub(crate) workers: Box<[WorkerShared]>,
+    pub(crate) mapper: Mapper,
+    pub(crate) live: AtomicUsize,
+    pub(crate) idle: AtomicUsize,
+    phase: AtomicU8,
+    failure: Mutex<Option<RunError>>,
+    pub(crate) registry: Registry,
+    next_task: AtomicU64,
+    pub(crate) stacks: Arc<StackSource>,
+    stealing: bool,
+}
+
+impl Shared {
+    pub(crate) fn phase(&self) -> Phase {
+        match self.phase.load(Ordering::Acquire) {
+            0 => Phase::Running,
+            1 => Phase::Done,
+            2 => Phase::Failed,
+            _ => Phase::Deadlock,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn stealing(&self) -> bool {
+        self.stealing
+    }
+
+    /// Ends the run (first caller wins) and wakes every worker.
+    pub(crate) fn end(&self, p: Phase) {
+        if self
+            .phase
+            .compare_exchange(
+                Phase::Running as u8,
+                p as u8,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+        {
+            for w in self.workers.iter() {
+                w.unpark();
+            }
+        }
+    }
+
+    /// Records the first failure and ends the run.
+    pub(crate) fn fail(&self, e: RunError) {
+        let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        if f.is_none() && self.phase() == Phase::Running {
+            *f = Some(e);
+        }
+        drop(f);
+        self.end(Phase::Failed);
+    }
+
+    /// Creates a task control block and registers it as live.
+    pub(crate) fn new_task(
+        &self,
+        name: String,
+        parent: TaskId,
+        worker: usize,
+        f: TaskFn,
+    ) -> TaskRef {
+        let id = self.next_task.fetch_add(1, Ordering::Relaxed);
+        self.live.fetch_add(1, Ordering::AcqRel);
+        let t = TaskRef::from_box(Task::new(
+            self,
+            id,
+            parent,
+            name.into_boxed_str(),
+            worker,
+            f,
+        ));
+        self.registry.insert(t, worker);
+        crate::hooks::task_assigned(id, parent, worker, &t.get().name);
+        t
+    }
+}
+
+impl Runtime {
+    /// A builder with default settings.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Adds a task to start when the run begins, placed by the mapping policy.
+    pub fn spawn<F>(&mut self, name: impl Into<String>, f: F) -> &mut Self
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.initial.push((name.into(), None, Box::new(f)));
+        self
+    }
+
+    /// Adds a task to start on `worker` when the run begins.
+    pub fn spawn_on<F>(
+        &mut self,
+        worker: usize,
+        name: impl Into<String>,
+        f: F,
+    ) -> Result<&mut Self, SpawnError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let name = name.into();
+        if worker >= self.cfg.workers {
+            return Err(SpawnError::NoSuchWorker {
+                name,
+                worker,
+                workers: self.cfg.workers,
+            });
+        }
+        self.initial.push((name, Some(worker), Box::new(f)));
+        Ok(self)
+    }
+
+    /// Spawns `f` as the task `main` and runs until every task has ended.
+    pub fn run_main<F>(&mut self, f: F) -> Result<RunStats, RunError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.spawn("main", f);
+        self.run()
+    }
+
+    /// Runs the tasks added so far, and all they spawn, until every task has
+    /// ended. Fails when a task panics, when tasks are left that can never run
+    /// (deadlock), or when a task cannot get a stack.
+    pub fn run(&mut self) -> Result<RunStats, RunError> {
+        let t0 = Instant::now();
+        let cfg = self.cfg.clone();
+        let n = cfg.workers;
+        crate::barrier::init();
+        crate::overflow::install();
+        let stealing = cfg.mapping == Mapping::Steal;
+        let mut deques: Vec<Option<Deque<TaskRef>>> = Vec::with_capacity(n);
+        let mut workers = Vec::with_capacity(n);
+        for _ in 0..n {
+            if stealing {
+                let d = Deque::new_fifo();
+                workers.push(WorkerShared::new(Some(d.stealer())));
+                deques.push(Some(d));
+            } else {
+                workers.push(WorkerShared::new(None));
+                deques.push(None);
+            }
+        }
+        let stacks = StackSource::new(cfg.stack_size, cfg.max_tasks, guarded_budget());
+        let shared = Arc::new(Shared {
+            mapper: Mapper::new(cfg.mapping.clone(), n),
+            cfg,
+            workers: workers.into_boxed_slice(),
+            live: AtomicUsize::new(0),
+            idle: AtomicUsize::new(0),
+            phase: AtomicU8::new(Phase::Running as u8),
+            failure: Mutex::new(None),
+            registry: Registry::new(),
+            next_task: AtomicU64::new(1),
+            stacks,
+            stealing,
+        });
+        let mut created = vec![0u64; n];
+        for (name, hint, f) in self.initial.drain(..) {
+            let target = match shared.mapper.place(&name, hint, 0) {
+                Ok(w) => w,
+                Err(e) => return Err(RunError::Start(e.to_string())),
+            };
+            let t = shared.new_task(name, 0, target, f);
+            created[target] += 1;
+            shared.workers[target].inbox.push(t);
+        }
+        if shared.live.load(Ordering::Acquire) == 0 {
+            return Ok(RunStats {
+                wall: t0.elapsed(),
+                ..Default::default()
+            });
+        }
+        let cores = if shared.cfg.pin {
+            core_affinity::get_core_ids().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mut handles = Vec::with_capacity(n);
+        for (i, d) in deques.into_iter().enumerate() {
+            let sh = shared.clone();
+            let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
+            let h = std::thread::Builder::new()
+                .name(format!("rill-worker-{i}"))
+                .spawn(move || {
+                    if let Some(c) = core {
+                        core_affinity::set_for_current(c);
+                    }
+                    let _ = sh.workers[i].thread.set(std::thread::current());
+                    let q = match d {
+                        Some(d) => ReadyQueue::Steal(d),
+                        None => ReadyQueue::Fifo(Default::default()),
+                    };
+                    let w = WorkerLocal::new(i, sh, q);
+                    w.run()
+                });
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    shared.fail(RunError::Start(format!(
+                        "could not start worker thread {i}: {e}"
+                    )));
+                    break;
+                }
+            }
+        }
+        let mut stats = RunStats::default();
+        let mut worker_crash = None;
+        for (i, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(mut s) => {
+                    s.tasks_created += created[i];
+                    stats.tasks_created += s.tasks_created;
+                    stats.dispatches += s.dispatches;
+                    stats.messages += s.messages;
+                    stats.workers.push(s);
+                }
+                Err(_) => {
+                    worker_crash = Some(RunError::Start(format!("worker thread {i} crashed")))
+                }
+            }
+        }
+        stats.wall = t0.elapsed();
+        let result = match shared.phase() {
+            Phase::Done => Ok(stats),
+            Phase::Deadlock => Err(deadlock_report(&shared)),
+            Phase::Failed | Phase::Running => Err(shared
+                .failure
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .or(worker_crash)
+                .unwrap_or_else(|| RunError::Start("the run stopped without a reason".into()))),
+        };
+        // Drop what is left: force-unwind suspended coroutines (their stream
+        // ends close; wakes are ignored now that the phase is not Running).
+        for t in shared.registry.drain() {
+            let task = t.get();
+            // SAFETY: every worker has stopped, so this thread owns every task
+            // left in the registry; each is dropped exactly once.
+            let coro = task.coro.with_mut(|p| unsafe { (*p).take() });
+            drop(coro);
+            // SAFETY: as above.
+            drop(task.start.with_mut(|p| unsafe { (*p).take() }));
+            // SAFETY: as above; nothing refers to the task any more.
+            unsafe { t.free() };
+        }
+        result
+    }
+}
+
+/// Lists the blocked tasks and finds a waiting cycle among them.
+fn deadlock_report(shared: &Shared) -> RunError {
+    let mut blocked = Vec::new();
+    for t in shared.registry.drain_view() {
+        let task = t.get();
+        // SAFETY: the workers have stopped; this thread reads task fields alone.
+        let on = task.blocked_on.with(|p| unsafe { (*p).clone() });
+        blocked.push(BlockedTask {
+            id: task.id,
+            name: task.name.to_string(),
+            on,
+        });
+    }
+    let cycle = find_cycle(&blocked);
+    RunError::Deadlock { blocked, cycle }
+}
+
+/// A cycle in the waiting relation W(A,B), as task names.
+pub(crate) fn find_cycle(blocked: &[BlockedTask]) -> Vec<String> {
+    use std::collections::HashMap;
+    let by_id: HashMap<TaskId, &BlockedTask> = blocked.iter().map(|b| (b.id, b)).collect();
+    let next = |b: &BlockedTask| -> Vec<TaskId> {
+        match &b.on {
+            BlockedOn::Input { peer, .. } | BlockedOn::Output { peer, .. } => {
+                peer.iter().copied().collect()
+            }
+            BlockedOn::Any { streams } => streams.iter().filter_map(|(_, p)| *p).collect(),
+            BlockedOn::Nothing => Vec::new(),
+        }
+    };
+    // Iterative DFS with colours.
+    let mut colour: HashMap<TaskId, u8> = HashMap::new();
+    for start in blocked {
+        if colour.contains_key(&start.id) {
+            continue;
+        }
+        let mut stack: Vec<(TaskId, Vec<TaskId>)> = vec![(start.id, next(start))];
+        let mut path: Vec<TaskId> = vec![start.id];
+        colour.insert(start.id, 1);
+        while let Some((_, succ)) = stack.last_mut() {
+            match succ.pop() {
+                Some(s) => match colour.get(&s) {
+                    Some(1) => {
+                        let pos = path.iter().position(|&x| x == s).unwrap_or(0);
+                        let mut names: Vec<String> = path[pos..]
+                            .iter()
+                            .map(|id| format!("{} ({id})", by_id[id].name))
+                            .collect();
+                        names.push(names[0].clone());
+                        return names;
+                    }
+                    Some(_) => {}
+                    None => {
+                        if let Some(b) = by_id.get(&s) {
+                            colour.insert(s, 1);
+                            path.push(s);
+                            stack.push((s, next(b)));
+                        }
+                    }
+                },
+                None => {
+                    let (id, _) = stack.pop().expect("non-empty");
+                    colour.insert(id, 2);
+                    path.pop();
+                }
+            }
+        }
+    }
+    Vec::new()
+}

@@ -1,0 +1,460 @@
+//! Streams: bounded single-writer single-reader FIFOs between tasks.
+//!
+//! [`stream`] makes a pair of ends. [`Writer`] and [`Reader`] are not `Clone`,
+//! so one writer and one reader per stream is a fact of the types. The blocking
+//! protocol (register, then re-check) is written down in `README.md` beside this
+//! file; the field ownership is in `ring.rs`.
+//!
+//! - [`Writer::write`] suspends the task while the ring is full
+//!   (blocked-by-output) and fails once the reader is gone.
+//! - [`Reader::read`] suspends the task while the ring is empty
+//!   (blocked-by-input) and returns `None` once the writer is gone and the ring
+//!   is drained (end of stream).
+//! - [`poll`] waits on several readers at once (blocked-by-any).
+//! - `try_` variants never block.
+//!
+//! On the fast path (the peer is not blocked) a read or a write is a few plain
+//! loads and stores and one compiler fence: no locked instruction.
+
+mod poll;
+mod ring;
+pub(crate) mod slot;
+pub(crate) use slot as slot_api;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+pub use poll::poll;
+pub use ring::Side;
+pub(crate) use ring::{Core, Recheck};
+use slot::{CLOSED, IDLE, WAITING};
+
+use crate::barrier;
+use crate::context;
+use crate::task::BlockedOn;
+
+/// The stream's reader is gone; the message was not delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("stream {0} is closed: its reader end was dropped")]
+pub struct StreamClosed(pub u64);
+
+/// Why [`Writer::try_write`] did not write.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TryWriteError<T> {
+    /// The ring is full; here is the value back.
+    #[error("stream is full")]
+    Full(T),
+    /// The reader is gone; here is the value back.
+    #[error("stream is closed: its reader end was dropped")]
+    Closed(T),
+}
+
+/// Why [`Reader::try_read`] returned nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TryReadError {
+    /// Nothing to read now.
+    #[error("stream is empty")]
+    Empty,
+    /// The writer is gone and everything was read.
+    #[error("end of stream")]
+    Closed,
+}
+
+/// Error for a stream capacity of zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a stream needs a capacity of at least 1")]
+pub struct ZeroCapacity;
+
+/// Makes a stream holding up to `capacity` messages.
+///
+/// # Panics
+/// If `capacity` is 0 (use [`try_stream`] to get an error instead). Inside a
+/// task, the panic ends the run with an error naming the task.
+pub fn stream<T: Send + 'static>(capacity: usize) -> (Writer<T>, Reader<T>) {
+    match try_stream(capacity) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Makes a stream with the runtime's default capacity (16 outside a runtime).
+pub fn stream_default<T: Send + 'static>() -> (Writer<T>, Reader<T>) {
+    stream(context::default_capacity())
+}
+
+/// Makes a stream holding up to `capacity` messages, or fails for 0.
+pub fn try_stream<T: Send + 'static>(
+    capacity: usize,
+) -> Result<(Writer<T>, Reader<T>), ZeroCapacity> {
+    if capacity == 0 {
+        return Err(ZeroCapacity);
+    }
+    let id = context::next_stream_id();
+    let core = Arc::new(Core::new(id, capacity));
+    crate::hooks::stream_open(id, capacity);
+    Ok((
+        Writer {
+            core: core.clone(),
+            tail: 0,
+            head_cache: 0,
+            bound: false,
+            sent: 0,
+        },
+        Reader {
+            core,
+            head: 0,
+            tail_cache: 0,
+            bound: false,
+            received: 0,
+            poll_cursor: 0,
+        },
+    ))
+}
+
+/// The writing end of a stream. Not `Clone`: a stream has one writer.
+pub struct Writer<T: Send + 'static> {
+    core: Arc<Core<T>>,
+    tail: usize,
+    head_cache: usize,
+    bound: bool,
+    sent: u64,
+}
+
+/// The reading end of a stream. Not `Clone`: a stream has one reader.
+pub struct Reader<T: Send + 'static> {
+    core: Arc<Core<T>>,
+    head: usize,
+    tail_cache: usize,
+    bound: bool,
+    received: u64,
+    poll_cursor: usize,
+}
+
+impl<T: Send + 'static> std::fmt::Debug for Writer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("stream", &self.core.id)
+            .field("sent", &self.sent)
+            .finish()
+    }
+}
+
+impl<T: Send + 'static> std::fmt::Debug for Reader<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
+            .field("stream", &self.core.id)
+            .field("received", &self.received)
+            .finish()
+    }
+}
+
+impl<T: Send + 'static> Writer<T> {
+    /// The stream's id (unique within the process).
+    pub fn id(&self) -> u64 {
+        self.core.id
+    }
+
+    /// Messages written through this end.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// The stream's capacity.
+    pub fn capacity(&self) -> usize {
+        self.core.cap
+    }
+
+    /// Writes `v`, suspending the task while the stream is full. Fails when the
+    /// reader end is gone (a message racing with the reader's drop is lost).
+    #[inline]
+    pub fn write(&mut self, v: T) -> Result<(), StreamClosed> {
+        if !self.bound {
+            self.bind();
+        }
+        let tail = self.tail;
+        if tail.wrapping_sub(self.head_cache) >= self.core.cap {
+            // Acquire: pairs with the reader's Release store of head, so the
+            // cell we are about to overwrite has been read.
+            self.head_cache = self.core.head.load(Ordering::Acquire);
+            if tail.wrapping_sub(self.head_cache) >= self.core.cap {
+                return self.write_full(v);
+            }
+        }
+        self.push(tail, v)
+    }
+
+    #[inline(always)]
+    fn push(&mut self, tail: usize, v: T) -> Result<(), StreamClosed> {
+        // SAFETY: we are the only writer, tail is our position and the ring has
+        // room (checked by the caller against a head no later than the real one).
+        unsafe { self.core.put(tail, v) };
+        // Release: pairs with the reader's Acquire load of tail, publishing the cell.
+        self.core
+            .tail
+            .store(tail.wrapping_add(1), Ordering::Release);
+        self.tail = tail.wrapping_add(1);
+        self.sent += 1;
+        crate::hooks::message_written(self.core.id);
+        // Store-load barrier between our tail store and the load of the reader's
+        // slot; the other half is the reader's registration fence plus the
+        // worker's heavy barrier (barrier.rs).
+        barrier::light();
+        let st = self.core.rslot.state.load(Ordering::Relaxed);
+        if st != IDLE {
+            return self.after_write_cold(st);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn after_write_cold(&mut self, st: u8) -> Result<(), StreamClosed> {
+        match st {
+            WAITING => {
+                if self.core.rslot.wake() {
+                    crate::hooks::woke_peer(self.core.id);
+                }
+                Ok(())
+            }
+            CLOSED => Err(StreamClosed(self.core.id)),
+            _ => Ok(()),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn write_full(&mut self, v: T) -> Result<(), StreamClosed> {
+        loop {
+            if self.core.rslot.is_closed() {
+                return Err(StreamClosed(self.core.id));
+            }
+            let tail = self.tail;
+            if self.core.has_room(tail) {
+                self.head_cache = self.core.head.load(Ordering::Acquire);
+                return self.push(tail, v);
+            }
+            let peer = nonzero(self.core.reader_task.load(Ordering::Relaxed));
+            self.note_owner();
+            let core = &self.core;
+            context::block(
+                &[&core.wslot],
+                BlockedOn::Output {
+                    stream: core.id,
+                    peer,
+                },
+                || core.has_room(tail) || core.rslot.is_closed(),
+                |pending| pending.push((core.clone() as Arc<dyn Recheck>, Side::Writer)),
+            );
+        }
+    }
+
+    /// Writes `v` if there is room now; never blocks.
+    pub fn try_write(&mut self, v: T) -> Result<(), TryWriteError<T>> {
+        if !self.bound {
+            self.bind();
+        }
+        if self.core.rslot.is_closed() {
+            return Err(TryWriteError::Closed(v));
+        }
+        let tail = self.tail;
+        if tail.wrapping_sub(self.head_cache) >= self.core.cap {
+            self.head_cache = self.core.head.load(Ordering::Acquire);
+            if tail.wrapping_sub(self.head_cache) >= self.core.cap {
+                return Err(TryWriteError::Full(v));
+            }
+        }
+        // A reader that closes between the check and the push loses the value.
+        let _ = self.push(tail, v);
+        Ok(())
+    }
+
+    /// Closes the stream: the reader drains what is left, then sees the end.
+    /// Dropping the writer does the same.
+    pub fn close(self) {}
+
+    /// Redirects this end to another stream, as a network does when it
+    /// unfolds: from now on writes go to `new`'s stream. Returns the old end;
+    /// drop it to close the old stream.
+    pub fn replace(&mut self, new: Writer<T>) -> Writer<T> {
+        crate::hooks::stream_replace(Side::Writer, self.core.id, new.core.id);
+        std::mem::replace(self, new)
+    }
+
+    #[cold]
+    fn bind(&mut self) {
+        self.bound = true;
+        self.note_owner();
+        crate::hooks::stream_bind(self.core.id, Side::Writer);
+    }
+
+    fn note_owner(&self) {
+        let id = context::current_task_id();
+        if id != 0 {
+            self.core.writer_task.store(id, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<T: Send + 'static> Drop for Writer<T> {
+    fn drop(&mut self) {
+        context::note_sent(self.sent);
+        crate::hooks::stream_close(self.core.id, Side::Writer);
+        self.core.wslot.close();
+        self.core.rslot.wake();
+    }
+}
+
+impl<T: Send + 'static> Reader<T> {
+    /// The stream's id (unique within the process).
+    pub fn id(&self) -> u64 {
+        self.core.id
+    }
+
+    /// Messages read through this end.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// Reads the next message, suspending the task while the stream is empty.
+    /// `None` means end of stream: the writer is gone and all was read.
+    #[inline]
+    pub fn read(&mut self) -> Option<T> {
+        if !self.bound {
+            self.bind();
+        }
+        let head = self.head;
+        if head == self.tail_cache {
+            // Acquire: pairs with the writer's Release store of tail.
+            self.tail_cache = self.core.tail.load(Ordering::Acquire);
+            if head == self.tail_cache {
+                return self.read_empty();
+            }
+        }
+        Some(self.pop(head))
+    }
+
+    #[inline(always)]
+    fn pop(&mut self, head: usize) -> T {
+        // SAFETY: we are the only reader and head < tail (checked by the caller).
+        let v = unsafe { self.core.take(head) };
+        // Release: pairs with the writer's Acquire load of head: the cell is free.
+        self.core
+            .head
+            .store(head.wrapping_add(1), Ordering::Release);
+        self.head = head.wrapping_add(1);
+        self.received += 1;
+        crate::hooks::message_read(self.core.id);
+        // Store-load barrier, as in Writer::push.
+        barrier::light();
+        if self.core.wslot.state.load(Ordering::Relaxed) == WAITING {
+            self.after_read_cold();
+        }
+        v
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn after_read_cold(&mut self) {
+        if self.core.wslot.wake() {
+            crate::hooks::woke_peer(self.core.id);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read_empty(&mut self) -> Option<T> {
+        loop {
+            let head = self.head;
+            if self.refresh() {
+                return Some(self.pop(head));
+            }
+            if self.core.wslot.is_closed() {
+                // The writer's last tail store happened before its close.
+                if self.refresh() {
+                    return Some(self.pop(head));
+                }
+                return None;
+            }
+            let peer = nonzero(self.core.writer_task.load(Ordering::Relaxed));
+            self.note_owner();
+            let core = &self.core;
+            context::block(
+                &[&core.rslot],
+                BlockedOn::Input {
+                    stream: core.id,
+                    peer,
+                },
+                || core.has_data(head) || core.wslot.is_closed(),
+                |pending| pending.push((core.clone() as Arc<dyn Recheck>, Side::Reader)),
+            );
+        }
+    }
+
+    /// Re-reads the writer's tail; true when there is something to read.
+    fn refresh(&mut self) -> bool {
+        self.tail_cache = self.core.tail.load(Ordering::Acquire);
+        self.tail_cache != self.head
+    }
+
+    /// Reads a message if one is there now; never blocks.
+    pub fn try_read(&mut self) -> Result<T, TryReadError> {
+        if !self.bound {
+            self.bind();
+        }
+        let head = self.head;
+        if head != self.tail_cache || self.refresh() {
+            return Ok(self.pop(head));
+        }
+        if self.core.wslot.is_closed() {
+            if self.refresh() {
+                return Ok(self.pop(head));
+            }
+            return Err(TryReadError::Closed);
+        }
+        Err(TryReadError::Empty)
+    }
+
+    /// True when a read would not block: a message is there or the stream ended.
+    pub fn is_ready(&mut self) -> bool {
+        self.head != self.tail_cache || self.refresh() || self.core.wslot.is_closed()
+    }
+
+    /// Redirects this end to another stream. Returns the old end.
+    pub fn replace(&mut self, new: Reader<T>) -> Reader<T> {
+        crate::hooks::stream_replace(Side::Reader, self.core.id, new.core.id);
+        std::mem::replace(self, new)
+    }
+
+    #[cold]
+    fn bind(&mut self) {
+        self.bound = true;
+        self.note_owner();
+        crate::hooks::stream_bind(self.core.id, Side::Reader);
+    }
+
+    fn note_owner(&self) {
+        let id = context::current_task_id();
+        if id != 0 {
+            self.core.reader_task.store(id, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<T: Send + 'static> Drop for Reader<T> {
+    fn drop(&mut self) {
+        crate::hooks::stream_close(self.core.id, Side::Reader);
+        self.core.rslot.close();
+        self.core.wslot.wake();
+    }
+}
+
+impl<T: Send + 'static> Iterator for Reader<T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        self.read()
+    }
+}
+
+fn nonzero(id: u64) -> Option<u64> {
+    (id != 0).then_some(id)
+}

@@ -1,0 +1,57 @@
+//! Waiting on several readers at once (LPEL's stream poll; blocked-by-any).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::{nonzero, Reader, Recheck, Side};
+use crate::context;
+use crate::task::BlockedOn;
+
+/// Waits until one of `readers` has a message or has ended, and returns its
+/// index; `None` only for an empty slice. Scans start after the last reader
+/// that was returned, so a busy stream does not starve the others.
+pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
+    let n = readers.len();
+    if n == 0 {
+        return None;
+    }
+    let start = readers[0].poll_cursor % n;
+    loop {
+        for k in 0..n {
+            let i = (start + k) % n;
+            if readers[i].is_ready() {
+                readers[0].poll_cursor = i + 1;
+                return Some(i);
+            }
+        }
+        for r in readers.iter() {
+            r.note_owner();
+        }
+        let streams = readers
+            .iter()
+            .map(|r| {
+                (
+                    r.core.id,
+                    nonzero(r.core.writer_task.load(Ordering::Relaxed)),
+                )
+            })
+            .collect();
+        let slots: Vec<&super::slot::Slot> = readers.iter().map(|r| &*r.core.rslot).collect();
+        let heads: Vec<usize> = readers.iter().map(|r| r.head).collect();
+        context::block(
+            &slots,
+            BlockedOn::Any { streams },
+            || {
+                readers
+                    .iter()
+                    .zip(&heads)
+                    .any(|(r, &h)| r.core.has_data(h) || r.core.wslot.is_closed())
+            },
+            |pending| {
+                for r in readers.iter() {
+                    pending.push((r.core.clone() as Arc<dyn Recheck>, Side::Reader));
+                }
+            },
+        );
+    }
+}

@@ -1,0 +1,147 @@
+//! The shared part of a stream: a bounded ring plus one wait slot per side.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::Ordering;
+
+use crossbeam_utils::CachePadded;
+
+use super::slot::{Slot, WAITING};
+use crate::sync::{AtomicU64, AtomicUsize, UnsafeCell};
+
+/// Which end of a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The reading end.
+    Reader,
+    /// The writing end.
+    Writer,
+}
+
+/// The ring and the wait slots. Field ownership:
+///
+/// | field | written by | read by |
+/// | --- | --- | --- |
+/// | `buf[i]` | writer, for `tail <= i < head + cap` | reader, for `head <= i < tail` |
+/// | `tail` | writer (Release after filling the slot) | reader (Acquire) |
+/// | `head` | reader (Release after taking the slot) | writer (Acquire) |
+/// | `rslot` | reader registers/closes; wakers wake | writer, after every write |
+/// | `wslot` | writer registers/closes; wakers wake | reader, after every read |
+/// | `reader_task`, `writer_task` | the side's owner, on first use and when blocking | reports |
+pub(crate) struct Core<T> {
+    pub(crate) id: u64,
+    pub(crate) cap: usize,
+    mask: usize,
+    buf: Box<[UnsafeCell<MaybeUninit<T>>]>,
+    pub(crate) tail: CachePadded<AtomicUsize>,
+    pub(crate) head: CachePadded<AtomicUsize>,
+    pub(crate) rslot: CachePadded<Slot>,
+    pub(crate) wslot: CachePadded<Slot>,
+    pub(crate) reader_task: AtomicU64,
+    pub(crate) writer_task: AtomicU64,
+}
+
+// SAFETY: the ring hands each T from the writer thread to the reader thread
+// exactly once (T: Send); buffer cells are accessed under the index protocol
+// in the table above, so no cell is touched by both sides at once.
+unsafe impl<T: Send> Send for Core<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Core<T> {}
+
+impl<T> Core<T> {
+    pub(crate) fn new(id: u64, cap: usize) -> Core<T> {
+        let n = cap.next_power_of_two();
+        Core {
+            id,
+            cap,
+            mask: n - 1,
+            buf: (0..n)
+                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
+                .collect(),
+            tail: CachePadded::new(AtomicUsize::new(0)),
+            head: CachePadded::new(AtomicUsize::new(0)),
+            rslot: CachePadded::new(Slot::new()),
+            wslot: CachePadded::new(Slot::new()),
+            reader_task: AtomicU64::new(0),
+            writer_task: AtomicU64::new(0),
+        }
+    }
+
+    /// Writes `v` at position `i`.
+    ///
+    /// # Safety
+    /// Only the writer calls this, with `i == tail` and `i - head < cap`.
+    #[inline(always)]
+    pub(crate) unsafe fn put(&self, i: usize, v: T) {
+        // SAFETY: by the caller's contract the cell is free and ours.
+        self.buf[i & self.mask].with_mut(|p| unsafe { (*p).write(v) });
+    }
+
+    /// Takes the value at position `i`.
+    ///
+    /// # Safety
+    /// Only the reader calls this, with `head == i < tail`.
+    #[inline(always)]
+    pub(crate) unsafe fn take(&self, i: usize) -> T {
+        // SAFETY: by the caller's contract the cell holds a value written by the
+        // writer and published by its Release store of tail.
+        self.buf[i & self.mask].with(|p| unsafe { (*p).assume_init_read() })
+    }
+
+    /// Messages in the ring, as the reader sees it.
+    pub(crate) fn has_data(&self, head: usize) -> bool {
+        self.tail.load(Ordering::Acquire) != head
+    }
+
+    /// Free room, as the writer sees it.
+    pub(crate) fn has_room(&self, tail: usize) -> bool {
+        tail.wrapping_sub(self.head.load(Ordering::Acquire)) < self.cap
+    }
+}
+
+impl<T> Drop for Core<T> {
+    fn drop(&mut self) {
+        let head = self.head.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Relaxed);
+        let mut i = head;
+        while i != tail {
+            // SAFETY: both ends are gone (we hold the last reference), and the
+            // cells in [head, tail) hold values nobody took.
+            drop(unsafe { self.take(i) });
+            i = i.wrapping_add(1);
+        }
+    }
+}
+
+/// A stream side that a worker re-checks after a barrier, in case its peer
+/// missed the registration (see `barrier.rs`).
+pub(crate) trait Recheck: Send + Sync {
+    /// Wakes the side's waiter if what it waits for is there now.
+    fn recheck(&self, side: Side);
+}
+
+impl<T: Send> Recheck for Core<T> {
+    fn recheck(&self, side: Side) {
+        match side {
+            Side::Reader => {
+                if self.rslot.state.load(Ordering::Acquire) == WAITING
+                    && (self.tail.load(Ordering::Acquire) != self.head.load(Ordering::Acquire)
+                        || self.wslot.is_closed())
+                {
+                    self.rslot.wake();
+                }
+            }
+            Side::Writer => {
+                if self.wslot.state.load(Ordering::Acquire) == WAITING
+                    && (self
+                        .tail
+                        .load(Ordering::Acquire)
+                        .wrapping_sub(self.head.load(Ordering::Acquire))
+                        < self.cap
+                        || self.rslot.is_closed())
+                {
+                    self.wslot.wake();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! A wait slot: one side's "I am waiting" / "I am closed" word, and the task
+//! that waits. See `README.md` beside this file for the protocol.
+
+use std::sync::atomic::Ordering;
+
+use crate::sync::{AtomicU8, UnsafeCell};
+use crate::task::{Task, TaskRef};
+
+/// Nobody waits; the side is open.
+pub(crate) const IDLE: u8 = 0;
+/// The side's task is registered in `task` and may be blocked.
+pub(crate) const WAITING: u8 = 1;
+/// A waker won the slot and is reading `task`; it will store IDLE next.
+pub(crate) const WAKING: u8 = 2;
+/// The side's end was dropped or closed; it never waits again.
+pub(crate) const CLOSED: u8 = 3;
+
+/// One side's wait slot. Only the side's owner moves IDLE→WAITING,
+/// WAITING→IDLE (unregister) and IDLE→CLOSED; wakers move WAITING→WAKING→IDLE.
+pub(crate) struct Slot {
+    pub(crate) state: AtomicU8,
+    task: UnsafeCell<*const Task>,
+}
+
+// SAFETY: `task` is written only by the owner while the state is IDLE (no waker
+// reads it then) and read only by the waker that moved WAITING→WAKING, after an
+// Acquire that pairs with the owner's Release store of WAITING.
+unsafe impl Send for Slot {}
+// SAFETY: as above; every other field is atomic.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    pub(crate) fn new() -> Slot {
+        Slot {
+            state: AtomicU8::new(IDLE),
+            task: UnsafeCell::new(std::ptr::null()),
+        }
+    }
+
+    /// The owner registers `task` as the waiter. The task must already be in
+    /// the BLOCKED state.
+    pub(crate) fn register(&self, task: *const Task) {
+        // A waker that lost the race for our task may still be finishing with
+        // this slot; it stores IDLE within a few instructions.
+        while self.state.load(Ordering::Acquire) == WAKING {
+            spin();
+        }
+        // SAFETY: the state is IDLE (only we could have moved it elsewhere), so
+        // no waker reads `task` now.
+        self.task.with_mut(|p| unsafe { *p = task });
+        // Release: pairs with the waker's Acquire compare-exchange, publishing
+        // `task` and everything the task wrote before blocking.
+        self.state.store(WAITING, Ordering::Release);
+    }
+
+    /// The owner withdraws its registration after it woke or cancelled. Waits
+    /// for a waker still busy with the slot, so that nobody touches the task
+    /// after this returns.
+    pub(crate) fn unregister(&self) {
+        loop {
+            match self
+                .state
+                .compare_exchange(WAITING, IDLE, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return,
+                Err(WAKING) => spin(),
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// The owner closes its side. The owner is running, so its slot is IDLE.
+    /// SeqCst: the closing side's store-load barrier (it loads the peer's slot
+    /// next), pairing with the peer's registration fence.
+    pub(crate) fn close(&self) {
+        self.state.swap(CLOSED, Ordering::SeqCst);
+    }
+
+    /// Is this side closed?
+    #[inline]
+    pub(crate) fn is_closed(&self) -> bool {
+        self.state.load(Ordering::Acquire) == CLOSED
+    }
+
+    /// Wakes the registered waiter, if any. Returns true when this call moved
+    /// the task to READY and scheduled it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn wake(&self) -> bool {
+        // Acquire: pairs with `register`'s Release store.
+        if self
+            .state
+            .compare_exchange(WAITING, WAKING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        // SAFETY: we hold WAKING, so the owner does not rewrite `task`, and the
+        // task cannot be freed: it is BLOCKED (only a winner may run it) or it is
+        // spinning in `unregister` until we store IDLE below.
+        let task = self.task.with(|p| unsafe { *p });
+        // SAFETY: as above, the pointer is alive until we store IDLE.
+        let won = unsafe { &*task }.transition_to_ready_from_blocked();
+        // Release: after this the owner may reuse the slot; we do not touch
+        // `task` again unless we won it.
+        self.state.store(IDLE, Ordering::Release);
+        if won {
+            // SAFETY: winning BLOCKED→READY made us the task's only owner.
+            crate::context::schedule(unsafe { TaskRef::from_ptr(task) });
+        }
+        won
+    }
+}
+
+#[inline]
+fn spin() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::hint::spin_loop();
+}

@@ -1,0 +1,246 @@
+//! Tasks: a closure run as a stackful coroutine, with an id, a name and a state
+//! word.
+//!
+//! # Who touches what
+//!
+//! | field | written by | read by |
+//! | --- | --- | --- |
+//! | `id`, `name`, `parent` | spawner, before the task is published | anyone |
+//! | `start`, `coro`, `yielder`, `blocked_on` | the thread running the task, or the worker that owns it while it is not running | same |
+//! | `worker` | the worker that dispatches the task, before resuming it | wakers, after winning the state word (Acquire) |
+//! | `state` | see the transitions below | anyone |
+//!
+//! A `TaskRef` is an owning handle passed around by value: whoever holds it
+//! (a ready queue, an inbox, a waker that won the state word, the worker
+//! running it) is the only one that may resume or free the task.
+//!
+//! # The state word
+//!
+//! `NEW → READY → RUNNING → {READY (yield), BLOCKED, DONE}`, `BLOCKED → READY`
+//! (a waker wins) or `BLOCKED → RUNNING` (the task cancels its own block after
+//! its re-check found what it waited for). The two ways out of `BLOCKED` race,
+//! so they are compare-exchanges, and exactly one wins: that one owns the task.
+
+use std::cell::Cell;
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+
+use corosensei::{Coroutine, Yielder};
+
+use crate::stack::TaskStack;
+use crate::sync::{AtomicU8, AtomicUsize, UnsafeCell};
+
+/// Identifies a task within one run. 0 is never used.
+pub type TaskId = u64;
+
+/// What a task hands back to its worker when it stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Suspend {
+    /// It yielded and wants to run again.
+    Yield,
+    /// It registered itself as a waiter and is now owned by whoever wakes it.
+    Blocked,
+}
+
+pub(crate) type Coro = Coroutine<(), Suspend, (), TaskStack>;
+pub(crate) type TaskYielder = Yielder<(), Suspend>;
+pub(crate) type TaskFn = Box<dyn FnOnce() + Send + 'static>;
+
+/// What a blocked task waits for (kept for deadlock reports and monitoring).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum BlockedOn {
+    /// Not blocked.
+    #[default]
+    Nothing,
+    /// Reading an empty stream.
+    Input {
+        /// The stream's id.
+        stream: u64,
+        /// The task holding its writer end, when known.
+        peer: Option<TaskId>,
+    },
+    /// Writing a full stream.
+    Output {
+        /// The stream's id.
+        stream: u64,
+        /// The task holding its reader end, when known.
+        peer: Option<TaskId>,
+    },
+    /// Polling several streams.
+    Any {
+        /// The streams' ids and their writers, when known.
+        streams: Vec<(u64, Option<TaskId>)>,
+    },
+}
+
+pub(crate) mod state {
+    pub const NEW: u8 = 0;
+    pub const READY: u8 = 1;
+    pub const RUNNING: u8 = 2;
+    pub const BLOCKED: u8 = 3;
+    pub const DONE: u8 = 4;
+}
+
+/// A task's control block.
+pub(crate) struct Task {
+    pub id: TaskId,
+    pub parent: TaskId,
+    pub name: Box<str>,
+    /// The worker that owns the task now.
+    pub worker: AtomicUsize,
+    state: AtomicU8,
+    pub start: UnsafeCell<Option<TaskFn>>,
+    pub coro: UnsafeCell<Option<Coro>>,
+    pub yielder: Cell<*const TaskYielder>,
+    pub blocked_on: UnsafeCell<BlockedOn>,
+    /// Slot in the runtime's task registry.
+    pub slot: Cell<usize>,
+    /// The runtime the task belongs to; it outlives the task.
+    pub shared: *const crate::runtime::Shared,
+    /// Lowest word of an unguarded stack, whose canary is checked when the task
+    /// stops (0: guarded stack or not started).
+    pub canary_at: Cell<usize>,
+    /// The task's stack range `[lo, lo + guard)` is its guard page, for the
+    /// overflow handler (0 when not started).
+    pub stack_lo: Cell<usize>,
+    /// Size of the guard page (0 when unguarded).
+    pub stack_guard: Cell<usize>,
+}
+
+impl Task {
+    pub(crate) fn new(
+        shared: *const crate::runtime::Shared,
+        id: TaskId,
+        parent: TaskId,
+        name: Box<str>,
+        worker: usize,
+        f: TaskFn,
+    ) -> Box<Task> {
+        Box::new(Task {
+            shared,
+            canary_at: Cell::new(0),
+            stack_lo: Cell::new(0),
+            stack_guard: Cell::new(0),
+            id,
+            parent,
+            name,
+            worker: AtomicUsize::new(worker),
+            state: AtomicU8::new(state::NEW),
+            start: UnsafeCell::new(Some(f)),
+            coro: UnsafeCell::new(None),
+            yielder: Cell::new(std::ptr::null()),
+            blocked_on: UnsafeCell::new(BlockedOn::Nothing),
+            slot: Cell::new(usize::MAX),
+        })
+    }
+
+    /// The state word, for reports.
+    pub(crate) fn state(&self) -> u8 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// NEW or READY → RUNNING, by the worker about to resume it (it owns the task).
+    #[inline]
+    pub(crate) fn transition_to_running(&self) {
+        self.state.store(state::RUNNING, Ordering::Relaxed);
+    }
+
+    /// RUNNING → READY after a yield, by the owning worker.
+    #[inline]
+    pub(crate) fn transition_to_ready_after_yield(&self) {
+        self.state.store(state::READY, Ordering::Relaxed);
+    }
+
+    /// RUNNING → BLOCKED, by the task itself, before it publishes itself as a
+    /// waiter. Release: pairs with the Acquire of [`Self::transition_to_ready_from_blocked`],
+    /// so a waker that wins sees `worker` and `blocked_on` as the task left them.
+    #[inline]
+    pub(crate) fn transition_to_blocked(&self) {
+        self.state.store(state::BLOCKED, Ordering::Release);
+    }
+
+    /// BLOCKED → READY, by a waker. True means the caller now owns the task and
+    /// must schedule it.
+    #[must_use]
+    #[inline]
+    pub(crate) fn transition_to_ready_from_blocked(&self) -> bool {
+        self.state
+            .compare_exchange(
+                state::BLOCKED,
+                state::READY,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
+    /// BLOCKED → RUNNING, by the task itself when its re-check found what it
+    /// waited for. False means a waker won: the task must suspend, because that
+    /// waker is about to queue it.
+    #[must_use]
+    #[inline]
+    pub(crate) fn transition_to_running_cancel(&self) -> bool {
+        self.state
+            .compare_exchange(
+                state::BLOCKED,
+                state::RUNNING,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
+    /// RUNNING → DONE, by the worker when the coroutine returned.
+    pub(crate) fn transition_to_done(&self) {
+        self.state.store(state::DONE, Ordering::Release);
+    }
+}
+
+/// An owning pointer to a task (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TaskRef(NonNull<Task>);
+
+// SAFETY: a TaskRef is handed between threads only through synchronising
+// structures (queues, the state word). Moving the coroutine behind it to another
+// thread is sound because (1) the closure is `Send + 'static`, checked at spawn,
+// and everything it creates on its stack that outlives a suspension is owned by
+// it; (2) rill code keeps no thread-local borrow across a suspension (the
+// current-task pointer is re-read after every resume), and (3) user code cannot
+// hold a `thread_local!` borrow across a blocking call, since `LocalKey::with`
+// scopes the borrow to a closure, inside which a blocking rill call would need a
+// `'static` capture of the borrowed value. What remains possible, and is stated
+// in the docs of `Mapping::Steal`, is code that caches a thread id or a raw
+// pointer to thread-local data across a read or write; such code must not use
+// work stealing.
+unsafe impl Send for TaskRef {}
+
+impl TaskRef {
+    pub(crate) fn from_box(b: Box<Task>) -> TaskRef {
+        TaskRef(NonNull::from(Box::leak(b)))
+    }
+    /// Raw pointer, for registration slots.
+    pub(crate) fn as_ptr(self) -> *const Task {
+        self.0.as_ptr()
+    }
+    /// # Safety
+    /// `p` must come from [`TaskRef::as_ptr`] of a task that is still alive, and
+    /// the caller must own it (see the module doc).
+    pub(crate) unsafe fn from_ptr(p: *const Task) -> TaskRef {
+        TaskRef(NonNull::new(p as *mut Task).expect("task pointer is non-null"))
+    }
+    #[inline(always)]
+    pub(crate) fn get(&self) -> &Task {
+        // SAFETY: a TaskRef exists only while its task is alive: tasks are freed
+        // only through `free`, by their single owner.
+        unsafe { self.0.as_ref() }
+    }
+    /// Frees the task.
+    ///
+    /// # Safety
+    /// The caller owns the task and no other TaskRef to it will be used again.
+    pub(crate) unsafe fn free(self) {
+        // SAFETY: the pointer came from Box::leak in from_box, and the caller
+        // guarantees unique ownership.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}

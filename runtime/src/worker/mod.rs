@@ -1,0 +1,417 @@
+//! Workers: one OS thread each, optionally pinned to a core, running the tasks
+//! mapped to it one at a time. The park/wake protocol is in `README.md` beside
+//! this file; `park.rs` holds the shared half of it.
+
+mod park;
+
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use corosensei::{Coroutine, CoroutineResult};
+
+pub(crate) use park::WorkerShared;
+
+use crate::context::{self, PendingList};
+use crate::error::RunError;
+use crate::runtime::{Phase, Shared};
+use crate::scheduler::ReadyQueue;
+use crate::stack::StackPool;
+use crate::sync::UnsafeCell;
+use crate::task::{Suspend, TaskRef, TaskYielder};
+
+/// How many dispatches may pass before registrations not yet covered by a
+/// heavy barrier are re-checked (see `barrier.rs`).
+const SETTLE_EVERY: u32 = 256;
+/// How often (in dispatches) a busy worker looks at its inbox.
+const INBOX_EVERY: u32 = 32;
+
+/// Counters of one worker over a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// The worker's index.
+    pub worker: usize,
+    /// Task dispatches (resumptions).
+    pub dispatches: u64,
+    /// Tasks spawned from tasks on this worker (or placed here before the run).
+    pub tasks_created: u64,
+    /// Messages written by writers dropped on this worker.
+    pub messages: u64,
+    /// Time from the worker's start to its end.
+    pub wall: Duration,
+    /// Time spent idle (spinning or parked).
+    pub idle: Duration,
+    /// Times the worker parked.
+    pub parks: u64,
+    /// Tasks this worker stole from others.
+    pub steals: u64,
+}
+
+/// The thread-local part of a worker. Fields in cells are touched only by the
+/// worker's own thread, never across a resume (each access is a short borrow).
+pub(crate) struct WorkerLocal {
+    pub(crate) id: usize,
+    pub(crate) shared: Arc<Shared>,
+    ready: UnsafeCell<ReadyQueue>,
+    pool: UnsafeCell<StackPool>,
+    pending: UnsafeCell<PendingList>,
+    stats: UnsafeCell<WorkerStats>,
+    since_settle: Cell<u32>,
+    since_inbox: Cell<u32>,
+    use_barrier: bool,
+}
+
+impl WorkerLocal {
+    pub(crate) fn new(id: usize, shared: Arc<Shared>, ready: ReadyQueue) -> Self {
+        let pool = StackPool::new(shared.stacks.clone());
+        let use_barrier = shared.workers.len() > 1 && crate::barrier::heavy_needed();
+        WorkerLocal {
+            id,
+            shared,
+            ready: UnsafeCell::new(ready),
+            pool: UnsafeCell::new(pool),
+            pending: UnsafeCell::new(Vec::new()),
+            stats: UnsafeCell::new(WorkerStats {
+                worker: id,
+                ..Default::default()
+            }),
+            since_settle: Cell::new(0),
+            since_inbox: Cell::new(0),
+            use_barrier,
+        }
+    }
+
+    pub(crate) fn shared_ptr(&self) -> *const Shared {
+        Arc::as_ptr(&self.shared)
+    }
+
+    #[inline(always)]
+    fn ready(&self) -> &mut ReadyQueue {
+        // SAFETY: only this worker's thread touches its ready queue, and no
+        // borrow of it lives across a resume or another call that borrows it.
+        self.ready.with_mut(|p| unsafe { &mut *p })
+    }
+
+    #[inline(always)]
+    fn stats(&self) -> &mut WorkerStats {
+        // SAFETY: as for `ready`.
+        self.stats.with_mut(|p| unsafe { &mut *p })
+    }
+
+    /// Queues a task on this worker (called on its own thread).
+    #[inline]
+    pub(crate) fn push_local(&self, t: TaskRef) {
+        self.ready().push(t);
+        if self.shared.stealing() {
+            self.shared.notify_thief(self.id);
+        }
+    }
+
+    pub(crate) fn note_spawn(&self, _t: TaskRef) {
+        self.stats().tasks_created += 1;
+    }
+
+    pub(crate) fn add_messages(&self, n: u64) {
+        self.stats().messages += n;
+    }
+
+    /// Records registrations that a peer on another core may have missed.
+    pub(crate) fn note_pending(&self, pend: impl FnOnce(&mut PendingList)) {
+        if self.use_barrier {
+            // SAFETY: as for `ready`.
+            pend(self.pending.with_mut(|p| unsafe { &mut *p }));
+        }
+    }
+
+    /// Heavy barrier, then re-check every registration noted since the last
+    /// one, waking tasks whose peer missed them.
+    fn settle(&self) {
+        self.since_settle.set(0);
+        // SAFETY: as for `ready`; the list is taken out before rechecks run
+        // (they may schedule tasks, which touches the ready queue, not this).
+        let pending = self
+            .pending
+            .with_mut(|p| unsafe { std::mem::take(&mut *p) });
+        if pending.is_empty() {
+            return;
+        }
+        crate::barrier::heavy();
+        for (core, side) in &pending {
+            core.recheck(*side);
+        }
+    }
+
+    /// The worker's loop. Returns its statistics.
+    pub(crate) fn run(&self) -> WorkerStats {
+        let start = Instant::now();
+        context::set_current_worker(self);
+        crate::overflow::enter_worker();
+        loop {
+            if let Some(t) = self.next_task() {
+                self.dispatch(t);
+                continue;
+            }
+            let t0 = Instant::now();
+            let go_on = self.idle();
+            self.stats().idle += t0.elapsed();
+            if !go_on {
+                break;
+            }
+        }
+        context::set_current_worker(std::ptr::null());
+        let mut s = self.stats().clone();
+        s.wall = start.elapsed();
+        s
+    }
+
+    #[inline]
+    fn next_task(&self) -> Option<TaskRef> {
+        let n = self.since_inbox.get() + 1;
+        if n >= INBOX_EVERY {
+            self.since_inbox.set(0);
+            self.drain_inbox();
+        } else {
+            self.since_inbox.set(n);
+        }
+        if let Some(t) = self.ready().pop() {
+            return Some(t);
+        }
+        if self.drain_inbox() {
+            return self.ready().pop();
+        }
+        None
+    }
+
+    /// Moves tasks posted by other threads into the ready queue.
+    fn drain_inbox(&self) -> bool {
+        let inbox = &self.shared.workers[self.id].inbox;
+        let mut any = false;
+        while let crossbeam_deque::Steal::Success(t) = inbox.steal() {
+            self.ready().push(t);
+            any = true;
+        }
+        any
+    }
+
+    #[inline]
+    fn dispatch(&self, t: TaskRef) {
+        let task = t.get();
+        if task.worker.load(Ordering::Relaxed) != self.id {
+            // Stolen: from now on wakers post to us.
+            task.worker.store(self.id, Ordering::Relaxed);
+        }
+        // SAFETY: we own the task (it came from our queue); only we touch its
+        // coroutine now, and the short borrow ends before start_task.
+        let started = task.coro.with(|p| unsafe { (*p).is_some() });
+        if !started && !self.start_task(t) {
+            return;
+        }
+        // SAFETY: as above; this borrow is the only one until the match below.
+        let coro = task.coro.with_mut(|p| unsafe { &mut *p });
+        task.transition_to_running();
+        context::set_current_task(task);
+        let res = catch_unwind(AssertUnwindSafe(|| {
+            coro.as_mut()
+                .expect("started task has a coroutine")
+                .resume(())
+        }));
+        context::set_current_task(std::ptr::null());
+        let st = self.stats();
+        st.dispatches += 1;
+        match res {
+            Ok(CoroutineResult::Yield(Suspend::Yield)) => {
+                self.check_stack(t);
+                task.transition_to_ready_after_yield();
+                self.ready().push(t);
+            }
+            Ok(CoroutineResult::Yield(Suspend::Blocked)) => {
+                // The task is owned by whoever wakes it now.
+                self.check_stack_blocked(task.canary_at.get(), &task.name);
+                if self.use_barrier {
+                    let n = self.since_settle.get() + 1;
+                    self.since_settle.set(n);
+                    if n >= SETTLE_EVERY {
+                        self.settle();
+                    }
+                }
+            }
+            Ok(CoroutineResult::Return(())) => self.finish(t),
+            Err(payload) => {
+                let message = panic_message(payload.as_ref());
+                self.shared.fail(RunError::TaskPanicked {
+                    id: task.id,
+                    name: task.name.to_string(),
+                    message,
+                });
+                self.finish(t);
+            }
+        }
+    }
+
+    /// Creates the coroutine of a task's first dispatch. False when the run
+    /// failed for want of a stack.
+    #[cold]
+    fn start_task(&self, t: TaskRef) -> bool {
+        let task = t.get();
+        // SAFETY: as for `ready`.
+        let pool = self.pool.with_mut(|p| unsafe { &mut *p });
+        let stack = match pool.take() {
+            Ok(s) => s,
+            Err(e) => {
+                self.shared.fail(RunError::NoStack {
+                    name: task.name.to_string(),
+                    reason: e.to_string(),
+                });
+                return false;
+            }
+        };
+        task.stack_lo.set(stack.lo());
+        task.stack_guard.set(stack.guard());
+        if stack.guard() == 0 {
+            task.canary_at.set(stack.lo());
+        }
+        // SAFETY: we own the task; `start` is taken exactly once.
+        let f = task
+            .start
+            .with_mut(|p| unsafe { (*p).take() })
+            .expect("a new task has its closure");
+        let tp = t.as_ptr();
+        let coro = Coroutine::with_stack(stack, move |y: &TaskYielder, ()| {
+            // SAFETY: the task outlives its coroutine (it is freed after the
+            // coroutine is dropped), and only the thread running the coroutine
+            // touches `yielder`.
+            unsafe { (*tp).yielder.set(y) };
+            f();
+        });
+        // SAFETY: we own the task.
+        task.coro.with_mut(|p| unsafe { *p = Some(coro) });
+        true
+    }
+
+    #[inline]
+    fn check_stack(&self, t: TaskRef) {
+        let task = t.get();
+        self.check_stack_blocked(task.canary_at.get(), &task.name);
+    }
+
+    /// Checks the canary of an unguarded stack. Takes copies, because a
+    /// blocked task may already be running elsewhere.
+    #[inline]
+    fn check_stack_blocked(&self, canary_at: usize, name: &str) {
+        if canary_at != 0 {
+            // SAFETY: canary_at is the lowest word of a stack from our slabs,
+            // which stay mapped for the whole run.
+            let ok = unsafe { (canary_at as *const u64).read_volatile() } == crate::stack::CANARY;
+            if !ok {
+                crate::overflow::report_canary(name);
+            }
+        }
+    }
+
+    fn finish(&self, t: TaskRef) {
+        let task = t.get();
+        task.transition_to_done();
+        // SAFETY: we own the task and its coroutine has finished (returned or
+        // panicked), so taking it out is sound.
+        if let Some(coro) = task.coro.with_mut(|p| unsafe { (*p).take() }) {
+            if coro.done() {
+                // SAFETY: as for `ready`.
+                self.pool
+                    .with_mut(|p| unsafe { &mut *p })
+                    .give(coro.into_stack());
+            }
+        }
+        self.shared.registry.remove(t);
+        // SAFETY: the task is out of the registry and we own it; nothing else
+        // refers to it (a finished task is in no slot and no queue).
+        unsafe { t.free() };
+        if self.shared.live.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.end(Phase::Done);
+        }
+    }
+
+    /// Nothing to run. Spins, steals, settles and finally parks. Returns false
+    /// when the run is over.
+    #[cold]
+    fn idle(&self) -> bool {
+        let me = &self.shared.workers[self.id];
+        // Cheap look at registrations a peer may have missed.
+        if self.use_barrier {
+            self.settle_cheap();
+            if !self.ready().is_empty() {
+                return true;
+            }
+        }
+        let spin_until = Instant::now() + self.shared.cfg.spin;
+        let mut i = 0u32;
+        loop {
+            if self.shared.phase() != Phase::Running {
+                return false;
+            }
+            if !me.inbox.is_empty() {
+                return true;
+            }
+            if self.shared.stealing() && self.try_steal() {
+                return true;
+            }
+            i += 1;
+            if i % 64 == 0 && Instant::now() >= spin_until {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        if self.use_barrier {
+            self.settle();
+            if !self.ready().is_empty() {
+                return true;
+            }
+        }
+        self.stats().parks += 1;
+        self.shared
+            .sleep(self.id, || self.shared.stealing() && self.try_steal())
+    }
+
+    /// Re-checks pending registrations without a barrier (they may already be
+    /// visibly satisfied), keeping them for the next heavy barrier.
+    fn settle_cheap(&self) {
+        // SAFETY: as for `ready`; the rechecks do not touch `pending`.
+        let pending = self.pending.with_mut(|p| unsafe { &*p });
+        for (core, side) in pending.iter() {
+            core.recheck(*side);
+        }
+    }
+
+    fn try_steal(&self) -> bool {
+        let n = self.shared.workers.len();
+        for k in 1..n {
+            let victim = (self.id + k) % n;
+            if let Some(st) = &self.shared.workers[victim].stealer {
+                loop {
+                    match st.steal() {
+                        crossbeam_deque::Steal::Success(t) => {
+                            self.stats().steals += 1;
+                            crate::hooks::task_migrated(t.get().id, victim, self.id);
+                            self.ready().push(t);
+                            return true;
+                        }
+                        crossbeam_deque::Steal::Retry => continue,
+                        crossbeam_deque::Steal::Empty => break,
+                    }
+                }
+            }
+        }
+        false
+    }
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic payload that is not a string)".into()
+    }
+}

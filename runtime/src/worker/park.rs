@@ -1,0 +1,109 @@
+//! The shared half of a worker: its inbox and the park/wake protocol
+//! (described in `README.md` beside this file).
+
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+use std::thread::Thread;
+
+use crossbeam_deque::{Injector, Stealer};
+
+use crate::runtime::{Phase, Shared};
+use crate::sync::{fence, AtomicBool};
+use crate::task::TaskRef;
+
+/// What other threads may touch of a worker.
+pub(crate) struct WorkerShared {
+    /// Tasks woken or spawned for this worker by other threads.
+    pub(crate) inbox: Injector<TaskRef>,
+    /// Set while the worker is on its way to sleep or asleep.
+    pub(crate) sleeping: AtomicBool,
+    /// The worker's thread, for unpark; set by the thread before it can sleep.
+    pub(crate) thread: OnceLock<Thread>,
+    /// Steal handle of the worker's ready queue (work-stealing mode only).
+    pub(crate) stealer: Option<Stealer<TaskRef>>,
+}
+
+impl WorkerShared {
+    pub(crate) fn new(stealer: Option<Stealer<TaskRef>>) -> Self {
+        WorkerShared {
+            inbox: Injector::new(),
+            sleeping: AtomicBool::new(false),
+            thread: OnceLock::new(),
+            stealer,
+        }
+    }
+
+    /// Post-work steps: queue `t` for this worker, then wake it if it sleeps.
+    pub(crate) fn post(&self, t: TaskRef, _shared: &Shared) {
+        self.inbox.push(t);
+        // Store-load barrier between the push and the load of `sleeping`; pairs
+        // with the sleeper's SeqCst store of `sleeping` before it looks at the
+        // inbox. One of the two sees the other: no lost wakeup.
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) {
+            self.unpark();
+        }
+    }
+
+    pub(crate) fn unpark(&self) {
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+}
+
+impl Shared {
+    /// Fall-asleep steps for worker `id`. Returns false when the run is over.
+    pub(crate) fn sleep(&self, id: usize, try_steal: impl Fn() -> bool) -> bool {
+        let me = &self.workers[id];
+        me.sleeping.store(true, Ordering::SeqCst);
+        self.idle.fetch_add(1, Ordering::SeqCst);
+        loop {
+            // Re-check after announcing ourselves: any post made before the
+            // poster's barrier is visible now, and any later post sees
+            // `sleeping` and unparks us (unpark before park is not lost: the
+            // thread's park token remembers it).
+            if self.phase() != Phase::Running || !me.inbox.is_empty() || try_steal() {
+                break;
+            }
+            if self.looks_deadlocked() {
+                self.end(Phase::Deadlock);
+                break;
+            }
+            std::thread::park();
+        }
+        me.sleeping.store(false, Ordering::Relaxed);
+        self.idle.fetch_sub(1, Ordering::SeqCst);
+        self.phase() == Phase::Running
+    }
+
+    /// Every worker is asleep, no inbox or deque holds a task, and tasks are
+    /// left: none can ever run again. The idle count is read before and after
+    /// the inbox scan, so a worker that was woken in between is not missed
+    /// (a woken worker leaves the idle count before it drains its inbox).
+    fn looks_deadlocked(&self) -> bool {
+        let w = self.workers.len();
+        if self.idle.load(Ordering::SeqCst) != w {
+            return false;
+        }
+        let empty = self.workers.iter().all(|x| {
+            x.inbox.is_empty() && x.stealer.as_ref().map(|s| s.is_empty()).unwrap_or(true)
+        });
+        empty && self.idle.load(Ordering::SeqCst) == w && self.live.load(Ordering::SeqCst) > 0
+    }
+
+    /// In work-stealing mode: a worker queued a task locally; wake a sleeper so
+    /// it can steal it.
+    pub(crate) fn notify_thief(&self, from: usize) {
+        fence(Ordering::SeqCst);
+        if self.idle.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        for (i, w) in self.workers.iter().enumerate() {
+            if i != from && w.sleeping.load(Ordering::Relaxed) {
+                w.unpark();
+                return;
+            }
+        }
+    }
+}
