@@ -1,1 +1,2 @@
 //! Stream benchmarks on rill (skeleton).
+pub mod rill_runs;

@@ -1,14 +1,15 @@
 //! The thread-local "where am I": the task running on this thread and its
 //! worker, and the operations that need them (spawn, yield, block, schedule).
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::error::SpawnError;
-use crate::runtime::{Phase, Shared};
+use crate::runtime::Phase;
 use crate::stream::{Recheck, Side};
-use crate::task::{BlockedOn, Suspend, Task, TaskFn, TaskId, TaskRef};
+use crate::task::{BlockedOn, Suspend, Task, TaskId, TaskRef};
 use crate::worker::WorkerLocal;
 
 thread_local! {
@@ -109,31 +110,47 @@ pub(crate) fn note_sent(n: u64) {
 /// running task; the name is the task's place in the network (`app/stage/3`).
 ///
 /// # Panics
-/// Outside a rill task (use `Runtime::spawn` before the run).
-pub fn spawn<F>(name: impl Into<String>, f: F) -> TaskId
+/// Outside a rill task (use `Runtime::spawn` before the run), or when no
+/// stack can be had; inside a task the panic ends the run with an error.
+pub fn spawn<F>(name: impl Into<Cow<'static, str>>, f: F) -> TaskId
 where
     F: FnOnce() + Send + 'static,
 {
-    match spawn_inner(name.into(), None, Box::new(f)) {
+    match spawn_inner(name.into(), None, f) {
         Ok(id) => id,
         Err(e) => panic!("{e}"),
     }
 }
 
 /// Spawns a task on the given worker, whatever the mapping policy says.
-pub fn spawn_on<F>(worker: usize, name: impl Into<String>, f: F) -> Result<TaskId, SpawnError>
+pub fn spawn_on<F>(
+    worker: usize,
+    name: impl Into<Cow<'static, str>>,
+    f: F,
+) -> Result<TaskId, SpawnError>
 where
     F: FnOnce() + Send + 'static,
 {
-    spawn_inner(name.into(), Some(worker), Box::new(f))
+    spawn_inner(name.into(), Some(worker), f)
 }
 
-fn spawn_inner(name: String, worker_hint: Option<usize>, f: TaskFn) -> Result<TaskId, SpawnError> {
+fn spawn_inner<F>(
+    name: Cow<'static, str>,
+    worker_hint: Option<usize>,
+    f: F,
+) -> Result<TaskId, SpawnError>
+where
+    F: FnOnce() + Send + 'static,
+{
     let w = worker().ok_or(SpawnError::OutsideRuntime)?;
-    let parent = current_task_id();
     let shared = &w.shared;
     let target = shared.mapper.place(&name, worker_hint, w.id)?;
-    let task = shared.new_task(name, parent, target, f);
+    let stack = w.take_stack().map_err(|e| SpawnError::NoStack {
+        name: name.to_string(),
+        reason: e.to_string(),
+    })?;
+    let task = shared.new_task(name, current_task_id(), target, None);
+    w.install_coroutine(task, stack, f);
     let id = task.get().id;
     w.note_spawn(task);
     if target == w.id {

@@ -50,6 +50,14 @@ pub enum SpawnError {
         /// How many workers there are.
         workers: usize,
     },
+    /// No stack could be had for the task.
+    #[error("cannot spawn task '{name}': {reason}")]
+    NoStack {
+        /// The task's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
     /// Spawned from a thread that is not a rill worker.
     #[error("rill::spawn was called outside a running rill task (use Runtime::spawn before run)")]
     OutsideRuntime,

@@ -1,5 +1,6 @@
 //! The runtime: configuration, the shared state of a run, and `run`.
 
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -191,7 +192,7 @@ pub struct RunStats {
 /// A rill runtime: a configuration and the tasks to start with.
 pub struct Runtime {
     cfg: Config,
-    initial: Vec<(String, Option<usize>, TaskFn)>,
+    initial: Vec<(Cow<'static, str>, Option<usize>, TaskFn)>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -274,21 +275,14 @@ impl Shared {
     /// Creates a task control block and registers it as live.
     pub(crate) fn new_task(
         &self,
-        name: String,
+        name: Cow<'static, str>,
         parent: TaskId,
         worker: usize,
-        f: TaskFn,
+        f: Option<TaskFn>,
     ) -> TaskRef {
         let id = self.next_task.fetch_add(1, Ordering::Relaxed);
         self.live.fetch_add(1, Ordering::AcqRel);
-        let t = TaskRef::from_box(Task::new(
-            self,
-            id,
-            parent,
-            name.into_boxed_str(),
-            worker,
-            f,
-        ));
+        let t = TaskRef::new(Task::new(self, id, parent, name, worker, f));
         self.registry.insert(t, worker);
         crate::hooks::task_assigned(id, parent, worker, &t.get().name);
         t
@@ -307,7 +301,7 @@ impl Runtime {
     }
 
     /// Adds a task to start when the run begins, placed by the mapping policy.
-    pub fn spawn<F>(&mut self, name: impl Into<String>, f: F) -> &mut Self
+    pub fn spawn<F>(&mut self, name: impl Into<Cow<'static, str>>, f: F) -> &mut Self
     where
         F: FnOnce() + Send + 'static,
     {
@@ -319,7 +313,7 @@ impl Runtime {
     pub fn spawn_on<F>(
         &mut self,
         worker: usize,
-        name: impl Into<String>,
+        name: impl Into<Cow<'static, str>>,
         f: F,
     ) -> Result<&mut Self, SpawnError>
     where
@@ -328,7 +322,7 @@ impl Runtime {
         let name = name.into();
         if worker >= self.cfg.workers {
             return Err(SpawnError::NoSuchWorker {
-                name,
+                name: name.into_owned(),
                 worker,
                 workers: self.cfg.workers,
             });
@@ -388,7 +382,7 @@ impl Runtime {
                 Ok(w) => w,
                 Err(e) => return Err(RunError::Start(e.to_string())),
             };
-            let t = shared.new_task(name, 0, target, f);
+            let t = shared.new_task(name, 0, target, Some(f));
             created[target] += 1;
             shared.workers[target].inbox.push(t);
         }
@@ -416,7 +410,7 @@ impl Runtime {
                     let _ = sh.workers[i].thread.set(std::thread::current());
                     let q = match d {
                         Some(d) => ReadyQueue::Steal(d),
-                        None => ReadyQueue::Fifo(Default::default()),
+                        None => ReadyQueue::Fifo(crate::scheduler::Fifo::default()),
                     };
                     let w = WorkerLocal::new(i, sh, q);
                     w.run()

@@ -85,7 +85,7 @@ pub(crate) mod state {
 pub(crate) struct Task {
     pub id: TaskId,
     pub parent: TaskId,
-    pub name: Box<str>,
+    pub name: std::borrow::Cow<'static, str>,
     /// The worker that owns the task now.
     pub worker: AtomicUsize,
     state: AtomicU8,
@@ -112,11 +112,11 @@ impl Task {
         shared: *const crate::runtime::Shared,
         id: TaskId,
         parent: TaskId,
-        name: Box<str>,
+        name: std::borrow::Cow<'static, str>,
         worker: usize,
-        f: TaskFn,
-    ) -> Box<Task> {
-        Box::new(Task {
+        f: Option<TaskFn>,
+    ) -> Task {
+        Task {
             shared,
             canary_at: Cell::new(0),
             stack_lo: Cell::new(0),
@@ -126,12 +126,12 @@ impl Task {
             name,
             worker: AtomicUsize::new(worker),
             state: AtomicU8::new(state::NEW),
-            start: UnsafeCell::new(Some(f)),
+            start: UnsafeCell::new(f),
             coro: UnsafeCell::new(None),
             yielder: Cell::new(std::ptr::null()),
             blocked_on: UnsafeCell::new(BlockedOn::Nothing),
             slot: Cell::new(usize::MAX),
-        })
+        }
     }
 
     /// The state word, for reports.
@@ -214,9 +214,42 @@ pub(crate) struct TaskRef(NonNull<Task>);
 // work stealing.
 unsafe impl Send for TaskRef {}
 
+/// Per-thread cache of task allocations: spawning and ending tasks in
+/// batches otherwise sends glibc's allocator down its slow paths.
+struct TaskCache(Vec<NonNull<Task>>);
+
+const TASK_CACHE_MAX: usize = 4096;
+
+impl Drop for TaskCache {
+    fn drop(&mut self) {
+        for p in self.0.drain(..) {
+            // SAFETY: cached pointers are allocations of Layout::new::<Task>()
+            // whose contents were already dropped.
+            unsafe { std::alloc::dealloc(p.as_ptr().cast(), std::alloc::Layout::new::<Task>()) };
+        }
+    }
+}
+
+thread_local! {
+    static TASK_CACHE: std::cell::RefCell<TaskCache> = const { std::cell::RefCell::new(TaskCache(Vec::new())) };
+}
+
 impl TaskRef {
-    pub(crate) fn from_box(b: Box<Task>) -> TaskRef {
-        TaskRef(NonNull::from(Box::leak(b)))
+    /// Moves a task into an allocation, reusing a cached one when possible.
+    #[inline]
+    pub(crate) fn new(task: Task) -> TaskRef {
+        let cached = TASK_CACHE
+            .try_with(|c| c.borrow_mut().0.pop())
+            .ok()
+            .flatten();
+        match cached {
+            Some(p) => {
+                // SAFETY: p is a live allocation with Task's layout holding no value.
+                unsafe { p.as_ptr().write(task) };
+                TaskRef(p)
+            }
+            None => TaskRef(NonNull::from(Box::leak(Box::new(task)))),
+        }
     }
     /// Raw pointer, for registration slots.
     pub(crate) fn as_ptr(self) -> *const Task {
@@ -239,8 +272,26 @@ impl TaskRef {
     /// # Safety
     /// The caller owns the task and no other TaskRef to it will be used again.
     pub(crate) unsafe fn free(self) {
-        // SAFETY: the pointer came from Box::leak in from_box, and the caller
-        // guarantees unique ownership.
-        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+        // SAFETY: the caller guarantees unique ownership; the allocation has
+        // Task's layout (Box or cache), and its value is dropped exactly once.
+        unsafe { std::ptr::drop_in_place(self.0.as_ptr()) };
+        let kept = TASK_CACHE
+            .try_with(|c| {
+                let mut c = c.borrow_mut();
+                if c.0.len() < TASK_CACHE_MAX {
+                    c.0.push(self.0);
+                    true
+                } else {
+                    false
+                }
+            })
+            .unwrap_or(false);
+        if !kept {
+            // SAFETY: the allocation came from the global allocator with this
+            // layout and no longer holds a value.
+            unsafe {
+                std::alloc::dealloc(self.0.as_ptr().cast(), std::alloc::Layout::new::<Task>())
+            };
+        }
     }
 }

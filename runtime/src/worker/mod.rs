@@ -18,7 +18,7 @@ use crate::context::{self, PendingList};
 use crate::error::RunError;
 use crate::runtime::{Phase, Shared};
 use crate::scheduler::ReadyQueue;
-use crate::stack::StackPool;
+use crate::stack::{StackError, StackPool, TaskStack};
 use crate::sync::UnsafeCell;
 use crate::task::{Suspend, TaskRef, TaskYielder};
 
@@ -250,14 +250,44 @@ impl WorkerLocal {
         }
     }
 
-    /// Creates the coroutine of a task's first dispatch. False when the run
-    /// failed for want of a stack.
+    /// A stack from this worker's pool.
+    pub(crate) fn take_stack(&self) -> Result<TaskStack, StackError> {
+        // SAFETY: as for `ready`.
+        self.pool.with_mut(|p| unsafe { &mut *p }).take()
+    }
+
+    /// Creates a task's coroutine on `stack`, running `f`.
+    #[inline]
+    pub(crate) fn install_coroutine<F: FnOnce() + Send + 'static>(
+        &self,
+        t: TaskRef,
+        stack: TaskStack,
+        f: F,
+    ) {
+        let task = t.get();
+        task.stack_lo.set(stack.lo());
+        task.stack_guard.set(stack.guard());
+        if stack.guard() == 0 {
+            task.canary_at.set(stack.lo());
+        }
+        let tp = t.as_ptr();
+        let coro = Coroutine::with_stack(stack, move |y: &TaskYielder, ()| {
+            // SAFETY: the task outlives its coroutine (it is freed after the
+            // coroutine is dropped), and only the thread running the coroutine
+            // touches `yielder`.
+            unsafe { (*tp).yielder.set(y) };
+            f();
+        });
+        // SAFETY: the caller owns the task and it is not running.
+        task.coro.with_mut(|p| unsafe { *p = Some(coro) });
+    }
+
+    /// Creates the coroutine of a task spawned before the run, at its first
+    /// dispatch. False when the run failed for want of a stack.
     #[cold]
     fn start_task(&self, t: TaskRef) -> bool {
         let task = t.get();
-        // SAFETY: as for `ready`.
-        let pool = self.pool.with_mut(|p| unsafe { &mut *p });
-        let stack = match pool.take() {
+        let stack = match self.take_stack() {
             Ok(s) => s,
             Err(e) => {
                 self.shared.fail(RunError::NoStack {
