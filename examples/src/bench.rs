@@ -27,6 +27,19 @@ use serde::Serialize;
 /// blocks).
 pub const DEFAULT_CAPACITY: usize = 16;
 
+/// Default pipe depth (stages, source and sink included), as in LPEL's test.
+pub const DEFAULT_DEPTH: usize = 100;
+
+/// Default number of messages the pipe's source writes.
+pub const DEFAULT_MESSAGES: u64 = 100_000;
+
+/// Default ring size (tasks).
+pub const DEFAULT_RING_SIZE: usize = 100;
+
+/// Default number of hops the ring's token makes: about 0.5 to 1 s for the
+/// threads peer on a 2-core machine (a hop there wakes a sleeping thread).
+pub const DEFAULT_HOPS: u64 = 50_000;
+
 /// Channel capacity used by the micro rows that move messages (`handoff`,
 /// `cross_worker_roundtrip`), the same for every engine.
 pub const MICRO_CAPACITY: usize = DEFAULT_CAPACITY;
@@ -243,8 +256,8 @@ pub struct PipeParams {
 impl Default for PipeParams {
     fn default() -> Self {
         PipeParams {
-            depth: 100,
-            messages: 100_000,
+            depth: DEFAULT_DEPTH,
+            messages: DEFAULT_MESSAGES,
             capacity: DEFAULT_CAPACITY,
             workers: 1,
             placement: Placement::default(),
@@ -320,8 +333,8 @@ pub struct RingParams {
 impl Default for RingParams {
     fn default() -> Self {
         RingParams {
-            size: 100,
-            hops: 100_000,
+            size: DEFAULT_RING_SIZE,
+            hops: DEFAULT_HOPS,
             capacity: DEFAULT_CAPACITY,
             workers: 1,
             monitor: None,

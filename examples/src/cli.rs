@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::bench::{
     Engine, Measurement, MicroRow, ParamError, PipeParams, Placement, RingParams, DEFAULT_CAPACITY,
+    DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES, DEFAULT_RING_SIZE,
 };
 use crate::engines;
 use crate::report::{self, Job, Outcome};
@@ -25,8 +26,9 @@ read as ratios to its peers'. Every run verifies its result (the sink saw exactl
 
 const AFTER_HELP: &str = "\
 Output: a table per benchmark (median, min and max of ns/op over the repeats, and \
-each peer's ratio to rill), or with --json one JSON object per run on stdout. \
-Progress goes to stderr.
+each peer's ratio to rill), or with --json one JSON object per run on stdout (a \
+failed run's object has \"verified\": false and an \"error\" field). Progress goes to \
+stderr.
 
 Exit status: 0 when every run succeeded and verified, 1 when any run failed (its \
 error is reported in its row and the other engines still run), 2 for invalid \
@@ -183,12 +185,12 @@ impl CommonArgs {
 #[derive(Debug, Args)]
 pub struct PipeArgs {
     /// Stages in the pipe, source and sink included (at least 2).
-    #[arg(long, default_value_t = 100, value_name = "D",
+    #[arg(long, default_value_t = DEFAULT_DEPTH, value_name = "D",
           value_parser = at_least_usize::<2>)]
     pub depth: usize,
 
     /// Messages the source writes (at least 1).
-    #[arg(long, default_value_t = 100_000, value_name = "M",
+    #[arg(long, default_value_t = DEFAULT_MESSAGES, value_name = "M",
           value_parser = at_least_u64::<1>)]
     pub messages: u64,
 
@@ -210,12 +212,12 @@ pub struct PipeArgs {
 #[derive(Debug, Args)]
 pub struct RingArgs {
     /// Tasks in the ring (at least 2).
-    #[arg(long, default_value_t = 100, value_name = "S",
+    #[arg(long, default_value_t = DEFAULT_RING_SIZE, value_name = "S",
           value_parser = at_least_usize::<2>)]
     pub size: usize,
 
     /// Hops the token makes in total (at least 1).
-    #[arg(long, default_value_t = 100_000, value_name = "H",
+    #[arg(long, default_value_t = DEFAULT_HOPS, value_name = "H",
           value_parser = ring_hops)]
     pub hops: u64,
 
@@ -422,6 +424,16 @@ mod tests {
             panic!("not pipe")
         };
         assert_eq!((a.depth, a.messages, a.capacity), (100, 100_000, 16));
+        let Job::Pipe(p) = &cli.command.jobs().unwrap()[0] else {
+            panic!("not pipe")
+        };
+        assert_eq!(
+            *p,
+            PipeParams {
+                workers: p.workers,
+                ..PipeParams::default()
+            }
+        );
         assert_eq!(a.placement, Placement::Rr);
         assert_eq!(a.common.engines(), Engine::ALL.to_vec());
         assert_eq!(a.common.repeat, 1);
@@ -507,7 +519,14 @@ mod tests {
         let Job::Ring(p) = &cli.command.jobs().unwrap()[0] else {
             panic!("not ring")
         };
-        assert_eq!((p.size, p.hops, p.capacity), (100, 100_000, 16));
+        assert_eq!((p.size, p.hops, p.capacity), (100, 50_000, 16));
+        assert_eq!(
+            *p,
+            RingParams {
+                workers: p.workers,
+                ..RingParams::default()
+            }
+        );
         let cli = parse(&["micro"]).unwrap();
         assert_eq!(cli.command.jobs().unwrap().len(), MicroRow::ALL.len());
         let cli = parse(&["micro", "--rows", "idle_cpu,yield,cross-worker-roundtrip"]).unwrap();

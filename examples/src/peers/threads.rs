@@ -20,7 +20,7 @@ pub const YIELD_OPS: u64 = 200_000;
 /// Threads spawned and joined by the `spawn` row.
 pub const SPAWN_OPS: u64 = 2_000;
 /// Messages sent by the `handoff` row.
-pub const HANDOFF_OPS: u64 = 1_000_000;
+pub const HANDOFF_OPS: u64 = 500_000;
 /// Round trips made by the `cross_worker_roundtrip` row.
 pub const ROUNDTRIP_OPS: u64 = 20_000;
 

@@ -19,7 +19,7 @@ use crate::bench::{
 };
 
 /// Yields timed by the `yield` row.
-pub const YIELD_OPS: u64 = 1_000_000;
+pub const YIELD_OPS: u64 = 200_000;
 /// Tasks spawned and awaited by the `spawn` row.
 pub const SPAWN_OPS: u64 = 200_000;
 /// Messages sent by the `handoff` row.
