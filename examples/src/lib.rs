@@ -1,2 +1,17 @@
-//! Stream benchmarks on rill (skeleton).
+//! Stream benchmarks on rill and their peer baselines, and the `rill-bench`
+//! command that runs them side by side.
+//!
+//! - [`bench`]: parameters, measurements and verifiers shared by every engine.
+//! - [`engines`]: one entry point per benchmark, dispatching on the engine.
+//! - [`rill_engine`]: the benchmarks on rill, adapting [`rill_runs`].
+//! - [`rill_runs`]: the rill networks themselves, with plain parameters.
+//! - [`peers`]: the same benchmarks on OS threads and on tokio.
+//! - [`cli`] and [`report`]: the command line and its output.
+
+pub mod bench;
+pub mod cli;
+pub mod engines;
+pub mod peers;
+pub mod report;
+pub mod rill_engine;
 pub mod rill_runs;

@@ -1,1 +1,47 @@
-fn main() {}
+//! `rill-bench`: runs LPEL's stream micro-benchmarks on rill and its peers.
+//! See `rill-bench --help`.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
+use rill_examples::cli::{self, Cli, CliError};
+
+fn main() -> ExitCode {
+    let args = Cli::parse();
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut progress = io::stderr();
+    match cli::run(&args, &mut out, &mut progress) {
+        Ok(summary) => {
+            let _ = out.flush();
+            if summary.failures > 0 {
+                let _ = writeln!(
+                    progress,
+                    "rill-bench: {} of {} runs failed",
+                    summary.failures, summary.runs
+                );
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        // Same format and exit status (2) as clap's own argument errors.
+        Err(CliError::Params(e)) => {
+            let mut cmd = Cli::command();
+            cmd.build();
+            let name = args.command.name();
+            match cmd.find_subcommand_mut(name) {
+                Some(sub) => sub.error(ErrorKind::ValueValidation, e).exit(),
+                None => cmd.error(ErrorKind::ValueValidation, e).exit(),
+            }
+        }
+        // Usually a closed pipe (`rill-bench ... | head`): nothing more to say.
+        Err(CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(1),
+        Err(CliError::Io(e)) => {
+            let _ = writeln!(progress, "rill-bench: writing the output failed: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,657 @@
+//! Types shared by every engine: benchmark parameters, their validation, the
+//! measurement an engine returns, and the verifiers that check a run did what it
+//! claims.
+//!
+//! An engine (rill, or a peer baseline) receives a validated [`PipeParams`],
+//! [`RingParams`] or a [`MicroRow`], runs the benchmark, checks its result with
+//! [`SequenceCheck`] or [`verify_ring`], and returns a [`Measurement`]. The command
+//! line turns measurements into `ns_per_op` figures.
+//!
+//! # What `wall` covers
+//!
+//! For pipe and ring, `wall` runs from just before the first task or thread of the
+//! network is created until every one of them has finished and the result is
+//! verified. Building a runtime (a tokio runtime, rill's workers) is done before the
+//! clock starts; creating the network's tasks is inside it, since creating a task is
+//! part of what a task runtime offers. For the micro rows, each row says what it
+//! times.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::ValueEnum;
+use serde::Serialize;
+
+/// Default bound of every channel or stream (messages it holds before its writer
+/// blocks).
+pub const DEFAULT_CAPACITY: usize = 16;
+
+/// Default pipe depth (stages, source and sink included), as in LPEL's test.
+pub const DEFAULT_DEPTH: usize = 100;
+
+/// Default number of messages the pipe's source writes.
+pub const DEFAULT_MESSAGES: u64 = 100_000;
+
+/// Default ring size (tasks).
+pub const DEFAULT_RING_SIZE: usize = 100;
+
+/// Default number of hops the ring's token makes: about 0.5 to 1 s for the
+/// threads peer on a 2-core machine (a hop there wakes a sleeping thread).
+pub const DEFAULT_HOPS: u64 = 50_000;
+
+/// Channel capacity used by the micro rows that move messages (`handoff`,
+/// `cross_worker_roundtrip`), the same for every engine.
+pub const MICRO_CAPACITY: usize = DEFAULT_CAPACITY;
+
+/// How long `idle_cpu` lets a runtime settle before it starts measuring.
+pub const IDLE_SETTLE: Duration = Duration::from_millis(10);
+
+/// How long `idle_cpu` measures the CPU time an idle runtime burns.
+pub const IDLE_WINDOW: Duration = Duration::from_millis(50);
+
+/// The engine a benchmark runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// rill: lightweight tasks on pinned workers, connected by rill streams.
+    Rill,
+    /// Peer: one OS thread per task, connected by `crossbeam_channel::bounded`.
+    Threads,
+    /// Peer: one `tokio::spawn`ed task per task on a multi-thread tokio runtime,
+    /// connected by `tokio::sync::mpsc::channel`.
+    Tokio,
+}
+
+impl Engine {
+    /// Every engine, rill first (the order in which the command line runs them).
+    pub const ALL: [Engine; 3] = [Engine::Rill, Engine::Threads, Engine::Tokio];
+
+    /// The engine's name as the command line and the JSON output spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Rill => "rill",
+            Engine::Threads => "threads",
+            Engine::Tokio => "tokio",
+        }
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where the stages of a pipe go, for engines that map tasks to workers.
+///
+/// With `W` workers and `D` stages numbered 0 (the source) to `D-1` (the sink):
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// Every stage on worker 0: all hand-offs stay on one worker.
+    #[value(help = "every stage on worker 0")]
+    Const,
+    /// Stage `i` on worker `i mod W`: every hand-off crosses workers.
+    #[default]
+    #[value(help = "stage i on worker i mod W: every hand-off crosses workers")]
+    Rr,
+    /// The stages cut into `W` contiguous blocks of (nearly) equal size, block `k`
+    /// on worker `k`: only the `W-1` block boundaries cross workers.
+    #[value(help = "W contiguous blocks of stages, block k on worker k")]
+    Parts,
+}
+
+impl Placement {
+    /// The placement's name as the command line and the JSON output spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Const => "const",
+            Placement::Rr => "rr",
+            Placement::Parts => "parts",
+        }
+    }
+
+    /// The worker (0-based) that stage `stage` of a pipe of `depth` stages goes to
+    /// when there are `workers` workers. Engines that place tasks use this so that
+    /// every engine means the same thing by a placement.
+    ///
+    /// `workers` and `depth` must be at least 1 and `stage < depth`.
+    pub fn worker_of(self, stage: usize, depth: usize, workers: usize) -> usize {
+        debug_assert!(workers >= 1 && depth >= 1 && stage < depth);
+        match self {
+            Placement::Const => 0,
+            Placement::Rr => stage % workers,
+            // Block k holds the stages in [k*depth/W, (k+1)*depth/W).
+            Placement::Parts => (stage * workers) / depth,
+        }
+    }
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A micro-benchmark row: one runtime primitive timed in isolation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MicroRow {
+    /// One task yields to the scheduler repeatedly; ns per yield. Runs on the
+    /// given number of workers.
+    #[value(help = "one task yields repeatedly; ns per yield (on --workers workers)")]
+    Yield,
+    /// Spawn an empty task, let it run and end, and wait for it; ns per task.
+    /// Runs on the given number of workers.
+    #[value(help = "spawn an empty task and wait for its end; ns per task (on --workers workers)")]
+    Spawn,
+    /// One task sends messages to another on the same worker through a channel of
+    /// [`MICRO_CAPACITY`]; ns per message. Always 1 worker.
+    #[value(
+        help = "messages between two tasks on one worker, channel capacity 16; ns per message (1 worker)"
+    )]
+    Handoff,
+    /// Ping-pong between two tasks on two workers; ns per round trip (two
+    /// messages). Always 2 workers.
+    #[value(help = "ping-pong between tasks on two workers; ns per round trip (2 workers)")]
+    #[value(name = "cross_worker_roundtrip", alias = "cross-worker-roundtrip")]
+    CrossWorkerRoundtrip,
+    /// The share of one core that an idle runtime with 1 worker burns, measured
+    /// with process CPU time over [`IDLE_WINDOW`] after [`IDLE_SETTLE`] with
+    /// nothing to do. Reported in the field `cpu_share` (0.0 to 1.0 per core);
+    /// `ns_per_op` is null since there are no operations. Always 1 worker.
+    #[value(
+        help = "share of one core an idle 1-worker runtime burns over 50 ms after 10 ms idle (field cpu_share; ns_per_op is null)"
+    )]
+    #[value(name = "idle_cpu", alias = "idle-cpu")]
+    IdleCpu,
+}
+
+impl MicroRow {
+    /// Every row, in the order the command line runs them.
+    pub const ALL: [MicroRow; 5] = [
+        MicroRow::Yield,
+        MicroRow::Spawn,
+        MicroRow::Handoff,
+        MicroRow::CrossWorkerRoundtrip,
+        MicroRow::IdleCpu,
+    ];
+
+    /// The row's name as the command line and the JSON output spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            MicroRow::Yield => "yield",
+            MicroRow::Spawn => "spawn",
+            MicroRow::Handoff => "handoff",
+            MicroRow::CrossWorkerRoundtrip => "cross_worker_roundtrip",
+            MicroRow::IdleCpu => "idle_cpu",
+        }
+    }
+
+    /// The worker count the row always uses, or `None` when it runs on the
+    /// worker count it is given.
+    pub fn fixed_workers(self) -> Option<usize> {
+        match self {
+            MicroRow::Yield | MicroRow::Spawn => None,
+            MicroRow::Handoff | MicroRow::IdleCpu => Some(1),
+            MicroRow::CrossWorkerRoundtrip => Some(2),
+        }
+    }
+
+    /// The worker count the row runs on when `workers` are asked for.
+    pub fn workers(self, workers: usize) -> usize {
+        self.fixed_workers().unwrap_or(workers)
+    }
+}
+
+impl fmt::Display for MicroRow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A parameter value that no benchmark can run with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamError(pub String);
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+fn check(ok: bool, msg: impl FnOnce() -> String) -> Result<(), ParamError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ParamError(msg()))
+    }
+}
+
+/// Parameters of the pipe benchmark: a source, `depth - 2` relays and a sink in a
+/// line, connected by bounded channels; the source writes `messages` messages
+/// `0..messages`, the sink checks it received exactly those, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipeParams {
+    /// Number of stages, source and sink included (at least 2).
+    pub depth: usize,
+    /// Number of messages the source writes (at least 1).
+    pub messages: u64,
+    /// Bound of each channel (at least 1).
+    pub capacity: usize,
+    /// Number of workers (at least 1), for engines that have workers.
+    pub workers: usize,
+    /// Where the stages go, for engines that place tasks on workers.
+    pub placement: Placement,
+    /// Monitoring mode asked for on the command line (`--monitor`); only rill uses
+    /// it, and it decides which values it accepts.
+    pub monitor: Option<String>,
+    /// Directory for monitoring logs (`--logs`); only rill uses it.
+    pub logs: Option<PathBuf>,
+}
+
+impl Default for PipeParams {
+    fn default() -> Self {
+        PipeParams {
+            depth: DEFAULT_DEPTH,
+            messages: DEFAULT_MESSAGES,
+            capacity: DEFAULT_CAPACITY,
+            workers: 1,
+            placement: Placement::default(),
+            monitor: None,
+            logs: None,
+        }
+    }
+}
+
+impl PipeParams {
+    /// Checks that the benchmark can run with these values.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        check(self.depth >= 2, || {
+            format!(
+                "pipe depth must be at least 2 (a source and a sink), got {}",
+                self.depth
+            )
+        })?;
+        check(self.messages >= 1, || {
+            "pipe messages must be at least 1, got 0".to_string()
+        })?;
+        check(self.capacity >= 1, || {
+            "channel capacity must be at least 1, got 0".to_string()
+        })?;
+        check(self.workers >= 1, || {
+            "workers must be at least 1, got 0".to_string()
+        })?;
+        check(
+            self.messages.checked_mul(self.depth as u64 - 1).is_some(),
+            || {
+                format!(
+                    "pipe of depth {} with {} messages makes more channel hops than fit in a u64",
+                    self.depth, self.messages
+                )
+            },
+        )
+    }
+
+    /// Messages times channels: the operations `ns_per_op` divides the wall time
+    /// by (`messages × (depth - 1)`). Valid parameters never overflow.
+    pub fn channel_hops(&self) -> u64 {
+        self.messages
+            .saturating_mul((self.depth as u64).saturating_sub(1))
+    }
+}
+
+/// Parameters of the ring benchmark: `size` tasks in a ring of bounded channels,
+/// one token passed around until it has made `hops` hops in total.
+///
+/// Protocol (every engine): the token is a `u64` counting the hops made so far.
+/// Task `i` reads from channel `i` and writes to channel `(i + 1) mod size`. The
+/// benchmark puts the token `0` into channel 0. A task that reads `t < hops`
+/// writes `t + 1`; the task that reads `t == hops` ends, and its end closes the
+/// ring (each following task sees its input end and ends in turn). Each task counts
+/// the tokens it read; [`verify_ring`] checks the final token and the counts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RingParams {
+    /// Number of tasks in the ring (at least 2).
+    pub size: usize,
+    /// Number of hops the token makes (at least 1).
+    pub hops: u64,
+    /// Bound of each channel (at least 1).
+    pub capacity: usize,
+    /// Number of workers (at least 1), for engines that have workers.
+    pub workers: usize,
+    /// Monitoring mode asked for on the command line (`--monitor`); only rill uses
+    /// it.
+    pub monitor: Option<String>,
+    /// Directory for monitoring logs (`--logs`); only rill uses it.
+    pub logs: Option<PathBuf>,
+}
+
+impl Default for RingParams {
+    fn default() -> Self {
+        RingParams {
+            size: DEFAULT_RING_SIZE,
+            hops: DEFAULT_HOPS,
+            capacity: DEFAULT_CAPACITY,
+            workers: 1,
+            monitor: None,
+            logs: None,
+        }
+    }
+}
+
+impl RingParams {
+    /// Checks that the benchmark can run with these values.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        check(self.size >= 2, || {
+            format!("ring size must be at least 2 tasks, got {}", self.size)
+        })?;
+        check(self.hops >= 1, || {
+            "ring hops must be at least 1, got 0".to_string()
+        })?;
+        check(self.hops < u64::MAX, || {
+            "ring hops must be less than u64::MAX".to_string()
+        })?;
+        check(self.capacity >= 1, || {
+            "channel capacity must be at least 1, got 0".to_string()
+        })?;
+        check(self.workers >= 1, || {
+            "workers must be at least 1, got 0".to_string()
+        })
+    }
+}
+
+/// What one run of a benchmark on one engine measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Measurement {
+    /// Wall time of the timed part (see the module doc).
+    pub wall: Duration,
+    /// Operations done in that time (channel hops, ring hops, yields...); 0 when
+    /// the benchmark has no operations (`idle_cpu`).
+    pub ops: u64,
+    /// Engine- or row-specific figures, copied into the JSON line as they are
+    /// (for example `cpu_share` for `idle_cpu`, `threads` for the threads engine).
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Measurement {
+    /// A measurement of `ops` operations in `wall`, with no extra figures.
+    pub fn new(wall: Duration, ops: u64) -> Self {
+        Measurement {
+            wall,
+            ops,
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// Adds an extra figure.
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.extra.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Wall time per operation in nanoseconds, or `None` without operations.
+    pub fn ns_per_op(&self) -> Option<f64> {
+        (self.ops > 0).then(|| self.wall.as_nanos() as f64 / self.ops as f64)
+    }
+
+    /// The `cpu_share` extra figure, if the measurement has one.
+    pub fn cpu_share(&self) -> Option<f64> {
+        self.extra.get("cpu_share").and_then(|v| v.as_f64())
+    }
+}
+
+/// A benchmark result that is not what the benchmark should have produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyError(pub String);
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "verification failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for VerifyError {}
+
+/// Checks, message by message, that a sink receives exactly `0, 1, 2, ...` in
+/// order; [`SequenceCheck::finish`] then checks the count.
+#[derive(Clone, Debug, Default)]
+pub struct SequenceCheck {
+    next: u64,
+}
+
+impl SequenceCheck {
+    /// A check that expects `0` first.
+    pub fn new() -> Self {
+        SequenceCheck { next: 0 }
+    }
+
+    /// Checks the next received message. Returns an error at the first message
+    /// out of order; the sink should stop then.
+    #[inline]
+    pub fn push(&mut self, value: u64) -> Result<(), VerifyError> {
+        if value != self.next {
+            return Err(self.mismatch(value));
+        }
+        self.next += 1;
+        Ok(())
+    }
+
+    #[cold]
+    fn mismatch(&self, value: u64) -> VerifyError {
+        VerifyError(format!(
+            "message {} arrived where message {} was expected",
+            value, self.next
+        ))
+    }
+
+    /// Number of messages accepted so far.
+    pub fn received(&self) -> u64 {
+        self.next
+    }
+
+    /// Checks that exactly `expected` messages arrived.
+    pub fn finish(&self, expected: u64) -> Result<(), VerifyError> {
+        if self.next == expected {
+            Ok(())
+        } else {
+            Err(VerifyError(format!(
+                "received {} messages, expected {}",
+                self.next, expected
+            )))
+        }
+    }
+}
+
+/// Checks a ring run (see [`RingParams`] for the protocol): the task that ended it
+/// read the token `final_token`, and the tasks read `reads` tokens in all. Both
+/// must match `hops` hops exactly: the final token is `hops`, and the reads are
+/// `hops + 1` (the hops plus the initial token).
+pub fn verify_ring(final_token: Option<u64>, reads: u64, hops: u64) -> Result<(), VerifyError> {
+    match final_token {
+        None => Err(VerifyError(
+            "the ring ended without any task seeing the final token".to_string(),
+        )),
+        Some(t) if t != hops => Err(VerifyError(format!(
+            "the token ended after {t} hops, expected {hops}"
+        ))),
+        Some(_) if reads != hops + 1 => Err(VerifyError(format!(
+            "the tasks read the token {reads} times, expected {} ({hops} hops + the initial token)",
+            hops + 1
+        ))),
+        Some(_) => Ok(()),
+    }
+}
+
+/// CPU time (user + system) used so far by the whole process, from
+/// `getrusage(RUSAGE_SELF)`.
+pub fn process_cpu_time() -> std::io::Result<Duration> {
+    // SAFETY: `rusage` is a plain C struct for which all-zero bytes are a valid
+    // value; getrusage only writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage for the duration of the call.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    Ok(tv(usage.ru_utime) + tv(usage.ru_stime))
+}
+
+/// The `idle_cpu` measurement, the same for every engine: call it once the
+/// engine's runtime is up with nothing to do. It sleeps [`IDLE_SETTLE`], then
+/// measures the process's CPU time over [`IDLE_WINDOW`] of sleep and returns a
+/// measurement with `ops = 0` and the extra figure `cpu_share` (CPU time / wall
+/// time: the share of one core the idle process used).
+///
+/// The calling thread sleeps, so what it measures is the runtime's own threads
+/// (and anything else the process runs meanwhile).
+pub fn measure_idle_cpu() -> anyhow::Result<Measurement> {
+    std::thread::sleep(IDLE_SETTLE);
+    let cpu0 = process_cpu_time()?;
+    let t0 = Instant::now();
+    std::thread::sleep(IDLE_WINDOW);
+    let cpu1 = process_cpu_time()?;
+    let wall = t0.elapsed();
+    let cpu = cpu1.saturating_sub(cpu0);
+    let share = cpu.as_secs_f64() / wall.as_secs_f64();
+    Ok(Measurement::new(wall, 0)
+        .with("cpu_share", share)
+        .with("cpu_us", cpu.as_micros() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_check_accepts_exact_sequence() {
+        let mut c = SequenceCheck::new();
+        for v in 0..10 {
+            c.push(v).unwrap();
+        }
+        assert_eq!(c.received(), 10);
+        c.finish(10).unwrap();
+    }
+
+    #[test]
+    fn sequence_check_detects_wrong_count() {
+        let mut c = SequenceCheck::new();
+        for v in 0..9 {
+            c.push(v).unwrap();
+        }
+        let e = c.finish(10).unwrap_err();
+        assert!(
+            e.to_string().contains("received 9 messages, expected 10"),
+            "{e}"
+        );
+        c.push(9).unwrap();
+        c.push(10).unwrap();
+        assert!(c.finish(10).is_err());
+    }
+
+    #[test]
+    fn sequence_check_detects_reorder_and_loss() {
+        let mut c = SequenceCheck::new();
+        c.push(0).unwrap();
+        let e = c.push(2).unwrap_err();
+        assert!(
+            e.to_string().contains("message 2 arrived where message 1"),
+            "{e}"
+        );
+        let mut c = SequenceCheck::new();
+        assert!(c.push(1).is_err());
+    }
+
+    #[test]
+    fn ring_verifier() {
+        verify_ring(Some(100), 101, 100).unwrap();
+        assert!(verify_ring(None, 101, 100).is_err());
+        assert!(verify_ring(Some(99), 100, 100).is_err());
+        assert!(verify_ring(Some(100), 100, 100).is_err());
+        assert!(verify_ring(Some(100), 102, 100).is_err());
+    }
+
+    #[test]
+    fn pipe_validation() {
+        let ok = PipeParams::default();
+        ok.validate().unwrap();
+        assert_eq!(ok.channel_hops(), 100_000 * 99);
+        let bad = |f: fn(&mut PipeParams)| {
+            let mut p = PipeParams::default();
+            f(&mut p);
+            p.validate().unwrap_err().to_string()
+        };
+        assert!(bad(|p| p.depth = 1).contains("depth must be at least 2"));
+        assert!(bad(|p| p.depth = 0).contains("depth must be at least 2"));
+        assert!(bad(|p| p.messages = 0).contains("messages must be at least 1"));
+        assert!(bad(|p| p.capacity = 0).contains("capacity must be at least 1"));
+        assert!(bad(|p| p.workers = 0).contains("workers must be at least 1"));
+        assert!(bad(|p| p.messages = u64::MAX).contains("u64"));
+        let mut p = PipeParams {
+            depth: 2,
+            messages: 1,
+            capacity: 1,
+            ..PipeParams::default()
+        };
+        p.validate().unwrap();
+        p.messages = u64::MAX;
+        p.validate().unwrap();
+    }
+
+    #[test]
+    fn ring_validation() {
+        RingParams::default().validate().unwrap();
+        let bad = |f: fn(&mut RingParams)| {
+            let mut p = RingParams::default();
+            f(&mut p);
+            p.validate().unwrap_err().to_string()
+        };
+        assert!(bad(|p| p.size = 1).contains("size must be at least 2"));
+        assert!(bad(|p| p.hops = 0).contains("hops must be at least 1"));
+        assert!(bad(|p| p.hops = u64::MAX).contains("less than"));
+        assert!(bad(|p| p.capacity = 0).contains("capacity"));
+        assert!(bad(|p| p.workers = 0).contains("workers"));
+    }
+
+    #[test]
+    fn placements() {
+        let map = |pl: Placement, d: usize, w: usize| {
+            (0..d).map(|s| pl.worker_of(s, d, w)).collect::<Vec<_>>()
+        };
+        assert_eq!(map(Placement::Const, 5, 2), vec![0; 5]);
+        assert_eq!(map(Placement::Rr, 5, 2), vec![0, 1, 0, 1, 0]);
+        assert_eq!(map(Placement::Parts, 6, 3), vec![0, 0, 1, 1, 2, 2]);
+        assert_eq!(map(Placement::Parts, 5, 2), vec![0, 0, 0, 1, 1]);
+        // More workers than stages: every stage on its own worker.
+        assert_eq!(map(Placement::Parts, 3, 8), vec![0, 2, 5]);
+        assert_eq!(map(Placement::Parts, 4, 1), vec![0; 4]);
+    }
+
+    #[test]
+    fn measurement_figures() {
+        let m = Measurement::new(Duration::from_micros(10), 100);
+        assert_eq!(m.ns_per_op(), Some(100.0));
+        assert_eq!(m.cpu_share(), None);
+        let idle = Measurement::new(Duration::from_millis(50), 0).with("cpu_share", 0.25);
+        assert_eq!(idle.ns_per_op(), None);
+        assert_eq!(idle.cpu_share(), Some(0.25));
+    }
+
+    #[test]
+    fn cpu_time_advances_with_work() {
+        let t0 = process_cpu_time().unwrap();
+        let start = Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(20) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let t1 = process_cpu_time().unwrap();
+        assert!(t1 > t0, "{t0:?} -> {t1:?}");
+    }
+}

@@ -1,0 +1,672 @@
+//! The `rill-bench` command line: its arguments (clap derive) and [`run`], which
+//! turns them into benchmark runs on each chosen engine and reports them.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::bench::{
+    Engine, Measurement, MicroRow, ParamError, PipeParams, Placement, RingParams, DEFAULT_CAPACITY,
+    DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES, DEFAULT_RING_SIZE,
+};
+use crate::engines;
+use crate::report::{self, Job, Outcome};
+
+const ABOUT: &str = "Runs LPEL's stream micro-benchmarks on rill and on its peers, side by side";
+
+const LONG_ABOUT: &str = "\
+rill-bench runs LPEL's stream micro-benchmarks (a relay pipe, a token ring, and \
+micro rows for yield, spawn, hand-off, cross-worker round trip and idle CPU) on \
+rill's lightweight tasks (engine `rill`) and on two peer baselines: one OS thread \
+per task with crossbeam-channel bounded channels (engine `threads`), and tokio \
+tasks with bounded mpsc channels (engine `tokio`). By default every engine runs in the same invocation, so that rill's figures are \
+read as ratios to its peers'. Every run verifies its result (the sink saw exactly \
+0..M in order, the token made exactly H hops) and fails otherwise.";
+
+const AFTER_HELP: &str = "\
+Output: a table per benchmark (median, min and max of ns/op over the repeats, and \
+each peer's ratio to rill), or with --json one JSON object per run on stdout (a \
+failed run's object has \"verified\": false and an \"error\" field). Progress goes to \
+stderr.
+
+Exit status: 0 when every run succeeded and verified, 1 when any run failed (its \
+error is reported in its row and the other engines still run), 2 for invalid \
+arguments.";
+
+fn parse_at_least<T>(s: &str, min: T) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    let v: T = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number, got '{s}'"))?;
+    if v < min {
+        return Err(format!("must be at least {min}, got {v}"));
+    }
+    Ok(v)
+}
+
+fn at_least_usize<const MIN: usize>(s: &str) -> Result<usize, String> {
+    parse_at_least(s, MIN)
+}
+
+fn at_least_u64<const MIN: u64>(s: &str) -> Result<u64, String> {
+    parse_at_least(s, MIN)
+}
+
+fn at_least_u32<const MIN: u32>(s: &str) -> Result<u32, String> {
+    parse_at_least(s, MIN)
+}
+
+fn ring_hops(s: &str) -> Result<u64, String> {
+    let v = parse_at_least(s, 1u64)?;
+    if v == u64::MAX {
+        return Err("must be less than 2^64 - 1".to_string());
+    }
+    Ok(v)
+}
+
+/// The `rill-bench` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rill-bench",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP,
+    propagate_version = true
+)]
+pub struct Cli {
+    /// The benchmark to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// A benchmark.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Relay pipeline: a source, DEPTH-2 relays and a sink joined by bounded
+    /// channels; ns/op = wall time / (MESSAGES x (DEPTH-1)), per message per hop.
+    Pipe(PipeArgs),
+    /// Token ring: SIZE tasks in a ring of bounded channels pass one token for HOPS
+    /// hops in total; ns/op = wall time / HOPS.
+    Ring(RingArgs),
+    /// Micro rows, each a runtime primitive timed alone: yield, spawn, handoff,
+    /// cross_worker_roundtrip (ns per operation) and idle_cpu (share of a core).
+    Micro(MicroArgs),
+}
+
+/// An engine as the command line names it: one of [`Engine`], or `all`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    /// Every engine: rill, threads and tokio.
+    All,
+    /// rill's lightweight tasks and streams.
+    Rill,
+    /// One OS thread per task, crossbeam-channel bounded channels.
+    Threads,
+    /// tokio tasks on a multi-thread runtime, tokio mpsc bounded channels.
+    Tokio,
+}
+
+/// Arguments every benchmark takes.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// Engines to run, a comma-separated list (rill, threads, tokio) or `all`;
+    /// each runs in turn and the table shows them side by side.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "all",
+        value_name = "ENGINES"
+    )]
+    pub engine: Vec<EngineChoice>,
+
+    /// Runs of each benchmark per engine; the table shows median, min and max.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = at_least_u32::<1>)]
+    pub repeat: u32,
+
+    /// Print one JSON object per run (one line each) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Worker threads for engines that have workers (rill, tokio) [default: the
+    /// number of available cores].
+    #[arg(long, value_name = "W",
+          value_parser = at_least_usize::<1>)]
+    pub workers: Option<usize>,
+
+    /// Monitoring mode passed to rill (for example off or full); the peers ignore
+    /// it.
+    #[arg(long, value_name = "MODE")]
+    pub monitor: Option<String>,
+
+    /// Directory where rill writes its monitoring logs; the peers ignore it.
+    #[arg(long, value_name = "DIR")]
+    pub logs: Option<PathBuf>,
+}
+
+impl CommonArgs {
+    /// The engines chosen, each once, in the order given (`all` expands to rill,
+    /// threads, tokio).
+    pub fn engines(&self) -> Vec<Engine> {
+        let mut out = Vec::new();
+        for choice in &self.engine {
+            let add: &[Engine] = match choice {
+                EngineChoice::All => &Engine::ALL,
+                EngineChoice::Rill => &[Engine::Rill],
+                EngineChoice::Threads => &[Engine::Threads],
+                EngineChoice::Tokio => &[Engine::Tokio],
+            };
+            for e in add {
+                if !out.contains(e) {
+                    out.push(*e);
+                }
+            }
+        }
+        out
+    }
+
+    /// The worker count asked for, or the number of available cores.
+    pub fn workers(&self) -> usize {
+        self.workers.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+    }
+}
+
+/// Arguments of `rill-bench pipe`.
+#[derive(Debug, Args)]
+pub struct PipeArgs {
+    /// Stages in the pipe, source and sink included (at least 2).
+    #[arg(long, default_value_t = DEFAULT_DEPTH, value_name = "D",
+          value_parser = at_least_usize::<2>)]
+    pub depth: usize,
+
+    /// Messages the source writes (at least 1).
+    #[arg(long, default_value_t = DEFAULT_MESSAGES, value_name = "M",
+          value_parser = at_least_u64::<1>)]
+    pub messages: u64,
+
+    /// Where stages go on the workers. Only rill applies it; the peers record it.
+    #[arg(long, value_enum, default_value_t = Placement::Rr)]
+    pub placement: Placement,
+
+    /// Bound of each channel, in messages (at least 1).
+    #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
+          value_parser = at_least_usize::<1>)]
+    pub capacity: usize,
+
+    /// Options every benchmark takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Arguments of `rill-bench ring`.
+#[derive(Debug, Args)]
+pub struct RingArgs {
+    /// Tasks in the ring (at least 2).
+    #[arg(long, default_value_t = DEFAULT_RING_SIZE, value_name = "S",
+          value_parser = at_least_usize::<2>)]
+    pub size: usize,
+
+    /// Hops the token makes in total (at least 1).
+    #[arg(long, default_value_t = DEFAULT_HOPS, value_name = "H",
+          value_parser = ring_hops)]
+    pub hops: u64,
+
+    /// Bound of each channel, in messages (at least 1).
+    #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
+          value_parser = at_least_usize::<1>)]
+    pub capacity: usize,
+
+    /// Options every benchmark takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Arguments of `rill-bench micro`.
+#[derive(Debug, Args)]
+pub struct MicroArgs {
+    /// Rows to run, a comma-separated list [default: all of them]. handoff and
+    /// idle_cpu always use 1 worker, cross_worker_roundtrip 2; yield and spawn use
+    /// --workers.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "ROWS")]
+    pub rows: Vec<MicroRow>,
+
+    /// Options every benchmark takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl MicroArgs {
+    /// The rows chosen, each once, in the order given; all rows when none is.
+    pub fn rows(&self) -> Vec<MicroRow> {
+        if self.rows.is_empty() {
+            return MicroRow::ALL.to_vec();
+        }
+        let mut out = Vec::new();
+        for r in &self.rows {
+            if !out.contains(r) {
+                out.push(*r);
+            }
+        }
+        out
+    }
+}
+
+impl Command {
+    /// The subcommand's name: `pipe`, `ring` or `micro`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Pipe(_) => "pipe",
+            Command::Ring(_) => "ring",
+            Command::Micro(_) => "micro",
+        }
+    }
+
+    /// The options every benchmark takes.
+    pub fn common(&self) -> &CommonArgs {
+        match self {
+            Command::Pipe(a) => &a.common,
+            Command::Ring(a) => &a.common,
+            Command::Micro(a) => &a.common,
+        }
+    }
+
+    /// The benchmark jobs this command asks for, validated.
+    pub fn jobs(&self) -> Result<Vec<Job>, ParamError> {
+        let common = self.common();
+        let workers = common.workers();
+        match self {
+            Command::Pipe(a) => {
+                let p = PipeParams {
+                    depth: a.depth,
+                    messages: a.messages,
+                    capacity: a.capacity,
+                    workers,
+                    placement: a.placement,
+                    monitor: common.monitor.clone(),
+                    logs: common.logs.clone(),
+                };
+                p.validate()?;
+                Ok(vec![Job::Pipe(p)])
+            }
+            Command::Ring(a) => {
+                let p = RingParams {
+                    size: a.size,
+                    hops: a.hops,
+                    capacity: a.capacity,
+                    workers,
+                    monitor: common.monitor.clone(),
+                    logs: common.logs.clone(),
+                };
+                p.validate()?;
+                Ok(vec![Job::Ring(p)])
+            }
+            Command::Micro(a) => {
+                if workers == 0 {
+                    return Err(ParamError("workers must be at least 1, got 0".into()));
+                }
+                Ok(a.rows()
+                    .into_iter()
+                    .map(|row| Job::Micro { row, workers })
+                    .collect())
+            }
+        }
+    }
+}
+
+/// Runs one job once on one engine.
+pub fn run_job(job: &Job, engine: Engine) -> anyhow::Result<Measurement> {
+    match job {
+        Job::Pipe(p) => engines::run_pipe(engine, p),
+        Job::Ring(p) => engines::run_ring(engine, p),
+        Job::Micro { row, workers } => engines::run_micro(engine, *row, *workers),
+    }
+}
+
+/// What [`run`] did: how many runs there were and how many failed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Runs attempted.
+    pub runs: usize,
+    /// Runs that returned an error (including verification failures).
+    pub failures: usize,
+}
+
+/// Why [`run`] could not do its work.
+#[derive(Debug)]
+pub enum CliError {
+    /// An argument value no benchmark can run with (exit status 2).
+    Params(ParamError),
+    /// Writing the output failed.
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError::Io(e)
+    }
+}
+
+/// Runs every job the command asks for, on each chosen engine, `--repeat` times,
+/// and writes the results to `out` (table or JSON lines) and progress to
+/// `progress`. A failed run is reported and counted, and the others go on.
+pub fn run(cli: &Cli, out: &mut dyn Write, progress: &mut dyn Write) -> Result<Summary, CliError> {
+    let jobs = cli.command.jobs().map_err(CliError::Params)?;
+    let common = cli.command.common();
+    let engines = common.engines();
+    let mut summary = Summary::default();
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    for job in &jobs {
+        for &engine in &engines {
+            for run in 0..common.repeat {
+                // Progress is best effort: a closed stderr must not stop the runs.
+                let _ = write!(
+                    progress,
+                    "[{}] {engine} run {}/{} ... ",
+                    job.label(),
+                    run + 1,
+                    common.repeat
+                );
+                let _ = progress.flush();
+                let result = run_job(job, engine).map_err(|e| format!("{e:#}"));
+                let _ = writeln!(progress, "{}", report::short_result(job, &result));
+                summary.runs += 1;
+                if result.is_err() {
+                    summary.failures += 1;
+                }
+                let outcome = Outcome {
+                    job: job.clone(),
+                    engine,
+                    run,
+                    result,
+                };
+                if common.json {
+                    writeln!(out, "{}", report::json_line(&outcome))?;
+                    out.flush()?;
+                }
+                outcomes.push(outcome);
+            }
+        }
+    }
+    if !common.json {
+        report::write_tables(out, &cli.command, &jobs, &engines, &outcomes)?;
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("rill-bench").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn pipe_defaults() {
+        let cli = parse(&["pipe"]).unwrap();
+        let Command::Pipe(a) = &cli.command else {
+            panic!("not pipe")
+        };
+        assert_eq!((a.depth, a.messages, a.capacity), (100, 100_000, 16));
+        let Job::Pipe(p) = &cli.command.jobs().unwrap()[0] else {
+            panic!("not pipe")
+        };
+        assert_eq!(
+            *p,
+            PipeParams {
+                workers: p.workers,
+                ..PipeParams::default()
+            }
+        );
+        assert_eq!(a.placement, Placement::Rr);
+        assert_eq!(a.common.engines(), Engine::ALL.to_vec());
+        assert_eq!(a.common.repeat, 1);
+        assert!(!a.common.json);
+        assert!(a.common.workers() >= 1);
+        assert_eq!(a.common.monitor, None);
+    }
+
+    #[test]
+    fn pipe_all_flags() {
+        let cli = parse(&[
+            "pipe",
+            "--depth",
+            "4",
+            "--messages",
+            "10",
+            "--placement",
+            "parts",
+            "--workers",
+            "3",
+            "--engine",
+            "threads,tokio",
+            "--capacity",
+            "2",
+            "--repeat",
+            "5",
+            "--json",
+            "--monitor",
+            "full",
+            "--logs",
+            "/tmp/x",
+        ])
+        .unwrap();
+        let jobs = cli.command.jobs().unwrap();
+        let Job::Pipe(p) = &jobs[0] else {
+            panic!("not pipe")
+        };
+        assert_eq!(
+            *p,
+            PipeParams {
+                depth: 4,
+                messages: 10,
+                capacity: 2,
+                workers: 3,
+                placement: Placement::Parts,
+                monitor: Some("full".into()),
+                logs: Some("/tmp/x".into()),
+            }
+        );
+        let c = cli.command.common();
+        assert_eq!(c.engines(), vec![Engine::Threads, Engine::Tokio]);
+        assert_eq!(c.repeat, 5);
+        assert!(c.json);
+    }
+
+    #[test]
+    fn engine_lists() {
+        let engines = |s: &str| {
+            parse(&["ring", "--engine", s])
+                .unwrap()
+                .command
+                .common()
+                .engines()
+        };
+        assert_eq!(engines("all"), Engine::ALL.to_vec());
+        assert_eq!(engines("tokio,rill"), vec![Engine::Tokio, Engine::Rill]);
+        assert_eq!(engines("threads,threads"), vec![Engine::Threads]);
+        assert_eq!(
+            engines("tokio,all"),
+            vec![Engine::Tokio, Engine::Rill, Engine::Threads]
+        );
+        // Repeated flags add up.
+        let cli = parse(&["ring", "--engine", "rill", "--engine", "tokio"]).unwrap();
+        assert_eq!(
+            cli.command.common().engines(),
+            vec![Engine::Rill, Engine::Tokio]
+        );
+    }
+
+    #[test]
+    fn ring_and_micro_defaults() {
+        let cli = parse(&["ring"]).unwrap();
+        let Job::Ring(p) = &cli.command.jobs().unwrap()[0] else {
+            panic!("not ring")
+        };
+        assert_eq!((p.size, p.hops, p.capacity), (100, 50_000, 16));
+        assert_eq!(
+            *p,
+            RingParams {
+                workers: p.workers,
+                ..RingParams::default()
+            }
+        );
+        let cli = parse(&["micro"]).unwrap();
+        assert_eq!(cli.command.jobs().unwrap().len(), MicroRow::ALL.len());
+        let cli = parse(&["micro", "--rows", "idle_cpu,yield,cross-worker-roundtrip"]).unwrap();
+        let Command::Micro(a) = &cli.command else {
+            panic!("not micro")
+        };
+        assert_eq!(
+            a.rows(),
+            vec![
+                MicroRow::IdleCpu,
+                MicroRow::Yield,
+                MicroRow::CrossWorkerRoundtrip
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        use clap::error::ErrorKind;
+        for args in [
+            &["pipe", "--depth", "1"][..],
+            &["pipe", "--depth", "-3"],
+            &["pipe", "--messages", "0"],
+            &["pipe", "--capacity", "0"],
+            &["pipe", "--workers", "0"],
+            &["pipe", "--placement", "diagonal"],
+            &["pipe", "--engine", "go"],
+            &["pipe", "--engine", "threads,,tokio"],
+            &["pipe", "--repeat", "0"],
+            &["pipe", "--depth", "many"],
+            &["ring", "--size", "1"],
+            &["ring", "--hops", "0"],
+            &["ring", "--hops", "18446744073709551615"],
+            &["ring", "--hops", "18446744073709551616"],
+            &["micro", "--rows", "nap"],
+            &["fly"],
+            &[],
+        ] {
+            let e = parse(args).expect_err(&format!("{args:?} should fail"));
+            assert_ne!(e.kind(), ErrorKind::DisplayHelp, "{args:?}");
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn overflowing_pipe_is_a_param_error() {
+        let cli = parse(&["pipe", "--depth", "3", "--messages", &u64::MAX.to_string()]).unwrap();
+        let e = cli.command.jobs().unwrap_err();
+        assert!(e.to_string().contains("u64"), "{e}");
+    }
+
+    #[test]
+    fn help_mentions_subcommands_and_flags() {
+        let help = Cli::command().render_long_help().to_string();
+        for word in ["pipe", "ring", "micro", "rill", "threads", "tokio"] {
+            assert!(help.contains(word), "top-level help lacks {word}");
+        }
+        let mut cmd = Cli::command();
+        let pipe = cmd.find_subcommand_mut("pipe").unwrap();
+        let help = pipe.render_long_help().to_string();
+        for flag in [
+            "--depth",
+            "--messages",
+            "--placement",
+            "--workers",
+            "--engine",
+            "--capacity",
+            "--repeat",
+            "--json",
+            "--monitor",
+            "--logs",
+        ] {
+            assert!(help.contains(flag), "pipe help lacks {flag}");
+        }
+    }
+
+    #[test]
+    fn run_reports_failures_and_carries_on() {
+        let cli = parse(&[
+            "pipe",
+            "--engine",
+            "rill,threads",
+            "--depth",
+            "3",
+            "--messages",
+            "100",
+            "--repeat",
+            "2",
+        ])
+        .unwrap();
+        let mut out = Vec::new();
+        let mut progress = Vec::new();
+        let s = run(&cli, &mut out, &mut progress).unwrap();
+        assert_eq!(
+            s,
+            Summary {
+                runs: 4,
+                failures: 2
+            }
+        );
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("rill engine not wired yet"), "{out}");
+        assert!(out.contains("threads"), "{out}");
+        let progress = String::from_utf8(progress).unwrap();
+        assert_eq!(progress.lines().count(), 4, "{progress}");
+    }
+
+    #[test]
+    fn run_json_lines() {
+        let cli = parse(&[
+            "ring",
+            "--engine",
+            "threads,rill",
+            "--size",
+            "3",
+            "--hops",
+            "50",
+            "--json",
+        ])
+        .unwrap();
+        let mut out = Vec::new();
+        let s = run(&cli, &mut out, &mut std::io::sink()).unwrap();
+        assert_eq!(
+            s,
+            Summary {
+                runs: 2,
+                failures: 1
+            }
+        );
+        let lines: Vec<serde_json::Value> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["engine"], "threads");
+        assert_eq!(lines[0]["verified"], true);
+        assert_eq!(lines[0]["hops"], 50);
+        assert_eq!(lines[1]["engine"], "rill");
+        assert_eq!(lines[1]["verified"], false);
+        assert!(lines[1]["error"].as_str().unwrap().contains("not wired"));
+    }
+}

@@ -1,0 +1,87 @@
+//! One entry point per benchmark that dispatches on the [`Engine`].
+//!
+//! Parameters are validated here, before any engine sees them, and a panic inside
+//! an engine is caught and returned as an error, so that one engine's failure
+//! never stops the others' runs.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use anyhow::{anyhow, Result};
+
+use crate::bench::{Engine, Measurement, MicroRow, PipeParams, RingParams};
+use crate::{peers, rill_engine};
+
+fn guarded(engine: Engine, f: impl FnOnce() -> Result<Measurement>) -> Result<Measurement> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        Err(anyhow!(
+            "engine {engine} panicked: {}",
+            peers::threads::panic_text(&*p)
+        ))
+    })
+}
+
+/// Runs the pipe benchmark on `engine`.
+pub fn run_pipe(engine: Engine, p: &PipeParams) -> Result<Measurement> {
+    p.validate()?;
+    guarded(engine, || match engine {
+        Engine::Rill => rill_engine::pipe(p),
+        Engine::Threads => peers::threads::pipe(p),
+        Engine::Tokio => peers::tokio_rt::pipe(p),
+    })
+}
+
+/// Runs the ring benchmark on `engine`.
+pub fn run_ring(engine: Engine, p: &RingParams) -> Result<Measurement> {
+    p.validate()?;
+    guarded(engine, || match engine {
+        Engine::Rill => rill_engine::ring(p),
+        Engine::Threads => peers::threads::ring(p),
+        Engine::Tokio => peers::tokio_rt::ring(p),
+    })
+}
+
+/// Runs one micro row on `engine` with `workers` workers (for the rows that do not
+/// fix their own count).
+pub fn run_micro(engine: Engine, row: MicroRow, workers: usize) -> Result<Measurement> {
+    if workers == 0 {
+        return Err(anyhow!("workers must be at least 1, got 0"));
+    }
+    guarded(engine, || match engine {
+        Engine::Rill => rill_engine::micro(row, workers),
+        Engine::Threads => peers::threads::micro(row, workers),
+        Engine::Tokio => peers::tokio_rt::micro(row, workers),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rill_is_an_error_not_a_panic() {
+        let e = run_pipe(Engine::Rill, &PipeParams::default()).unwrap_err();
+        assert!(e.to_string().contains("not wired"), "{e}");
+    }
+
+    #[test]
+    fn invalid_params_rejected_before_engines() {
+        let p = PipeParams {
+            depth: 1,
+            ..PipeParams::default()
+        };
+        for engine in Engine::ALL {
+            assert!(run_pipe(engine, &p).is_err());
+        }
+        assert!(run_micro(Engine::Threads, MicroRow::Yield, 0).is_err());
+    }
+
+    #[test]
+    fn panics_become_errors() {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let r = guarded(Engine::Tokio, || panic!("boom"));
+        std::panic::set_hook(prev);
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("tokio panicked: boom"), "{e}");
+    }
+}

@@ -1,0 +1,362 @@
+//! The tokio peer: one `tokio::spawn`ed task per task on a runtime built with
+//! `Builder::new_multi_thread().worker_threads(W)`, `tokio::sync::mpsc::channel(C)`
+//! between tasks, every task's `JoinHandle` awaited at the end.
+//!
+//! tokio places tasks itself (work stealing, and a task woken by another goes to
+//! the waker's worker first), so a pipe's placement is recorded but not applied.
+//! The runtime is built before the clock starts and dropped after it stops.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use tokio::runtime::{Builder, Runtime};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::bench::{
+    measure_idle_cpu, verify_ring, Measurement, MicroRow, PipeParams, RingParams, SequenceCheck,
+    VerifyError, MICRO_CAPACITY,
+};
+
+/// Yields timed by the `yield` row.
+pub const YIELD_OPS: u64 = 200_000;
+/// Tasks spawned and awaited by the `spawn` row.
+pub const SPAWN_OPS: u64 = 200_000;
+/// Messages sent by the `handoff` row.
+pub const HANDOFF_OPS: u64 = 1_000_000;
+/// Round trips made by the `cross_worker_roundtrip` row.
+pub const ROUNDTRIP_OPS: u64 = 100_000;
+
+/// A multi-thread runtime with `workers` workers, as tokio's docs build one.
+fn multi_thread(workers: usize) -> Result<Runtime> {
+    Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("tokio-peer")
+        .build()
+        .context("building the tokio runtime")
+}
+
+/// Awaits a task and turns a panic or cancellation into an error.
+async fn join<T>(what: &str, h: JoinHandle<T>) -> Result<T> {
+    h.await.map_err(|e| {
+        if e.is_panic() {
+            anyhow!(
+                "tokio task {what} panicked: {}",
+                super::threads::panic_text(&e.into_panic())
+            )
+        } else {
+            anyhow!("tokio task {what} was cancelled")
+        }
+    })
+}
+
+/// Pipe: a source task, `depth - 2` relay tasks and a sink task.
+pub fn pipe(p: &PipeParams) -> Result<Measurement> {
+    p.validate()?;
+    let rt = multi_thread(p.workers)?;
+    let d = p.depth;
+    let m = p.messages;
+    let capacity = p.capacity;
+    rt.block_on(async move {
+        let start = Instant::now();
+        let (tx, mut rx) = mpsc::channel::<u64>(capacity);
+        let mut stages = Vec::with_capacity(d - 1);
+        stages.push(tokio::spawn(async move {
+            for v in 0..m {
+                // A send fails only when the sink ended early; it reports why.
+                if tx.send(v).await.is_err() {
+                    break;
+                }
+            }
+        }));
+        for _ in 1..d - 1 {
+            let (tx, next_rx) = mpsc::channel::<u64>(capacity);
+            let mut input = std::mem::replace(&mut rx, next_rx);
+            stages.push(tokio::spawn(async move {
+                while let Some(v) = input.recv().await {
+                    if tx.send(v).await.is_err() {
+                        break;
+                    }
+                }
+            }));
+        }
+        let sink = tokio::spawn(async move {
+            let mut check = SequenceCheck::new();
+            while let Some(v) = rx.recv().await {
+                check.push(v)?;
+            }
+            check.finish(m)
+        });
+        let sink_result = join("pipe-sink", sink).await;
+        let mut stages_result = Ok(());
+        for h in stages {
+            let r = join("pipe-stage", h).await;
+            stages_result = stages_result.and(r);
+        }
+        let wall = start.elapsed();
+        // A stage fails only by panicking, which the sink then sees as missing
+        // messages: report the panic, the cause.
+        stages_result?;
+        sink_result??;
+        Ok(Measurement::new(wall, p.channel_hops()).with("tasks", d as u64))
+    })
+}
+
+/// Ring: `size` tasks passing one token (see [`RingParams`] for the protocol).
+pub fn ring(p: &RingParams) -> Result<Measurement> {
+    p.validate()?;
+    let rt = multi_thread(p.workers)?;
+    let s = p.size;
+    let hops = p.hops;
+    let capacity = p.capacity;
+    rt.block_on(async move {
+        let start = Instant::now();
+        // Task i reads channel i and writes channel (i + 1) mod size.
+        let (senders, receivers): (Vec<_>, Vec<_>) =
+            (0..s).map(|_| mpsc::channel::<u64>(capacity)).unzip();
+        let inject = senders[0].clone();
+        let mut senders: Vec<Option<mpsc::Sender<u64>>> = senders.into_iter().map(Some).collect();
+        let mut tasks = Vec::with_capacity(s);
+        for (i, rx) in receivers.into_iter().enumerate() {
+            let tx = senders[(i + 1) % s]
+                .take()
+                .expect("each sender is taken once");
+            tasks.push(tokio::spawn(ring_task(rx, tx, hops)));
+        }
+        inject
+            .send(0)
+            .await
+            .map_err(|_| anyhow!("ring task 0 ended before the token"))?;
+        drop(inject);
+        let mut reads = 0;
+        let mut final_token = None;
+        for h in tasks {
+            let (r, last) = join("ring", h).await?;
+            reads += r;
+            final_token = final_token.or(last);
+        }
+        let wall = start.elapsed();
+        verify_ring(final_token, reads, hops)?;
+        Ok(Measurement::new(wall, hops).with("tasks", s as u64))
+    })
+}
+
+async fn ring_task(
+    mut rx: mpsc::Receiver<u64>,
+    tx: mpsc::Sender<u64>,
+    hops: u64,
+) -> (u64, Option<u64>) {
+    let mut reads = 0;
+    // The loop ends when the previous task ended (its sender dropped).
+    while let Some(t) = rx.recv().await {
+        reads += 1;
+        if t >= hops {
+            return (reads, Some(t));
+        }
+        if tx.send(t + 1).await.is_err() {
+            break;
+        }
+    }
+    (reads, None)
+}
+
+/// One micro row on tokio.
+///
+/// - `yield`: one spawned task calls `tokio::task::yield_now().await`
+///   [`YIELD_OPS`] times, on a multi-thread runtime with `workers` workers.
+/// - `spawn`: from inside a task, `tokio::spawn(async {})` then await its
+///   `JoinHandle`, [`SPAWN_OPS`] times, on `workers` workers.
+/// - `handoff`: a current-thread runtime (one worker), two tasks, one
+///   `mpsc::channel(MICRO_CAPACITY)`, [`HANDOFF_OPS`] messages.
+/// - `cross_worker_roundtrip`: a multi-thread runtime with 2 workers, a ping and a
+///   pong task, [`ROUNDTRIP_OPS`] round trips. tokio decides where the two tasks
+///   run (a woken task goes to its waker's worker first), as it would for any
+///   program.
+/// - `idle_cpu`: a multi-thread runtime with 1 worker and one task waiting on an
+///   empty channel.
+pub fn micro(row: MicroRow, workers: usize) -> Result<Measurement> {
+    let ops = match row {
+        MicroRow::Yield => YIELD_OPS,
+        MicroRow::Spawn => SPAWN_OPS,
+        MicroRow::Handoff => HANDOFF_OPS,
+        MicroRow::CrossWorkerRoundtrip => ROUNDTRIP_OPS,
+        MicroRow::IdleCpu => 0,
+    };
+    micro_ops(row, workers, ops)
+}
+
+/// [`micro`] with `ops` operations instead of the row's default (tests use small
+/// counts).
+pub(crate) fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measurement> {
+    if workers == 0 {
+        return Err(anyhow!("workers must be at least 1, got 0"));
+    }
+    let workers = row.workers(workers);
+    match row {
+        MicroRow::Yield => {
+            let rt = multi_thread(workers)?;
+            let wall = rt.block_on(async move {
+                let task = tokio::spawn(async move {
+                    let start = Instant::now();
+                    for _ in 0..ops {
+                        tokio::task::yield_now().await;
+                    }
+                    start.elapsed()
+                });
+                join("yield", task).await
+            })?;
+            Ok(Measurement::new(wall, ops))
+        }
+        MicroRow::Spawn => {
+            let rt = multi_thread(workers)?;
+            let wall = rt.block_on(async move {
+                let task = tokio::spawn(async move {
+                    let start = Instant::now();
+                    for _ in 0..ops {
+                        join("empty", tokio::spawn(async {})).await?;
+                    }
+                    Ok::<Duration, anyhow::Error>(start.elapsed())
+                });
+                join("spawner", task).await?
+            })?;
+            Ok(Measurement::new(wall, ops))
+        }
+        MicroRow::Handoff => {
+            let rt = Builder::new_current_thread()
+                .build()
+                .context("building the tokio runtime")?;
+            let wall = rt.block_on(async move {
+                let start = Instant::now();
+                let (tx, mut rx) = mpsc::channel::<u64>(MICRO_CAPACITY);
+                let consumer = tokio::spawn(async move {
+                    let mut check = SequenceCheck::new();
+                    while let Some(v) = rx.recv().await {
+                        check.push(v)?;
+                    }
+                    check.finish(ops)
+                });
+                let producer = tokio::spawn(async move {
+                    for v in 0..ops {
+                        if tx.send(v).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+                join("handoff-tx", producer).await?;
+                join("handoff-rx", consumer).await??;
+                Ok::<Duration, anyhow::Error>(start.elapsed())
+            })?;
+            Ok(Measurement::new(wall, ops))
+        }
+        MicroRow::CrossWorkerRoundtrip => {
+            let rt = multi_thread(workers)?;
+            let wall = rt.block_on(async move {
+                let (ping_tx, mut ping_rx) = mpsc::channel::<u64>(MICRO_CAPACITY);
+                let (pong_tx, mut pong_rx) = mpsc::channel::<u64>(MICRO_CAPACITY);
+                let echo = tokio::spawn(async move {
+                    while let Some(v) = ping_rx.recv().await {
+                        if pong_tx.send(v).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+                let pinger = tokio::spawn(async move {
+                    let start = Instant::now();
+                    for v in 0..ops {
+                        ping_tx
+                            .send(v)
+                            .await
+                            .map_err(|_| anyhow!("pong task ended early"))?;
+                        let back = pong_rx
+                            .recv()
+                            .await
+                            .ok_or_else(|| anyhow!("pong task ended early"))?;
+                        if back != v {
+                            return Err(VerifyError(format!("sent {v}, got {back} back")).into());
+                        }
+                    }
+                    Ok::<Duration, anyhow::Error>(start.elapsed())
+                });
+                let wall = join("ping", pinger).await;
+                join("pong", echo).await?;
+                wall?
+            })?;
+            Ok(Measurement::new(wall, ops))
+        }
+        MicroRow::IdleCpu => {
+            let rt = multi_thread(workers)?;
+            let (tx, mut rx) = mpsc::channel::<u64>(1);
+            let idle = rt.spawn(async move { rx.recv().await.is_none() });
+            let m = measure_idle_cpu();
+            drop(tx);
+            let closed = rt.block_on(join("idle", idle))?;
+            if !closed {
+                return Err(VerifyError("the idle task received a message".into()).into());
+            }
+            m
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipe_small_verifies() {
+        for (depth, workers) in [(2, 1), (3, 2), (7, 2)] {
+            let p = PipeParams {
+                depth,
+                messages: 1000,
+                capacity: 4,
+                workers,
+                ..PipeParams::default()
+            };
+            let m = pipe(&p).unwrap();
+            assert_eq!(m.ops, 1000 * (depth as u64 - 1));
+        }
+    }
+
+    #[test]
+    fn ring_small_verifies() {
+        for (size, hops) in [(2, 1), (2, 2), (3, 100), (10, 1000)] {
+            let p = RingParams {
+                size,
+                hops,
+                capacity: 2,
+                workers: 2,
+                ..RingParams::default()
+            };
+            let m = ring(&p).unwrap();
+            assert_eq!(m.ops, hops);
+        }
+    }
+
+    #[test]
+    fn invalid_params_are_errors() {
+        let p = PipeParams {
+            capacity: 0,
+            ..PipeParams::default()
+        };
+        assert!(pipe(&p).is_err());
+        let r = RingParams {
+            size: 1,
+            ..RingParams::default()
+        };
+        assert!(ring(&r).is_err());
+        assert!(micro(MicroRow::Yield, 0).is_err());
+    }
+
+    #[test]
+    fn micro_rows_run() {
+        for row in MicroRow::ALL {
+            let m = micro_ops(row, 2, 100).unwrap();
+            if row == MicroRow::IdleCpu {
+                let share = m.cpu_share().unwrap();
+                assert!((0.0..=2.0).contains(&share), "{share}");
+            } else {
+                assert!(m.ns_per_op().unwrap() > 0.0);
+            }
+        }
+    }
+}

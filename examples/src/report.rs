@@ -1,0 +1,444 @@
+//! Reporting runs: one JSON object per run, or a table per benchmark with the
+//! median, min and max over the repeats and each engine's ratio to rill.
+
+use std::io::{self, Write};
+
+use serde_json::{json, Map, Value};
+
+use crate::bench::{Engine, Measurement, MicroRow, PipeParams, RingParams, MICRO_CAPACITY};
+use crate::cli::Command;
+
+/// One benchmark configuration, run on each engine.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Job {
+    /// A pipe run.
+    Pipe(PipeParams),
+    /// A ring run.
+    Ring(RingParams),
+    /// A micro row with the worker count asked for.
+    Micro {
+        /// The row.
+        row: MicroRow,
+        /// Workers asked for (rows with their own count ignore it).
+        workers: usize,
+    },
+}
+
+impl Job {
+    /// The benchmark's name: `pipe`, `ring` or `micro`.
+    pub fn bench(&self) -> &'static str {
+        match self {
+            Job::Pipe(_) => "pipe",
+            Job::Ring(_) => "ring",
+            Job::Micro { .. } => "micro",
+        }
+    }
+
+    /// A short label for progress lines: the benchmark, or the micro row.
+    pub fn label(&self) -> String {
+        match self {
+            Job::Micro { row, .. } => format!("micro {row}"),
+            _ => self.bench().to_string(),
+        }
+    }
+
+    /// Whether the job's figure is a CPU share rather than ns per operation.
+    pub fn is_cpu_share(&self) -> bool {
+        matches!(
+            self,
+            Job::Micro {
+                row: MicroRow::IdleCpu,
+                ..
+            }
+        )
+    }
+
+    /// The job's parameters as JSON fields.
+    pub fn params(&self) -> Map<String, Value> {
+        let v = match self {
+            Job::Pipe(p) => json!({
+                "workers": p.workers,
+                "placement": p.placement.name(),
+                "depth": p.depth,
+                "messages": p.messages,
+                "capacity": p.capacity,
+                "monitor": p.monitor,
+                "logs": p.logs,
+            }),
+            Job::Ring(p) => json!({
+                "workers": p.workers,
+                "size": p.size,
+                "hops": p.hops,
+                "capacity": p.capacity,
+                "monitor": p.monitor,
+                "logs": p.logs,
+            }),
+            Job::Micro { row, workers } => {
+                let mut v = json!({ "row": row.name(), "workers": row.workers(*workers) });
+                if matches!(row, MicroRow::Handoff | MicroRow::CrossWorkerRoundtrip) {
+                    v["capacity"] = json!(MICRO_CAPACITY);
+                }
+                v
+            }
+        };
+        let Value::Object(mut m) = v else {
+            unreachable!("json! of an object literal")
+        };
+        m.retain(|_, v| !v.is_null());
+        m
+    }
+
+    /// The job's parameters in one line for a table title.
+    fn title(&self) -> String {
+        match self {
+            Job::Pipe(p) => format!(
+                "pipe  depth={} messages={} capacity={} placement={} workers={}",
+                p.depth, p.messages, p.capacity, p.placement, p.workers
+            ),
+            Job::Ring(p) => format!(
+                "ring  size={} hops={} capacity={} workers={}",
+                p.size, p.hops, p.capacity, p.workers
+            ),
+            Job::Micro { workers, .. } => format!("micro  workers={workers}"),
+        }
+    }
+}
+
+/// One run of one job on one engine.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The job.
+    pub job: Job,
+    /// The engine it ran on.
+    pub engine: Engine,
+    /// Index of the run among the repeats, from 0.
+    pub run: u32,
+    /// The measurement, or the error's text.
+    pub result: Result<Measurement, String>,
+}
+
+/// The figure a measurement is reported by: ns per operation, or for `idle_cpu`
+/// the share of one core in percent.
+fn figure(job: &Job, m: &Measurement) -> Option<f64> {
+    if job.is_cpu_share() {
+        m.cpu_share().map(|s| s * 100.0)
+    } else {
+        m.ns_per_op()
+    }
+}
+
+fn unit(job: &Job) -> &'static str {
+    if job.is_cpu_share() {
+        "% core"
+    } else {
+        "ns/op"
+    }
+}
+
+/// A one-line summary of a run for progress output.
+pub fn short_result(job: &Job, result: &Result<Measurement, String>) -> String {
+    match result {
+        Err(e) => format!("error: {e}"),
+        Ok(m) => match figure(job, m) {
+            Some(f) => format!("{f:.1} {} ({:.3} s)", unit(job), m.wall.as_secs_f64()),
+            None => format!("({:.3} s)", m.wall.as_secs_f64()),
+        },
+    }
+}
+
+/// The JSON object for one run: `bench`, `engine`, `run`, the job's parameters
+/// (`workers`, `placement`, `depth`, `messages`, `size`, `hops`, `capacity`,
+/// `row`... as they apply), then `ops`, `wall_ms`, `ns_per_op` (null for
+/// `idle_cpu`, which has `cpu_share` instead), `verified` and the engine's extra
+/// figures. A failed run has `verified: false` and `error` instead of figures.
+pub fn json_line(o: &Outcome) -> Value {
+    let mut m = Map::new();
+    m.insert("bench".into(), json!(o.job.bench()));
+    m.insert("engine".into(), json!(o.engine.name()));
+    m.insert("run".into(), json!(o.run));
+    m.extend(o.job.params());
+    match &o.result {
+        Ok(meas) => {
+            for (k, v) in &meas.extra {
+                m.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            m.insert("ops".into(), json!(meas.ops));
+            m.insert("wall_ms".into(), json!(meas.wall.as_secs_f64() * 1e3));
+            m.insert("ns_per_op".into(), json!(meas.ns_per_op()));
+            m.insert("verified".into(), json!(true));
+        }
+        Err(e) => {
+            m.insert("verified".into(), json!(false));
+            m.insert("error".into(), json!(e));
+        }
+    }
+    Value::Object(m)
+}
+
+/// Median, min and max of some figures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    /// The median (the mean of the two middle values for an even count).
+    pub median: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+}
+
+impl Stats {
+    /// Stats of `values`, or `None` when there are none.
+    pub fn of(values: &[f64]) -> Option<Stats> {
+        if values.is_empty() {
+            return None;
+        }
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Stats {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        })
+    }
+}
+
+/// The table row of one engine for one job: its stats, or the first error.
+fn engine_cell(job: &Job, engine: Engine, outcomes: &[Outcome]) -> Result<Stats, String> {
+    let mine: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| o.engine == engine && o.job == *job)
+        .collect();
+    let failed: Vec<&String> = mine
+        .iter()
+        .filter_map(|o| o.result.as_ref().err())
+        .collect();
+    if let Some(first) = failed.first() {
+        return Err(if failed.len() == mine.len() {
+            (*first).clone()
+        } else {
+            format!("{first} ({} of {} runs failed)", failed.len(), mine.len())
+        });
+    }
+    let figures: Vec<f64> = mine
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok().and_then(|m| figure(job, m)))
+        .collect();
+    Stats::of(&figures).ok_or_else(|| "no figure measured".to_string())
+}
+
+fn fmt_figure(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 1.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// The ratio column: `engine/rill = 3.2x`, or why there is none.
+fn ratio(
+    engine: Engine,
+    mine: &Result<Stats, String>,
+    rill: Option<&Result<Stats, String>>,
+) -> String {
+    if engine == Engine::Rill {
+        return "-".to_string();
+    }
+    let label = format!("{engine}/rill");
+    match (mine, rill) {
+        (Ok(s), Some(Ok(r))) if r.median > 0.0 => format!("{label} = {:.2}x", s.median / r.median),
+        (_, None) => String::new(),
+        _ => format!("{label} = n/a"),
+    }
+}
+
+/// Writes one table per job kind (pipe, ring, or all micro rows together): one
+/// row per engine (and micro row) with median, min and max over the repeats and
+/// the ratio to rill.
+pub fn write_tables(
+    out: &mut dyn Write,
+    command: &Command,
+    jobs: &[Job],
+    engines: &[Engine],
+    outcomes: &[Outcome],
+) -> io::Result<()> {
+    let repeat = command.common().repeat;
+    let micro = matches!(command, Command::Micro(_));
+    if let Some(first) = jobs.first() {
+        writeln!(
+            out,
+            "{}  ({repeat} run{} per engine)",
+            first.title(),
+            if repeat == 1 { "" } else { "s" }
+        )?;
+    }
+    let row_col = if micro {
+        format!("{:<24}", "row")
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "{row_col}{:<9} {:>8} {:>12} {:>12} {:>12}  vs rill",
+        "engine", "unit", "median", "min", "max"
+    )?;
+    for job in jobs {
+        let cells: Vec<(Engine, Result<Stats, String>)> = engines
+            .iter()
+            .map(|&e| (e, engine_cell(job, e, outcomes)))
+            .collect();
+        let rill = cells
+            .iter()
+            .find(|(e, _)| *e == Engine::Rill)
+            .map(|(_, c)| c);
+        for (engine, cell) in &cells {
+            let row_col = match job {
+                Job::Micro { row, .. } => format!("{:<24}", row.name()),
+                _ => String::new(),
+            };
+            match cell {
+                Ok(s) => writeln!(
+                    out,
+                    "{row_col}{:<9} {:>8} {:>12} {:>12} {:>12}  {}",
+                    engine.name(),
+                    unit(job),
+                    fmt_figure(s.median),
+                    fmt_figure(s.min),
+                    fmt_figure(s.max),
+                    ratio(*engine, cell, rill)
+                )?,
+                Err(e) => writeln!(out, "{row_col}{:<9} error: {e}", engine.name())?,
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn pipe_job() -> Job {
+        Job::Pipe(PipeParams {
+            depth: 4,
+            messages: 10,
+            workers: 2,
+            ..PipeParams::default()
+        })
+    }
+
+    #[test]
+    fn stats() {
+        assert_eq!(Stats::of(&[]), None);
+        let s = Stats::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        let s = Stats::of(&[4.0, 1.0, 2.0, 3.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.5, 1.0, 4.0));
+    }
+
+    #[test]
+    fn json_line_has_required_keys() {
+        let o = Outcome {
+            job: pipe_job(),
+            engine: Engine::Threads,
+            run: 2,
+            result: Ok(Measurement::new(Duration::from_millis(3), 30).with("threads", 4)),
+        };
+        let v = json_line(&o);
+        for key in [
+            "bench",
+            "engine",
+            "workers",
+            "placement",
+            "wall_ms",
+            "ns_per_op",
+            "depth",
+            "messages",
+            "capacity",
+            "run",
+            "verified",
+            "ops",
+            "threads",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key} in {v}");
+        }
+        assert_eq!(v["bench"], "pipe");
+        assert_eq!(v["engine"], "threads");
+        assert_eq!(v["placement"], "rr");
+        assert_eq!(v["run"], 2);
+        assert_eq!(v["verified"], true);
+        assert_eq!(v["wall_ms"], 3.0);
+        assert_eq!(v["ns_per_op"], 100_000.0);
+        assert!(v.get("monitor").is_none());
+        // One line.
+        assert!(!v.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn json_line_for_ring_micro_and_errors() {
+        let ring = Outcome {
+            job: Job::Ring(RingParams::default()),
+            engine: Engine::Tokio,
+            run: 0,
+            result: Ok(Measurement::new(Duration::from_millis(1), 1000)),
+        };
+        let v = json_line(&ring);
+        for key in ["size", "hops", "capacity", "workers", "ns_per_op"] {
+            assert!(v.get(key).is_some(), "missing {key} in {v}");
+        }
+        assert!(v.get("placement").is_none());
+        let idle = Outcome {
+            job: Job::Micro {
+                row: MicroRow::IdleCpu,
+                workers: 8,
+            },
+            engine: Engine::Threads,
+            run: 0,
+            result: Ok(Measurement::new(Duration::from_millis(50), 0).with("cpu_share", 0.01)),
+        };
+        let v = json_line(&idle);
+        assert_eq!(v["row"], "idle_cpu");
+        assert_eq!(v["workers"], 1);
+        assert_eq!(v["ns_per_op"], Value::Null);
+        assert_eq!(v["cpu_share"], 0.01);
+        let failed = Outcome {
+            job: pipe_job(),
+            engine: Engine::Rill,
+            run: 0,
+            result: Err("rill engine not wired yet".into()),
+        };
+        let v = json_line(&failed);
+        assert_eq!(v["verified"], false);
+        assert_eq!(v["error"], "rill engine not wired yet");
+        assert_eq!(v["engine"], "rill");
+    }
+
+    #[test]
+    fn ratios() {
+        let s = |m| {
+            Ok(Stats {
+                median: m,
+                min: m,
+                max: m,
+            })
+        };
+        assert_eq!(
+            ratio(Engine::Threads, &s(30.0), Some(&s(10.0))),
+            "threads/rill = 3.00x"
+        );
+        assert_eq!(ratio(Engine::Rill, &s(10.0), Some(&s(10.0))), "-");
+        assert_eq!(
+            ratio(Engine::Tokio, &s(10.0), Some(&Err("x".into()))),
+            "tokio/rill = n/a"
+        );
+        assert_eq!(ratio(Engine::Tokio, &s(10.0), None), "");
+    }
+}

@@ -1,0 +1,61 @@
+//! The rill engine: the benchmarks on rill's own tasks and streams, adapted
+//! from [`crate::rill_runs`] to the command line's parameter and measurement
+//! types.
+//!
+//! Pipe placement follows LPEL's test: the source runs on worker 0 and the
+//! sink on worker 1 (when there are two workers); `const` puts every relay on
+//! worker 0, `rr` alternates relays over the workers, `parts` cuts the relays
+//! into two contiguous halves on workers 0 and 1. `wall` covers the run of the
+//! network (the tasks are created just before it) and excludes building the
+//! runtime.
+
+use anyhow::Result;
+
+use crate::bench::{Measurement, MicroRow, PipeParams, Placement, RingParams};
+use crate::rill_runs::{self, Micro, PipePlacement};
+
+/// Operations per micro row (chosen so each row runs for tens of milliseconds).
+fn micro_ops(row: MicroRow) -> u64 {
+    match row {
+        MicroRow::Yield => 5_000_000,
+        MicroRow::Spawn => 500_000,
+        MicroRow::Handoff => 5_000_000,
+        MicroRow::CrossWorkerRoundtrip => 100_000,
+        MicroRow::IdleCpu => 1,
+    }
+}
+
+/// Pipe on rill: a source, `depth - 2` relays and a sink.
+pub fn pipe(p: &PipeParams) -> Result<Measurement> {
+    let placement = match p.placement {
+        Placement::Const => PipePlacement::Const,
+        Placement::Rr => PipePlacement::Rr,
+        Placement::Parts => PipePlacement::Parts,
+    };
+    let wall = rill_runs::pipe(p.depth, p.messages, p.capacity, p.workers, placement)?;
+    Ok(Measurement::new(wall, p.messages * (p.depth as u64 - 1)))
+}
+
+/// Ring on rill: `size` tasks passing one token for `hops` hops.
+pub fn ring(p: &RingParams) -> Result<Measurement> {
+    let wall = rill_runs::ring(p.size, p.hops, p.capacity, p.workers)?;
+    Ok(Measurement::new(wall, p.hops))
+}
+
+/// One micro row on rill. `yield`, `spawn` and `handoff` run on one worker,
+/// `cross_worker_roundtrip` and `idle_cpu` on two.
+pub fn micro(row: MicroRow, _workers: usize) -> Result<Measurement> {
+    let n = micro_ops(row);
+    let m = match row {
+        MicroRow::Yield => Micro::Yield,
+        MicroRow::Spawn => Micro::Spawn,
+        MicroRow::Handoff => Micro::Handoff,
+        MicroRow::CrossWorkerRoundtrip => Micro::CrossWorkerRoundtrip,
+        MicroRow::IdleCpu => Micro::IdleCpu,
+    };
+    let (wall, ops) = rill_runs::micro(m, n)?;
+    if row == MicroRow::IdleCpu {
+        return Ok(Measurement::new(wall, 0).with("cpu_share", ops as f64 / 1e6));
+    }
+    Ok(Measurement::new(wall, ops))
+}
