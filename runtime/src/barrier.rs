@@ -67,7 +67,8 @@ pub fn init() -> bool {
 #[inline(always)]
 pub fn light() {
     if cfg!(loom) || MODE.load(Ordering::Relaxed) != 1 {
-        fence(Ordering::SeqCst);
+        // loom's fence under the model, std's otherwise.
+        crate::sync::fence(Ordering::SeqCst);
     } else {
         compiler_fence(Ordering::SeqCst);
     }

@@ -30,6 +30,9 @@ mod sync;
 pub mod task;
 mod worker;
 
+#[cfg(all(test, loom))]
+mod loom_models;
+
 pub use context::{current, spawn, spawn_on, worker_count, yield_now, TaskInfo};
 pub use error::{BlockedTask, ConfigError, RunError, SpawnError};
 pub use mapper::{ManualTable, Mapping};

@@ -74,6 +74,9 @@ impl Slot {
     /// next), pairing with the peer's registration fence.
     pub(crate) fn close(&self) {
         self.state.swap(CLOSED, Ordering::SeqCst);
+        // Store-load barrier before the caller loads the peer's slot; pairs
+        // with the fence a registering peer runs before its re-check.
+        crate::sync::fence(Ordering::SeqCst);
     }
 
     /// Is this side closed?

@@ -58,6 +58,9 @@ impl Shared {
         let me = &self.workers[id];
         me.sleeping.store(true, Ordering::SeqCst);
         self.idle.fetch_add(1, Ordering::SeqCst);
+        // Store-load barrier between announcing sleep and looking at the inbox;
+        // pairs with the poster's fence in `post`.
+        fence(Ordering::SeqCst);
         loop {
             // Re-check after announcing ourselves: any post made before the
             // poster's barrier is visible now, and any later post sees
