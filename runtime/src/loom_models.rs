@@ -28,7 +28,14 @@ unsafe impl Send for SendTask {}
 unsafe impl Sync for SendTask {}
 
 fn new_task() -> SendTask {
-    SendTask(TaskRef::new(Task::new(std::ptr::null(), 1, 0, "reader".into(), 0, None)))
+    SendTask(TaskRef::new(Task::new(
+        std::ptr::null(),
+        1,
+        0,
+        "reader".into(),
+        0,
+        None,
+    )))
 }
 
 /// The writer's fast path (Writer::push) on an empty ring against the
@@ -71,7 +78,11 @@ fn stream_read_blocking_never_loses_a_wakeup() {
         writer.join().unwrap();
         if !got {
             // We suspended: someone must have made us READY.
-            assert_eq!(t.state(), state::READY, "reader left blocked with data in the ring");
+            assert_eq!(
+                t.state(),
+                state::READY,
+                "reader left blocked with data in the ring"
+            );
         }
         assert_eq!(core.rslot.state.load(Ordering::Relaxed) == WAITING, false);
         // SAFETY: model-owned task, freed once after every thread is done.
@@ -107,7 +118,11 @@ fn stream_close_wakes_a_blocked_reader() {
         }
         closer.join().unwrap();
         if !saw_end {
-            assert_eq!(t.state(), state::READY, "reader left blocked after the writer closed");
+            assert_eq!(
+                t.state(),
+                state::READY,
+                "reader left blocked after the writer closed"
+            );
         }
         // SAFETY: model-owned task, freed once.
         unsafe { task.0.free() };

@@ -153,10 +153,6 @@ impl Mapper {
         }
     }
 
-    pub(crate) fn stealing(&self) -> bool {
-        self.mapping == Mapping::Steal
-    }
-
     fn round_robin(&self) -> usize {
         self.next.fetch_add(1, Ordering::Relaxed) % self.workers
     }

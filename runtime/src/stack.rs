@@ -118,11 +118,6 @@ impl StackSource {
         })
     }
 
-    /// Bytes usable by a task on one stack.
-    pub fn usable_size(&self) -> usize {
-        self.stack_size - self.page
-    }
-
     /// Maps a new slab and returns its stacks.
     #[cold]
     fn new_slab(&self, out: &mut Vec<TaskStack>) -> Result<(), StackError> {
@@ -187,11 +182,6 @@ impl StackSource {
         inner.slabs.push(Slab { base, len });
         Ok(())
     }
-
-    /// Stacks created so far (live or pooled).
-    pub fn stacks_made(&self) -> usize {
-        self.inner.lock().map(|i| i.stacks_made).unwrap_or(0)
-    }
 }
 
 /// One coroutine stack: the address range `[lo, hi)`, whose lowest `guard` bytes
@@ -211,17 +201,6 @@ impl TaskStack {
     /// Size of the guard page, 0 when unguarded.
     pub fn guard(&self) -> usize {
         self.guard
-    }
-    /// Whether the canary of an unguarded stack is intact (always true for
-    /// guarded stacks).
-    #[inline]
-    pub fn canary_ok(&self) -> bool {
-        if self.guard != 0 {
-            return true;
-        }
-        // SAFETY: lo is the aligned lowest word of our own writable stack region,
-        // which stays mapped while this TaskStack exists.
-        unsafe { (self.lo as *const u64).read_volatile() == CANARY }
     }
 }
 

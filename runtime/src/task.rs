@@ -134,7 +134,8 @@ impl Task {
         }
     }
 
-    /// The state word, for reports.
+    /// The state word, for reports and the loom models.
+    #[cfg_attr(not(loom), allow(dead_code))]
     pub(crate) fn state(&self) -> u8 {
         self.state.load(Ordering::Acquire)
     }
