@@ -1,1 +1,3 @@
 //! Stream benchmarks on rill (skeleton).
+
+pub mod kernels;
