@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod des;
+pub mod mc;
 
 /// SplitMix64 finaliser: a bijective 64-bit mixing function with good
 /// avalanche behaviour (Steele, Lea and Flood, 2014).
