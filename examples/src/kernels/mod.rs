@@ -19,6 +19,7 @@
 
 pub mod des;
 pub mod mc;
+pub mod rt;
 
 /// SplitMix64 finaliser: a bijective 64-bit mixing function with good
 /// avalanche behaviour (Steele, Lea and Flood, 2014).
