@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod ant;
 pub mod des;
 pub mod mc;
 pub mod rt;
