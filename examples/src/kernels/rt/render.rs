@@ -152,7 +152,7 @@ fn to_u8(c: f64) -> u8 {
 
 /// Renders rows `y0 .. y1` of a `width × height` image as packed RGB8
 /// (`(y1 - y0) · width · 3` bytes, top row first). Rendering the rows of an
-/// image in any pieces and concatenating them gives exactly [`render`]'s
+/// image in any pieces and concatenating them gives exactly [`render`](fn@super::render)'s
 /// bytes.
 ///
 /// # Panics
