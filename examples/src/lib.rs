@@ -5,6 +5,7 @@
 //! - [`engines`]: one entry point per benchmark, dispatching on the engine.
 //! - [`rill_engine`]: the benchmarks on rill, adapting [`rill_runs`].
 //! - [`rill_runs`]: the rill networks themselves, with plain parameters.
+//! - [`kernels`]: the applications' computations (DES, MC, RT, ANT), runtime-free.
 //! - [`peers`]: the same benchmarks on OS threads and on tokio.
 //! - [`cli`] and [`report`]: the command line and its output.
 
@@ -15,3 +16,4 @@ pub mod peers;
 pub mod report;
 pub mod rill_engine;
 pub mod rill_runs;
+pub mod kernels;
