@@ -1,1 +1,3 @@
 //! rill: a user-mode lightweight-task stream runtime (skeleton).
+
+pub mod monitor;
