@@ -4,7 +4,7 @@ use std::sync::atomic::{compiler_fence, Ordering};
 
 use super::record::{ops_are_implied, EndState, Op, Record, Side, StreamIo};
 use super::tag;
-use crate::monitor::varint::{self, zigzag, MAX_LEN as V};
+use crate::monitor::varint::{zigzag, MAX_LEN as V};
 
 /// Where encoded records go: a growable byte region written front to back.
 ///
@@ -101,7 +101,12 @@ impl Sink for VecSink {
     }
 }
 
-/// Cursor over a reservation.
+/// Cursor over a reservation of exactly the record's size bound.
+///
+/// The writes skip bounds checks: each record computes an upper bound of the
+/// bytes its body writes (counting every varint at its maximum length, see
+/// the `*_MAX` constants) and `emit` hands the body a slice of exactly that
+/// length, so `n` stays within the slice. Debug builds check every write.
 struct Out<'a> {
     buf: &'a mut [u8],
     n: usize,
@@ -110,17 +115,31 @@ struct Out<'a> {
 impl Out<'_> {
     #[inline(always)]
     fn byte(&mut self, b: u8) {
-        self.buf[self.n] = b;
+        debug_assert!(self.n < self.buf.len(), "record size bound exceeded");
+        // SAFETY: `n < buf.len()` because the record's size bound (the slice
+        // length) counts this byte; see the type's documentation.
+        unsafe { *self.buf.get_unchecked_mut(self.n) = b };
         self.n += 1;
     }
 
     #[inline(always)]
     fn var(&mut self, v: u64) {
-        if v < 0x80 {
+        if v < 1 << 7 {
             self.byte(v as u8);
+        } else if v < 1 << 14 {
+            self.byte(v as u8 | 0x80);
+            self.byte((v >> 7) as u8);
         } else {
-            self.n += varint::write_u64(&mut self.buf[self.n..], v);
+            self.var_long(v);
         }
+    }
+
+    #[inline(always)]
+    fn var_long(&mut self, v: u64) {
+        debug_assert!(self.n + crate::monitor::varint::len_u64(v) <= self.buf.len());
+        // SAFETY: the record's size bound counts this varint at its maximum
+        // length, so the bytes from `n` on hold it; see the type's documentation.
+        self.n += unsafe { write_var_raw(self.buf.as_mut_ptr().add(self.n), v) };
     }
 
     #[inline(always)]
@@ -130,11 +149,32 @@ impl Out<'_> {
     }
 }
 
+/// Writes `v` as a varint at `p`; returns its length.
+///
+/// # Safety
+/// `p` must be valid for writing `varint::len_u64(v)` bytes.
+#[inline(never)]
+unsafe fn write_var_raw(p: *mut u8, mut v: u64) -> usize {
+    let mut i = 0;
+    while v >= 0x80 {
+        // SAFETY: `i < len_u64(v)`, guaranteed writable by the caller.
+        unsafe { p.add(i).write(v as u8 | 0x80) };
+        v >>= 7;
+        i += 1;
+    }
+    // SAFETY: as above, this is the last byte of the varint.
+    unsafe { p.add(i).write(v as u8) };
+    i + 1
+}
+
 /// Writes one record: reserves `max_len`, lets `body` fill bytes 1.. and return
 /// the tag, stores the tag into byte 0 after everything else, commits.
+///
+/// `max_len` must bound the bytes `body` writes, tag included.
 #[inline(always)]
 fn emit<S: Sink + ?Sized>(sink: &mut S, max_len: usize, body: impl FnOnce(&mut Out<'_>) -> u8) {
-    let buf = sink.reserve(max_len);
+    // Slicing checks that the sink kept its promise of `max_len` bytes.
+    let buf = &mut sink.reserve(max_len)[..max_len];
     let mut out = Out { buf, n: 1 };
     let tag = body(&mut out);
     debug_assert_ne!(tag, 0);
