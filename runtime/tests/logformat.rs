@@ -346,8 +346,16 @@ fn arb_sequence(max: usize) -> impl Strategy<Value = Vec<Record>> {
 // ---------------------------------------------------------------------------
 // Round trips.
 
+/// Cases per property: 512, or `PROPTEST_CASES` for longer fuzzing runs.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(512)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn every_record_round_trips(rec in arb_record()) {
@@ -417,6 +425,23 @@ proptest! {
         prop_assert_eq!(&out[..intact], &seq[..intact]);
         // Bounded memory: a small multiple of the input.
         prop_assert!(peak <= 256 * bytes.len() + 16 * 1024, "peak {} for {} bytes", peak, bytes.len());
+    }
+
+    #[test]
+    fn header_damage_never_panics(
+        cut in 0usize..=HEADER_LEN + 8,
+        flips in proptest::collection::vec((0usize..HEADER_LEN, any::<u8>()), 0..4),
+    ) {
+        let mut file = header(1).to_bytes().to_vec();
+        file.extend_from_slice(&encode_all(&[Record::WorkerStart { t: 1 }]).0);
+        for (i, x) in flips {
+            file[i] ^= x;
+        }
+        file.truncate(cut);
+        match parse_log(&file) {
+            Ok(log) => prop_assert!(log.end_offset as usize <= file.len()),
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
     }
 
     #[test]
