@@ -19,6 +19,7 @@ mod barrier;
 mod context;
 pub mod error;
 mod hooks;
+pub mod monitor;
 pub mod mapper;
 mod overflow;
 mod registry;

@@ -1,0 +1,248 @@
+//! The monitoring clock.
+//!
+//! [`now`] returns raw *ticks*: the time stamp counter on x86_64 (a few
+//! nanoseconds per read, no system call), elsewhere nanoseconds since a
+//! process-wide origin. Logs store raw ticks; a [`Calibration`] measured once
+//! per run (and stored in every log header) converts them to nanoseconds.
+//!
+//! On x86_64 the tick source assumes an invariant TSC (constant rate, synchronised
+//! across cores), which every x86_64 CPU of the last decade provides.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Reads the clock, in raw ticks.
+///
+/// On x86_64 this is `rdtsc`; ticks are CPU reference cycles. Elsewhere it is
+/// nanoseconds since the first call of [`now`] or [`calibrate`] in this process.
+#[inline(always)]
+pub fn now() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `rdtsc` is available on every x86_64 CPU; it only reads a counter.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        fallback::now()
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod fallback {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+
+    #[inline]
+    pub(super) fn now() -> u64 {
+        let origin = *ORIGIN.get_or_init(Instant::now);
+        u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// Whether [`now`] counts nanoseconds exactly (so no measurement is needed).
+pub const TICKS_ARE_NANOS: bool = !cfg!(target_arch = "x86_64");
+
+/// How long [`calibrate`] measures the tick rate against [`Instant`].
+pub const CALIBRATION_TIME: Duration = Duration::from_millis(3);
+
+/// Conversion from raw ticks to wall-clock time, measured once per run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// Clock rate: ticks per second (1e9 when ticks are nanoseconds).
+    pub ticks_per_sec: f64,
+    /// A tick value read at `start_unix_ns`.
+    pub start_ticks: u64,
+    /// Wall-clock time (nanoseconds since the Unix epoch) at `start_ticks`.
+    pub start_unix_ns: u64,
+}
+
+impl Calibration {
+    /// A calibration where one tick is one nanosecond, starting at tick 0 = Unix
+    /// time 0. Handy for tests and synthetic logs.
+    pub const fn nanos() -> Self {
+        Calibration {
+            ticks_per_sec: 1e9,
+            start_ticks: 0,
+            start_unix_ns: 0,
+        }
+    }
+
+    /// Nanoseconds per tick.
+    pub fn ns_per_tick(&self) -> f64 {
+        1e9 / self.ticks_per_sec
+    }
+
+    /// Converts a duration in ticks to nanoseconds (rounded to nearest,
+    /// saturating).
+    pub fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        if self.ticks_per_sec == 1e9 {
+            return ticks;
+        }
+        let ns = (ticks as f64 * self.ns_per_tick()).round();
+        // `as` saturates for out-of-range floats and maps NaN to 0.
+        ns as u64
+    }
+
+    /// Converts a duration in nanoseconds to ticks (rounded, saturating).
+    pub fn ns_to_ticks(&self, ns: u64) -> u64 {
+        if self.ticks_per_sec == 1e9 {
+            return ns;
+        }
+        (ns as f64 * self.ticks_per_sec / 1e9).round() as u64
+    }
+
+    /// Nanoseconds from `start_ticks` to the time stamp `t` (negative if `t`
+    /// is earlier).
+    pub fn since_start_ns(&self, t: u64) -> i64 {
+        if t >= self.start_ticks {
+            i64::try_from(self.ticks_to_ns(t - self.start_ticks)).unwrap_or(i64::MAX)
+        } else {
+            -i64::try_from(self.ticks_to_ns(self.start_ticks - t)).unwrap_or(i64::MAX)
+        }
+    }
+
+    /// The wall-clock time of the time stamp `t`, in nanoseconds since the
+    /// Unix epoch (saturating at 0 and `u64::MAX`).
+    pub fn to_unix_ns(&self, t: u64) -> u64 {
+        let d = self.since_start_ns(t);
+        if d >= 0 {
+            self.start_unix_ns.saturating_add(d as u64)
+        } else {
+            self.start_unix_ns.saturating_sub(d.unsigned_abs())
+        }
+    }
+}
+
+/// Measures the tick rate against [`Instant`] for [`CALIBRATION_TIME`] (busy
+/// waiting) and records the current tick and wall-clock time. Call it once
+/// per run, before the workers start.
+pub fn calibrate() -> Calibration {
+    calibrate_for(CALIBRATION_TIME)
+}
+
+/// [`calibrate`] with a chosen measuring time.
+pub fn calibrate_for(span: Duration) -> Calibration {
+    let start_unix_ns = unix_now_ns();
+    let (i0, t0) = paired_read();
+    if TICKS_ARE_NANOS {
+        return Calibration {
+            ticks_per_sec: 1e9,
+            start_ticks: t0,
+            start_unix_ns,
+        };
+    }
+    let (i1, t1) = loop {
+        let (i, t) = paired_read();
+        if i.duration_since(i0) >= span {
+            break (i, t);
+        }
+        std::hint::spin_loop();
+    };
+    let secs = i1.duration_since(i0).as_secs_f64();
+    let mut ticks_per_sec = t1.wrapping_sub(t0) as f64 / secs;
+    if !ticks_per_sec.is_finite() || ticks_per_sec <= 0.0 {
+        // A broken counter: fall back to something sane rather than dividing by 0 later.
+        ticks_per_sec = 1e9;
+    }
+    Calibration {
+        ticks_per_sec,
+        start_ticks: t0,
+        start_unix_ns,
+    }
+}
+
+/// Reads `Instant` and the tick counter as close together as possible: of a few
+/// tries, keeps the one where the two tick reads bracketing `Instant::now` are
+/// nearest, and returns the midpoint.
+fn paired_read() -> (Instant, u64) {
+    let mut best: Option<(u64, Instant, u64)> = None;
+    for _ in 0..5 {
+        let a = now();
+        let i = Instant::now();
+        let b = now();
+        let width = b.wrapping_sub(a);
+        let mid = a.wrapping_add(width / 2);
+        if best.is_none_or(|(w, _, _)| width < w) {
+            best = Some((width, i, mid));
+        }
+    }
+    let (_, i, t) = best.expect("at least one try");
+    (i, t)
+}
+
+fn unix_now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn now_is_monotonic_on_one_thread() {
+        let mut last = now();
+        for _ in 0..10_000 {
+            let t = now();
+            assert!(t >= last, "clock went backwards: {last} -> {t}");
+            last = t;
+        }
+    }
+
+    #[test]
+    fn calibration_matches_instant() {
+        let cal = calibrate();
+        assert!(
+            cal.ticks_per_sec > 1e6 && cal.ticks_per_sec < 1e11,
+            "{cal:?}"
+        );
+        let i0 = Instant::now();
+        let t0 = now();
+        std::thread::sleep(Duration::from_millis(20));
+        let t1 = now();
+        let measured = i0.elapsed().as_nanos() as f64;
+        let converted = cal.ticks_to_ns(t1 - t0) as f64;
+        // Generous: a loaded CI machine may deschedule us between reads.
+        let err = (converted - measured).abs() / measured;
+        assert!(
+            err < 0.25,
+            "converted {converted} ns vs measured {measured} ns"
+        );
+    }
+
+    #[test]
+    fn conversions() {
+        let cal = Calibration {
+            ticks_per_sec: 2e9,
+            start_ticks: 1000,
+            start_unix_ns: 5_000,
+        };
+        assert_eq!(cal.ticks_to_ns(2000), 1000);
+        assert_eq!(cal.ns_to_ticks(1000), 2000);
+        assert_eq!(cal.since_start_ns(3000), 1000);
+        assert_eq!(cal.since_start_ns(0), -500);
+        assert_eq!(cal.to_unix_ns(3000), 6_000);
+        assert_eq!(cal.to_unix_ns(0), 4_500);
+        let ns = Calibration::nanos();
+        assert_eq!(ns.ticks_to_ns(u64::MAX), u64::MAX);
+        assert_eq!(ns.to_unix_ns(42), 42);
+        let broken = Calibration {
+            ticks_per_sec: 0.0,
+            ..cal
+        };
+        // Must not panic.
+        let _ = broken.ticks_to_ns(10);
+    }
+
+    #[test]
+    fn start_unix_time_is_now() {
+        let cal = calibrate();
+        let now_ns = unix_now_ns();
+        assert!(cal.start_unix_ns <= now_ns);
+        assert!(now_ns - cal.start_unix_ns < 10_000_000_000);
+    }
+}

@@ -1,0 +1,546 @@
+//! The write side: an allocation-free encoder writing into a [`Sink`].
+
+use std::sync::atomic::{compiler_fence, Ordering};
+
+use super::record::{ops_are_implied, EndState, Op, Record, Side, StreamIo};
+use super::tag;
+use crate::monitor::varint::{zigzag, MAX_LEN as V};
+
+/// Where encoded records go: a growable byte region written front to back.
+///
+/// The encoder calls [`reserve`](Sink::reserve) with an upper bound of the
+/// record's size, writes the record into the returned slice (body first, tag
+/// byte last), then calls [`commit`](Sink::commit) with the actual size.
+pub trait Sink {
+    /// Returns a writable slice of at least `max_len` bytes starting at the
+    /// current end of the data. Bytes of a reservation that are not committed
+    /// are not part of the data; the next reservation starts at the same place.
+    fn reserve(&mut self, max_len: usize) -> &mut [u8];
+
+    /// Appends the first `len` bytes of the last reservation to the data.
+    /// `len` must not exceed the reservation.
+    fn commit(&mut self, len: usize);
+}
+
+impl<S: Sink + ?Sized> Sink for &mut S {
+    #[inline]
+    fn reserve(&mut self, max_len: usize) -> &mut [u8] {
+        (**self).reserve(max_len)
+    }
+
+    #[inline]
+    fn commit(&mut self, len: usize) {
+        (**self).commit(len)
+    }
+}
+
+/// A [`Sink`] into memory (tests, tools, buffering).
+#[derive(Clone, Debug, Default)]
+pub struct VecSink {
+    buf: Vec<u8>,
+    len: usize,
+    reserved: usize,
+}
+
+impl VecSink {
+    /// An empty sink.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The bytes committed so far.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// Number of bytes committed so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was committed yet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Forgets all data (keeps the memory).
+    pub fn clear(&mut self) {
+        self.buf[..self.len].fill(0);
+        self.len = 0;
+        self.reserved = 0;
+    }
+
+    /// The committed bytes.
+    pub fn into_bytes(mut self) -> Vec<u8> {
+        self.buf.truncate(self.len);
+        self.buf
+    }
+}
+
+impl Sink for VecSink {
+    #[inline]
+    fn reserve(&mut self, max_len: usize) -> &mut [u8] {
+        let need = self.len + max_len;
+        if self.buf.len() < need {
+            let new_len = need.max(self.buf.len() * 2).max(256);
+            self.buf.resize(new_len, 0);
+        }
+        self.reserved = max_len;
+        &mut self.buf[self.len..need]
+    }
+
+    #[inline]
+    fn commit(&mut self, len: usize) {
+        assert!(
+            len <= self.reserved,
+            "commit({len}) beyond reservation of {}",
+            self.reserved
+        );
+        self.len += len;
+        self.reserved = 0;
+    }
+}
+
+/// Cursor over a reservation of exactly the record's size bound.
+///
+/// The writes skip bounds checks: each record computes an upper bound of the
+/// bytes its body writes (counting every varint at its maximum length, see
+/// the `*_MAX` constants) and `emit` hands the body a slice of exactly that
+/// length, so `n` stays within the slice. Debug builds check every write.
+struct Out<'a> {
+    buf: &'a mut [u8],
+    n: usize,
+}
+
+impl Out<'_> {
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        debug_assert!(self.n < self.buf.len(), "record size bound exceeded");
+        // SAFETY: `n < buf.len()` because the record's size bound (the slice
+        // length) counts this byte; see the type's documentation.
+        unsafe { *self.buf.get_unchecked_mut(self.n) = b };
+        self.n += 1;
+    }
+
+    #[inline(always)]
+    fn var(&mut self, v: u64) {
+        if v < 1 << 7 {
+            self.byte(v as u8);
+        } else if v < 1 << 14 {
+            self.byte(v as u8 | 0x80);
+            self.byte((v >> 7) as u8);
+        } else {
+            self.var_long(v);
+        }
+    }
+
+    #[inline(always)]
+    fn var_long(&mut self, v: u64) {
+        debug_assert!(self.n + crate::monitor::varint::len_u64(v) <= self.buf.len());
+        // SAFETY: the record's size bound counts this varint at its maximum
+        // length, so the bytes from `n` on hold it; see the type's documentation.
+        self.n += unsafe { write_var_raw(self.buf.as_mut_ptr().add(self.n), v) };
+    }
+
+    #[inline(always)]
+    fn bytes(&mut self, b: &[u8]) {
+        self.buf[self.n..self.n + b.len()].copy_from_slice(b);
+        self.n += b.len();
+    }
+}
+
+/// Writes `v` as a varint at `p`; returns its length.
+///
+/// # Safety
+/// `p` must be valid for writing `varint::len_u64(v)` bytes.
+#[inline(never)]
+unsafe fn write_var_raw(p: *mut u8, mut v: u64) -> usize {
+    let mut i = 0;
+    while v >= 0x80 {
+        // SAFETY: `i < len_u64(v)`, guaranteed writable by the caller.
+        unsafe { p.add(i).write(v as u8 | 0x80) };
+        v >>= 7;
+        i += 1;
+    }
+    // SAFETY: as above, this is the last byte of the varint.
+    unsafe { p.add(i).write(v as u8) };
+    i + 1
+}
+
+/// Writes one record: reserves `max_len`, lets `body` fill bytes 1.. and return
+/// the tag, stores the tag into byte 0 after everything else, commits.
+///
+/// `max_len` must bound the bytes `body` writes, tag included.
+#[inline(always)]
+fn emit<S: Sink + ?Sized>(sink: &mut S, max_len: usize, body: impl FnOnce(&mut Out<'_>) -> u8) {
+    // Slicing checks that the sink kept its promise of `max_len` bytes.
+    let buf = &mut sink.reserve(max_len)[..max_len];
+    let mut out = Out { buf, n: 1 };
+    let tag = body(&mut out);
+    debug_assert_ne!(tag, 0);
+    let n = out.n;
+    // The body must be in memory before the tag: a process killed between the
+    // two leaves a zero tag, which readers take as the clean end of the log.
+    compiler_fence(Ordering::Release);
+    out.buf[0] = tag;
+    sink.commit(n);
+}
+
+/// Upper bound of a period's size, excluding the per-entry parts.
+const PERIOD_FIXED_MAX: usize = 1 + 3 * V + V + V + 2 * V;
+/// Upper bound of one `StreamIo` entry: header byte, stream, reads, writes.
+const IO_MAX: usize = 1 + V + 5 + 5;
+/// Upper bound of one op: header byte, io index, count.
+const OP_MAX: usize = 1 + 3 + 5;
+
+/// A period to encode, borrowing its lists (see [`Encoder::period`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PeriodRef<'a> {
+    /// When the task was dispatched (ticks).
+    pub start: u64,
+    /// When it stopped (ticks).
+    pub end: u64,
+    /// The task id.
+    pub task: u64,
+    /// Why it stopped.
+    pub end_state: EndState,
+    /// Messages moved per stream.
+    pub io: &'a [StreamIo],
+    /// Order of reads and writes; empty unless the `MESSAGE` flag is on.
+    pub ops: &'a [Op],
+    /// A time per message; empty unless the `MESSAGE_TIME` flag is on.
+    pub op_times: &'a [u64],
+}
+
+/// Encodes records into a [`Sink`]. Keeps the previous record's time (times
+/// are stored as deltas), so use one encoder per log, for the log's lifetime.
+///
+/// Nothing allocates; each call is a handful of stores.
+#[derive(Clone, Debug, Default)]
+pub struct Encoder {
+    last: u64,
+}
+
+impl Encoder {
+    /// An encoder for a new log.
+    pub const fn new() -> Self {
+        Encoder { last: 0 }
+    }
+
+    /// The time the next record's time is stored relative to.
+    pub fn last_time(&self) -> u64 {
+        self.last
+    }
+
+    /// Zig-zag delta of `t` from the previous time, which becomes `t`.
+    #[inline(always)]
+    fn delta(&mut self, t: u64) -> u64 {
+        let d = zigzag(t.wrapping_sub(self.last) as i64);
+        self.last = t;
+        d
+    }
+
+    /// The worker started at `t`.
+    #[inline]
+    pub fn worker_start<S: Sink + ?Sized>(&mut self, sink: &mut S, t: u64) {
+        let d = self.delta(t);
+        emit(sink, 1 + V, |o| {
+            o.var(d);
+            tag::WORKER_START
+        });
+    }
+
+    /// The worker idled from `t` for `dur` ticks (write it when it resumes).
+    #[inline]
+    pub fn worker_wait<S: Sink + ?Sized>(&mut self, sink: &mut S, t: u64, dur: u64) {
+        let d = self.delta(t);
+        self.last = t.wrapping_add(dur);
+        emit(sink, 1 + 2 * V, |o| {
+            o.var(d);
+            o.var(dur);
+            tag::WORKER_WAIT
+        });
+    }
+
+    /// The worker stopped at `t`.
+    #[inline]
+    pub fn worker_end<S: Sink + ?Sized>(&mut self, sink: &mut S, t: u64) {
+        let d = self.delta(t);
+        emit(sink, 1 + V, |o| {
+            o.var(d);
+            tag::WORKER_END
+        });
+    }
+
+    /// Task `task`, created by `parent` (0 = none), was mapped to `worker`.
+    #[inline]
+    pub fn task_assign<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        t: u64,
+        task: u64,
+        parent: u64,
+        worker: u32,
+        name: &str,
+    ) {
+        let d = self.delta(t);
+        emit(sink, 1 + 5 * V + name.len(), |o| {
+            o.var(d);
+            o.var(task);
+            o.var(parent);
+            o.var(worker.into());
+            o.var(name.len() as u64);
+            o.bytes(name.as_bytes());
+            tag::TASK_ASSIGN
+        });
+    }
+
+    /// Task `task` moved from worker `from` to worker `to`.
+    #[inline]
+    pub fn task_migrate<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        t: u64,
+        task: u64,
+        from: u32,
+        to: u32,
+    ) {
+        let d = self.delta(t);
+        emit(sink, 1 + 4 * V, |o| {
+            o.var(d);
+            o.var(task);
+            o.var(from.into());
+            o.var(to.into());
+            tag::TASK_MIGRATE
+        });
+    }
+
+    /// Stream `stream` with room for `capacity` messages was created by task
+    /// `creator` (0 = none).
+    #[inline]
+    pub fn stream_open<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        t: u64,
+        stream: u64,
+        capacity: u32,
+        creator: u64,
+    ) {
+        let d = self.delta(t);
+        emit(sink, 1 + 4 * V, |o| {
+            o.var(d);
+            o.var(stream);
+            o.var(capacity.into());
+            o.var(creator);
+            tag::STREAM_OPEN
+        });
+    }
+
+    /// Task `task` used the `side` end of `stream` for the first time.
+    #[inline]
+    pub fn stream_bind<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        t: u64,
+        stream: u64,
+        side: Side,
+        task: u64,
+    ) {
+        let d = self.delta(t);
+        emit(sink, 1 + 3 * V, |o| {
+            o.var(d);
+            o.var(stream);
+            o.var(task);
+            tag::with_side(tag::STREAM_BIND, side)
+        });
+    }
+
+    /// The `side` end of `stream` was closed.
+    #[inline]
+    pub fn stream_close<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        t: u64,
+        stream: u64,
+        side: Side,
+    ) {
+        let d = self.delta(t);
+        emit(sink, 1 + 2 * V, |o| {
+            o.var(d);
+            o.var(stream);
+            tag::with_side(tag::STREAM_CLOSE, side)
+        });
+    }
+
+    /// A task replaced its `side` end of stream `old` by stream `new`.
+    #[inline]
+    pub fn stream_replace<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        t: u64,
+        side: Side,
+        old: u64,
+        new: u64,
+    ) {
+        let d = self.delta(t);
+        emit(sink, 1 + 3 * V, |o| {
+            o.var(d);
+            o.var(old);
+            o.var(new);
+            tag::with_side(tag::STREAM_REPLACE, side)
+        });
+    }
+
+    /// One dispatch of a task (write it when the task stops).
+    ///
+    /// Every `op.io_index` must be below `p.io.len()`: a reader rejects the
+    /// record (and the rest of the log) otherwise. The cheapest ops are the ones
+    /// [`implied_ops`](super::implied_ops) yields: they take no bytes at all.
+    #[inline]
+    pub fn period<S: Sink + ?Sized>(&mut self, sink: &mut S, p: &PeriodRef<'_>) {
+        debug_assert!(
+            p.ops.iter().all(|op| usize::from(op.io_index) < p.io.len()),
+            "op io_index out of range"
+        );
+        let max_len =
+            PERIOD_FIXED_MAX + p.io.len() * IO_MAX + p.ops.len() * OP_MAX + p.op_times.len() * V;
+        let dstart = self.delta(p.start);
+        self.last = p.end;
+        let dur = p.end.wrapping_sub(p.start);
+        emit(sink, max_len, |o| {
+            o.var(dstart);
+            o.var(dur);
+            o.var(p.task);
+            let io_code = match p.io.len() {
+                n @ 0..=2 => n as u8,
+                n => {
+                    o.var(n as u64);
+                    3
+                }
+            };
+            // The entry of the stream the task blocked on is marked; if there
+            // is none, the stream id follows the entries.
+            let blocked = p.end_state.stream();
+            let mark = blocked.and_then(|b| p.io.iter().position(|s| s.stream == b));
+            for (i, s) in p.io.iter().enumerate() {
+                put_io(o, s, mark == Some(i));
+            }
+            if let (Some(stream), None) = (blocked, mark) {
+                o.var(stream);
+            }
+            let mode = if p.op_times.is_empty() {
+                if p.ops.is_empty() {
+                    tag::OPS_NONE
+                } else if ops_are_implied(p.io, p.ops) {
+                    tag::OPS_IMPLIED
+                } else {
+                    o.var(p.ops.len() as u64);
+                    for op in p.ops {
+                        put_op(o, op);
+                    }
+                    tag::OPS_EXPLICIT
+                }
+            } else {
+                if ops_are_implied(p.io, p.ops) && !p.ops.is_empty() {
+                    o.byte(1);
+                } else {
+                    o.var((p.ops.len() as u64) << 1);
+                    for op in p.ops {
+                        put_op(o, op);
+                    }
+                }
+                o.var(p.op_times.len() as u64);
+                let mut prev = p.start;
+                for &t in p.op_times {
+                    o.var(zigzag(t.wrapping_sub(prev) as i64));
+                    prev = t;
+                }
+                tag::OPS_TIMED
+            };
+            tag::PERIOD | mode << 5 | io_code << 3 | p.end_state.code()
+        });
+    }
+
+    /// Encodes any record (the convenience form of the calls above).
+    pub fn record<S: Sink + ?Sized>(&mut self, sink: &mut S, rec: &Record) {
+        match *rec {
+            Record::WorkerStart { t } => self.worker_start(sink, t),
+            Record::WorkerWait { t, dur } => self.worker_wait(sink, t, dur),
+            Record::WorkerEnd { t } => self.worker_end(sink, t),
+            Record::TaskAssign {
+                t,
+                task,
+                parent,
+                worker,
+                ref name,
+            } => self.task_assign(sink, t, task, parent, worker, name),
+            Record::TaskMigrate { t, task, from, to } => self.task_migrate(sink, t, task, from, to),
+            Record::Period {
+                start,
+                end,
+                task,
+                end_state,
+                ref io,
+                ref ops,
+                ref op_times,
+            } => self.period(
+                sink,
+                &PeriodRef {
+                    start,
+                    end,
+                    task,
+                    end_state,
+                    io,
+                    ops,
+                    op_times,
+                },
+            ),
+            Record::StreamOpen {
+                t,
+                stream,
+                capacity,
+                creator,
+            } => self.stream_open(sink, t, stream, capacity, creator),
+            Record::StreamBind {
+                t,
+                stream,
+                side,
+                task,
+            } => self.stream_bind(sink, t, stream, side, task),
+            Record::StreamClose { t, stream, side } => self.stream_close(sink, t, stream, side),
+            Record::StreamReplace { t, side, old, new } => {
+                self.stream_replace(sink, t, side, old, new)
+            }
+        }
+    }
+}
+
+/// A `StreamIo` entry: header byte `b www rrr k` (b = the blocked-on stream,
+/// k = woke_peer; counts 0..=6 inline, 7 = a varint follows), stream id,
+/// then the long counts.
+#[inline(always)]
+fn put_io(o: &mut Out<'_>, s: &StreamIo, blocked_on: bool) {
+    let rc = s.reads.min(7) as u8;
+    let wc = s.writes.min(7) as u8;
+    o.byte(u8::from(blocked_on) << 7 | u8::from(s.woke_peer) | rc << 1 | wc << 4);
+    o.var(s.stream);
+    if rc == 7 {
+        o.var(s.reads.into());
+    }
+    if wc == 7 {
+        o.var(s.writes.into());
+    }
+}
+
+/// An op: `0 ccc w iii` (count 1..=8 as c+1, io index 0..=7), or the long
+/// form `1000000 w` followed by varint io index and varint count.
+#[inline(always)]
+fn put_op(o: &mut Out<'_>, op: &Op) {
+    if op.io_index < 8 && (1..=8).contains(&op.count) {
+        o.byte(op.io_index as u8 | u8::from(op.write) << 3 | ((op.count - 1) as u8) << 4);
+    } else {
+        o.byte(0x80 | u8::from(op.write));
+        o.var(op.io_index.into());
+        o.var(op.count.into());
+    }
+}

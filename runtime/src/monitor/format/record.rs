@@ -1,0 +1,325 @@
+//! The decoded form of log records.
+
+/// Which end of a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// The reading end.
+    Reader,
+    /// The writing end.
+    Writer,
+}
+
+/// How a task's dispatch (period) ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EndState {
+    /// The task gave up the worker voluntarily and is ready to run again.
+    Yielded,
+    /// Blocked reading the empty stream `stream`.
+    BlockedInput {
+        /// The stream id.
+        stream: u64,
+    },
+    /// Blocked writing the full stream `stream`.
+    BlockedOutput {
+        /// The stream id.
+        stream: u64,
+    },
+    /// Blocked waiting on several input streams at once.
+    BlockedAny,
+    /// The task function returned.
+    Ended,
+    /// The task function panicked.
+    Panicked,
+}
+
+impl EndState {
+    /// The 3-bit code stored in a period's tag byte.
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            EndState::Yielded => 0,
+            EndState::BlockedInput { .. } => 1,
+            EndState::BlockedOutput { .. } => 2,
+            EndState::BlockedAny => 3,
+            EndState::Ended => 4,
+            EndState::Panicked => 5,
+        }
+    }
+
+    /// The stream the task blocked on, if any.
+    pub fn stream(self) -> Option<u64> {
+        match self {
+            EndState::BlockedInput { stream } | EndState::BlockedOutput { stream } => Some(stream),
+            _ => None,
+        }
+    }
+}
+
+/// Messages a period moved over one stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct StreamIo {
+    /// The stream id.
+    pub stream: u64,
+    /// Messages read from the stream during the period.
+    pub reads: u32,
+    /// Messages written to the stream during the period.
+    pub writes: u32,
+    /// Whether this period woke the task on the other end of the stream.
+    pub woke_peer: bool,
+}
+
+/// A run of consecutive reads or writes on one stream within a period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Op {
+    /// Index of the stream in the period's `io` list.
+    pub io_index: u16,
+    /// Writes (`true`) or reads (`false`).
+    pub write: bool,
+    /// How many messages in a row.
+    pub count: u32,
+}
+
+impl Op {
+    /// A run of `count` reads on `io[io_index]`.
+    pub const fn read(io_index: u16, count: u32) -> Self {
+        Op {
+            io_index,
+            write: false,
+            count,
+        }
+    }
+
+    /// A run of `count` writes on `io[io_index]`.
+    pub const fn write(io_index: u16, count: u32) -> Self {
+        Op {
+            io_index,
+            write: true,
+            count,
+        }
+    }
+}
+
+/// The op list that the format stores for free: for each `io` entry in order,
+/// its reads as one run, then its writes as one run (zero counts omitted).
+/// A period whose ops equal this list stores no op bytes at all.
+pub fn implied_ops(io: &[StreamIo]) -> impl Iterator<Item = Op> + '_ {
+    io.iter().enumerate().flat_map(|(i, s)| {
+        let i = i as u16;
+        let r = (s.reads > 0).then_some(Op::read(i, s.reads));
+        let w = (s.writes > 0).then_some(Op::write(i, s.writes));
+        r.into_iter().chain(w)
+    })
+}
+
+/// Whether `ops` equals [`implied_ops(io)`](implied_ops) (allocation free).
+#[inline]
+pub(crate) fn ops_are_implied(io: &[StreamIo], ops: &[Op]) -> bool {
+    // Fast path: the common single-stream period.
+    if let [s] = io {
+        let r = Op::read(0, s.reads);
+        let w = Op::write(0, s.writes);
+        return match (ops, s.reads > 0, s.writes > 0) {
+            ([], false, false) => true,
+            ([a], true, false) => *a == r,
+            ([a], false, true) => *a == w,
+            ([a, b], true, true) => *a == r && *b == w,
+            _ => false,
+        };
+    }
+    if ops.len() > 2 * io.len() || io.len() > usize::from(u16::MAX) + 1 {
+        return false;
+    }
+    let mut rest = ops;
+    let mut next = |want: Op| match rest.split_first() {
+        Some((op, tail)) if *op == want => {
+            rest = tail;
+            true
+        }
+        _ => false,
+    };
+    for (i, s) in io.iter().enumerate() {
+        let i = i as u16;
+        if (s.reads > 0 && !next(Op::read(i, s.reads)))
+            || (s.writes > 0 && !next(Op::write(i, s.writes)))
+        {
+            return false;
+        }
+    }
+    rest.is_empty()
+}
+
+/// One record of a worker's log. Times are raw clock ticks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// The worker thread started.
+    WorkerStart {
+        /// When.
+        t: u64,
+    },
+    /// The worker was idle (no task ready) from `t` for `dur` ticks; written
+    /// when it resumes.
+    WorkerWait {
+        /// When the wait began.
+        t: u64,
+        /// How long it lasted.
+        dur: u64,
+    },
+    /// The worker thread stopped.
+    WorkerEnd {
+        /// When.
+        t: u64,
+    },
+    /// A task was created and mapped to `worker`.
+    TaskAssign {
+        /// When.
+        t: u64,
+        /// The new task's id.
+        task: u64,
+        /// The creating task's id, 0 if none.
+        parent: u64,
+        /// The worker it was mapped to.
+        worker: u32,
+        /// The task's name.
+        name: String,
+    },
+    /// A task moved from one worker to another.
+    TaskMigrate {
+        /// When.
+        t: u64,
+        /// The task id.
+        task: u64,
+        /// Old worker.
+        from: u32,
+        /// New worker.
+        to: u32,
+    },
+    /// One dispatch of a task, written when it stopped.
+    Period {
+        /// When the task was dispatched.
+        start: u64,
+        /// When it stopped.
+        end: u64,
+        /// The task id.
+        task: u64,
+        /// Why it stopped.
+        end_state: EndState,
+        /// Messages moved per stream.
+        io: Vec<StreamIo>,
+        /// Order of reads and writes (empty unless the `MESSAGE` flag is on).
+        ops: Vec<Op>,
+        /// A time per message read or written (empty unless `MESSAGE_TIME` is on).
+        op_times: Vec<u64>,
+    },
+    /// A stream was created.
+    StreamOpen {
+        /// When.
+        t: u64,
+        /// The stream id.
+        stream: u64,
+        /// Its capacity in messages.
+        capacity: u32,
+        /// The creating task, 0 if none.
+        creator: u64,
+    },
+    /// A task used one end of a stream for the first time.
+    StreamBind {
+        /// When.
+        t: u64,
+        /// The stream id.
+        stream: u64,
+        /// Which end.
+        side: Side,
+        /// The task.
+        task: u64,
+    },
+    /// One end of a stream was closed.
+    StreamClose {
+        /// When.
+        t: u64,
+        /// The stream id.
+        stream: u64,
+        /// Which end.
+        side: Side,
+    },
+    /// A task replaced one of its stream ends by another.
+    StreamReplace {
+        /// When.
+        t: u64,
+        /// Which end.
+        side: Side,
+        /// The stream replaced.
+        old: u64,
+        /// Its replacement.
+        new: u64,
+    },
+}
+
+impl Record {
+    /// The record's time: `t`, or a period's `start`.
+    pub fn time(&self) -> u64 {
+        match *self {
+            Record::WorkerStart { t }
+            | Record::WorkerWait { t, .. }
+            | Record::WorkerEnd { t }
+            | Record::TaskAssign { t, .. }
+            | Record::TaskMigrate { t, .. }
+            | Record::StreamOpen { t, .. }
+            | Record::StreamBind { t, .. }
+            | Record::StreamClose { t, .. }
+            | Record::StreamReplace { t, .. } => t,
+            Record::Period { start, .. } => start,
+        }
+    }
+
+    /// Number of monitoring events the record stands for: 1, plus for a period
+    /// the number of messages it read and wrote.
+    pub fn events(&self) -> u64 {
+        match self {
+            Record::Period { io, .. } => {
+                1 + io
+                    .iter()
+                    .map(|s| u64::from(s.reads) + u64::from(s.writes))
+                    .sum::<u64>()
+            }
+            _ => 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io(stream: u64, reads: u32, writes: u32) -> StreamIo {
+        StreamIo {
+            stream,
+            reads,
+            writes,
+            woke_peer: false,
+        }
+    }
+
+    #[test]
+    fn implied() {
+        let ios = [io(5, 1, 0), io(6, 0, 2), io(7, 3, 4), io(8, 0, 0)];
+        let ops: Vec<Op> = implied_ops(&ios).collect();
+        assert_eq!(
+            ops,
+            [
+                Op::read(0, 1),
+                Op::write(1, 2),
+                Op::read(2, 3),
+                Op::write(2, 4)
+            ]
+        );
+        assert!(ops_are_implied(&ios, &ops));
+        assert!(!ops_are_implied(&ios, &ops[..3]));
+        assert!(!ops_are_implied(&ios, &[]));
+        assert!(ops_are_implied(&[], &[]));
+        assert!(ops_are_implied(&[io(1, 0, 0)], &[]));
+        let mut extra = ops.clone();
+        extra.push(Op::read(0, 1));
+        assert!(!ops_are_implied(&ios, &extra));
+        let swapped = [ops[1], ops[0], ops[2], ops[3]];
+        assert!(!ops_are_implied(&ios, &swapped));
+    }
+}

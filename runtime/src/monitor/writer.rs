@@ -1,0 +1,224 @@
+//! [`LogWriter`]: a worker's memory-mapped log file.
+//!
+//! The file is grown with `set_len` in chunks (starting at
+//! [`INITIAL_LEN`], doubling up to [`MAX_GROW`] per step) and mapped into memory;
+//! records are stored straight into the mapping. Growing (remapping) is the
+//! only slow path. [`finish`](LogWriter::finish) (or dropping the writer)
+//! trims the file to the bytes written. A process killed before that leaves
+//! a file whose tail is zeros, which readers take as the clean end.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::mem::ManuallyDrop;
+use std::path::{Path, PathBuf};
+
+use memmap2::MmapMut;
+
+use super::format::{Header, Sink};
+
+/// Initial file size.
+pub const INITIAL_LEN: usize = 4 << 20;
+/// Largest growth step.
+pub const MAX_GROW: usize = 64 << 20;
+
+/// The file name of worker `worker`'s log: `worker-{id}.rlog`.
+pub fn log_file_name(worker: u32) -> String {
+    format!("worker-{worker}.rlog")
+}
+
+/// A log file being written by one worker. Implements [`Sink`] for the
+/// [`Encoder`](super::format::Encoder).
+///
+/// If the file cannot be grown (disk full, ...), later records are dropped
+/// and [`finish`](LogWriter::finish) reports the error; writing never panics
+/// or blocks the worker on I/O errors.
+#[derive(Debug)]
+pub struct LogWriter {
+    map: ManuallyDrop<MmapMut>,
+    /// Usable length: `map.len()`, or 0 once failed (forces the slow path).
+    limit: usize,
+    /// Bytes written (header included).
+    pos: usize,
+    /// Length of the last reservation.
+    reserved: usize,
+    file: File,
+    path: PathBuf,
+    error: Option<io::Error>,
+    /// Where records go once writing failed.
+    scratch: Vec<u8>,
+    dropped: u64,
+    closed: bool,
+}
+
+impl LogWriter {
+    /// Creates (or truncates) `dir/worker-{worker}.rlog`, creating `dir` if
+    /// needed, and writes `header` with its worker field set to `worker`.
+    pub fn create(dir: &Path, worker: u32, header: &Header) -> io::Result<Self> {
+        Self::create_with_len(dir, worker, header, INITIAL_LEN)
+    }
+
+    /// [`create`](Self::create) with a chosen initial file size (rounded up
+    /// to at least 4 KiB).
+    pub fn create_with_len(
+        dir: &Path,
+        worker: u32,
+        header: &Header,
+        initial_len: usize,
+    ) -> io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(log_file_name(worker));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)?;
+        let len = initial_len.max(4096);
+        file.set_len(len as u64)?;
+        // SAFETY: the mapping is of a file we just created and exclusively own;
+        // nothing in this process writes it except through this mapping, and
+        // its length only changes through `grow`/`close`, which remap or stop
+        // using the mapping first. (Another process truncating the file would
+        // break any mmap writer; that is outside what we can defend against.)
+        let mut map = unsafe { MmapMut::map_mut(&file)? };
+        let mut h = *header;
+        h.worker = worker;
+        let bytes = h.to_bytes();
+        map[..bytes.len()].copy_from_slice(&bytes);
+        Ok(LogWriter {
+            limit: map.len(),
+            map: ManuallyDrop::new(map),
+            pos: bytes.len(),
+            reserved: 0,
+            file,
+            path,
+            error: None,
+            scratch: Vec::new(),
+            dropped: 0,
+            closed: false,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes written so far, header included.
+    pub fn written(&self) -> u64 {
+        self.pos as u64
+    }
+
+    /// Current file size (mapped length).
+    pub fn capacity(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    /// The error that stopped writing, if any.
+    pub fn error(&self) -> Option<&io::Error> {
+        self.error.as_ref()
+    }
+
+    /// Number of records dropped after an error.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Flushes the written data to the file, trims the file to it and closes
+    /// it; returns the file length. If writing failed earlier, trims the
+    /// file to the records written before the failure and returns that error.
+    pub fn finish(mut self) -> io::Result<u64> {
+        self.close(true)
+    }
+
+    fn close(&mut self, flush: bool) -> io::Result<u64> {
+        if self.closed {
+            return Ok(self.pos as u64);
+        }
+        self.closed = true;
+        let flushed = if flush {
+            self.map.flush_range(0, self.pos)
+        } else {
+            Ok(())
+        };
+        // SAFETY: `closed` was false and is now true, so this runs once; no
+        // other method touches `map` after `closed` is set (`finish` consumes
+        // the writer, and `drop` only calls `close`, which returns early).
+        unsafe { ManuallyDrop::drop(&mut self.map) };
+        let trimmed = self.file.set_len(self.pos as u64);
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        flushed?;
+        trimmed?;
+        Ok(self.pos as u64)
+    }
+
+    /// The slow path of `reserve`: grows the file, or hands out scratch
+    /// memory once writing has failed.
+    #[cold]
+    #[inline(never)]
+    fn reserve_slow(&mut self, max_len: usize) -> &mut [u8] {
+        if self.error.is_none() {
+            match self.grow(self.pos.saturating_add(max_len)) {
+                Ok(()) => {
+                    self.limit = self.map.len();
+                    return &mut self.map[self.pos..self.pos + max_len];
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    self.limit = 0;
+                }
+            }
+        }
+        self.scratch.clear();
+        self.scratch.resize(max_len, 0);
+        &mut self.scratch
+    }
+
+    fn grow(&mut self, need: usize) -> io::Result<()> {
+        let mut len = self.map.len();
+        while len < need {
+            len = len
+                .checked_add(len.min(MAX_GROW))
+                .ok_or_else(|| io::Error::other("log file size overflow"))?;
+        }
+        self.file.set_len(len as u64)?;
+        // SAFETY: as in `create_with_len`: our own file, only accessed through
+        // this writer; the file is at least `len` bytes long now.
+        let map = unsafe { MmapMut::map_mut(&self.file)? };
+        // The old mapping is unmapped here; its data lives on in the file.
+        *self.map = map;
+        Ok(())
+    }
+}
+
+impl Sink for LogWriter {
+    #[inline]
+    fn reserve(&mut self, max_len: usize) -> &mut [u8] {
+        self.reserved = max_len;
+        let end = self.pos + max_len;
+        if end > self.limit {
+            return self.reserve_slow(max_len);
+        }
+        &mut self.map[self.pos..end]
+    }
+
+    #[inline]
+    fn commit(&mut self, len: usize) {
+        assert!(len <= self.reserved, "commit beyond reservation");
+        self.reserved = 0;
+        if self.limit == 0 {
+            self.dropped += 1;
+        } else {
+            self.pos += len;
+        }
+    }
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        // Best effort: trim the file, no flush (the data is in the page cache).
+        let _ = self.close(false);
+    }
+}
