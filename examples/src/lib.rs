@@ -12,8 +12,8 @@
 pub mod bench;
 pub mod cli;
 pub mod engines;
+pub mod kernels;
 pub mod peers;
 pub mod report;
 pub mod rill_engine;
 pub mod rill_runs;
-pub mod kernels;

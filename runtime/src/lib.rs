@@ -18,8 +18,8 @@
 mod barrier;
 mod context;
 pub mod error;
-mod hooks;
 pub mod monitor;
+pub(crate) use monitor::hooks;
 pub mod mapper;
 mod overflow;
 mod registry;
@@ -37,6 +37,7 @@ mod loom_models;
 pub use context::{current, spawn, spawn_on, worker_count, yield_now, TaskInfo};
 pub use error::{BlockedTask, ConfigError, RunError, SpawnError};
 pub use mapper::{ManualTable, Mapping};
+pub use monitor::flags::MonitorFlags;
 pub use runtime::{Builder, Config, MonitorConfig, RunStats, Runtime};
 pub use stream::{
     poll, stream, stream_default, try_stream, Reader, StreamClosed, TryReadError, TryWriteError,

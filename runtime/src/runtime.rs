@@ -1,6 +1,7 @@
 //! The runtime: configuration, the shared state of a run, and `run`.
 
 use std::borrow::Cow;
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -9,6 +10,10 @@ use crossbeam_deque::Worker as Deque;
 
 use crate::error::{BlockedTask, ConfigError, RunError, SpawnError};
 use crate::mapper::{Mapper, Mapping};
+use crate::monitor::clock;
+use crate::monitor::flags::MonitorFlags;
+use crate::monitor::format::Header;
+use crate::monitor::worker_log::WorkerLog;
 use crate::registry::Registry;
 use crate::scheduler::ReadyQueue;
 use crate::stack::{guarded_budget, StackSource};
@@ -16,11 +21,36 @@ use crate::sync::{AtomicU64, AtomicU8, AtomicUsize};
 use crate::task::{BlockedOn, Task, TaskFn, TaskId, TaskRef};
 use crate::worker::{WorkerLocal, WorkerShared, WorkerStats};
 
-/// Monitoring settings of a run (filled in by the monitoring framework).
+/// Monitoring settings of a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MonitorConfig {
-    /// Where per-worker logs go; `None` writes no logs.
-    pub dir: Option<std::path::PathBuf>,
+    /// What to record; [`MonitorFlags::OFF`] records nothing (the default).
+    pub flags: MonitorFlags,
+    /// Where the per-worker logs go (`worker-N.rlog`); `rill-logs` when
+    /// monitoring is on and no directory is given.
+    pub dir: Option<PathBuf>,
+}
+
+impl MonitorConfig {
+    /// Monitoring with `flags` into `dir`.
+    pub fn new(flags: MonitorFlags, dir: impl Into<PathBuf>) -> Self {
+        MonitorConfig {
+            flags,
+            dir: Some(dir.into()),
+        }
+    }
+
+    /// Monitoring off.
+    pub fn off() -> Self {
+        Self::default()
+    }
+
+    /// The log directory used when monitoring is on.
+    pub fn log_dir(&self) -> PathBuf {
+        self.dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("rill-logs"))
+    }
 }
 
 /// A checked configuration.
@@ -187,6 +217,10 @@ pub struct RunStats {
     pub wall: Duration,
     /// Per worker.
     pub workers: Vec<WorkerStats>,
+    /// Bytes of monitoring logs written (0 without monitoring).
+    pub log_bytes: u64,
+    /// Where the logs went, when monitoring was on.
+    pub log_dir: Option<PathBuf>,
 }
 
 /// A rill runtime: a configuration and the tasks to start with.
@@ -227,6 +261,8 @@ pub(crate) struct Shared {
     next_task: AtomicU64,
     pub(crate) stacks: Arc<StackSource>,
     stealing: bool,
+    /// Tasks placed before the run: (id, worker, name), logged by their worker.
+    pub(crate) initial_assigns: Vec<(TaskId, usize, String)>,
 }
 
 impl Shared {
@@ -363,7 +399,7 @@ impl Runtime {
             }
         }
         let stacks = StackSource::new(cfg.stack_size, cfg.max_tasks, guarded_budget());
-        let shared = Arc::new(Shared {
+        let mut shared = Arc::new(Shared {
             mapper: Mapper::new(cfg.mapping.clone(), n),
             cfg,
             workers: workers.into_boxed_slice(),
@@ -375,17 +411,46 @@ impl Runtime {
             next_task: AtomicU64::new(1),
             stacks,
             stealing,
+            initial_assigns: Vec::new(),
         });
         let mut created = vec![0u64; n];
+        let mut assigns = Vec::new();
         for (name, hint, f) in self.initial.drain(..) {
             let target = match shared.mapper.place(&name, hint, 0) {
                 Ok(w) => w,
                 Err(e) => return Err(RunError::Start(e.to_string())),
             };
+            let label = name.to_string();
             let t = shared.new_task(name, 0, target, Some(f));
+            assigns.push((t.get().id, target, label));
             created[target] += 1;
             shared.workers[target].inbox.push(t);
         }
+        if let Some(sh) = Arc::get_mut(&mut shared) {
+            sh.initial_assigns = assigns;
+        }
+        let mon = &self.cfg.monitor;
+        let mut logs: Vec<Option<WorkerLog>> = (0..n).map(|_| None).collect();
+        let log_dir = (!mon.flags.is_off()).then(|| mon.log_dir());
+        if let Some(dir) = &log_dir {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                RunError::Start(format!(
+                    "cannot create the log directory {}: {e}",
+                    dir.display()
+                ))
+            })?;
+            let cal = clock::calibrate();
+            for (i, slot) in logs.iter_mut().enumerate() {
+                let header = Header::new(mon.flags, i as u32, n as u32, cal);
+                *slot = Some(WorkerLog::create(dir, i, &header).map_err(|e| {
+                    RunError::Start(format!(
+                        "cannot create the log of worker {i} in {}: {e}",
+                        dir.display()
+                    ))
+                })?);
+            }
+        }
+        let _active = log_dir.as_ref().map(|_| ActiveGuard::new());
         if shared.live.load(Ordering::Acquire) == 0 {
             return Ok(RunStats {
                 wall: t0.elapsed(),
@@ -398,7 +463,7 @@ impl Runtime {
             Vec::new()
         };
         let mut handles = Vec::with_capacity(n);
-        for (i, d) in deques.into_iter().enumerate() {
+        for ((i, d), log) in deques.into_iter().enumerate().zip(logs) {
             let sh = shared.clone();
             let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
             let h = std::thread::Builder::new()
@@ -412,7 +477,7 @@ impl Runtime {
                         Some(d) => ReadyQueue::Steal(d),
                         None => ReadyQueue::Fifo(crate::scheduler::Fifo::default()),
                     };
-                    let w = WorkerLocal::new(i, sh, q);
+                    let w = WorkerLocal::new(i, sh, q, log);
                     w.run()
                 });
             match h {
@@ -434,6 +499,7 @@ impl Runtime {
                     stats.tasks_created += s.tasks_created;
                     stats.dispatches += s.dispatches;
                     stats.messages += s.messages;
+                    stats.log_bytes += s.log_bytes;
                     stats.workers.push(s);
                 }
                 Err(_) => {
@@ -442,6 +508,7 @@ impl Runtime {
             }
         }
         stats.wall = t0.elapsed();
+        stats.log_dir = log_dir;
         let result = match shared.phase() {
             Phase::Done => Ok(stats),
             Phase::Deadlock => Err(deadlock_report(&shared)),
@@ -467,6 +534,22 @@ impl Runtime {
             unsafe { t.free() };
         }
         result
+    }
+}
+
+/// Counts this run in `hooks::ACTIVE` while it lives.
+struct ActiveGuard;
+
+impl ActiveGuard {
+    fn new() -> Self {
+        crate::hooks::ACTIVE.fetch_add(1, Ordering::Relaxed);
+        ActiveGuard
+    }
+}
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        crate::hooks::ACTIVE.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

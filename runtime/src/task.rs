@@ -5,7 +5,7 @@
 //!
 //! | field | written by | read by |
 //! | --- | --- | --- |
-//! | `id`, `name`, `parent` | spawner, before the task is published | anyone |
+//! | `id`, `name` | spawner, before the task is published | anyone |
 //! | `start`, `coro`, `yielder`, `blocked_on` | the thread running the task, or the worker that owns it while it is not running | same |
 //! | `worker` | the worker that dispatches the task, before resuming it | wakers, after winning the state word (Acquire) |
 //! | `state` | see the transitions below | anyone |
@@ -84,7 +84,6 @@ pub(crate) mod state {
 /// A task's control block.
 pub(crate) struct Task {
     pub id: TaskId,
-    pub parent: TaskId,
     pub name: std::borrow::Cow<'static, str>,
     /// The worker that owns the task now.
     pub worker: AtomicUsize,
@@ -111,7 +110,7 @@ impl Task {
     pub(crate) fn new(
         shared: *const crate::runtime::Shared,
         id: TaskId,
-        parent: TaskId,
+        _parent: TaskId,
         name: std::borrow::Cow<'static, str>,
         worker: usize,
         f: Option<TaskFn>,
@@ -122,7 +121,6 @@ impl Task {
             stack_lo: Cell::new(0),
             stack_guard: Cell::new(0),
             id,
-            parent,
             name,
             worker: AtomicUsize::new(worker),
             state: AtomicU8::new(state::NEW),

@@ -31,6 +31,7 @@ use slot::{CLOSED, IDLE, WAITING};
 
 use crate::barrier;
 use crate::context;
+use crate::monitor::worker_log::EndMon;
 use crate::task::BlockedOn;
 
 /// The stream's reader is gone; the message was not delivered.
@@ -91,7 +92,9 @@ pub fn try_stream<T: Send + 'static>(
     }
     let id = context::next_stream_id();
     let core = Arc::new(Core::new(id, capacity));
-    crate::hooks::stream_open(id, capacity);
+    if crate::hooks::on() {
+        crate::hooks::stream_open(id, capacity);
+    }
     Ok((
         Writer {
             core: core.clone(),
@@ -99,6 +102,7 @@ pub fn try_stream<T: Send + 'static>(
             head_cache: 0,
             bound: false,
             sent: 0,
+            mon: EndMon::default(),
         },
         Reader {
             core,
@@ -107,6 +111,7 @@ pub fn try_stream<T: Send + 'static>(
             bound: false,
             received: 0,
             poll_cursor: 0,
+            mon: EndMon::default(),
         },
     ))
 }
@@ -118,6 +123,7 @@ pub struct Writer<T: Send + 'static> {
     head_cache: usize,
     bound: bool,
     sent: u64,
+    mon: EndMon,
 }
 
 /// The reading end of a stream. Not `Clone`: a stream has one reader.
@@ -128,6 +134,7 @@ pub struct Reader<T: Send + 'static> {
     bound: bool,
     received: u64,
     poll_cursor: usize,
+    mon: EndMon,
 }
 
 impl<T: Send + 'static> std::fmt::Debug for Writer<T> {
@@ -194,7 +201,9 @@ impl<T: Send + 'static> Writer<T> {
             .store(tail.wrapping_add(1), Ordering::Release);
         self.tail = tail.wrapping_add(1);
         self.sent += 1;
-        crate::hooks::message_written(self.core.id);
+        if crate::hooks::on() {
+            crate::hooks::message(&mut self.mon, self.core.id, true);
+        }
         // Store-load barrier between our tail store and the load of the reader's
         // slot; the other half is the reader's registration fence plus the
         // worker's heavy barrier (barrier.rs).
@@ -212,7 +221,7 @@ impl<T: Send + 'static> Writer<T> {
         match st {
             WAITING => {
                 if self.core.rslot.wake() {
-                    crate::hooks::woke_peer(self.core.id);
+                    crate::hooks::woke_peer(&mut self.mon, self.core.id);
                 }
                 Ok(())
             }
@@ -343,7 +352,9 @@ impl<T: Send + 'static> Reader<T> {
             .store(head.wrapping_add(1), Ordering::Release);
         self.head = head.wrapping_add(1);
         self.received += 1;
-        crate::hooks::message_read(self.core.id);
+        if crate::hooks::on() {
+            crate::hooks::message(&mut self.mon, self.core.id, false);
+        }
         // Store-load barrier, as in Writer::push.
         barrier::light();
         if self.core.wslot.state.load(Ordering::Relaxed) == WAITING {
@@ -356,7 +367,7 @@ impl<T: Send + 'static> Reader<T> {
     #[inline(never)]
     fn after_read_cold(&mut self) {
         if self.core.wslot.wake() {
-            crate::hooks::woke_peer(self.core.id);
+            crate::hooks::woke_peer(&mut self.mon, self.core.id);
         }
     }
 

@@ -16,6 +16,9 @@ pub(crate) use park::WorkerShared;
 
 use crate::context::{self, PendingList};
 use crate::error::RunError;
+use crate::monitor::clock;
+use crate::monitor::format::EndState;
+use crate::monitor::worker_log::WorkerLog;
 use crate::runtime::{Phase, Shared};
 use crate::scheduler::ReadyQueue;
 use crate::stack::{StackError, StackPool, TaskStack};
@@ -47,6 +50,8 @@ pub struct WorkerStats {
     pub parks: u64,
     /// Tasks this worker stole from others.
     pub steals: u64,
+    /// Bytes this worker's monitoring log holds (0 without monitoring).
+    pub log_bytes: u64,
 }
 
 /// The thread-local part of a worker. Fields in cells are touched only by the
@@ -61,10 +66,17 @@ pub(crate) struct WorkerLocal {
     since_settle: Cell<u32>,
     since_inbox: Cell<u32>,
     use_barrier: bool,
+    log: UnsafeCell<Option<WorkerLog>>,
+    monitoring: bool,
 }
 
 impl WorkerLocal {
-    pub(crate) fn new(id: usize, shared: Arc<Shared>, ready: ReadyQueue) -> Self {
+    pub(crate) fn new(
+        id: usize,
+        shared: Arc<Shared>,
+        ready: ReadyQueue,
+        log: Option<WorkerLog>,
+    ) -> Self {
         let pool = StackPool::new(shared.stacks.clone());
         let use_barrier = shared.workers.len() > 1 && crate::barrier::heavy_needed();
         WorkerLocal {
@@ -80,7 +92,26 @@ impl WorkerLocal {
             since_settle: Cell::new(0),
             since_inbox: Cell::new(0),
             use_barrier,
+            monitoring: log.is_some(),
+            log: UnsafeCell::new(log),
         }
+    }
+
+    /// The worker's monitoring log.
+    ///
+    /// # Safety
+    /// Only on the worker's own thread, and the borrow must end before any
+    /// other call that may borrow the log (hooks borrow it for one call).
+    #[inline]
+    pub(crate) unsafe fn log_mut(&self) -> Option<&mut WorkerLog> {
+        // SAFETY: per the contract above, this is the only live borrow.
+        self.log.with_mut(|p| unsafe { (*p).as_mut() })
+    }
+
+    #[inline]
+    fn log(&self) -> Option<&mut WorkerLog> {
+        // SAFETY: called from the worker loop, never across a resume.
+        unsafe { self.log_mut() }
     }
 
     pub(crate) fn shared_ptr(&self) -> *const Shared {
@@ -148,21 +179,46 @@ impl WorkerLocal {
         let start = Instant::now();
         context::set_current_worker(self);
         crate::overflow::enter_worker();
+        if let Some(log) = self.log() {
+            log.worker_start();
+            for (id, worker, name) in &self.shared.initial_assigns {
+                if *worker == self.id {
+                    log.task_assign(*id, 0, *worker, name);
+                }
+            }
+        }
         loop {
             if let Some(t) = self.next_task() {
                 self.dispatch(t);
                 continue;
             }
             let t0 = Instant::now();
+            let tick0 = if self.monitoring { clock::now() } else { 0 };
             let go_on = self.idle();
             self.stats().idle += t0.elapsed();
+            if let Some(log) = self.log() {
+                log.worker_wait(tick0, clock::now().saturating_sub(tick0));
+            }
             if !go_on {
                 break;
+            }
+        }
+        let mut log_bytes = 0;
+        // SAFETY: the loop is over; nothing else borrows the log.
+        if let Some(mut log) = self.log.with_mut(|p| unsafe { (*p).take() }) {
+            log.worker_end();
+            match log.finish() {
+                Ok(n) => log_bytes = n,
+                Err(e) => self.shared.fail(RunError::Start(format!(
+                    "worker {} could not finish its monitoring log: {e}",
+                    self.id
+                ))),
             }
         }
         context::set_current_worker(std::ptr::null());
         let mut s = self.stats().clone();
         s.wall = start.elapsed();
+        s.log_bytes = log_bytes;
         s
     }
 
@@ -211,6 +267,11 @@ impl WorkerLocal {
         // SAFETY: as above; this borrow is the only one until the match below.
         let coro = task.coro.with_mut(|p| unsafe { &mut *p });
         task.transition_to_running();
+        if self.monitoring {
+            if let Some(log) = self.log() {
+                log.begin_period();
+            }
+        }
         context::set_current_task(task);
         let res = catch_unwind(AssertUnwindSafe(|| {
             coro.as_mut()
@@ -218,6 +279,9 @@ impl WorkerLocal {
                 .resume(())
         }));
         context::set_current_task(std::ptr::null());
+        if self.monitoring {
+            self.end_period(task, &res);
+        }
         let st = self.stats();
         st.dispatches += 1;
         match res {
@@ -280,6 +344,30 @@ impl WorkerLocal {
         });
         // SAFETY: the caller owns the task and it is not running.
         task.coro.with_mut(|p| unsafe { *p = Some(coro) });
+    }
+
+    /// Writes the record of the dispatch that just ended.
+    #[cold]
+    #[inline(never)]
+    fn end_period(
+        &self,
+        task: &crate::task::Task,
+        res: &std::thread::Result<CoroutineResult<Suspend, ()>>,
+    ) {
+        let state = match res {
+            Ok(CoroutineResult::Yield(Suspend::Yield)) => EndState::Yielded,
+            Ok(CoroutineResult::Yield(Suspend::Blocked)) => {
+                // SAFETY: the task is suspended and owned by this worker until
+                // it is woken, which only queues it to us.
+                task.blocked_on
+                    .with(|p| crate::hooks::end_state_of(true, unsafe { &*p }))
+            }
+            Ok(CoroutineResult::Return(())) => EndState::Ended,
+            Err(_) => EndState::Panicked,
+        };
+        if let Some(log) = self.log() {
+            log.end_period(task.id, state);
+        }
     }
 
     /// Creates the coroutine of a task spawned before the run, at its first

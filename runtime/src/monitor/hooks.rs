@@ -1,0 +1,118 @@
+//! The monitoring hooks the runtime calls. Application code is never
+//! instrumented: every event comes from here.
+//!
+//! Each hook costs one predictable branch when monitoring is off: a relaxed
+//! load of [`ACTIVE`] (the number of runs with monitoring on in this
+//! process). Without the `monitor` cargo feature the branch is `false` at
+//! compile time and every hook vanishes. When a run monitors, the hook finds
+//! the worker's [`WorkerLog`](super::worker_log::WorkerLog) through the
+//! thread-local worker pointer; threads that are not workers record nothing.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::format::EndState;
+use super::worker_log::{EndMon, WorkerLog};
+use crate::context;
+use crate::stream::Side;
+use crate::task::BlockedOn;
+
+/// Runs in this process that monitor; hooks do nothing while it is 0.
+pub(crate) static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// The one branch every hook starts with.
+#[inline(always)]
+pub(crate) fn on() -> bool {
+    cfg!(feature = "monitor") && ACTIVE.load(Ordering::Relaxed) != 0
+}
+
+/// The calling worker's log, if this thread is a worker of a monitored run.
+#[inline]
+fn with_log(f: impl FnOnce(&mut WorkerLog)) {
+    let w = context::current_worker_ptr();
+    if w.is_null() {
+        return;
+    }
+    // SAFETY: the worker pointer is valid while its loop runs on this thread,
+    // and the log is only touched from this thread, never across a resume.
+    if let Some(log) = unsafe { (*w).log_mut() } {
+        f(log)
+    }
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn stream_open(id: u64, cap: usize) {
+    if on() {
+        let creator = context::current_task_id();
+        with_log(|l| l.stream_open(id, cap, creator));
+    }
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn stream_bind(id: u64, side: Side) {
+    if on() {
+        let task = context::current_task_id();
+        with_log(|l| l.stream_bind(id, side, task));
+    }
+}
+
+#[inline]
+pub(crate) fn stream_close(id: u64, side: Side) {
+    if on() {
+        with_log(|l| l.stream_close(id, side));
+    }
+}
+
+#[cold]
+pub(crate) fn stream_replace(side: Side, old: u64, new: u64) {
+    if on() {
+        with_log(|l| l.stream_replace(side, old, new));
+    }
+}
+
+/// A message moved through an end. Kept out of line so the stream fast path
+/// stays small; only reached when monitoring is on.
+#[inline(never)]
+pub(crate) fn message(end: &mut EndMon, id: u64, write: bool) {
+    with_log(|l| l.message(end, id, write));
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn woke_peer(end: &mut EndMon, id: u64) {
+    if on() {
+        with_log(|l| l.woke_peer(end, id));
+    }
+}
+
+/// A task is about to block (its state is recorded when its period ends).
+#[inline(always)]
+pub(crate) fn task_blocking(_on: &BlockedOn) {}
+
+#[cold]
+pub(crate) fn task_assigned(id: u64, parent: u64, worker: usize, name: &str) {
+    if on() {
+        with_log(|l| l.task_assign(id, parent, worker, name));
+    }
+}
+
+#[cold]
+pub(crate) fn task_migrated(id: u64, from: usize, to: usize) {
+    if on() {
+        with_log(|l| l.task_migrate(id, from, to));
+    }
+}
+
+/// The end state of a period from what the coroutine handed back.
+pub(crate) fn end_state_of(blocked: bool, on: &BlockedOn) -> EndState {
+    if !blocked {
+        return EndState::Yielded;
+    }
+    match on {
+        BlockedOn::Input { stream, .. } => EndState::BlockedInput { stream: *stream },
+        BlockedOn::Output { stream, .. } => EndState::BlockedOutput { stream: *stream },
+        BlockedOn::Any { .. } => EndState::BlockedAny,
+        BlockedOn::Nothing => EndState::Yielded,
+    }
+}
