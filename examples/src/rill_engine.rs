@@ -9,10 +9,37 @@
 //! network (the tasks are created just before it) and excludes building the
 //! runtime.
 
-use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Result};
+use rill::{MonitorConfig, MonitorFlags};
 
 use crate::bench::{Measurement, MicroRow, PipeParams, Placement, RingParams};
-use crate::rill_runs::{self, Micro, PipePlacement};
+use crate::rill_runs::{self, Micro, PipePlacement, RunInfo};
+
+/// Turns `--monitor MODE` and `--logs DIR` into the runtime's setting. The
+/// logs of benchmark `bench` go to `DIR` (default `rill-logs/BENCH`).
+pub fn monitor_config(mode: Option<&str>, logs: Option<&Path>, bench: &str) -> Result<MonitorConfig> {
+    let flags: MonitorFlags = match mode {
+        None => MonitorFlags::OFF,
+        Some(m) => m.parse().map_err(|e| anyhow!("--monitor {m}: {e}"))?,
+    };
+    let dir = match logs {
+        Some(d) => d.to_path_buf(),
+        None => PathBuf::from("rill-logs").join(bench),
+    };
+    Ok(MonitorConfig { flags, dir: Some(dir) })
+}
+
+fn with_info(m: Measurement, info: &RunInfo, mon: &MonitorConfig) -> Measurement {
+    let m = m.with("monitor", mon.flags.to_string()).with("dispatches", info.dispatches);
+    if mon.flags.is_off() {
+        m
+    } else {
+        m.with("log_bytes", info.log_bytes)
+            .with("log_dir", mon.log_dir().display().to_string())
+    }
+}
 
 /// Operations per micro row (chosen so each row runs for tens of milliseconds).
 fn micro_ops(row: MicroRow) -> u64 {
@@ -32,14 +59,16 @@ pub fn pipe(p: &PipeParams) -> Result<Measurement> {
         Placement::Rr => PipePlacement::Rr,
         Placement::Parts => PipePlacement::Parts,
     };
-    let wall = rill_runs::pipe(p.depth, p.messages, p.capacity, p.workers, placement)?;
-    Ok(Measurement::new(wall, p.messages * (p.depth as u64 - 1)))
+    let mon = monitor_config(p.monitor.as_deref(), p.logs.as_deref(), "pipe")?;
+    let info = rill_runs::pipe_mon(p.depth, p.messages, p.capacity, p.workers, placement, &mon)?;
+    Ok(with_info(Measurement::new(info.wall, p.messages * (p.depth as u64 - 1)), &info, &mon))
 }
 
 /// Ring on rill: `size` tasks passing one token for `hops` hops.
 pub fn ring(p: &RingParams) -> Result<Measurement> {
-    let wall = rill_runs::ring(p.size, p.hops, p.capacity, p.workers)?;
-    Ok(Measurement::new(wall, p.hops))
+    let mon = monitor_config(p.monitor.as_deref(), p.logs.as_deref(), "ring")?;
+    let info = rill_runs::ring_mon(p.size, p.hops, p.capacity, p.workers, &mon)?;
+    Ok(with_info(Measurement::new(info.wall, p.hops), &info, &mon))
 }
 
 /// One micro row on rill. `yield`, `spawn` and `handoff` run on one worker,

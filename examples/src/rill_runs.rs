@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use rill::Runtime;
+use rill::{MonitorConfig, Runtime};
 
 /// Where the relays of a pipe go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,10 +20,26 @@ pub enum PipePlacement {
 }
 
 fn runtime(workers: usize, capacity: usize) -> Result<Runtime> {
+    runtime_mon(workers, capacity, &MonitorConfig::off())
+}
+
+fn runtime_mon(workers: usize, capacity: usize, mon: &MonitorConfig) -> Result<Runtime> {
     Ok(Runtime::builder()
         .workers(workers)
         .capacity(capacity)
+        .monitor(mon.clone())
         .build()?)
+}
+
+/// What a monitored benchmark run produced besides its time.
+#[derive(Debug, Clone, Default)]
+pub struct RunInfo {
+    /// Wall time of the run.
+    pub wall: Duration,
+    /// Bytes of monitoring log written.
+    pub log_bytes: u64,
+    /// Task dispatches.
+    pub dispatches: u64,
 }
 
 /// LPEL's pipe: a source, `depth - 2` relays and a sink. Returns the wall time
@@ -35,10 +51,22 @@ pub fn pipe(
     workers: usize,
     placement: PipePlacement,
 ) -> Result<Duration> {
+    Ok(pipe_mon(depth, messages, capacity, workers, placement, &MonitorConfig::off())?.wall)
+}
+
+/// [`pipe`] with monitoring.
+pub fn pipe_mon(
+    depth: usize,
+    messages: u64,
+    capacity: usize,
+    workers: usize,
+    placement: PipePlacement,
+    mon: &MonitorConfig,
+) -> Result<RunInfo> {
     if depth < 2 {
         bail!("pipe depth must be at least 2 (a source and a sink)");
     }
-    let mut rt = runtime(workers, capacity)?;
+    let mut rt = runtime_mon(workers, capacity, mon)?;
     let relays = depth - 2;
     let last = workers.min(2) - 1;
     let place = move |k: usize| -> usize {
@@ -85,12 +113,16 @@ pub fn pipe(
         let _ = ok_w.write(u64::from(good && expect == messages));
     })?;
     let t0 = Instant::now();
-    rt.run().context("pipe run failed")?;
+    let stats = rt.run().context("pipe run failed")?;
     let wall = t0.elapsed();
     if ok_r.try_read() != Ok(1) {
         bail!("pipe: the sink did not receive 0..{messages} in order");
     }
-    Ok(wall)
+    Ok(RunInfo {
+        wall,
+        log_bytes: stats.log_bytes,
+        dispatches: stats.dispatches,
+    })
 }
 
 /// LPEL's ring: one token passed around `size` tasks for `hops` hops in total.
@@ -98,10 +130,15 @@ pub fn pipe(
 /// its hops, and the task that receives it after the last hop stops, which
 /// closes the ring task by task.
 pub fn ring(size: usize, hops: u64, capacity: usize, workers: usize) -> Result<Duration> {
+    Ok(ring_mon(size, hops, capacity, workers, &MonitorConfig::off())?.wall)
+}
+
+/// [`ring`] with monitoring.
+pub fn ring_mon(size: usize, hops: u64, capacity: usize, workers: usize, mon: &MonitorConfig) -> Result<RunInfo> {
     if size < 2 {
         bail!("ring size must be at least 2");
     }
-    let mut rt = runtime(workers, capacity)?;
+    let mut rt = runtime_mon(workers, capacity, mon)?;
     let mut writers: Vec<Option<rill::Writer<u64>>> = Vec::new();
     let mut readers: Vec<Option<rill::Reader<u64>>> = Vec::new();
     for _ in 0..size {
@@ -134,12 +171,16 @@ pub fn ring(size: usize, hops: u64, capacity: usize, workers: usize) -> Result<D
     let t0 = Instant::now();
     let res = rt.run();
     let wall = t0.elapsed();
-    res.context("ring run failed")?;
+    let stats = res.context("ring run failed")?;
     let got = result.load(Ordering::Relaxed);
     if got != hops {
         bail!("ring: expected the token to make {hops} hops, it made {got}");
     }
-    Ok(wall)
+    Ok(RunInfo {
+        wall,
+        log_bytes: stats.log_bytes,
+        dispatches: stats.dispatches,
+    })
 }
 
 /// Micro-benchmark rows.
