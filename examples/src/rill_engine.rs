@@ -19,7 +19,11 @@ use crate::rill_runs::{self, Micro, PipePlacement, RunInfo};
 
 /// Turns `--monitor MODE` and `--logs DIR` into the runtime's setting. The
 /// logs of benchmark `bench` go to `DIR` (default `rill-logs/BENCH`).
-pub fn monitor_config(mode: Option<&str>, logs: Option<&Path>, bench: &str) -> Result<MonitorConfig> {
+pub fn monitor_config(
+    mode: Option<&str>,
+    logs: Option<&Path>,
+    bench: &str,
+) -> Result<MonitorConfig> {
     let flags: MonitorFlags = match mode {
         None => MonitorFlags::OFF,
         Some(m) => m.parse().map_err(|e| anyhow!("--monitor {m}: {e}"))?,
@@ -28,11 +32,16 @@ pub fn monitor_config(mode: Option<&str>, logs: Option<&Path>, bench: &str) -> R
         Some(d) => d.to_path_buf(),
         None => PathBuf::from("rill-logs").join(bench),
     };
-    Ok(MonitorConfig { flags, dir: Some(dir) })
+    Ok(MonitorConfig {
+        flags,
+        dir: Some(dir),
+    })
 }
 
 fn with_info(m: Measurement, info: &RunInfo, mon: &MonitorConfig) -> Measurement {
-    let m = m.with("monitor", mon.flags.to_string()).with("dispatches", info.dispatches);
+    let m = m
+        .with("monitor", mon.flags.to_string())
+        .with("dispatches", info.dispatches);
     if mon.flags.is_off() {
         m
     } else {
@@ -61,7 +70,11 @@ pub fn pipe(p: &PipeParams) -> Result<Measurement> {
     };
     let mon = monitor_config(p.monitor.as_deref(), p.logs.as_deref(), "pipe")?;
     let info = rill_runs::pipe_mon(p.depth, p.messages, p.capacity, p.workers, placement, &mon)?;
-    Ok(with_info(Measurement::new(info.wall, p.messages * (p.depth as u64 - 1)), &info, &mon))
+    Ok(with_info(
+        Measurement::new(info.wall, p.messages * (p.depth as u64 - 1)),
+        &info,
+        &mon,
+    ))
 }
 
 /// Ring on rill: `size` tasks passing one token for `hops` hops.

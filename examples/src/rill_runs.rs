@@ -51,7 +51,15 @@ pub fn pipe(
     workers: usize,
     placement: PipePlacement,
 ) -> Result<Duration> {
-    Ok(pipe_mon(depth, messages, capacity, workers, placement, &MonitorConfig::off())?.wall)
+    Ok(pipe_mon(
+        depth,
+        messages,
+        capacity,
+        workers,
+        placement,
+        &MonitorConfig::off(),
+    )?
+    .wall)
 }
 
 /// [`pipe`] with monitoring.
@@ -134,7 +142,13 @@ pub fn ring(size: usize, hops: u64, capacity: usize, workers: usize) -> Result<D
 }
 
 /// [`ring`] with monitoring.
-pub fn ring_mon(size: usize, hops: u64, capacity: usize, workers: usize, mon: &MonitorConfig) -> Result<RunInfo> {
+pub fn ring_mon(
+    size: usize,
+    hops: u64,
+    capacity: usize,
+    workers: usize,
+    mon: &MonitorConfig,
+) -> Result<RunInfo> {
     if size < 2 {
         bail!("ring size must be at least 2");
     }

@@ -16,7 +16,6 @@ pub(crate) use park::WorkerShared;
 
 use crate::context::{self, PendingList};
 use crate::error::RunError;
-use crate::monitor::clock;
 use crate::monitor::format::EndState;
 use crate::monitor::worker_log::WorkerLog;
 use crate::runtime::{Phase, Shared};
@@ -193,11 +192,10 @@ impl WorkerLocal {
                 continue;
             }
             let t0 = Instant::now();
-            let tick0 = if self.monitoring { clock::now() } else { 0 };
             let go_on = self.idle();
             self.stats().idle += t0.elapsed();
             if let Some(log) = self.log() {
-                log.worker_wait(tick0, clock::now().saturating_sub(tick0));
+                log.worker_resumed();
             }
             if !go_on {
                 break;
