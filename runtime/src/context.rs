@@ -21,6 +21,26 @@ thread_local! {
 
 pub(crate) type PendingList = Vec<(Arc<dyn Recheck>, Side)>;
 
+/// Notes a stream side for the worker's next settle, unless one of the last
+/// few notes already names it (a task that blocks on the same stream again and
+/// again would otherwise fill the list with copies).
+pub(crate) fn note_pending<T: Recheck + 'static>(
+    list: &mut PendingList,
+    core: &Arc<T>,
+    side: Side,
+) {
+    let p = Arc::as_ptr(core) as *const ();
+    if list
+        .iter()
+        .rev()
+        .take(4)
+        .any(|(c, s)| *s == side && Arc::as_ptr(c) as *const () == p)
+    {
+        return;
+    }
+    list.push((core.clone(), side));
+}
+
 #[inline(always)]
 pub(crate) fn current_task_ptr() -> *const Task {
     TASK.with(|c| c.get())

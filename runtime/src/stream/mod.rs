@@ -252,7 +252,7 @@ impl<T: Send + 'static> Writer<T> {
                     peer,
                 },
                 || core.has_room(tail) || core.rslot.is_closed(),
-                |pending| pending.push((core.clone() as Arc<dyn Recheck>, Side::Writer)),
+                |pending| context::note_pending(pending, core, Side::Writer),
             );
         }
     }
@@ -396,7 +396,7 @@ impl<T: Send + 'static> Reader<T> {
                     peer,
                 },
                 || core.has_data(head) || core.wslot.is_closed(),
-                |pending| pending.push((core.clone() as Arc<dyn Recheck>, Side::Reader)),
+                |pending| context::note_pending(pending, core, Side::Reader),
             );
         }
     }

@@ -1,9 +1,8 @@
 //! Waiting on several readers at once (LPEL's stream poll; blocked-by-any).
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
-use super::{nonzero, Reader, Recheck, Side};
+use super::{nonzero, Reader, Side};
 use crate::context;
 use crate::task::BlockedOn;
 
@@ -49,7 +48,7 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
             },
             |pending| {
                 for r in readers.iter() {
-                    pending.push((r.core.clone() as Arc<dyn Recheck>, Side::Reader));
+                    context::note_pending(pending, &r.core, Side::Reader);
                 }
             },
         );

@@ -453,13 +453,6 @@ impl WorkerLocal {
     #[cold]
     fn idle(&self) -> bool {
         let me = &self.shared.workers[self.id];
-        // Cheap look at registrations a peer may have missed.
-        if self.use_barrier {
-            self.settle_cheap();
-            if !self.ready().is_empty() {
-                return true;
-            }
-        }
         let spin_until = Instant::now() + self.shared.cfg.spin;
         let mut i = 0u32;
         loop {
@@ -487,16 +480,6 @@ impl WorkerLocal {
         self.stats().parks += 1;
         self.shared
             .sleep(self.id, || self.shared.stealing() && self.try_steal())
-    }
-
-    /// Re-checks pending registrations without a barrier (they may already be
-    /// visibly satisfied), keeping them for the next heavy barrier.
-    fn settle_cheap(&self) {
-        // SAFETY: as for `ready`; the rechecks do not touch `pending`.
-        let pending = self.pending.with_mut(|p| unsafe { &*p });
-        for (core, side) in pending.iter() {
-            core.recheck(*side);
-        }
     }
 
     fn try_steal(&self) -> bool {
