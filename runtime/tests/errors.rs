@@ -331,6 +331,50 @@ fn deadlock_between_two_writers_reports_the_cycle() {
     }
 }
 
+/// Not a deadlock: a producer and a consumer on two workers, through a
+/// stream of capacity 1. Now and then (about 1 run in 70 under `Steal`,
+/// 1 in 300 under round-robin, in debug builds) `run` reports them as
+/// deadlocked: one worker's deadlock check reads the idle count (2), scans
+/// the inboxes, and reads the idle count again (2), while the other worker
+/// left the idle state, ran a task that posted work into an inbox already
+/// scanned, and went idle again in between. The task left in the inbox
+/// shows as READY in the report's place of a blocked one.
+#[test]
+#[ignore = "BUG: false RunError::Deadlock: the idle-count check before and after the inbox scan misses a worker that left and re-entered idle (ABA)"]
+fn false_deadlock_between_a_producer_and_a_consumer() {
+    with_timeout("false_deadlock", 300, || {
+        for run in 0..600 {
+            let mapping = if run % 2 == 0 {
+                Mapping::Steal
+            } else {
+                Mapping::RoundRobin
+            };
+            let res = Runtime::builder()
+                .workers(2)
+                .pin(false)
+                .mapping(mapping.clone())
+                .build()
+                .unwrap()
+                .run_main(|| {
+                    let (mut w, mut r) = rill::stream::<u64>(1);
+                    rill::spawn("producer", move || {
+                        for i in 0..500 {
+                            w.write(i).unwrap();
+                        }
+                    });
+                    let mut n = 0;
+                    while r.read().is_some() {
+                        n += 1;
+                    }
+                    assert_eq!(n, 500);
+                });
+            if let Err(e) = res {
+                panic!("run {run} ({mapping:?}): {e}");
+            }
+        }
+    });
+}
+
 /// Where the lost writer ends go: no task holds them, and they are dropped
 /// after the run.
 static LOST: Mutex<Vec<Writer<u32>>> = Mutex::new(Vec::new());
@@ -462,6 +506,94 @@ fn deadlock_through_poll_reports_the_cycle() {
         assert!(cycle.len() == 3 && cycle[0] == cycle[2], "{cycle:?}");
         assert!(cycle.iter().any(|c| c.starts_with("main")), "{cycle:?}");
     }
+}
+
+/// A failed run drops what its tasks held: values on suspended stacks,
+/// messages left in streams, closures of tasks that never started.
+#[test]
+fn failed_runs_drop_everything_their_tasks_held() {
+    for workers in [1, 2] {
+        let token = Arc::new(());
+        // Deadlock: two tasks blocked writing to full streams of tokens.
+        let mut rt = runtime(workers);
+        let (mut w_ab, mut r_ab) = rill::stream::<Arc<()>>(2);
+        let (mut w_ba, mut r_ba) = rill::stream::<Arc<()>>(2);
+        let (ta, tb) = (token.clone(), token.clone());
+        rt.spawn("hold/a", move || {
+            let mine = ta.clone();
+            let _ = r_ba.try_read();
+            while w_ab.write(ta.clone()).is_ok() {}
+            drop(mine);
+        });
+        rt.spawn("hold/b", move || {
+            let mine = tb.clone();
+            let _ = r_ab.try_read();
+            while w_ba.write(tb.clone()).is_ok() {}
+            drop(mine);
+        });
+        expect_deadlock("hold", run_guarded("hold", rt));
+        assert_eq!(
+            Arc::strong_count(&token),
+            1,
+            "workers={workers}: deadlock leaked"
+        );
+
+        // Panic: tokens on the failing task's stack and in its stream, in a
+        // child it spawned and in other initial tasks (run or not).
+        let mut rt = runtime(workers);
+        let t = token.clone();
+        rt.spawn("first", move || {
+            let t2 = t.clone();
+            rill::spawn("child/never/ran", move || drop(t2));
+            let (mut w, r) = rill::stream::<Arc<()>>(4);
+            w.write(t.clone()).unwrap();
+            let _keep = r;
+            panic!("first fails");
+        });
+        for i in 0..3 {
+            let t = token.clone();
+            rt.spawn(format!("later/{i}"), move || {
+                rill::yield_now();
+                drop(t);
+            });
+        }
+        match run_guarded("panic_drop", rt) {
+            Err(RunError::TaskPanicked { name, .. }) => assert_eq!(name, "first"),
+            other => panic!("expected TaskPanicked, got {other:?}"),
+        }
+        assert_eq!(
+            Arc::strong_count(&token),
+            1,
+            "workers={workers}: panic leaked"
+        );
+
+        // Values written after the reader left are dropped, not leaked.
+        run_main("lost_values", workers, {
+            let t = token.clone();
+            move || {
+                let (mut w, r) = rill::stream::<Arc<()>>(4);
+                drop(r);
+                assert!(w.write(t.clone()).is_err());
+                assert!(matches!(
+                    w.try_write(t.clone()),
+                    Err(TryWriteError::Closed(_))
+                ));
+            }
+        })
+        .unwrap();
+        assert_eq!(
+            Arc::strong_count(&token),
+            1,
+            "workers={workers}: lost values leaked"
+        );
+    }
+}
+
+#[test]
+fn a_run_without_tasks_succeeds_at_once() {
+    let stats = run_guarded("empty", runtime(2)).unwrap();
+    assert_eq!(stats.tasks_created, 0);
+    assert_eq!(stats.messages, 0);
 }
 
 // ------------------------------------------------------- closed streams ---
@@ -993,6 +1125,14 @@ fn unguarded_overflow_child(then_block: bool) {
                 rill::yield_now();
             }
             eprintln!("child: deep/unguarded went unreported");
+            // A task that may get the stack deep/unguarded left, and blocks.
+            let (_keep, mut never) = rill::stream::<u32>(1);
+            rill::spawn("innocent/bystander", move || {
+                let _ = never.read();
+            });
+            for _ in 0..3 {
+                rill::yield_now();
+            }
             let _ = w.write(0);
             std::process::exit(0);
         });
@@ -1017,7 +1157,7 @@ fn unguarded_stack_overflow_is_reported_when_the_task_blocks() {
 }
 
 #[test]
-#[ignore = "BUG: the canary of an unguarded stack is not checked when its task ends, so an overflow in a task that then returns goes unreported"]
+#[ignore = "BUG: an unguarded stack's canary is not checked when its task ends: the overflow goes unreported and the next task on that stack is blamed"]
 fn unguarded_stack_overflow_is_reported_when_the_task_ends() {
     if std::env::var(CHILD).as_deref() == Ok("unguarded-end") {
         unguarded_overflow_child(false);
