@@ -1,3 +1,5 @@
+//! Basic end-to-end checks: an in-order pipeline and a work-stealing run.
+
 use rill::{Mapping, Runtime};
 
 #[test]

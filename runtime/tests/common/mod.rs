@@ -1,0 +1,82 @@
+//! Helpers shared by the integration tests.
+
+#![allow(dead_code)]
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
+
+use rill::{ManualTable, Mapping};
+
+/// Runs `f` on its own thread and returns its result; fails the test if it
+/// takes longer than `secs` seconds (a hang), and re-raises its panic.
+pub fn with_timeout<T, F>(what: &str, secs: u64, f: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::Builder::new()
+        .name(format!("guard:{what}"))
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .expect("spawn guard thread");
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(v) => {
+            h.join().expect("guard thread");
+            v
+        }
+        Err(RecvTimeoutError::Timeout) => {
+            panic!("{what}: did not finish within {secs} s (the run hangs)")
+        }
+        Err(RecvTimeoutError::Disconnected) => match h.join() {
+            Err(p) => std::panic::resume_unwind(p),
+            Ok(()) => unreachable!("the guard thread ended without a result"),
+        },
+    }
+}
+
+/// Every mapping policy, set up for `workers` workers and for task names
+/// that start with the given prefixes.
+pub fn mappings(workers: usize, prefixes: &[&str]) -> Vec<(String, Mapping)> {
+    let mut table = ManualTable::new();
+    for (i, p) in prefixes.iter().enumerate() {
+        // Spread the prefixes over the workers, last one first, so that the
+        // table is not just round-robin again.
+        table.insert(*p, (prefixes.len() - 1 - i) % workers);
+    }
+    vec![
+        ("round-robin".into(), Mapping::RoundRobin),
+        ("manual".into(), Mapping::Manual(table)),
+        (
+            "partitioned".into(),
+            Mapping::Partitioned(prefixes.iter().map(|s| s.to_string()).collect()),
+        ),
+        ("steal".into(), Mapping::Steal),
+    ]
+}
+
+/// A small deterministic random number generator (SplitMix64).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `lo..=hi`.
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.next_u64() % (hi - lo + 1) as u64) as usize
+    }
+}
