@@ -165,6 +165,15 @@ where
     let w = worker().ok_or(SpawnError::OutsideRuntime)?;
     let shared = &w.shared;
     let target = shared.mapper.place(&name, worker_hint, w.id)?;
+    if shared.live.load(Ordering::Relaxed) >= shared.cfg.max_tasks {
+        return Err(SpawnError::NoStack {
+            name: name.to_string(),
+            reason: format!(
+                "{} tasks are live, the configured limit (Builder::max_tasks)",
+                shared.cfg.max_tasks
+            ),
+        });
+    }
     let stack = w.take_stack().map_err(|e| SpawnError::NoStack {
         name: name.to_string(),
         reason: e.to_string(),

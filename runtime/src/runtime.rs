@@ -398,7 +398,10 @@ impl Runtime {
                 deques.push(None);
             }
         }
-        let stacks = StackSource::new(cfg.stack_size, cfg.max_tasks, guarded_budget());
+        // Pools keep up to a slab each beyond the live tasks; the limit users set
+        // is on live tasks and is enforced at spawn.
+        let stack_cap = cfg.max_tasks.saturating_add(n * crate::stack::SLAB_STACKS);
+        let stacks = StackSource::new(cfg.stack_size, stack_cap, guarded_budget());
         let mut shared = Arc::new(Shared {
             mapper: Mapper::new(cfg.mapping.clone(), n),
             cfg,
@@ -415,7 +418,16 @@ impl Runtime {
         });
         let mut created = vec![0u64; n];
         let mut assigns = Vec::new();
-        for (name, hint, f) in self.initial.drain(..) {
+        for (k, (name, hint, f)) in self.initial.drain(..).enumerate() {
+            if k >= shared.cfg.max_tasks {
+                return Err(RunError::NoStack {
+                    name: name.into_owned(),
+                    reason: format!(
+                        "{} tasks are live, the configured limit (Builder::max_tasks)",
+                        shared.cfg.max_tasks
+                    ),
+                });
+            }
             let target = match shared.mapper.place(&name, hint, 0) {
                 Ok(w) => w,
                 Err(e) => return Err(RunError::Start(e.to_string())),

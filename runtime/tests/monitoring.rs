@@ -45,7 +45,7 @@ fn full_monitoring_logs_every_message() {
         let mut names = Vec::new();
         let mut ended = 0;
         for w in 0..workers {
-            let log = read_log(&dir.path().join(format!("worker-{w}.rlog"))).unwrap();
+            let log = read_log(dir.path().join(format!("worker-{w}.rlog"))).unwrap();
             assert_eq!(log.end, EndReason::Clean, "worker {w}");
             assert_eq!(log.header.worker_count as usize, workers);
             for r in &log.records {

@@ -510,12 +510,10 @@ fn sweep(
     }
 }
 
-// Each sweep runs on one worker by default. On 2 and 4 workers the same
-// sweeps fail now and then (about one full run of this file in three):
-// `run` returns `RunError::Deadlock` for a network that is not deadlocked.
-// See `errors::false_deadlock_between_a_producer_and_a_consumer` for the
-// minimal case. The multi-worker sweeps are kept, ignored, until that is
-// fixed.
+// The same sweeps on 2 and 4 workers. They once caught a false deadlock
+// report (an idle worker could wake, post a task and go idle again between
+// the two reads of the idle count); see
+// `errors::false_deadlock_between_a_producer_and_a_consumer`.
 
 #[test]
 fn pipelines() {
@@ -523,7 +521,6 @@ fn pipelines() {
 }
 
 #[test]
-#[ignore = "BUG: false RunError::Deadlock on 2+ workers (idle-count ABA in the deadlock check)"]
 fn pipelines_on_2_and_4_workers() {
     sweep(&[2, 4], &[Kind::Pipe], 0..3, 3, 400);
 }
@@ -534,7 +531,6 @@ fn fan_out_and_merge() {
 }
 
 #[test]
-#[ignore = "BUG: false RunError::Deadlock on 2+ workers (idle-count ABA in the deadlock check)"]
 fn fan_out_and_merge_on_2_and_4_workers() {
     sweep(&[2, 4], &[Kind::Fan], 100..103, 2, 300);
 }
@@ -545,7 +541,6 @@ fn dynamic_spawning() {
 }
 
 #[test]
-#[ignore = "BUG: false RunError::Deadlock on 2+ workers (idle-count ABA in the deadlock check)"]
 fn dynamic_spawning_on_2_and_4_workers() {
     sweep(&[2, 4], &[Kind::Dyn], 200..203, 3, 300);
 }
@@ -556,7 +551,6 @@ fn serial_replication_with_replace() {
 }
 
 #[test]
-#[ignore = "BUG: false RunError::Deadlock on 2+ workers (idle-count ABA in the deadlock check)"]
 fn serial_replication_with_replace_on_2_and_4_workers() {
     sweep(&[2, 4], &[Kind::Rep], 300..303, 3, 300);
 }
@@ -569,7 +563,6 @@ fn mixed_networks() {
 }
 
 #[test]
-#[ignore = "BUG: false RunError::Deadlock on 2+ workers (idle-count ABA in the deadlock check)"]
 fn mixed_networks_on_2_and_4_workers() {
     sweep(&[2, 4], ALL, 400..402, 2, 300);
 }
@@ -604,7 +597,6 @@ fn long_dynamic_chain() {
 }
 
 #[test]
-#[ignore = "BUG: false RunError::Deadlock on 2+ workers (idle-count ABA in the deadlock check)"]
 fn long_dynamic_chain_on_2_and_4_workers() {
     long_dynamic_chain_on(&[2, 4]);
 }
@@ -633,7 +625,6 @@ fn reader_replace_switches_streams_mid_stream() {
 }
 
 #[test]
-#[ignore = "BUG: false RunError::Deadlock on 2+ workers (idle-count ABA in the deadlock check)"]
 fn reader_replace_switches_streams_mid_stream_on_2_and_4_workers() {
     reader_replace_on(&[2, 4]);
 }

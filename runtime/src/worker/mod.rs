@@ -101,12 +101,16 @@ impl WorkerLocal {
     /// # Safety
     /// Only on the worker's own thread, and the borrow must end before any
     /// other call that may borrow the log (hooks borrow it for one call).
+    // The worker is confined to its thread; its cells hand out short borrows
+    // (see the struct doc), which is what this lint cannot see.
+    #[allow(clippy::mut_from_ref)]
     #[inline]
     pub(crate) unsafe fn log_mut(&self) -> Option<&mut WorkerLog> {
         // SAFETY: per the contract above, this is the only live borrow.
         self.log.with_mut(|p| unsafe { (*p).as_mut() })
     }
 
+    #[allow(clippy::mut_from_ref)]
     #[inline]
     fn log(&self) -> Option<&mut WorkerLog> {
         // SAFETY: called from the worker loop, never across a resume.
@@ -117,6 +121,7 @@ impl WorkerLocal {
         Arc::as_ptr(&self.shared)
     }
 
+    #[allow(clippy::mut_from_ref)]
     #[inline(always)]
     fn ready(&self) -> &mut ReadyQueue {
         // SAFETY: only this worker's thread touches its ready queue, and no
@@ -124,6 +129,7 @@ impl WorkerLocal {
         self.ready.with_mut(|p| unsafe { &mut *p })
     }
 
+    #[allow(clippy::mut_from_ref)]
     #[inline(always)]
     fn stats(&self) -> &mut WorkerStats {
         // SAFETY: as for `ready`.
@@ -225,6 +231,11 @@ impl WorkerLocal {
         let n = self.since_inbox.get() + 1;
         if n >= INBOX_EVERY {
             self.since_inbox.set(0);
+            if self.shared.phase() != Phase::Running {
+                // A task failed elsewhere (or the run deadlocked): stop even if
+                // tasks here could go on forever.
+                return None;
+            }
             self.drain_inbox();
         } else {
             self.since_inbox.set(n);
@@ -264,6 +275,9 @@ impl WorkerLocal {
         }
         // SAFETY: as above; this borrow is the only one until the match below.
         let coro = task.coro.with_mut(|p| unsafe { &mut *p });
+        // Copied before the resume: once the task is suspended as blocked it
+        // belongs to its waker.
+        let canary_at = task.canary_at.get();
         task.transition_to_running();
         if self.monitoring {
             if let Some(log) = self.log() {
@@ -284,13 +298,14 @@ impl WorkerLocal {
         st.dispatches += 1;
         match res {
             Ok(CoroutineResult::Yield(Suspend::Yield)) => {
-                self.check_stack(t);
+                self.check_canary(canary_at, task);
                 task.transition_to_ready_after_yield();
                 self.ready().push(t);
             }
             Ok(CoroutineResult::Yield(Suspend::Blocked)) => {
-                // The task is owned by whoever wakes it now.
-                self.check_stack_blocked(task.canary_at.get(), &task.name);
+                // The task is owned by whoever wakes it now, but wakers only
+                // queue it to this worker, which runs it after this returns.
+                self.check_canary(canary_at, task);
                 if self.use_barrier {
                     let n = self.since_settle.get() + 1;
                     self.since_settle.set(n);
@@ -299,7 +314,12 @@ impl WorkerLocal {
                     }
                 }
             }
-            Ok(CoroutineResult::Return(())) => self.finish(t),
+            Ok(CoroutineResult::Return(())) => {
+                // Checked before the stack goes back to the pool, so that an
+                // overflow is blamed on the task that caused it.
+                self.check_canary(canary_at, task);
+                self.finish(t)
+            }
             Err(payload) => {
                 let message = panic_message(payload.as_ref());
                 self.shared.fail(RunError::TaskPanicked {
@@ -406,22 +426,15 @@ impl WorkerLocal {
         true
     }
 
+    /// Checks the canary of an unguarded stack (`canary_at` 0: guarded).
     #[inline]
-    fn check_stack(&self, t: TaskRef) {
-        let task = t.get();
-        self.check_stack_blocked(task.canary_at.get(), &task.name);
-    }
-
-    /// Checks the canary of an unguarded stack. Takes copies, because a
-    /// blocked task may already be running elsewhere.
-    #[inline]
-    fn check_stack_blocked(&self, canary_at: usize, name: &str) {
+    fn check_canary(&self, canary_at: usize, task: &crate::task::Task) {
         if canary_at != 0 {
             // SAFETY: canary_at is the lowest word of a stack from our slabs,
             // which stay mapped for the whole run.
             let ok = unsafe { (canary_at as *const u64).read_volatile() } == crate::stack::CANARY;
             if !ok {
-                crate::overflow::report_canary(name);
+                crate::overflow::report_canary(&task.name);
             }
         }
     }
@@ -478,8 +491,7 @@ impl WorkerLocal {
             }
         }
         self.stats().parks += 1;
-        self.shared
-            .sleep(self.id, || self.shared.stealing() && self.try_steal())
+        self.shared.sleep(self.id)
     }
 
     fn try_steal(&self) -> bool {

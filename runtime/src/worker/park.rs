@@ -11,6 +11,10 @@ use crate::runtime::{Phase, Shared};
 use crate::sync::{fence, AtomicBool};
 use crate::task::TaskRef;
 
+/// The idle word counts idle workers in its low 20 bits and the number of
+/// times any worker left idle above them.
+pub(crate) const IDLE_GEN: usize = 1 << 20;
+
 /// What other threads may touch of a worker.
 pub(crate) struct WorkerShared {
     /// Tasks woken or spawned for this worker by other threads.
@@ -54,7 +58,7 @@ impl WorkerShared {
 
 impl Shared {
     /// Fall-asleep steps for worker `id`. Returns false when the run is over.
-    pub(crate) fn sleep(&self, id: usize, try_steal: impl Fn() -> bool) -> bool {
+    pub(crate) fn sleep(&self, id: usize) -> bool {
         let me = &self.workers[id];
         me.sleeping.store(true, Ordering::SeqCst);
         self.idle.fetch_add(1, Ordering::SeqCst);
@@ -66,7 +70,10 @@ impl Shared {
             // poster's barrier is visible now, and any later post sees
             // `sleeping` and unparks us (unpark before park is not lost: the
             // thread's park token remembers it).
-            if self.phase() != Phase::Running || !me.inbox.is_empty() || try_steal() {
+            // A worker counted as idle never takes a task: it leaves the idle
+            // count first (below) and steals from its loop, so the deadlock
+            // check never misses a task in flight between two queues.
+            if self.phase() != Phase::Running || !me.inbox.is_empty() || self.stealable(id) {
                 break;
             }
             if self.looks_deadlocked() {
@@ -76,8 +83,21 @@ impl Shared {
             std::thread::park();
         }
         me.sleeping.store(false, Ordering::Relaxed);
-        self.idle.fetch_sub(1, Ordering::SeqCst);
+        // Leaving idle bumps the generation in the high bits, so a deadlock
+        // check that saw this worker idle before and after its scan notices
+        // that it woke (and perhaps posted a task) in between.
+        self.idle.fetch_add(IDLE_GEN - 1, Ordering::SeqCst);
         self.phase() == Phase::Running
+    }
+
+    /// Whether another worker's deque has a task to steal.
+    fn stealable(&self, me: usize) -> bool {
+        self.stealing()
+            && self
+                .workers
+                .iter()
+                .enumerate()
+                .any(|(i, w)| i != me && w.stealer.as_ref().is_some_and(|s| !s.is_empty()))
     }
 
     /// Every worker is asleep, no inbox or deque holds a task, and tasks are
@@ -86,20 +106,22 @@ impl Shared {
     /// (a woken worker leaves the idle count before it drains its inbox).
     fn looks_deadlocked(&self) -> bool {
         let w = self.workers.len();
-        if self.idle.load(Ordering::SeqCst) != w {
+        let before = self.idle.load(Ordering::SeqCst);
+        if before & (IDLE_GEN - 1) != w {
             return false;
         }
         let empty = self.workers.iter().all(|x| {
             x.inbox.is_empty() && x.stealer.as_ref().map(|s| s.is_empty()).unwrap_or(true)
         });
-        empty && self.idle.load(Ordering::SeqCst) == w && self.live.load(Ordering::SeqCst) > 0
+        // Same count *and* same generation: nobody left idle during the scan.
+        empty && self.idle.load(Ordering::SeqCst) == before && self.live.load(Ordering::SeqCst) > 0
     }
 
     /// In work-stealing mode: a worker queued a task locally; wake a sleeper so
     /// it can steal it.
     pub(crate) fn notify_thief(&self, from: usize) {
         fence(Ordering::SeqCst);
-        if self.idle.load(Ordering::Relaxed) == 0 {
+        if self.idle.load(Ordering::Relaxed) & (IDLE_GEN - 1) == 0 {
             return;
         }
         for (i, w) in self.workers.iter().enumerate() {
