@@ -717,7 +717,11 @@ fn latency(run: &RunLog) -> LatencySummary {
 pub fn fmt_ns(ns: f64) -> String {
     let a = ns.abs();
     if a < 1e3 {
-        format!("{ns:.0} ns")
+        if ns.fract() == 0.0 {
+            format!("{ns:.0} ns")
+        } else {
+            format!("{ns:.1} ns")
+        }
     } else if a < 1e6 {
         format!("{:.3} µs", ns / 1e3)
     } else if a < 1e9 {

@@ -39,30 +39,19 @@ impl Default for TimelineOptions {
 
 /// Lane labels take this much room on the left.
 const LEFT: f64 = 80.0;
-const RIGHT: f64 = 20.0;
+const RIGHT: f64 = 40.0;
 const TOP: f64 = 36.0;
 const LANE_GAP: f64 = 8.0;
 /// Approximate width of a character of the 11px label font.
 const CHAR_W: f64 = 6.2;
 
-/// A stable colour for a task: a hue from a hash of its name (or id).
-pub fn task_colour(id: u64, name: Option<&str>) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |b: u8| {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    };
-    match name {
-        Some(n) => n.bytes().for_each(&mut feed),
-        None => id.to_le_bytes().into_iter().for_each(&mut feed),
-    }
-    // Final mix so that similar names spread over the wheel.
-    h ^= h >> 29;
-    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h ^= h >> 32;
-    let hue = h % 360;
-    let light = 52 + (h >> 9) % 16;
-    format!("hsl({hue},62%,{light}%)")
+/// A stable colour for a task, from its id: hues a golden angle apart, so
+/// tasks created one after another get well separated colours (and a task
+/// keeps its colour in every picture of the run).
+pub fn task_colour(id: u64) -> String {
+    let hue = ((id as f64 * 0.618_033_988_75).fract() * 360.0).round() as u32 % 360;
+    let light = [58, 48, 68][(id / 7 % 3) as usize];
+    format!("hsl({hue},65%,{light}%)")
 }
 
 /// Escapes text for SVG content and attributes.
@@ -163,8 +152,8 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
         to_ms = from_ms + span_ms.max(1e-3) * 1e-3 + 1e-6;
     }
     // The window in ticks relative to t0.
-    let w0 = (from_ms * 1e6 * tpn) as f64;
-    let w1 = (to_ms * 1e6 * tpn) as f64;
+    let w0 = from_ms * 1e6 * tpn;
+    let w1 = to_ms * 1e6 * tpn;
     let width = f64::from(opts.width_px.max(200));
     let plot_w = width - LEFT - RIGHT;
     let lane_h = f64::from(opts.lane_height_px.max(8));
@@ -237,13 +226,10 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
             let (fill, label, title) = match period {
                 Some(p) => {
                     *drawn.entry(p.task).or_default() += ticks;
-                    let info = run.tasks.get(&p.task);
                     let name = run.task_label(p.task);
                     let fill = colours
                         .entry(p.task)
-                        .or_insert_with(|| {
-                            task_colour(p.task, info.and_then(|t| t.name.as_deref()))
-                        })
+                        .or_insert_with(|| task_colour(p.task))
                         .clone();
                     let state = end_state_name(p.end_state);
                     let on = match p.end_state {
@@ -330,9 +316,9 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
     }
     let _ = write!(
         axis,
-        "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\">ms</text>",
-        LEFT + plot_w + 10.0,
-        axis_y + 17.0
+        "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\">time since the run's first record (ms)</text>",
+        LEFT + plot_w / 2.0,
+        axis_y + 32.0
     );
 
     // Legend: tasks by time drawn, then the fixed keys.
@@ -342,13 +328,7 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
     let mut entries: Vec<(String, String)> = tasks
         .iter()
         .take(opts.legend_max)
-        .map(|&(id, _)| {
-            let info = run.tasks.get(&id);
-            (
-                task_colour(id, info.and_then(|t| t.name.as_deref())),
-                run.task_label(id),
-            )
-        })
+        .map(|&(id, _)| (task_colour(id), run.task_label(id)))
         .collect();
     if tasks.len() > opts.legend_max {
         entries.push((
@@ -361,7 +341,7 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
     if any_narrow {
         entries.push(("url(#many)".to_owned(), "many short periods".to_owned()));
     }
-    let legend_y = axis_y + 36.0;
+    let legend_y = axis_y + 46.0;
     let (mut lx, mut ly) = (LEFT, legend_y);
     for (fill, text) in &entries {
         let w = 22.0 + text.chars().count() as f64 * CHAR_W + 16.0;
