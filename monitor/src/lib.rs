@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+mod latency;
 mod load;
 pub mod scan;
 mod summary;

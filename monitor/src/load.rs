@@ -13,6 +13,7 @@ use rill::monitor::clock::Calibration;
 use rill::monitor::flags::MonitorFlags;
 use rill::monitor::format::{EndReason, EndState, Header, LogError, Side};
 
+use crate::latency::{replay, RawLatency};
 use crate::scan::{damage_reason, Item, Scanner};
 
 /// Logs larger than this in total (bytes) get a progress bar on stderr.
@@ -42,6 +43,44 @@ impl Hasher for IdHasher {
 /// A hash map keyed by ids.
 pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
+/// Dense indices for ids, with a small direct-mapped cache in front of the
+/// hash map (a worker's consecutive periods touch few tasks and streams).
+#[derive(Debug)]
+pub(crate) struct IdIndex {
+    map: IdMap<u64, u32>,
+    /// `(id, index + 1)`; 0 = empty.
+    cache: [(u64, u32); 64],
+}
+
+impl Default for IdIndex {
+    fn default() -> Self {
+        IdIndex {
+            map: IdMap::default(),
+            cache: [(0, 0); 64],
+        }
+    }
+}
+
+impl IdIndex {
+    /// The index of `id`; a new id gets `len` (the caller then pushes its
+    /// entry) and `true`.
+    #[inline]
+    pub(crate) fn index(&mut self, id: u64, len: usize) -> (usize, bool) {
+        let slot = (id ^ (id >> 6)) as usize & 63;
+        let (cid, ci) = self.cache[slot];
+        if ci != 0 && cid == id {
+            return (ci as usize - 1, false);
+        }
+        let mut new = false;
+        let i = *self.map.entry(id).or_insert_with(|| {
+            new = true;
+            len as u32
+        });
+        self.cache[slot] = (id, i + 1);
+        (i as usize, new)
+    }
+}
+
 /// A whole run's logs, checked and scanned once (see [`load_run`]).
 ///
 /// Holds each log's bytes (not its decoded records) plus per-worker, per-task
@@ -70,6 +109,8 @@ pub struct RunLog {
     pub t0: u64,
     /// Latest time in the run (ticks).
     pub t1: u64,
+    /// The latency replay, when it ran during loading.
+    pub(crate) latency: Option<RawLatency>,
 }
 
 /// One worker's log.
@@ -228,6 +269,10 @@ pub struct LoadOptions {
     pub progress: Option<bool>,
     /// Scanning threads (0 = one per available core, at most one per file).
     pub threads: usize,
+    /// Also run the latency replay (on its own thread, beside the scans),
+    /// when the flags allow it; otherwise [`summarize`](crate::summarize)
+    /// runs it if needed.
+    pub latency: bool,
 }
 
 impl Default for LoadOptions {
@@ -235,6 +280,7 @@ impl Default for LoadOptions {
         LoadOptions {
             progress: None,
             threads: 0,
+            latency: true,
         }
     }
 }
@@ -254,51 +300,78 @@ pub fn load_run(dir: &Path) -> anyhow::Result<RunLog> {
 /// [`load_run`] with options.
 pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
     let paths = find_logs(dir)?;
-    let sizes: Vec<u64> = paths
-        .iter()
-        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-        .collect();
-    let total: u64 = sizes.iter().sum();
+    let cores = match opts.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let threads = cores.clamp(1, paths.len());
+
+    // Read every file and check its header first: header errors stop here.
+    let files = parallel(&paths, threads, read_file)?;
+    let first = &files[0].header;
+    let need = MonitorFlags::SCHEDULER | MonitorFlags::STREAM | MonitorFlags::MESSAGE;
+    let with_latency = opts.latency && first.flags.contains(need);
+
+    let total: u64 = files.iter().map(|f| f.data.len() as u64).sum();
     let show = opts.progress.unwrap_or(total > PROGRESS_THRESHOLD);
-    let bar = if show {
-        let bar = ProgressBar::new(total);
+    let bar = show.then(|| {
+        let bar = ProgressBar::new(total * if with_latency { 2 } else { 1 });
         if let Ok(style) = ProgressStyle::with_template(
             "{msg} [{bar:40}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
         ) {
             bar.set_style(style.progress_chars("=> "));
         }
-        bar.set_message("scanning logs");
-        Some(bar)
-    } else {
-        None
-    };
+        bar.set_message("analysing logs");
+        bar
+    });
 
-    let threads = match opts.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    }
-    .clamp(1, paths.len().max(1));
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<anyhow::Result<Scanned>>>> =
-        Mutex::new((0..paths.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(path) = paths.get(i) else { break };
-                let r = scan_file(path, bar.as_ref());
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
-            });
-        }
+    // The per-file scans on `threads` threads, the latency replay beside them.
+    let (scanned, latency) = std::thread::scope(|s| {
+        let replay_thread = with_latency.then(|| {
+            let scanners: Vec<Scanner<'_>> = files
+                .iter()
+                .map(|f| Scanner::new(&f.data, f.records_start))
+                .collect();
+            let bar = bar.as_ref();
+            s.spawn(move || replay(&scanners, bar))
+        });
+        let scanned = parallel(&files, threads, |f| Ok(scan_file(f, bar.as_ref())));
+        let latency = replay_thread.map(|h| h.join().expect("the latency replay panicked"));
+        (scanned, latency)
     });
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let mut scanned = Vec::with_capacity(paths.len());
-    for r in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        scanned.push(r.expect("every file scanned")?);
-    }
-    merge(dir, scanned)
+    let mut run = merge(dir, scanned?, files)?;
+    run.latency = latency;
+    Ok(run)
+}
+
+/// Runs `f` over `items` on up to `threads` threads; results in order.
+fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> anyhow::Result<R> + Sync,
+) -> anyhow::Result<Vec<R>> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<anyhow::Result<R>>>> =
+        Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.expect("every item processed"))
+        .collect()
 }
 
 /// The `worker-*.rlog` files in `dir`, sorted by name.
@@ -320,7 +393,8 @@ fn find_logs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read log directory {}", dir.display()))?;
     for entry in entries {
-        let entry = entry.with_context(|| format!("cannot read log directory {}", dir.display()))?;
+        let entry =
+            entry.with_context(|| format!("cannot read log directory {}", dir.display()))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if name.starts_with("worker-") && name.ends_with(".rlog") {
@@ -348,26 +422,44 @@ fn file_label(p: &Path) -> String {
         .unwrap_or_else(|| p.display().to_string())
 }
 
+/// A log file read into memory, its header checked.
+struct RawFile {
+    path: PathBuf,
+    data: Vec<u8>,
+    header: Header,
+    records_start: usize,
+}
+
+fn read_file(path: &PathBuf) -> anyhow::Result<RawFile> {
+    let label = path.display();
+    let data = std::fs::read(path).map_err(|e| anyhow::anyhow!("{label}: cannot read: {e}"))?;
+    let (header, records_start) =
+        Header::parse(&data).map_err(|e: LogError| anyhow::anyhow!("{label}: {e}"))?;
+    Ok(RawFile {
+        path: path.clone(),
+        data,
+        header,
+        records_start,
+    })
+}
+
 /// One file after its scan.
 struct Scanned {
-    log: WorkerLog,
-    tasks: IdMap<u64, TaskInfo>,
-    streams: IdMap<u64, StreamInfo>,
+    worker: u32,
+    valid_len: u64,
+    end: EndReason,
+    stats: WorkerStats,
+    tasks: Vec<TaskInfo>,
+    streams: Vec<StreamInfo>,
     warnings: Vec<String>,
 }
 
-fn scan_file(path: &Path, bar: Option<&ProgressBar>) -> anyhow::Result<Scanned> {
-    let label = path.display();
-    let data = std::fs::read(path).map_err(|e| anyhow::anyhow!("{label}: cannot read: {e}"))?;
-    let (header, records_start) = Header::parse(&data).map_err(|e| match e {
-        LogError::UnsupportedVersion { .. } | LogError::NotRillLog => {
-            anyhow::anyhow!("{label}: {e}")
-        }
-        e => anyhow::anyhow!("{label}: {e}"),
-    })?;
+fn scan_file(f: &RawFile, bar: Option<&ProgressBar>) -> Scanned {
+    let data = &f.data;
+    let header = f.header;
     let mut agg = Agg::default();
-    let mut sc = Scanner::new(&data, records_start);
-    let mut reported = records_start;
+    let mut sc = Scanner::new(data, f.records_start);
+    let mut reported = f.records_start;
     let mut n = 0u32;
     while let Some(item) = sc.next() {
         agg.item(item, &sc);
@@ -381,10 +473,10 @@ fn scan_file(path: &Path, bar: Option<&ProgressBar>) -> anyhow::Result<Scanned> 
     }
     let stop = sc.offset();
     let mut warnings = Vec::new();
-    let name = file_label(path);
+    let name = file_label(&f.path);
     let end = match sc.damaged_at() {
         Some(offset) => {
-            let reason = damage_reason(&data, offset);
+            let reason = damage_reason(data, offset);
             let text = reason
                 .as_ref()
                 .map_or_else(|| "undecodable record".to_owned(), |r| r.to_string());
@@ -422,30 +514,25 @@ fn scan_file(path: &Path, bar: Option<&ProgressBar>) -> anyhow::Result<Scanned> 
             ));
         }
     }
-    let log = WorkerLog {
+    Scanned {
         worker: header.worker,
-        path: path.to_owned(),
-        header,
-        records_start,
         valid_len: stop as u64,
         end,
         stats: agg.stats,
-        data,
-    };
-    Ok(Scanned {
-        log,
         tasks: agg.tasks,
         streams: agg.streams,
         warnings,
-    })
+    }
 }
 
 /// Per-file totals, filled record by record.
 #[derive(Default)]
 struct Agg {
     stats: WorkerStats,
-    tasks: IdMap<u64, TaskInfo>,
-    streams: IdMap<u64, StreamInfo>,
+    tasks: Vec<TaskInfo>,
+    task_ix: IdIndex,
+    streams: Vec<StreamInfo>,
+    stream_ix: IdIndex,
 }
 
 impl Agg {
@@ -462,18 +549,28 @@ impl Agg {
         }
     }
 
+    #[inline]
     fn task(&mut self, id: u64) -> &mut TaskInfo {
-        self.tasks.entry(id).or_insert_with(|| TaskInfo {
-            id,
-            ..TaskInfo::default()
-        })
+        let (i, new) = self.task_ix.index(id, self.tasks.len());
+        if new {
+            self.tasks.push(TaskInfo {
+                id,
+                ..TaskInfo::default()
+            });
+        }
+        &mut self.tasks[i]
     }
 
+    #[inline]
     fn stream(&mut self, id: u64) -> &mut StreamInfo {
-        self.streams.entry(id).or_insert_with(|| StreamInfo {
-            id,
-            ..StreamInfo::default()
-        })
+        let (i, new) = self.stream_ix.index(id, self.streams.len());
+        if new {
+            self.streams.push(StreamInfo {
+                id,
+                ..StreamInfo::default()
+            });
+        }
+        &mut self.streams[i]
     }
 
     #[inline]
@@ -591,18 +688,17 @@ impl Agg {
     }
 }
 
-fn merge(dir: &Path, scanned: Vec<Scanned>) -> anyhow::Result<RunLog> {
-    let first = &scanned[0].log;
-    let (first_name, first_header) = (first.file_name(), first.header);
+fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Result<RunLog> {
+    let (first_name, first_header) = (file_label(&files[0].path), files[0].header);
     let mut warnings = Vec::new();
     let mut seen = BTreeMap::new();
-    for s in &scanned {
-        let h = &s.log.header;
-        let name = s.log.file_name();
+    for f in &files {
+        let h = &f.header;
+        let name = file_label(&f.path);
         if h.worker_count != first_header.worker_count {
             bail!(
                 "{}: worker count {} differs from {first_name}'s {} (logs of different runs?)",
-                s.log.path.display(),
+                f.path.display(),
                 h.worker_count,
                 first_header.worker_count
             );
@@ -610,7 +706,7 @@ fn merge(dir: &Path, scanned: Vec<Scanned>) -> anyhow::Result<RunLog> {
         if h.calibration != first_header.calibration {
             bail!(
                 "{}: clock calibration differs from {first_name}'s (logs of different runs?)",
-                s.log.path.display()
+                f.path.display()
             );
         }
         if h.flags != first_header.flags {
@@ -622,7 +718,7 @@ fn merge(dir: &Path, scanned: Vec<Scanned>) -> anyhow::Result<RunLog> {
         if let Some(other) = seen.insert(h.worker, name.clone()) {
             bail!(
                 "{}: worker id {} is also claimed by {other}",
-                s.log.path.display(),
+                f.path.display(),
                 h.worker
             );
         }
@@ -654,9 +750,9 @@ fn merge(dir: &Path, scanned: Vec<Scanned>) -> anyhow::Result<RunLog> {
     let mut tasks: BTreeMap<u64, TaskInfo> = BTreeMap::new();
     let mut streams: BTreeMap<u64, StreamInfo> = BTreeMap::new();
     let mut workers = Vec::with_capacity(scanned.len());
-    for s in scanned {
+    for (s, f) in scanned.into_iter().zip(files) {
         warnings.extend(s.warnings);
-        let mut ts: Vec<_> = s.tasks.into_values().collect();
+        let mut ts = s.tasks;
         ts.sort_by_key(|t| t.id);
         for t in ts {
             let e = tasks.entry(t.id).or_insert_with(|| TaskInfo {
@@ -678,7 +774,7 @@ fn merge(dir: &Path, scanned: Vec<Scanned>) -> anyhow::Result<RunLog> {
                 e.last_time = t.last_time;
             }
         }
-        let mut ss: Vec<_> = s.streams.into_values().collect();
+        let mut ss = s.streams;
         ss.sort_by_key(|s| s.id);
         for st in ss {
             let e = streams.entry(st.id).or_insert_with(|| StreamInfo {
@@ -698,7 +794,16 @@ fn merge(dir: &Path, scanned: Vec<Scanned>) -> anyhow::Result<RunLog> {
             e.closed.0 |= st.closed.0;
             e.closed.1 |= st.closed.1;
         }
-        workers.push(s.log);
+        workers.push(WorkerLog {
+            worker: s.worker,
+            path: f.path,
+            header: f.header,
+            records_start: f.records_start,
+            valid_len: s.valid_len,
+            end: s.end,
+            stats: s.stats,
+            data: f.data,
+        });
     }
     workers.sort_by_key(|w| w.worker);
     let timed: Vec<&WorkerLog> = workers.iter().filter(|w| w.stats.any_time).collect();
@@ -715,6 +820,7 @@ fn merge(dir: &Path, scanned: Vec<Scanned>) -> anyhow::Result<RunLog> {
         warnings,
         t0,
         t1,
+        latency: None,
     })
 }
 

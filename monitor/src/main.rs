@@ -67,8 +67,8 @@ fn warn(run: &rill_monitor::RunLog) {
 }
 
 fn create(path: &Path) -> anyhow::Result<BufWriter<std::fs::File>> {
-    let f = std::fs::File::create(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
+    let f =
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     Ok(BufWriter::new(f))
 }
 
@@ -95,7 +95,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             for (name, v) in [("--from", from), ("--to", to)] {
                 if let Some(v) = v {
-                    anyhow::ensure!(v.is_finite() && v >= 0.0, "{name} must be a time in ms >= 0");
+                    anyhow::ensure!(
+                        v.is_finite() && v >= 0.0,
+                        "{name} must be a time in ms >= 0"
+                    );
                 }
             }
             if let (Some(f), Some(t)) = (from, to) {

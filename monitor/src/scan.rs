@@ -10,7 +10,7 @@
 //! it meets a damaged record it stops, and [`damage_reason`] asks the runtime's
 //! decoder what is wrong, so messages stay the runtime's.
 
-use rill::monitor::format::{implied_ops, DecodeErrorKind, Decoder, EndState, Op, Side, StreamIo};
+use rill::monitor::format::{DecodeErrorKind, Decoder, EndState, Op, Side, StreamIo};
 
 /// One scanned record. Period lists live in the [`Scanner`]'s buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,7 +123,7 @@ impl PeriodHead {
 }
 
 /// Record scanner over a log's bytes (see the module documentation).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Scanner<'a> {
     data: &'a [u8],
     pos: usize,
@@ -175,7 +175,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// The last period's ops: recorded ones, or (when the period stored none)
-    /// the [`implied_ops`] of its entries.
+    /// the implied ops of its entries ([`rill::monitor::format::implied_ops`]).
     pub fn ops(&self) -> &[Op] {
         &self.ops
     }
@@ -349,8 +349,7 @@ impl<'a> Scanner<'a> {
         self.op_times.clear();
         self.ops_recorded = mode != 0;
         match mode {
-            0 => self.ops.extend(implied_ops(&self.io)),
-            1 => self.ops.extend(implied_ops(&self.io)),
+            0 | 1 => self.implied(),
             2 => {
                 let n = c.count(1)?;
                 self.read_ops(c, n)?;
@@ -361,7 +360,7 @@ impl<'a> Scanner<'a> {
                     if h >> 1 != 0 {
                         return Err(Bad);
                     }
-                    self.ops.extend(implied_ops(&self.io));
+                    self.implied();
                 } else {
                     let n = c.count_of(h >> 1, 1)?;
                     self.read_ops(c, n)?;
@@ -381,6 +380,21 @@ impl<'a> Scanner<'a> {
             task,
             end_state,
         }))
+    }
+
+    /// Fills `ops` with the implied ops of `io` (by hand: the iterator
+    /// adaptor chain is slow in this hot loop).
+    #[inline]
+    fn implied(&mut self) {
+        for (i, s) in self.io.iter().enumerate() {
+            let i = i as u16;
+            if s.reads > 0 {
+                self.ops.push(Op::read(i, s.reads));
+            }
+            if s.writes > 0 {
+                self.ops.push(Op::write(i, s.writes));
+            }
+        }
     }
 
     fn read_ops(&mut self, c: &mut Cur<'a>, n: usize) -> R<()> {
@@ -442,10 +456,14 @@ impl<'a> Cur<'a> {
 
     #[inline(always)]
     fn var(&mut self) -> R<u64> {
-        match self.d.get(self.p) {
-            Some(&b) if b < 0x80 => {
+        match self.d.get(self.p..self.p + 2) {
+            Some(&[b, _]) if b < 0x80 => {
                 self.p += 1;
                 Ok(u64::from(b))
+            }
+            Some(&[b0, b1]) if b1 < 0x80 => {
+                self.p += 2;
+                Ok(u64::from(b0 & 0x7f) | u64::from(b1) << 7)
             }
             _ => self.var_long(),
         }

@@ -1,16 +1,13 @@
 //! `rill-mon summary`: per-worker, per-task and per-stream totals, throughput,
 //! latency and jitter.
 
-use std::collections::{BinaryHeap, VecDeque};
-use std::cmp::Reverse;
 use std::fmt::Write as _;
 
 use rill::monitor::flags::MonitorFlags;
 use rill::monitor::format::EndState;
 use serde::Serialize;
 
-use crate::load::{IdMap, RunLog};
-use crate::scan::{Item, PeriodHead, Scanner};
+use crate::load::RunLog;
 
 /// Everything `rill-mon summary` prints. Times are nanoseconds.
 #[derive(Clone, Debug, Serialize)]
@@ -153,7 +150,8 @@ pub struct LatencySummary {
     /// `"message times"` (MESSAGE_TIME recorded) or `"apportioned"` (each
     /// period's duration split evenly over its messages).
     pub timing: String,
-    /// Over all outputs, in the order they were read.
+    /// Over all outputs. With several sinks, `jitter_ns` is the mean of the
+    /// sinks' jitters weighted by their outputs (consecutive outputs of one sink).
     pub all: LatencyStats,
     /// Per sink task.
     pub sinks: Vec<SinkLatency>,
@@ -203,15 +201,19 @@ pub fn end_state_name(s: EndState) -> &'static str {
 ///   a period of duration d sits at `d * i / n`, so the last message takes the
 ///   period's end and a period without messages adds its time to the next
 ///   message).
-/// * Latency of a written message = busy time from its CE's start to the write
-///   + the largest latency among the CE's parents (Equation 1 along the
+/// * Latency of a written message = busy time from its CE's start to the write,
+///   plus the largest latency among the CE's parents (Equation 1 along the
 ///   critical parent chain). A write with no parents (a source) starts a new
 ///   execution, so a source's message costs the busy time since its previous
 ///   write.
 /// * Outputs are messages read by sink tasks (tasks that write no stream);
 ///   the sink's own processing is not included. Jitter is the mean absolute
-///   difference of consecutive outputs' latencies, also reported: the standard
-///   deviation.
+///   difference of consecutive outputs' latencies (per sink; over all sinks
+///   the output-weighted mean); the standard deviation (population) is also
+///   reported.
+///
+/// The replay runs during [`load_run`](crate::load_run), beside the scans,
+/// unless [`LoadOptions::latency`](crate::LoadOptions::latency) was off; then here.
 pub fn summarize(run: &RunLog) -> Summary {
     let mut notes = Vec::new();
     let flags = run.flags;
@@ -330,7 +332,14 @@ pub fn summarize(run: &RunLog) -> Summary {
         ));
         None
     } else if has(MonitorFlags::STREAM) && has(MonitorFlags::SCHEDULER) {
-        Some(latency(run))
+        Some(match &run.latency {
+            Some(raw) => raw.finish(run),
+            None => crate::latency::replay(
+                &run.workers.iter().map(|w| w.scanner()).collect::<Vec<_>>(),
+                None,
+            )
+            .finish(run),
+        })
     } else {
         None
     };
@@ -356,357 +365,6 @@ pub fn summarize(run: &RunLog) -> Summary {
         latency,
         notes,
         warnings: run.warnings.clone(),
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Latency replay.
-
-/// Streaming mean / variance / jitter over latencies in ticks.
-#[derive(Clone, Debug, Default)]
-struct Acc {
-    n: u64,
-    mean: f64,
-    m2: f64,
-    min: u64,
-    max: u64,
-    jitter_sum: f64,
-    last: Option<u64>,
-}
-
-impl Acc {
-    fn add(&mut self, v: u64) {
-        self.n += 1;
-        let x = v as f64;
-        let d = x - self.mean;
-        self.mean += d / self.n as f64;
-        self.m2 += d * (x - self.mean);
-        if self.n == 1 {
-            self.min = v;
-            self.max = v;
-        } else {
-            self.min = self.min.min(v);
-            self.max = self.max.max(v);
-        }
-        if let Some(l) = self.last {
-            self.jitter_sum += v.abs_diff(l) as f64;
-        }
-        self.last = Some(v);
-    }
-
-    fn stats(&self, ns_per_tick: f64) -> LatencyStats {
-        if self.n == 0 {
-            return LatencyStats::default();
-        }
-        LatencyStats {
-            outputs: self.n,
-            mean_ns: self.mean * ns_per_tick,
-            stddev_ns: (self.m2 / self.n as f64).sqrt() * ns_per_tick,
-            min_ns: self.min as f64 * ns_per_tick,
-            max_ns: self.max as f64 * ns_per_tick,
-            jitter_ns: if self.n > 1 {
-                self.jitter_sum / (self.n - 1) as f64 * ns_per_tick
-            } else {
-                0.0
-            },
-        }
-    }
-}
-
-/// A message read or write waiting for its task to be resumed.
-#[derive(Clone, Copy, Debug)]
-struct Pending {
-    stream: u32,
-    write: bool,
-    busy: u64,
-}
-
-#[derive(Debug, Default)]
-struct TaskR {
-    /// Busy clock: ticks dispatched so far.
-    busy: u64,
-    /// The last op was a write.
-    writing: bool,
-    /// Busy clock at the start of the current component execution.
-    ce_start: u64,
-    /// Busy clock at the last write.
-    last_write: u64,
-    /// Largest latency among the current CE's parents.
-    parent: Option<u64>,
-    /// Ops not yet replayed because a read found its message not yet written.
-    backlog: VecDeque<Pending>,
-    /// Index into the sink accumulators, if a sink.
-    sink: Option<usize>,
-}
-
-#[derive(Debug, Default)]
-struct StreamR {
-    /// Latencies of messages written and not yet read.
-    queue: VecDeque<u64>,
-    /// Tasks stalled reading it.
-    waiting: Vec<u32>,
-}
-
-/// A stalled task whose backlog grows past this gives up waiting for the
-/// message (its writer's log is damaged or missing).
-const MAX_BACKLOG: usize = 1 << 20;
-
-struct Replay {
-    tasks: Vec<TaskR>,
-    task_ix: IdMap<u64, u32>,
-    streams: Vec<StreamR>,
-    stream_ix: IdMap<u64, u32>,
-    wake: Vec<u32>,
-    all: Acc,
-    sinks: Vec<(u64, Acc)>,
-    unmatched: u64,
-}
-
-impl Replay {
-    fn task(&mut self, run: &RunLog, id: u64) -> u32 {
-        if let Some(&i) = self.task_ix.get(&id) {
-            return i;
-        }
-        let i = self.tasks.len() as u32;
-        let sink = run.tasks.get(&id).is_some_and(|t| t.is_sink()).then(|| {
-            self.sinks.push((id, Acc::default()));
-            self.sinks.len() - 1
-        });
-        self.tasks.push(TaskR {
-            sink,
-            ..TaskR::default()
-        });
-        self.task_ix.insert(id, i);
-        i
-    }
-
-    #[inline]
-    fn stream(&mut self, id: u64) -> u32 {
-        if let Some(&i) = self.stream_ix.get(&id) {
-            return i;
-        }
-        let i = self.streams.len() as u32;
-        self.streams.push(StreamR::default());
-        self.stream_ix.insert(id, i);
-        i
-    }
-
-    /// Replays one op of task `t`, or queues it behind the task's backlog.
-    #[inline]
-    fn op(&mut self, t: u32, op: Pending) {
-        let task = &mut self.tasks[t as usize];
-        if !task.backlog.is_empty() {
-            task.backlog.push_back(op);
-            if task.backlog.len() > MAX_BACKLOG {
-                self.force(t);
-            }
-            return;
-        }
-        if !self.try_op(t, op) {
-            self.tasks[t as usize].backlog.push_back(op);
-        }
-    }
-
-    /// Applies an op; false if it is a read of a message not yet written (the
-    /// task is then registered as waiting on the stream).
-    #[inline]
-    fn try_op(&mut self, t: u32, op: Pending) -> bool {
-        let s = op.stream as usize;
-        if op.write {
-            let task = &mut self.tasks[t as usize];
-            let lat = op.busy.saturating_sub(task.ce_start) + task.parent.unwrap_or(0);
-            task.writing = true;
-            task.last_write = op.busy;
-            if task.parent.is_none() {
-                // A write without inputs (a source) is an execution of its own.
-                task.ce_start = op.busy;
-            }
-            let st = &mut self.streams[s];
-            st.queue.push_back(lat);
-            self.wake.append(&mut st.waiting);
-            true
-        } else {
-            let Some(lat) = self.streams[s].queue.pop_front() else {
-                let w = &mut self.streams[s].waiting;
-                if !w.contains(&t) {
-                    w.push(t);
-                }
-                return false;
-            };
-            self.read(t, Some(lat));
-            true
-        }
-    }
-
-    /// Task `t` read a message of latency `lat` (`None`: unknown).
-    fn read(&mut self, t: u32, lat: Option<u64>) {
-        let task = &mut self.tasks[t as usize];
-        if task.writing {
-            task.writing = false;
-            task.ce_start = task.last_write;
-            task.parent = None;
-        }
-        if let Some(lat) = lat {
-            task.parent = Some(task.parent.map_or(lat, |p| p.max(lat)));
-            if let Some(k) = task.sink {
-                self.sinks[k].1.add(lat);
-                self.all.add(lat);
-            }
-        }
-    }
-
-    /// Gives up waiting on the front read of `t`'s backlog.
-    fn force(&mut self, t: u32) {
-        if let Some(op) = self.tasks[t as usize].backlog.pop_front() {
-            self.unmatched += 1;
-            self.streams[op.stream as usize].waiting.retain(|&x| x != t);
-            self.read(t, None);
-            self.wake.push(t);
-        }
-    }
-
-    /// Resumes woken tasks until none can progress.
-    fn drain(&mut self) {
-        while let Some(t) = self.wake.pop() {
-            while let Some(&op) = self.tasks[t as usize].backlog.front() {
-                if self.try_op(t, op) {
-                    self.tasks[t as usize].backlog.pop_front();
-                } else {
-                    break;
-                }
-            }
-        }
-    }
-}
-
-/// A worker's log positioned at its next period.
-struct Cursor<'a> {
-    sc: Scanner<'a>,
-    head: Option<PeriodHead>,
-}
-
-impl Cursor<'_> {
-    fn advance(&mut self) {
-        self.head = None;
-        while let Some(item) = self.sc.next() {
-            if let Item::Period(p) = item {
-                self.head = Some(p);
-                return;
-            }
-        }
-    }
-}
-
-fn latency(run: &RunLog) -> LatencySummary {
-    let mut rp = Replay {
-        tasks: Vec::new(),
-        task_ix: IdMap::default(),
-        streams: Vec::new(),
-        stream_ix: IdMap::default(),
-        wake: Vec::new(),
-        all: Acc::default(),
-        sinks: Vec::new(),
-        unmatched: 0,
-    };
-    let mut cursors: Vec<Cursor<'_>> = run
-        .workers
-        .iter()
-        .map(|w| {
-            let mut c = Cursor {
-                sc: w.scanner(),
-                head: None,
-            };
-            c.advance();
-            c
-        })
-        .collect();
-    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = cursors
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| c.head.map(|h| Reverse((h.start, i))))
-        .collect();
-    let mut timed_periods = 0u64;
-    let mut message_periods = 0u64;
-    let mut sids: Vec<u32> = Vec::new();
-    while let Some(Reverse((_, ci))) = heap.pop() {
-        let c = &mut cursors[ci];
-        let Some(p) = c.head else { continue };
-        let t = rp.task(run, p.task);
-        let dur = p.dur();
-        let busy0 = rp.tasks[t as usize].busy;
-        rp.tasks[t as usize].busy = busy0 + dur;
-        let ops = c.sc.ops();
-        let n: u64 = ops.iter().map(|o| u64::from(o.count)).sum();
-        if n > 0 {
-            message_periods += 1;
-            let times = c.sc.op_times();
-            let timed = times.len() as u64 == n;
-            timed_periods += u64::from(timed);
-            sids.clear();
-            for io in c.sc.io() {
-                let s = rp.stream(io.stream);
-                sids.push(s);
-            }
-            let mut i = 0u64;
-            for op in ops {
-                let stream = sids[usize::from(op.io_index)];
-                for _ in 0..op.count {
-                    let at = if timed {
-                        times[i as usize].saturating_sub(p.start).min(dur)
-                    } else {
-                        (u128::from(dur) * u128::from(i + 1) / u128::from(n)) as u64
-                    };
-                    i += 1;
-                    rp.op(
-                        t,
-                        Pending {
-                            stream,
-                            write: op.write,
-                            busy: busy0 + at,
-                        },
-                    );
-                }
-            }
-            rp.drain();
-        }
-        c.advance();
-        if let Some(h) = c.head {
-            heap.push(Reverse((h.start, ci)));
-        }
-    }
-    // Reads still waiting: their messages were never logged.
-    for t in 0..rp.tasks.len() {
-        rp.unmatched += rp.tasks[t]
-            .backlog
-            .iter()
-            .filter(|op| !op.write)
-            .count() as u64;
-    }
-    let unread = rp.streams.iter().map(|s| s.queue.len() as u64).sum();
-    let npt = run.calibration.ns_per_tick();
-    let mut sinks: Vec<SinkLatency> = rp
-        .sinks
-        .iter()
-        .map(|(id, acc)| SinkLatency {
-            task: *id,
-            name: run.task_label(*id),
-            stats: acc.stats(npt),
-        })
-        .collect();
-    sinks.sort_by_key(|s| s.task);
-    let timing = if message_periods > 0 && timed_periods == message_periods {
-        "message times"
-    } else if timed_periods > 0 {
-        "message times where recorded, apportioned elsewhere"
-    } else {
-        "apportioned"
-    };
-    LatencySummary {
-        timing: timing.to_owned(),
-        all: rp.all.stats(npt),
-        sinks,
-        unmatched_reads: rp.unmatched,
-        unread_messages: unread,
     }
 }
 

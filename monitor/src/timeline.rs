@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use rill::monitor::format::EndState;
 
-use crate::load::RunLog;
+use crate::load::{IdIndex, RunLog};
 use crate::scan::Item;
 use crate::summary::end_state_name;
 
@@ -163,7 +163,15 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
 
     let mut body = String::new();
     // task -> ticks drawn in the window (for the legend order)
-    let mut drawn: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut drawn_ix = IdIndex::default();
+    let mut drawn: Vec<(u64, u64)> = Vec::new();
+    let mut add_drawn = |task: u64, ticks: u64| {
+        let (i, new) = drawn_ix.index(task, drawn.len());
+        if new {
+            drawn.push((task, 0));
+        }
+        drawn[i].1 += ticks;
+    };
     let mut any_narrow = false;
     let mut colours: BTreeMap<u64, String> = BTreeMap::new();
     for (li, w) in run.workers.iter().enumerate() {
@@ -218,14 +226,14 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
                 c.count += 1;
                 c.ticks += ticks;
                 if let Some(p) = period {
-                    *drawn.entry(p.task).or_default() += ticks;
+                    add_drawn(p.task, ticks);
                     any_narrow = true;
                 }
                 continue;
             }
             let (fill, label, title) = match period {
                 Some(p) => {
-                    *drawn.entry(p.task).or_default() += ticks;
+                    add_drawn(p.task, ticks);
                     let name = run.task_label(p.task);
                     let fill = colours
                         .entry(p.task)
@@ -323,7 +331,7 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
 
     // Legend: tasks by time drawn, then the fixed keys.
     let mut legend = String::new();
-    let mut tasks: Vec<(u64, u64)> = drawn.into_iter().collect();
+    let mut tasks = drawn;
     tasks.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut entries: Vec<(String, String)> = tasks
         .iter()

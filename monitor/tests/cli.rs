@@ -38,7 +38,11 @@ fn summary_text_and_json() {
     let dir = tempfile::tempdir().unwrap();
     pipeline(dir.path(), false, Calibration::nanos());
     let out = mon(&["summary", p(dir.path())]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("relay") && text.contains("jitter"), "{text}");
     assert!(out.stderr.is_empty(), "no progress bar for small logs");
@@ -59,19 +63,37 @@ fn timeline_and_trace_files() {
     let out_dir = tempfile::tempdir().unwrap();
     let svg = out_dir.path().join("t.svg");
     let out = mon(&["timeline", p(dir.path()), "-o", p(&svg), "--width", "900"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s = std::fs::read_to_string(&svg).unwrap();
     check_xml(&s).unwrap();
     assert!(s.contains("width=\"900\""));
 
-    let out = mon(&["timeline", p(dir.path()), "-o", p(&svg), "--from", "0.00005", "--to", "0.0001"]);
+    let out = mon(&[
+        "timeline",
+        p(dir.path()),
+        "-o",
+        p(&svg),
+        "--from",
+        "0.00005",
+        "--to",
+        "0.0001",
+    ]);
     assert!(out.status.success());
     check_xml(&std::fs::read_to_string(&svg).unwrap()).unwrap();
 
     let json = out_dir.path().join("t.json");
     let out = mon(&["trace", p(dir.path()), "-o", p(&json)]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["displayTimeUnit"], "ns");
     assert!(v["traceEvents"].as_array().unwrap().len() > 10);
 }
@@ -96,7 +118,11 @@ fn directory_without_logs() {
 #[test]
 fn not_a_rill_log() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("worker-0.rlog"), "hello, world, this is not a log at all!!!!!!!!!!!").unwrap();
+    std::fs::write(
+        dir.path().join("worker-0.rlog"),
+        "hello, world, this is not a log at all!!!!!!!!!!!",
+    )
+    .unwrap();
     let out = mon(&["summary", p(dir.path())]);
     assert_error(&out, &["worker-0.rlog", "not a rill log"]);
     // A file too short for the magic.
@@ -121,8 +147,22 @@ fn newer_format_version() {
 fn headers_must_agree() {
     let dir = tempfile::tempdir().unwrap();
     let recs = [Record::WorkerStart { t: 0 }];
-    write_log(dir.path(), 0, 2, MonitorFlags::FULL, Calibration::nanos(), &recs);
-    write_log(dir.path(), 1, 3, MonitorFlags::FULL, Calibration::nanos(), &recs);
+    write_log(
+        dir.path(),
+        0,
+        2,
+        MonitorFlags::FULL,
+        Calibration::nanos(),
+        &recs,
+    );
+    write_log(
+        dir.path(),
+        1,
+        3,
+        MonitorFlags::FULL,
+        Calibration::nanos(),
+        &recs,
+    );
     let out = mon(&["summary", p(dir.path())]);
     assert_error(&out, &["worker-1.rlog", "worker count"]);
 }
@@ -135,7 +175,14 @@ fn damaged_log_warns_and_succeeds() {
         period(0, 10, 1, EndState::Ended, vec![], vec![], vec![]),
         Record::WorkerEnd { t: 20 },
     ];
-    let path = write_log(dir.path(), 0, 2, MonitorFlags::FULL, Calibration::nanos(), &recs);
+    let path = write_log(
+        dir.path(),
+        0,
+        2,
+        MonitorFlags::FULL,
+        Calibration::nanos(),
+        &recs,
+    );
     let mut data = std::fs::read(&path).unwrap();
     data.truncate(data.len() - 3);
     data.push(0xee); // an unknown tag
@@ -149,7 +196,16 @@ fn damaged_log_warns_and_succeeds() {
 
 #[test]
 fn bad_arguments() {
-    let out = mon(&["timeline", "/tmp", "-o", "/dev/null", "--from", "5", "--to", "2"]);
+    let out = mon(&[
+        "timeline",
+        "/tmp",
+        "-o",
+        "/dev/null",
+        "--from",
+        "5",
+        "--to",
+        "2",
+    ]);
     assert_error(&out, &["--to"]);
     let out = mon(&["frobnicate"]);
     assert_eq!(out.status.code(), Some(2));

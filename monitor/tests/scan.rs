@@ -17,7 +17,13 @@ fn scan_all(data: &[u8]) -> (Vec<Record>, usize, Option<u64>) {
             Item::WorkerStart { t } => Record::WorkerStart { t },
             Item::WorkerWait { t, dur } => Record::WorkerWait { t, dur },
             Item::WorkerEnd { t } => Record::WorkerEnd { t },
-            Item::TaskAssign { t, task, parent, worker, name } => Record::TaskAssign {
+            Item::TaskAssign {
+                t,
+                task,
+                parent,
+                worker,
+                name,
+            } => Record::TaskAssign {
                 t,
                 task,
                 parent,
@@ -25,12 +31,32 @@ fn scan_all(data: &[u8]) -> (Vec<Record>, usize, Option<u64>) {
                 name: name.to_owned(),
             },
             Item::TaskMigrate { t, task, from, to } => Record::TaskMigrate { t, task, from, to },
-            Item::StreamOpen { t, stream, capacity, creator } => {
-                Record::StreamOpen { t, stream, capacity, creator }
-            }
-            Item::StreamBind { t, stream, side, task } => Record::StreamBind { t, stream, side, task },
+            Item::StreamOpen {
+                t,
+                stream,
+                capacity,
+                creator,
+            } => Record::StreamOpen {
+                t,
+                stream,
+                capacity,
+                creator,
+            },
+            Item::StreamBind {
+                t,
+                stream,
+                side,
+                task,
+            } => Record::StreamBind {
+                t,
+                stream,
+                side,
+                task,
+            },
             Item::StreamClose { t, stream, side } => Record::StreamClose { t, stream, side },
-            Item::StreamReplace { t, side, old, new } => Record::StreamReplace { t, side, old, new },
+            Item::StreamReplace { t, side, old, new } => {
+                Record::StreamReplace { t, side, old, new }
+            }
             Item::Period(p) => Record::Period {
                 start: p.start,
                 end: p.end,
@@ -38,7 +64,11 @@ fn scan_all(data: &[u8]) -> (Vec<Record>, usize, Option<u64>) {
                 end_state: p.end_state,
                 io: sc.io().to_vec(),
                 // The runtime's decoder leaves `ops` empty when none were stored.
-                ops: if sc.ops_recorded() { sc.ops().to_vec() } else { Vec::new() },
+                ops: if sc.ops_recorded() {
+                    sc.ops().to_vec()
+                } else {
+                    Vec::new()
+                },
                 op_times: sc.op_times().to_vec(),
             },
         });
@@ -61,8 +91,18 @@ fn small() -> impl Strategy<Value = u64> {
 }
 
 fn arb_io() -> impl Strategy<Value = StreamIo> {
-    (small(), prop_oneof![0u32..9, any::<u32>()], prop_oneof![0u32..9, any::<u32>()], any::<bool>())
-        .prop_map(|(stream, reads, writes, woke_peer)| StreamIo { stream, reads, writes, woke_peer })
+    (
+        small(),
+        prop_oneof![0u32..9, any::<u32>()],
+        prop_oneof![0u32..9, any::<u32>()],
+        any::<bool>(),
+    )
+        .prop_map(|(stream, reads, writes, woke_peer)| StreamIo {
+            stream,
+            reads,
+            writes,
+            woke_peer,
+        })
 }
 
 fn arb_period() -> impl Strategy<Value = Record> {
@@ -74,37 +114,52 @@ fn arb_period() -> impl Strategy<Value = Record> {
         0u8..6,
         small(),
         0u8..3,
-        prop::collection::vec((any::<u16>(), any::<bool>(), prop_oneof![1u32..9, any::<u32>()]), 0..6),
+        prop::collection::vec(
+            (
+                any::<u16>(),
+                any::<bool>(),
+                prop_oneof![1u32..9, any::<u32>()],
+            ),
+            0..6,
+        ),
         prop::collection::vec(small(), 0..5),
         any::<bool>(),
     )
-        .prop_map(|(start, dur, task, io, end, other, ops_kind, raw_ops, times, timed)| {
-            let end_state = match end {
-                0 => EndState::Yielded,
-                1 => EndState::BlockedInput { stream: io.first().map_or(other, |s| s.stream) },
-                2 => EndState::BlockedOutput { stream: other },
-                3 => EndState::BlockedAny,
-                4 => EndState::Ended,
-                _ => EndState::Panicked,
-            };
-            let ops: Vec<Op> = match (ops_kind, io.len()) {
-                (0, _) | (_, 0) => Vec::new(),
-                (1, _) => implied_ops(&io).collect(),
-                (_, n) => raw_ops
-                    .into_iter()
-                    .map(|(i, w, c)| Op { io_index: i % n as u16, write: w, count: c.max(1) })
-                    .collect(),
-            };
-            Record::Period {
-                start,
-                end: start.wrapping_add(dur),
-                task,
-                end_state,
-                io,
-                ops,
-                op_times: if timed { times } else { Vec::new() },
-            }
-        })
+        .prop_map(
+            |(start, dur, task, io, end, other, ops_kind, raw_ops, times, timed)| {
+                let end_state = match end {
+                    0 => EndState::Yielded,
+                    1 => EndState::BlockedInput {
+                        stream: io.first().map_or(other, |s| s.stream),
+                    },
+                    2 => EndState::BlockedOutput { stream: other },
+                    3 => EndState::BlockedAny,
+                    4 => EndState::Ended,
+                    _ => EndState::Panicked,
+                };
+                let ops: Vec<Op> = match (ops_kind, io.len()) {
+                    (0, _) | (_, 0) => Vec::new(),
+                    (1, _) => implied_ops(&io).collect(),
+                    (_, n) => raw_ops
+                        .into_iter()
+                        .map(|(i, w, c)| Op {
+                            io_index: i % n as u16,
+                            write: w,
+                            count: c.max(1),
+                        })
+                        .collect(),
+                };
+                Record::Period {
+                    start,
+                    end: start.wrapping_add(dur),
+                    task,
+                    end_state,
+                    io,
+                    ops,
+                    op_times: if timed { times } else { Vec::new() },
+                }
+            },
+        )
 }
 
 fn arb_record() -> impl Strategy<Value = Record> {

@@ -27,13 +27,25 @@ fn workers_tasks_streams_exact() {
     assert_eq!(s.span_ns, 140);
     let w0 = &s.workers[0];
     assert_eq!(
-        (w0.worker, w0.span_ns, w0.busy_ns, w0.wait_ns, w0.waiting_events),
+        (
+            w0.worker,
+            w0.span_ns,
+            w0.busy_ns,
+            w0.wait_ns,
+            w0.waiting_events
+        ),
         (0, 140, 57, 55, 2)
     );
     assert_eq!((w0.unaccounted_ns, w0.dispatches), (28, 5));
     let w1 = &s.workers[1];
     assert_eq!(
-        (w1.worker, w1.span_ns, w1.busy_ns, w1.wait_ns, w1.waiting_events),
+        (
+            w1.worker,
+            w1.span_ns,
+            w1.busy_ns,
+            w1.wait_ns,
+            w1.waiting_events
+        ),
         (1, 100, 36, 45, 2)
     );
     assert_eq!((w1.unaccounted_ns, w1.dispatches), (19, 2));
@@ -41,7 +53,10 @@ fn workers_tasks_streams_exact() {
     let names: Vec<&str> = s.tasks.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["relay", "src", "sink"], "heaviest first");
     let relay = &s.tasks[0];
-    assert_eq!((relay.task, relay.total_ns, relay.dispatches), (RELAY, 36, 2));
+    assert_eq!(
+        (relay.task, relay.total_ns, relay.dispatches),
+        (RELAY, 36, 2)
+    );
     assert!(close(relay.mean_ns, 18.0));
     assert_eq!((relay.reads, relay.writes, relay.worker), (3, 3, Some(1)));
     let sink = &s.tasks[2];
@@ -52,11 +67,20 @@ fn workers_tasks_streams_exact() {
     assert_eq!(s.streams.len(), 2);
     let a = &s.streams[0];
     assert_eq!((a.stream, a.capacity), (S_IN, Some(2)));
-    assert_eq!((a.writer.as_deref(), a.reader.as_deref()), (Some("src"), Some("relay")));
-    assert_eq!((a.written, a.read, a.writer_blocked, a.reader_blocked), (3, 3, 1, 1));
+    assert_eq!(
+        (a.writer.as_deref(), a.reader.as_deref()),
+        (Some("src"), Some("relay"))
+    );
+    assert_eq!(
+        (a.written, a.read, a.writer_blocked, a.reader_blocked),
+        (3, 3, 1, 1)
+    );
     let b = &s.streams[1];
     assert_eq!((b.stream, b.capacity), (S_OUT, Some(4)));
-    assert_eq!((b.written, b.read, b.writer_blocked, b.reader_blocked), (3, 3, 0, 2));
+    assert_eq!(
+        (b.written, b.read, b.writer_blocked, b.reader_blocked),
+        (3, 3, 0, 2)
+    );
 
     assert_eq!(s.events, 36);
     assert!(s.bytes > 2 * 48);
@@ -106,11 +130,28 @@ fn latency_with_message_times_and_calibration() {
 fn text_report_mentions_everything() {
     let (s, _d) = pipeline_summary(false, Calibration::nanos());
     let text = s.to_text();
-    for needle in ["worker", "WE", "WT", "relay", "src", "sink", "throughput", "jitter", "bytes/event"] {
+    for needle in [
+        "worker",
+        "WE",
+        "WT",
+        "relay",
+        "src",
+        "sink",
+        "throughput",
+        "jitter",
+        "bytes/event",
+    ] {
         assert!(text.contains(needle), "{needle} missing in\n{text}");
     }
     let json = serde_json::to_value(&s).unwrap();
-    for key in ["busy_ns", "wait_ns", "unaccounted_ns", "waiting_events", "dispatches", "worker"] {
+    for key in [
+        "busy_ns",
+        "wait_ns",
+        "unaccounted_ns",
+        "waiting_events",
+        "dispatches",
+        "worker",
+    ] {
         assert!(json["workers"][0].get(key).is_some(), "{key}");
     }
     for key in ["events", "bytes", "bytes_per_event", "span_ns"] {
@@ -130,8 +171,16 @@ fn flags_limit_the_analyses() {
     write_log(dir.path(), 0, 1, flags, Calibration::nanos(), &recs);
     let s = summarize(&load_run(dir.path()).unwrap());
     assert!(s.latency.is_none());
-    assert!(s.notes.iter().any(|n| n.contains("MESSAGE")), "{:?}", s.notes);
-    assert!(s.notes.iter().any(|n| n.contains("MAPPING")), "{:?}", s.notes);
+    assert!(
+        s.notes.iter().any(|n| n.contains("MESSAGE")),
+        "{:?}",
+        s.notes
+    );
+    assert!(
+        s.notes.iter().any(|n| n.contains("MAPPING")),
+        "{:?}",
+        s.notes
+    );
     let tp = s.throughput.clone().unwrap();
     assert_eq!((tp.basis.as_str(), tp.count), ("messages written", 3));
     assert_eq!(s.tasks[0].name, "task#5");
@@ -147,17 +196,70 @@ fn migration_and_fan_in_latency() {
     let f = MonitorFlags::FULL;
     let c = Calibration::nanos();
     let w0 = vec![
-        Record::TaskAssign { t: 0, task: 1, parent: 0, worker: 0, name: "a".into() },
-        Record::TaskAssign { t: 0, task: 2, parent: 0, worker: 1, name: "b".into() },
-        Record::TaskAssign { t: 0, task: 3, parent: 0, worker: 0, name: "merge".into() },
-        Record::TaskAssign { t: 0, task: 4, parent: 0, worker: 0, name: "out".into() },
-        period(0, 10, 1, EndState::Ended, vec![io(100, 0, 1)], vec![Op::write(0, 1)], vec![]),
+        Record::TaskAssign {
+            t: 0,
+            task: 1,
+            parent: 0,
+            worker: 0,
+            name: "a".into(),
+        },
+        Record::TaskAssign {
+            t: 0,
+            task: 2,
+            parent: 0,
+            worker: 1,
+            name: "b".into(),
+        },
+        Record::TaskAssign {
+            t: 0,
+            task: 3,
+            parent: 0,
+            worker: 0,
+            name: "merge".into(),
+        },
+        Record::TaskAssign {
+            t: 0,
+            task: 4,
+            parent: 0,
+            worker: 0,
+            name: "out".into(),
+        },
+        period(
+            0,
+            10,
+            1,
+            EndState::Ended,
+            vec![io(100, 0, 1)],
+            vec![Op::write(0, 1)],
+            vec![],
+        ),
         // merge reads a's message (latency 10) then yields
-        period(10, 14, 3, EndState::Yielded, vec![io(100, 1, 0)], vec![Op::read(0, 1)], vec![]),
-        Record::TaskMigrate { t: 15, task: 3, from: 0, to: 1 },
+        period(
+            10,
+            14,
+            3,
+            EndState::Yielded,
+            vec![io(100, 1, 0)],
+            vec![Op::read(0, 1)],
+            vec![],
+        ),
+        Record::TaskMigrate {
+            t: 15,
+            task: 3,
+            from: 0,
+            to: 1,
+        },
     ];
     let w1 = vec![
-        period(0, 30, 2, EndState::Ended, vec![io(101, 0, 1)], vec![Op::write(0, 1)], vec![]),
+        period(
+            0,
+            30,
+            2,
+            EndState::Ended,
+            vec![io(101, 0, 1)],
+            vec![Op::write(0, 1)],
+            vec![],
+        ),
         // merge reads b's message (latency 30) and writes (busy 4 -> 10)
         period(
             31,
@@ -168,7 +270,15 @@ fn migration_and_fan_in_latency() {
             vec![Op::read(0, 1), Op::write(1, 1)],
             vec![],
         ),
-        period(40, 41, 4, EndState::Ended, vec![io(102, 1, 0)], vec![Op::read(0, 1)], vec![]),
+        period(
+            40,
+            41,
+            4,
+            EndState::Ended,
+            vec![io(102, 1, 0)],
+            vec![Op::read(0, 1)],
+            vec![],
+        ),
     ];
     write_log(dir.path(), 0, 2, f, c, &w0);
     write_log(dir.path(), 1, 2, f, c, &w1);
@@ -178,7 +288,10 @@ fn migration_and_fan_in_latency() {
     assert_eq!(l.all.outputs, 1);
     assert!(close(l.all.mean_ns, 40.0), "{:?}", l.all);
     let merge = s.tasks.iter().find(|t| t.name == "merge").unwrap();
-    assert_eq!((merge.migrations, merge.dispatches, merge.total_ns), (1, 2, 10));
+    assert_eq!(
+        (merge.migrations, merge.dispatches, merge.total_ns),
+        (1, 2, 10)
+    );
 }
 
 #[test]
@@ -192,7 +305,10 @@ fn damaged_log_still_summarises() {
     let run = load_run(dir.path()).unwrap();
     assert_eq!(run.warnings.len(), 1, "{:?}", run.warnings);
     let w = &run.warnings[0];
-    assert!(w.contains("worker-1.rlog") && w.contains("damaged record at byte"), "{w}");
+    assert!(
+        w.contains("worker-1.rlog") && w.contains("damaged record at byte"),
+        "{w}"
+    );
     let s = summarize(&run);
     assert_eq!(s.workers[1].dispatches, 1);
     assert_eq!(s.workers[0].dispatches, 5);

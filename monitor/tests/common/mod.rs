@@ -268,17 +268,21 @@ pub fn check_xml(s: &str) -> Result<Vec<String>, String> {
         }
         let self_closing = tag.ends_with('/');
         let tag = tag.trim_end_matches('/');
-        let name_end = tag
-            .find(|c: char| c.is_whitespace())
-            .unwrap_or(tag.len());
+        let name_end = tag.find(|c: char| c.is_whitespace()).unwrap_or(tag.len());
         let name = &tag[..name_end];
-        if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == ':' || c == '-') {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == ':' || c == '-')
+        {
             return Err(format!("bad element name {name:?}"));
         }
         // Attributes: name="value" pairs.
         let mut rest = tag[name_end..].trim();
         while !rest.is_empty() {
-            let eq = rest.find('=').ok_or(format!("attribute without value in <{name}>"))?;
+            let eq = rest
+                .find('=')
+                .ok_or(format!("attribute without value in <{name}>"))?;
             let q = rest[eq + 1..].chars().next().ok_or("missing quote")?;
             if q != '"' && q != '\'' {
                 return Err(format!("unquoted attribute in <{name}>"));
