@@ -3,10 +3,11 @@
 
 use std::collections::VecDeque;
 
-use indicatif::ProgressBar;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use crate::load::{IdIndex, RunLog};
 use crate::scan::{Item, PeriodHead, Scanner};
+
 use crate::summary::{LatencyStats, LatencySummary, SinkLatency};
 
 /// Streaming count / mean / variance / min / max / jitter over latencies in ticks.
@@ -290,33 +291,34 @@ impl Replay {
         }
     }
 
-    /// Replays one period of task `t` (its lists are in `sc`).
+    /// Replays one period in its feed form (see [`FeedTx::period`]).
     #[inline]
-    fn period(&mut self, p: &PeriodHead, sc: &Scanner<'_>, raw: &mut RawLatency) {
-        let t = self.task(p.task);
-        let dur = p.dur();
+    fn period(&mut self, w: &[u64], raw: &mut RawLatency) {
+        let (start, dur, task) = (w[0], w[1], w[2]);
+        let n_ops = (w[3] >> 32) as usize;
+        let ops = &w[4..4 + 2 * n_ops];
+        let times = &w[4 + 2 * n_ops..];
+        let t = self.task(task);
         let busy0 = self.tasks[t as usize].busy;
         self.tasks[t as usize].busy = busy0 + dur;
-        let ops = sc.ops();
-        let n: u64 = ops.iter().map(|o| u64::from(o.count)).sum();
+        let n: u64 = ops.chunks_exact(2).map(|o| o[1] >> 1).sum();
         if n == 0 {
             return;
         }
         raw.message_periods += 1;
-        let times = sc.op_times();
         let timed = times.len() as u64 == n;
         raw.timed_periods += u64::from(timed);
-        let io = sc.io();
         // The i-th message (from 1) sits at floor(dur * i / n), stepped
         // without a division per message: q + r/n advances by dur/n.
         let (q_step, r_step) = (dur / n, dur % n);
         let (mut q, mut r) = (0u64, 0u64);
         let mut i = 0usize;
-        for op in ops {
-            let stream = self.stream(io[usize::from(op.io_index)].stream);
-            for _ in 0..op.count {
+        for op in ops.chunks_exact(2) {
+            let stream = self.stream(op[0]);
+            let write = op[1] & 1 != 0;
+            for _ in 0..op[1] >> 1 {
                 let at = if timed {
-                    times[i].saturating_sub(p.start).min(dur)
+                    times[i].saturating_sub(start).min(dur)
                 } else {
                     q += q_step;
                     r += r_step;
@@ -331,7 +333,7 @@ impl Replay {
                     t,
                     Pending {
                         stream,
-                        write: op.write,
+                        write,
                         busy: busy0 + at,
                     },
                 );
@@ -343,49 +345,127 @@ impl Replay {
     }
 }
 
-/// A worker's log positioned at its next period.
-struct Cursor<'a> {
-    sc: Scanner<'a>,
-    head: Option<PeriodHead>,
+/// Words per feed chunk.
+const CHUNK: usize = 1 << 15;
+/// Chunks in flight per log.
+const IN_FLIGHT: usize = 4;
+
+/// The sending end of a log's *feed*: its periods in a compact word form,
+/// produced by the thread that scans the log and consumed by the replay, so
+/// that the replay's thread decodes no varints.
+pub(crate) struct FeedTx {
+    tx: SyncSender<Vec<u64>>,
+    back: Receiver<Vec<u64>>,
+    buf: Vec<u64>,
 }
 
-impl Cursor<'_> {
+/// The receiving end of a feed.
+pub(crate) struct FeedRx {
+    rx: Receiver<Vec<u64>>,
+    back: SyncSender<Vec<u64>>,
+    buf: Vec<u64>,
+    pos: usize,
+}
+
+/// A new feed.
+pub(crate) fn feed() -> (FeedTx, FeedRx) {
+    let (tx, rx) = sync_channel(IN_FLIGHT);
+    let (back_tx, back_rx) = sync_channel(IN_FLIGHT + 2);
+    (
+        FeedTx {
+            tx,
+            back: back_rx,
+            buf: Vec::with_capacity(CHUNK + 64),
+        },
+        FeedRx {
+            rx,
+            back: back_tx,
+            buf: Vec::new(),
+            pos: 0,
+        },
+    )
+}
+
+impl FeedTx {
+    /// Appends a period: `start, dur, task, n_ops << 32 | n_times`, then per op
+    /// `stream, count << 1 | write`, then the message times.
     #[inline]
-    fn advance(&mut self) {
-        self.head = None;
-        while let Some(item) = self.sc.next() {
-            if let Item::Period(p) = item {
-                self.head = Some(p);
-                return;
-            }
+    pub(crate) fn period(&mut self, p: &PeriodHead, sc: &Scanner<'_>) {
+        let ops = sc.ops();
+        let io = sc.io();
+        let times = sc.op_times();
+        self.buf.extend_from_slice(&[
+            p.start,
+            p.dur(),
+            p.task,
+            (ops.len() as u64) << 32 | times.len().min(u32::MAX as usize) as u64,
+        ]);
+        for op in ops {
+            self.buf.push(io[usize::from(op.io_index)].stream);
+            self.buf
+                .push(u64::from(op.count) << 1 | u64::from(op.write));
+        }
+        self.buf
+            .extend_from_slice(&times[..times.len().min(u32::MAX as usize)]);
+        if self.buf.len() >= CHUNK {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let mut next = self
+            .back
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK + 64));
+        next.clear();
+        let full = std::mem::replace(&mut self.buf, next);
+        // An error means the replay is gone (it panicked): drop the data.
+        let _ = self.tx.send(full);
+    }
+
+    /// Sends what is left; dropping the sender ends the feed.
+    pub(crate) fn finish(mut self) {
+        if !self.buf.is_empty() {
+            self.flush();
         }
     }
 }
 
-/// Replays all periods of the logs, merged by start time.
-pub(crate) fn replay(scanners: &[Scanner<'_>], bar: Option<&ProgressBar>) -> RawLatency {
+impl FeedRx {
+    /// The next period's start, or `None` at the end of the feed.
+    #[inline]
+    fn peek_start(&mut self) -> Option<u64> {
+        if self.pos >= self.buf.len() {
+            let next = self.rx.recv().ok()?;
+            let old = std::mem::replace(&mut self.buf, next);
+            let _ = self.back.try_send(old);
+            self.pos = 0;
+        }
+        self.buf.get(self.pos).copied()
+    }
+
+    /// The next period's words (after [`peek_start`](Self::peek_start) said there is one).
+    #[inline]
+    fn take(&mut self) -> &[u64] {
+        let h = self.buf[self.pos + 3];
+        let len = 4 + 2 * (h >> 32) as usize + (h & 0xffff_ffff) as usize;
+        let w = &self.buf[self.pos..self.pos + len];
+        self.pos += len;
+        w
+    }
+}
+
+/// Replays all periods of the feeds, merged by start time.
+pub(crate) fn replay(mut feeds: Vec<FeedRx>) -> RawLatency {
     let mut rp = Replay::default();
     let mut raw = RawLatency::default();
-    let mut cursors: Vec<Cursor<'_>> = scanners
-        .iter()
-        .map(|sc| {
-            let mut c = Cursor {
-                sc: sc.clone(),
-                head: None,
-            };
-            c.advance();
-            c
-        })
-        .collect();
-    let mut reported: Vec<usize> = cursors.iter().map(|c| c.sc.offset()).collect();
-    // The next period of each log, smallest start first: a linear scan, as
+    // The next period of each feed, smallest start first: a linear scan, as
     // there are few workers.
-    let mut heads: Vec<(u64, usize)> = cursors
-        .iter()
+    let mut heads: Vec<(u64, usize)> = feeds
+        .iter_mut()
         .enumerate()
-        .filter_map(|(i, c)| c.head.map(|h| (h.start, i)))
+        .filter_map(|(i, f)| f.peek_start().map(|s| (s, i)))
         .collect();
-    let mut count = 0u32;
     while !heads.is_empty() {
         let mut hi = 0;
         for (j, h) in heads.iter().enumerate().skip(1) {
@@ -393,30 +473,13 @@ pub(crate) fn replay(scanners: &[Scanner<'_>], bar: Option<&ProgressBar>) -> Raw
                 hi = j;
             }
         }
-        let ci = heads[hi].1;
-        let c = &mut cursors[ci];
-        if let Some(p) = c.head {
-            rp.period(&p, &c.sc, &mut raw);
-        }
-        c.advance();
-        match c.head {
-            Some(h) => heads[hi].0 = h.start,
+        let f = &mut feeds[heads[hi].1];
+        rp.period(f.take(), &mut raw);
+        match f.peek_start() {
+            Some(s) => heads[hi].0 = s,
             None => {
                 heads.swap_remove(hi);
             }
-        }
-        count = count.wrapping_add(1);
-        if count & 0xffff == 0 {
-            if let Some(bar) = bar {
-                let off = cursors[ci].sc.offset();
-                bar.inc((off - reported[ci]) as u64);
-                reported[ci] = off;
-            }
-        }
-    }
-    if let Some(bar) = bar {
-        for (c, r) in cursors.iter().zip(&reported) {
-            bar.inc((c.sc.offset() - r) as u64);
         }
     }
     // Reads still waiting: their messages were never logged.
@@ -434,4 +497,28 @@ pub(crate) fn replay(scanners: &[Scanner<'_>], bar: Option<&ProgressBar>) -> Raw
         .map(|t| (t.id, t.reads))
         .collect();
     raw
+}
+
+/// Feeds a log's periods (from `sc`) into `tx`.
+pub(crate) fn feed_from(mut sc: Scanner<'_>, mut tx: FeedTx) {
+    while let Some(item) = sc.next() {
+        if let Item::Period(p) = item {
+            tx.period(&p, &sc);
+        }
+    }
+    tx.finish();
+}
+
+/// The replay over a loaded run: one feeding thread per log.
+pub(crate) fn replay_run(run: &RunLog) -> RawLatency {
+    std::thread::scope(|s| {
+        let mut rxs = Vec::new();
+        for w in &run.workers {
+            let (tx, rx) = feed();
+            rxs.push(rx);
+            let sc = w.scanner();
+            s.spawn(move || feed_from(sc, tx));
+        }
+        replay(rxs)
+    })
 }

@@ -13,7 +13,7 @@ use rill::monitor::clock::Calibration;
 use rill::monitor::flags::MonitorFlags;
 use rill::monitor::format::{EndReason, EndState, Header, LogError, Side};
 
-use crate::latency::{replay, RawLatency};
+use crate::latency::{feed, replay, FeedTx, RawLatency};
 use crate::scan::{damage_reason, Item, Scanner};
 
 /// Logs larger than this in total (bytes) get a progress bar on stderr.
@@ -315,7 +315,7 @@ pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
     let total: u64 = files.iter().map(|f| f.data.len() as u64).sum();
     let show = opts.progress.unwrap_or(total > PROGRESS_THRESHOLD);
     let bar = show.then(|| {
-        let bar = ProgressBar::new(total * if with_latency { 2 } else { 1 });
+        let bar = ProgressBar::new(total);
         if let Ok(style) = ProgressStyle::with_template(
             "{msg} [{bar:40}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
         ) {
@@ -325,24 +325,34 @@ pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
         bar
     });
 
-    // The per-file scans on `threads` threads, the latency replay beside them.
-    let (scanned, latency) = std::thread::scope(|s| {
-        let replay_thread = with_latency.then(|| {
-            let scanners: Vec<Scanner<'_>> = files
-                .iter()
-                .map(|f| Scanner::new(&f.data, f.records_start))
+    // The per-file scans; with the latency replay, one scan thread per file
+    // (each feeds the replay, which needs all of them to progress) and the
+    // replay on this thread.
+    let (scanned, latency) = if with_latency {
+        std::thread::scope(|s| {
+            let mut rxs = Vec::new();
+            let mut handles = Vec::new();
+            for f in &files {
+                let (tx, rx) = feed();
+                rxs.push(rx);
+                let bar = bar.as_ref();
+                handles.push(s.spawn(move || scan_file(f, bar, Some(tx))));
+            }
+            let latency = replay(rxs);
+            let scanned: Vec<Scanned> = handles
+                .into_iter()
+                .map(|h| h.join().expect("a log scan panicked"))
                 .collect();
-            let bar = bar.as_ref();
-            s.spawn(move || replay(&scanners, bar))
-        });
-        let scanned = parallel(&files, threads, |f| Ok(scan_file(f, bar.as_ref())));
-        let latency = replay_thread.map(|h| h.join().expect("the latency replay panicked"));
-        (scanned, latency)
-    });
+            (scanned, Some(latency))
+        })
+    } else {
+        let scanned = parallel(&files, threads, |f| Ok(scan_file(f, bar.as_ref(), None)))?;
+        (scanned, None)
+    };
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let mut run = merge(dir, scanned?, files)?;
+    let mut run = merge(dir, scanned, files)?;
     run.latency = latency;
     Ok(run)
 }
@@ -454,7 +464,7 @@ struct Scanned {
     warnings: Vec<String>,
 }
 
-fn scan_file(f: &RawFile, bar: Option<&ProgressBar>) -> Scanned {
+fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -> Scanned {
     let data = &f.data;
     let header = f.header;
     let mut agg = Agg::default();
@@ -462,6 +472,9 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>) -> Scanned {
     let mut reported = f.records_start;
     let mut n = 0u32;
     while let Some(item) = sc.next() {
+        if let (Item::Period(p), Some(feed)) = (&item, feed.as_mut()) {
+            feed.period(p, &sc);
+        }
         agg.item(item, &sc);
         n = n.wrapping_add(1);
         if n & 0xffff == 0 {
@@ -470,6 +483,9 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>) -> Scanned {
                 reported = sc.offset();
             }
         }
+    }
+    if let Some(feed) = feed {
+        feed.finish();
     }
     let stop = sc.offset();
     let mut warnings = Vec::new();

@@ -334,11 +334,7 @@ pub fn summarize(run: &RunLog) -> Summary {
     } else if has(MonitorFlags::STREAM) && has(MonitorFlags::SCHEDULER) {
         Some(match &run.latency {
             Some(raw) => raw.finish(run),
-            None => crate::latency::replay(
-                &run.workers.iter().map(|w| w.scanner()).collect::<Vec<_>>(),
-                None,
-            )
-            .finish(run),
+            None => crate::latency::replay_run(run).finish(run),
         })
     } else {
         None
