@@ -89,6 +89,12 @@ fn fmt_ms(ms: f64) -> String {
     }
 }
 
+/// `ms` with as many decimals as a tick step of `step` ms needs.
+fn fmt_ms_step(ms: f64, step: f64) -> String {
+    let decimals = (-step.log10()).ceil().clamp(0.0, 12.0) as usize;
+    format!("{ms:.decimals$}")
+}
+
 /// A "nice" tick step (1, 2 or 5 times a power of ten) for about `n` ticks over `span`.
 fn nice_step(span: f64, n: f64) -> f64 {
     let raw = (span / n.max(1.0)).max(1e-9);
@@ -121,14 +127,19 @@ struct Lane<'a> {
 }
 
 impl Lane<'_> {
+    /// Draws a merged column: periods over the lane's height, waits as a
+    /// strip along its bottom (so both stay visible in one column).
     fn flush(&mut self, c: &mut Column, what: &str, fill: &str, npt: f64) {
         if let Some(col) = c.col.take() {
+            let (y, h) = if what == "short waits" {
+                (self.y + self.h * 0.75, self.h * 0.25)
+            } else {
+                (self.y + 1.0, self.h - 2.0)
+            };
             let _ = write!(
                 self.out,
-                "<rect x=\"{col}\" y=\"{:.1}\" width=\"1\" height=\"{:.1}\" fill=\"{fill}\">\
+                "<rect x=\"{col}\" y=\"{y:.1}\" width=\"1\" height=\"{h:.1}\" fill=\"{fill}\">\
                  <title>{} {what} ({} in all)</title></rect>",
-                self.y,
-                self.h,
                 c.count,
                 crate::summary::fmt_ns(c.ticks as f64 * npt)
             );
@@ -219,7 +230,7 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
                     if period.is_some() {
                         lane.flush(c, "short periods", "url(#many)", npt);
                     } else {
-                        lane.flush(c, "short waits", "#d0d0d0", npt);
+                        lane.flush(c, "short waits", "#a0a0a0", npt);
                     }
                     c.col = Some(col);
                 }
@@ -295,7 +306,7 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
             }
         }
         lane.flush(&mut narrow, "short periods", "url(#many)", npt);
-        lane.flush(&mut narrow_wait, "short waits", "#d0d0d0", npt);
+        lane.flush(&mut narrow_wait, "short waits", "#a0a0a0", npt);
     }
 
     // Time axis.
@@ -317,7 +328,7 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
              <text x=\"{x:.2}\" y=\"{:.1}\" class=\"tick\">{}</text>",
             axis_y + 5.0,
             axis_y + 17.0,
-            fmt_ms(ms)
+            fmt_ms_step(ms, step)
         );
         k += 1.0;
         n += 1;
@@ -374,8 +385,8 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
         "rill run {}: {} worker(s), {} to {} ms",
         run.dir.display(),
         run.workers.len(),
-        fmt_ms(from_ms),
-        fmt_ms(to_ms)
+        fmt_ms_step(from_ms, step / 10.0),
+        fmt_ms_step(to_ms, step / 10.0)
     );
     let mut svg = String::with_capacity(body.len() + axis.len() + legend.len() + 1024);
     let _ = write!(

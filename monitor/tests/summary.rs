@@ -332,3 +332,20 @@ fn zero_tail_is_a_clean_end_with_a_warning() {
     assert!(run.warnings[0].contains("unwritten"), "{:?}", run.warnings);
     assert_eq!(summarize(&run).events, 36);
 }
+
+#[test]
+fn latency_is_the_same_when_replayed_after_loading() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), false, Calibration::nanos());
+    let eager = summarize(&load_run(dir.path()).unwrap());
+    let opts = rill_monitor::LoadOptions {
+        latency: false,
+        threads: 1,
+        ..Default::default()
+    };
+    let lazy = summarize(&rill_monitor::load_run_with(dir.path(), &opts).unwrap());
+    assert_eq!(
+        serde_json::to_value(&eager).unwrap(),
+        serde_json::to_value(&lazy).unwrap()
+    );
+}
