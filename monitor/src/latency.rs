@@ -89,6 +89,7 @@ pub struct RawLatency {
     unread: u64,
     timed_periods: u64,
     message_periods: u64,
+    skipped_periods: u64,
 }
 
 impl RawLatency {
@@ -124,6 +125,7 @@ impl RawLatency {
             sinks,
             unmatched_reads: self.unmatched,
             unread_messages: self.unread,
+            skipped_periods: self.skipped_periods,
         }
     }
 }
@@ -164,6 +166,9 @@ struct StreamR {
     /// Tasks stalled reading it.
     waiting: Vec<u32>,
 }
+
+/// Periods claiming more messages than this are left out of the replay.
+const MAX_PERIOD_MESSAGES: u64 = 1 << 24;
 
 /// A stalled task whose backlog grows past this gives up waiting for the
 /// message (its writer's log is damaged or missing).
@@ -303,6 +308,12 @@ impl Replay {
         self.tasks[t as usize].busy = busy0 + dur;
         let n: u64 = ops.chunks_exact(2).map(|o| o[1] >> 1).sum();
         if n == 0 {
+            return;
+        }
+        if n > MAX_PERIOD_MESSAGES {
+            // Implausible (a damaged but decodable record): replaying it
+            // message by message could take minutes and gigabytes.
+            raw.skipped_periods += 1;
             return;
         }
         raw.message_periods += 1;

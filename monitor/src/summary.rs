@@ -159,6 +159,9 @@ pub struct LatencySummary {
     pub unmatched_reads: u64,
     /// Messages written but never read in the logs.
     pub unread_messages: u64,
+    /// Periods left out because they claim implausibly many messages (over
+    /// 16 Mi: damaged records); the latencies are unreliable when nonzero.
+    pub skipped_periods: u64,
 }
 
 /// Latency of one sink task's outputs.
@@ -592,6 +595,13 @@ impl Summary {
                 &rows,
                 &[0],
             );
+            if l.skipped_periods > 0 {
+                let _ = writeln!(
+                    o,
+                    "  {} periods claiming over 16 Mi messages were left out: the latencies are unreliable",
+                    l.skipped_periods
+                );
+            }
             if l.unmatched_reads > 0 {
                 let _ = writeln!(
                     o,

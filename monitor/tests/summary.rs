@@ -349,3 +349,41 @@ fn latency_is_the_same_when_replayed_after_loading() {
         serde_json::to_value(&lazy).unwrap()
     );
 }
+
+#[test]
+fn implausible_message_counts_do_not_hang_the_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let recs = vec![
+        period(
+            0,
+            10,
+            1,
+            EndState::Yielded,
+            vec![io(1, 0, u32::MAX)],
+            vec![Op::write(0, u32::MAX)],
+            vec![],
+        ),
+        period(
+            10,
+            20,
+            2,
+            EndState::Ended,
+            vec![io(1, 3, 0)],
+            vec![Op::read(0, 3)],
+            vec![],
+        ),
+    ];
+    write_log(
+        dir.path(),
+        0,
+        1,
+        MonitorFlags::FULL,
+        Calibration::nanos(),
+        &recs,
+    );
+    let s = summarize(&load_run(dir.path()).unwrap());
+    let l = s.latency.unwrap();
+    assert_eq!(l.skipped_periods, 1);
+    assert_eq!(l.unmatched_reads, 3);
+    assert_eq!(s.streams[0].written, u64::from(u32::MAX));
+}
