@@ -151,7 +151,7 @@ fn summary_throughput() {
     let (_, replay_wall, replay_cpu) = timed(|| summarize(&run));
     eprintln!(
         "scans alone: {scan_wall:.2} s wall, {scan_cpu:.2} s CPU ({:.0} MiB per CPU-second); \
-         replay alone: {replay_wall:.2} s wall, {replay_cpu:.2} s CPU ({:.0} MiB/s on one thread)",
+         replay after loading (re-decoding feeders + replay): {replay_wall:.2} s wall, {replay_cpu:.2} s CPU ({:.0} MiB per CPU-second)",
         mib / scan_cpu,
         mib / replay_cpu
     );
