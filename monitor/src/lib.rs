@@ -1,1 +1,37 @@
-//! rill-monitor: reads rill logs (skeleton).
+//! rill-monitor: reads the binary monitoring logs a rill run writes (one per
+//! worker, `worker-{id}.rlog`) and turns them into a summary (per-worker
+//! busy/waiting time, per-task and per-stream totals, throughput, per-input
+//! latency and jitter), an SVG timeline and a Chrome trace.
+//!
+//! ```no_run
+//! let run = rill_monitor::load_run(std::path::Path::new("logs"))?;
+//! println!("{}", rill_monitor::summarize(&run).to_text());
+//! let svg = rill_monitor::timeline_svg(&run, &rill_monitor::TimelineOptions::default());
+//! let trace = rill_monitor::chrome_trace(&run);
+//! # let _ = (svg, trace);
+//! # Ok::<(), anyhow::Error>(())
+//! ```
+//!
+//! [`load_run`] reads each file once (in parallel) into memory and keeps
+//! totals, not decoded records; the other analyses are streaming passes over
+//! the bytes with the allocation-free [`scan::Scanner`].
+
+#![warn(missing_docs)]
+
+mod latency;
+mod load;
+pub mod scan;
+mod summary;
+mod timeline;
+mod trace;
+
+pub use load::{
+    load_run, load_run_with, LoadOptions, RunLog, StreamInfo, TaskInfo, WorkerLog, WorkerStats,
+    PROGRESS_THRESHOLD,
+};
+pub use summary::{
+    end_state_name, fmt_ns, summarize, LatencyStats, LatencySummary, SinkLatency, StreamSummary,
+    Summary, TaskSummary, Throughput, WorkerSummary,
+};
+pub use timeline::{task_colour, timeline_svg, xml_escape, TimelineOptions};
+pub use trace::{chrome_trace, write_chrome_trace, TraceStats};

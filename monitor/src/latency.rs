@@ -1,0 +1,535 @@
+//! The latency replay: every task's reads and writes, in order, over all
+//! workers' logs, giving each message a latency (see [`summarize`](crate::summarize)).
+
+use std::collections::VecDeque;
+
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+
+use crate::load::{IdIndex, RunLog};
+use crate::scan::{Item, PeriodHead, Scanner};
+
+use crate::summary::{LatencyStats, LatencySummary, SinkLatency};
+
+/// Streaming count / mean / variance / min / max / jitter over latencies in ticks.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Acc {
+    n: u64,
+    mean: f64,
+    m2: f64,
+    min: u64,
+    max: u64,
+    jitter_sum: f64,
+    last: u64,
+}
+
+impl Acc {
+    #[inline]
+    fn add(&mut self, v: u64) {
+        self.n += 1;
+        let x = v as f64;
+        let d = x - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x - self.mean);
+        if self.n == 1 {
+            self.min = v;
+            self.max = v;
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+            self.jitter_sum += v.abs_diff(self.last) as f64;
+        }
+        self.last = v;
+    }
+
+    /// Combines two accumulators' count, mean, variance, min and max
+    /// (Chan et al.); the jitters are added (see [`LatencySummary::all`]).
+    fn merge(&mut self, o: &Acc) {
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = o.clone();
+            return;
+        }
+        let n = self.n + o.n;
+        let d = o.mean - self.mean;
+        self.m2 += o.m2 + d * d * self.n as f64 * o.n as f64 / n as f64;
+        self.mean += d * o.n as f64 / n as f64;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.jitter_sum += o.jitter_sum;
+        self.n = n;
+    }
+
+    fn stats(&self, ns_per_tick: f64, jitter_pairs: u64) -> LatencyStats {
+        if self.n == 0 {
+            return LatencyStats::default();
+        }
+        LatencyStats {
+            outputs: self.n,
+            mean_ns: self.mean * ns_per_tick,
+            stddev_ns: (self.m2 / self.n as f64).sqrt() * ns_per_tick,
+            min_ns: self.min as f64 * ns_per_tick,
+            max_ns: self.max as f64 * ns_per_tick,
+            jitter_ns: if jitter_pairs > 0 {
+                self.jitter_sum / jitter_pairs as f64 * ns_per_tick
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// The replay's result before the sink tasks are known.
+#[derive(Clone, Debug, Default)]
+pub struct RawLatency {
+    /// Per task that read messages and never wrote one (so far), its reads' latencies.
+    readers: Vec<(u64, Acc)>,
+    unmatched: u64,
+    unread: u64,
+    timed_periods: u64,
+    message_periods: u64,
+    skipped_periods: u64,
+}
+
+impl RawLatency {
+    /// The summary, with the run's sink tasks as outputs.
+    pub(crate) fn finish(&self, run: &RunLog) -> LatencySummary {
+        let npt = run.calibration.ns_per_tick();
+        let mut all = Acc::default();
+        let mut pairs = 0;
+        let mut sinks: Vec<SinkLatency> = Vec::new();
+        for (id, acc) in &self.readers {
+            if !run.tasks.get(id).is_some_and(|t| t.is_sink()) || acc.n == 0 {
+                continue;
+            }
+            all.merge(acc);
+            pairs += acc.n - 1;
+            sinks.push(SinkLatency {
+                task: *id,
+                name: run.task_label(*id),
+                stats: acc.stats(npt, acc.n - 1),
+            });
+        }
+        sinks.sort_by_key(|s| s.task);
+        let timing = if self.message_periods > 0 && self.timed_periods == self.message_periods {
+            "message times"
+        } else if self.timed_periods > 0 {
+            "message times where recorded, apportioned elsewhere"
+        } else {
+            "apportioned"
+        };
+        LatencySummary {
+            timing: timing.to_owned(),
+            all: all.stats(npt, pairs),
+            sinks,
+            unmatched_reads: self.unmatched,
+            unread_messages: self.unread,
+            skipped_periods: self.skipped_periods,
+        }
+    }
+}
+
+/// A message read or write waiting for its task to be resumed.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    stream: u32,
+    write: bool,
+    busy: u64,
+}
+
+#[derive(Debug, Default)]
+struct TaskR {
+    id: u64,
+    /// Busy clock: ticks dispatched so far.
+    busy: u64,
+    /// The last op was a write.
+    writing: bool,
+    /// Ever wrote a message (so not a sink).
+    wrote: bool,
+    /// Busy clock at the start of the current component execution.
+    ce_start: u64,
+    /// Busy clock at the last write.
+    last_write: u64,
+    /// Largest latency among the current CE's parents.
+    parent: Option<u64>,
+    /// Ops not yet replayed because a read found its message not yet written.
+    backlog: VecDeque<Pending>,
+    /// Latencies of the messages it read, while it has written none.
+    reads: Acc,
+}
+
+#[derive(Debug, Default)]
+struct StreamR {
+    /// Latencies of messages written and not yet read.
+    queue: VecDeque<u64>,
+    /// Tasks stalled reading it.
+    waiting: Vec<u32>,
+}
+
+/// Periods claiming more messages than this are left out of the replay.
+const MAX_PERIOD_MESSAGES: u64 = 1 << 24;
+
+/// A stalled task whose backlog grows past this gives up waiting for the
+/// message (its writer's log is damaged or missing).
+const MAX_BACKLOG: usize = 1 << 20;
+
+#[derive(Default)]
+struct Replay {
+    tasks: Vec<TaskR>,
+    task_ix: IdIndex,
+    streams: Vec<StreamR>,
+    stream_ix: IdIndex,
+    wake: Vec<u32>,
+    unmatched: u64,
+}
+
+impl Replay {
+    #[inline]
+    fn task(&mut self, id: u64) -> u32 {
+        let (i, new) = self.task_ix.index(id, self.tasks.len());
+        if new {
+            self.tasks.push(TaskR {
+                id,
+                ..TaskR::default()
+            });
+        }
+        i as u32
+    }
+
+    #[inline]
+    fn stream(&mut self, id: u64) -> u32 {
+        let (i, new) = self.stream_ix.index(id, self.streams.len());
+        if new {
+            self.streams.push(StreamR::default());
+        }
+        i as u32
+    }
+
+    /// Replays one op of task `t`, or queues it behind the task's backlog.
+    #[inline]
+    fn op(&mut self, t: u32, op: Pending) {
+        let task = &mut self.tasks[t as usize];
+        if !task.backlog.is_empty() {
+            task.backlog.push_back(op);
+            if task.backlog.len() > MAX_BACKLOG {
+                self.force(t);
+            }
+            return;
+        }
+        if !self.try_op(t, op) {
+            self.tasks[t as usize].backlog.push_back(op);
+        }
+    }
+
+    /// Applies an op; false if it is a read of a message not yet written (the
+    /// task is then registered as waiting on the stream).
+    #[inline]
+    fn try_op(&mut self, t: u32, op: Pending) -> bool {
+        let s = op.stream as usize;
+        if op.write {
+            let task = &mut self.tasks[t as usize];
+            let lat = op.busy.saturating_sub(task.ce_start) + task.parent.unwrap_or(0);
+            task.writing = true;
+            task.wrote = true;
+            task.last_write = op.busy;
+            if task.parent.is_none() {
+                // A write without inputs (a source) is an execution of its own.
+                task.ce_start = op.busy;
+            }
+            let st = &mut self.streams[s];
+            st.queue.push_back(lat);
+            if !st.waiting.is_empty() {
+                self.wake.append(&mut st.waiting);
+            }
+            true
+        } else {
+            let Some(lat) = self.streams[s].queue.pop_front() else {
+                let w = &mut self.streams[s].waiting;
+                if !w.contains(&t) {
+                    w.push(t);
+                }
+                return false;
+            };
+            self.read(t, Some(lat));
+            true
+        }
+    }
+
+    /// Task `t` read a message of latency `lat` (`None`: unknown).
+    #[inline]
+    fn read(&mut self, t: u32, lat: Option<u64>) {
+        let task = &mut self.tasks[t as usize];
+        if task.writing {
+            task.writing = false;
+            task.ce_start = task.last_write;
+            task.parent = None;
+        }
+        if let Some(lat) = lat {
+            task.parent = Some(task.parent.map_or(lat, |p| p.max(lat)));
+            if !task.wrote {
+                task.reads.add(lat);
+            }
+        }
+    }
+
+    /// Gives up waiting on the front read of `t`'s backlog.
+    fn force(&mut self, t: u32) {
+        if let Some(op) = self.tasks[t as usize].backlog.pop_front() {
+            self.unmatched += 1;
+            self.streams[op.stream as usize].waiting.retain(|&x| x != t);
+            self.read(t, None);
+            self.wake.push(t);
+        }
+    }
+
+    /// Resumes woken tasks until none can progress.
+    fn drain(&mut self) {
+        while let Some(t) = self.wake.pop() {
+            while let Some(&op) = self.tasks[t as usize].backlog.front() {
+                if self.try_op(t, op) {
+                    self.tasks[t as usize].backlog.pop_front();
+                } else {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Replays one period in its feed form (see [`FeedTx::period`]).
+    #[inline]
+    fn period(&mut self, w: &[u64], raw: &mut RawLatency) {
+        let (start, dur, task) = (w[0], w[1], w[2]);
+        let n_ops = (w[3] >> 32) as usize;
+        let ops = &w[4..4 + 2 * n_ops];
+        let times = &w[4 + 2 * n_ops..];
+        let t = self.task(task);
+        let busy0 = self.tasks[t as usize].busy;
+        self.tasks[t as usize].busy = busy0 + dur;
+        let n: u64 = ops.chunks_exact(2).map(|o| o[1] >> 1).sum();
+        if n == 0 {
+            return;
+        }
+        if n > MAX_PERIOD_MESSAGES {
+            // Implausible (a damaged but decodable record): replaying it
+            // message by message could take minutes and gigabytes.
+            raw.skipped_periods += 1;
+            return;
+        }
+        raw.message_periods += 1;
+        let timed = times.len() as u64 == n;
+        raw.timed_periods += u64::from(timed);
+        // The i-th message (from 1) sits at floor(dur * i / n), stepped
+        // without a division per message: q + r/n advances by dur/n.
+        let (q_step, r_step) = (dur / n, dur % n);
+        let (mut q, mut r) = (0u64, 0u64);
+        let mut i = 0usize;
+        for op in ops.chunks_exact(2) {
+            let stream = self.stream(op[0]);
+            let write = op[1] & 1 != 0;
+            for _ in 0..op[1] >> 1 {
+                let at = if timed {
+                    times[i].saturating_sub(start).min(dur)
+                } else {
+                    q += q_step;
+                    r += r_step;
+                    if r >= n {
+                        q += 1;
+                        r -= n;
+                    }
+                    q
+                };
+                i += 1;
+                self.op(
+                    t,
+                    Pending {
+                        stream,
+                        write,
+                        busy: busy0 + at,
+                    },
+                );
+            }
+        }
+        if !self.wake.is_empty() {
+            self.drain();
+        }
+    }
+}
+
+/// Words per feed chunk.
+const CHUNK: usize = 1 << 15;
+/// Chunks in flight per log.
+const IN_FLIGHT: usize = 4;
+
+/// The sending end of a log's *feed*: its periods in a compact word form,
+/// produced by the thread that scans the log and consumed by the replay, so
+/// that the replay's thread decodes no varints.
+pub(crate) struct FeedTx {
+    tx: SyncSender<Vec<u64>>,
+    back: Receiver<Vec<u64>>,
+    buf: Vec<u64>,
+}
+
+/// The receiving end of a feed.
+pub(crate) struct FeedRx {
+    rx: Receiver<Vec<u64>>,
+    back: SyncSender<Vec<u64>>,
+    buf: Vec<u64>,
+    pos: usize,
+}
+
+/// A new feed.
+pub(crate) fn feed() -> (FeedTx, FeedRx) {
+    let (tx, rx) = sync_channel(IN_FLIGHT);
+    let (back_tx, back_rx) = sync_channel(IN_FLIGHT + 2);
+    (
+        FeedTx {
+            tx,
+            back: back_rx,
+            buf: Vec::with_capacity(CHUNK + 64),
+        },
+        FeedRx {
+            rx,
+            back: back_tx,
+            buf: Vec::new(),
+            pos: 0,
+        },
+    )
+}
+
+impl FeedTx {
+    /// Appends a period: `start, dur, task, n_ops << 32 | n_times`, then per op
+    /// `stream, count << 1 | write`, then the message times.
+    #[inline]
+    pub(crate) fn period(&mut self, p: &PeriodHead, sc: &Scanner<'_>) {
+        let ops = sc.ops();
+        let io = sc.io();
+        let times = sc.op_times();
+        self.buf.extend_from_slice(&[
+            p.start,
+            p.dur(),
+            p.task,
+            (ops.len() as u64) << 32 | times.len().min(u32::MAX as usize) as u64,
+        ]);
+        for op in ops {
+            self.buf.push(io[usize::from(op.io_index)].stream);
+            self.buf
+                .push(u64::from(op.count) << 1 | u64::from(op.write));
+        }
+        self.buf
+            .extend_from_slice(&times[..times.len().min(u32::MAX as usize)]);
+        if self.buf.len() >= CHUNK {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let mut next = self
+            .back
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK + 64));
+        next.clear();
+        let full = std::mem::replace(&mut self.buf, next);
+        // An error means the replay is gone (it panicked): drop the data.
+        let _ = self.tx.send(full);
+    }
+
+    /// Sends what is left; dropping the sender ends the feed.
+    pub(crate) fn finish(mut self) {
+        if !self.buf.is_empty() {
+            self.flush();
+        }
+    }
+}
+
+impl FeedRx {
+    /// The next period's start, or `None` at the end of the feed.
+    #[inline]
+    fn peek_start(&mut self) -> Option<u64> {
+        if self.pos >= self.buf.len() {
+            let next = self.rx.recv().ok()?;
+            let old = std::mem::replace(&mut self.buf, next);
+            let _ = self.back.try_send(old);
+            self.pos = 0;
+        }
+        self.buf.get(self.pos).copied()
+    }
+
+    /// The next period's words (after [`peek_start`](Self::peek_start) said there is one).
+    #[inline]
+    fn take(&mut self) -> &[u64] {
+        let h = self.buf[self.pos + 3];
+        let len = 4 + 2 * (h >> 32) as usize + (h & 0xffff_ffff) as usize;
+        let w = &self.buf[self.pos..self.pos + len];
+        self.pos += len;
+        w
+    }
+}
+
+/// Replays all periods of the feeds, merged by start time.
+pub(crate) fn replay(mut feeds: Vec<FeedRx>) -> RawLatency {
+    let mut rp = Replay::default();
+    let mut raw = RawLatency::default();
+    // The next period of each feed, smallest start first: a linear scan, as
+    // there are few workers.
+    let mut heads: Vec<(u64, usize)> = feeds
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(i, f)| f.peek_start().map(|s| (s, i)))
+        .collect();
+    while !heads.is_empty() {
+        let mut hi = 0;
+        for (j, h) in heads.iter().enumerate().skip(1) {
+            if h.0 < heads[hi].0 {
+                hi = j;
+            }
+        }
+        let f = &mut feeds[heads[hi].1];
+        rp.period(f.take(), &mut raw);
+        match f.peek_start() {
+            Some(s) => heads[hi].0 = s,
+            None => {
+                heads.swap_remove(hi);
+            }
+        }
+    }
+    // Reads still waiting: their messages were never logged.
+    rp.unmatched += rp
+        .tasks
+        .iter()
+        .map(|t| t.backlog.iter().filter(|op| !op.write).count() as u64)
+        .sum::<u64>();
+    raw.unmatched = rp.unmatched;
+    raw.unread = rp.streams.iter().map(|s| s.queue.len() as u64).sum();
+    raw.readers = rp
+        .tasks
+        .into_iter()
+        .filter(|t| !t.wrote && t.reads.n > 0)
+        .map(|t| (t.id, t.reads))
+        .collect();
+    raw
+}
+
+/// Feeds a log's periods (from `sc`) into `tx`.
+pub(crate) fn feed_from(mut sc: Scanner<'_>, mut tx: FeedTx) {
+    while let Some(item) = sc.next() {
+        if let Item::Period(p) = item {
+            tx.period(&p, &sc);
+        }
+    }
+    tx.finish();
+}
+
+/// The replay over a loaded run: one feeding thread per log.
+pub(crate) fn replay_run(run: &RunLog) -> RawLatency {
+    std::thread::scope(|s| {
+        let mut rxs = Vec::new();
+        for w in &run.workers {
+            let (tx, rx) = feed();
+            rxs.push(rx);
+            let sc = w.scanner();
+            s.spawn(move || feed_from(sc, tx));
+        }
+        replay(rxs)
+    })
+}

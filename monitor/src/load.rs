@@ -1,0 +1,875 @@
+//! Finding, checking and scanning a run's logs: [`load_run`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{bail, Context as _};
+use indicatif::{ProgressBar, ProgressStyle};
+use rill::monitor::clock::Calibration;
+use rill::monitor::flags::MonitorFlags;
+use rill::monitor::format::{EndReason, EndState, Header, LogError, Side};
+
+use crate::latency::{feed, replay, FeedTx, RawLatency};
+use crate::scan::{damage_reason, Item, Scanner};
+
+/// Logs larger than this in total (bytes) get a progress bar on stderr.
+pub const PROGRESS_THRESHOLD: u64 = 64 << 20;
+
+/// A fast hasher for integer ids (the analyses look up a task or stream per
+/// period; SipHash would dominate).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A hash map keyed by ids.
+pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// Dense indices for ids, with a small direct-mapped cache in front of the
+/// hash map (a worker's consecutive periods touch few tasks and streams).
+#[derive(Debug)]
+pub(crate) struct IdIndex {
+    map: IdMap<u64, u32>,
+    /// `(id, index + 1)`; 0 = empty.
+    cache: [(u64, u32); 64],
+}
+
+impl Default for IdIndex {
+    fn default() -> Self {
+        IdIndex {
+            map: IdMap::default(),
+            cache: [(0, 0); 64],
+        }
+    }
+}
+
+impl IdIndex {
+    /// The index of `id`; a new id gets `len` (the caller then pushes its
+    /// entry) and `true`.
+    #[inline]
+    pub(crate) fn index(&mut self, id: u64, len: usize) -> (usize, bool) {
+        let slot = (id ^ (id >> 6)) as usize & 63;
+        let (cid, ci) = self.cache[slot];
+        if ci != 0 && cid == id {
+            return (ci as usize - 1, false);
+        }
+        let mut new = false;
+        let i = *self.map.entry(id).or_insert_with(|| {
+            new = true;
+            len as u32
+        });
+        self.cache[slot] = (id, i + 1);
+        (i as usize, new)
+    }
+}
+
+/// A whole run's logs, checked and scanned once (see [`load_run`]).
+///
+/// Holds each log's bytes (not its decoded records) plus per-worker, per-task
+/// and per-stream totals; the other analyses make their own streaming passes
+/// over the bytes with [`WorkerLog::scanner`].
+#[derive(Debug)]
+pub struct RunLog {
+    /// The directory the logs came from.
+    pub dir: PathBuf,
+    /// What the run recorded (from the headers).
+    pub flags: MonitorFlags,
+    /// Number of workers the headers announce.
+    pub worker_count: u32,
+    /// The run's clock calibration.
+    pub calibration: Calibration,
+    /// One entry per log file, by worker id.
+    pub workers: Vec<WorkerLog>,
+    /// Every task seen (assigned or dispatched), by id.
+    pub tasks: BTreeMap<u64, TaskInfo>,
+    /// Every stream seen (opened, bound or used), by id.
+    pub streams: BTreeMap<u64, StreamInfo>,
+    /// Problems that did not stop the analysis: damaged records (file, byte
+    /// offset, reason), missing worker logs, unwritten tails.
+    pub warnings: Vec<String>,
+    /// Earliest time in the run (ticks); the origin of timelines and traces.
+    pub t0: u64,
+    /// Latest time in the run (ticks).
+    pub t1: u64,
+    /// The latency replay, when it ran during loading.
+    pub(crate) latency: Option<RawLatency>,
+}
+
+/// One worker's log.
+pub struct WorkerLog {
+    /// The worker id (from the header).
+    pub worker: u32,
+    /// The file.
+    pub path: PathBuf,
+    /// Its header.
+    pub header: Header,
+    /// Where the records start.
+    pub records_start: usize,
+    /// Bytes up to the end of the last intact record (header included).
+    pub valid_len: u64,
+    /// Why decoding stopped.
+    pub end: EndReason,
+    /// Totals over the log.
+    pub stats: WorkerStats,
+    data: Vec<u8>,
+}
+
+impl fmt::Debug for WorkerLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerLog")
+            .field("worker", &self.worker)
+            .field("path", &self.path)
+            .field("bytes", &self.data.len())
+            .field("valid_len", &self.valid_len)
+            .field("end", &self.end)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl WorkerLog {
+    /// The file's bytes.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// A fresh scanner over the log's records (stops where loading stopped).
+    pub fn scanner(&self) -> Scanner<'_> {
+        let end = (self.valid_len as usize).min(self.data.len());
+        Scanner::new(&self.data[..end], self.records_start)
+    }
+
+    /// The file name (for messages).
+    pub fn file_name(&self) -> String {
+        file_label(&self.path)
+    }
+}
+
+/// Totals of one worker's log. Times are ticks.
+#[derive(Clone, Debug, Default)]
+pub struct WorkerStats {
+    /// Earliest time in the log.
+    pub begin: u64,
+    /// Latest time in the log (a period's end or a wait's end included).
+    pub finish: u64,
+    /// Whether the log had any timed record.
+    pub any_time: bool,
+    /// Sum of period durations.
+    pub busy: u64,
+    /// Sum of wait durations.
+    pub wait: u64,
+    /// Number of `WorkerWait` records.
+    pub waits: u64,
+    /// Number of periods.
+    pub dispatches: u64,
+    /// Monitoring events (a period counts 1 + its messages).
+    pub events: u64,
+    /// Records decoded.
+    pub records: u64,
+    /// Messages read in this worker's periods.
+    pub reads: u64,
+    /// Messages written in this worker's periods.
+    pub writes: u64,
+    /// Periods carrying per-message times.
+    pub timed_periods: u64,
+    /// Periods that stored an op order.
+    pub ordered_periods: u64,
+}
+
+/// What the logs say about a task.
+#[derive(Clone, Debug, Default)]
+pub struct TaskInfo {
+    /// Task id.
+    pub id: u64,
+    /// Name from `TaskAssign`, if logged.
+    pub name: Option<String>,
+    /// Creating task (0 = none).
+    pub parent: u64,
+    /// The worker it was first mapped to.
+    pub assigned: Option<u32>,
+    /// Total execution time (sum of its periods), ticks.
+    pub busy: u64,
+    /// Number of periods.
+    pub dispatches: u64,
+    /// Messages read.
+    pub reads: u64,
+    /// Messages written.
+    pub writes: u64,
+    /// Migrations logged.
+    pub migrations: u64,
+    /// How its last period ended.
+    pub last_end: Option<EndState>,
+    /// End of its last period (ticks), to order `last_end` across workers.
+    pub last_time: u64,
+}
+
+impl TaskInfo {
+    /// The name, or `task#ID` when none was logged.
+    pub fn label(&self) -> String {
+        match &self.name {
+            Some(n) => n.clone(),
+            None => format!("task#{}", self.id),
+        }
+    }
+
+    /// A task that reads messages but writes none (its reads are the run's outputs).
+    pub fn is_sink(&self) -> bool {
+        self.reads > 0 && self.writes == 0
+    }
+}
+
+/// What the logs say about a stream.
+#[derive(Clone, Debug, Default)]
+pub struct StreamInfo {
+    /// Stream id.
+    pub id: u64,
+    /// Capacity from `StreamOpen`.
+    pub capacity: Option<u32>,
+    /// Creating task (0 = none).
+    pub creator: u64,
+    /// Task bound to the writing end (the last bind logged).
+    pub writer: Option<u64>,
+    /// Task bound to the reading end (the last bind logged).
+    pub reader: Option<u64>,
+    /// Messages written to it.
+    pub written: u64,
+    /// Messages read from it.
+    pub read: u64,
+    /// Periods that ended blocked reading it (its reader blocked).
+    pub reader_blocked: u64,
+    /// Periods that ended blocked writing it (its writer blocked).
+    pub writer_blocked: u64,
+    /// Ends closed (reader, writer).
+    pub closed: (bool, bool),
+}
+
+/// Options for [`load_run_with`].
+#[derive(Clone, Copy, Debug)]
+pub struct LoadOptions {
+    /// Show a progress bar on stderr: `None` = when the logs exceed
+    /// [`PROGRESS_THRESHOLD`] (and stderr is a terminal).
+    pub progress: Option<bool>,
+    /// Scanning threads (0 = one per available core, at most one per file).
+    pub threads: usize,
+    /// Also run the latency replay (on its own thread, beside the scans),
+    /// when the flags allow it; otherwise [`summarize`](crate::summarize)
+    /// runs it if needed.
+    pub latency: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            progress: None,
+            threads: 0,
+            latency: true,
+        }
+    }
+}
+
+/// Loads a run: finds the `worker-*.rlog` files in `dir`, checks that their
+/// headers agree (worker count, calibration), and scans every record once to
+/// total busy and waiting time, task and stream statistics.
+///
+/// Errors (one line, naming the file): a missing directory, no logs, a file
+/// that is not a rill log, an unsupported format version, headers that
+/// disagree. Damaged records are not errors: the records before them are used
+/// and the damage is listed in [`RunLog::warnings`].
+pub fn load_run(dir: &Path) -> anyhow::Result<RunLog> {
+    load_run_with(dir, &LoadOptions::default())
+}
+
+/// [`load_run`] with options.
+pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
+    let paths = find_logs(dir)?;
+    let cores = match opts.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let threads = cores.clamp(1, paths.len());
+
+    // Read every file and check its header first: header errors stop here.
+    let files = parallel(&paths, threads, read_file)?;
+    let first = &files[0].header;
+    let need = MonitorFlags::SCHEDULER | MonitorFlags::STREAM | MonitorFlags::MESSAGE;
+    let with_latency = opts.latency && first.flags.contains(need);
+
+    let total: u64 = files.iter().map(|f| f.data.len() as u64).sum();
+    let show = opts.progress.unwrap_or(total > PROGRESS_THRESHOLD);
+    let bar = show.then(|| {
+        let bar = ProgressBar::new(total);
+        if let Ok(style) = ProgressStyle::with_template(
+            "{msg} [{bar:40}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message("analysing logs");
+        bar
+    });
+
+    // The per-file scans; with the latency replay, one scan thread per file
+    // (each feeds the replay, which needs all of them to progress) and the
+    // replay on this thread.
+    let (scanned, latency) = if with_latency {
+        std::thread::scope(|s| {
+            let mut rxs = Vec::new();
+            let mut handles = Vec::new();
+            for f in &files {
+                let (tx, rx) = feed();
+                rxs.push(rx);
+                let bar = bar.as_ref();
+                handles.push(s.spawn(move || scan_file(f, bar, Some(tx))));
+            }
+            let latency = replay(rxs);
+            let scanned: Vec<Scanned> = handles
+                .into_iter()
+                .map(|h| h.join().expect("a log scan panicked"))
+                .collect();
+            (scanned, Some(latency))
+        })
+    } else {
+        let scanned = parallel(&files, threads, |f| Ok(scan_file(f, bar.as_ref(), None)))?;
+        (scanned, None)
+    };
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let mut run = merge(dir, scanned, files)?;
+    run.latency = latency;
+    Ok(run)
+}
+
+/// Runs `f` over `items` on up to `threads` threads; results in order.
+fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> anyhow::Result<R> + Sync,
+) -> anyhow::Result<Vec<R>> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<anyhow::Result<R>>>> =
+        Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.expect("every item processed"))
+        .collect()
+}
+
+/// The `worker-*.rlog` files in `dir`, sorted by name.
+fn find_logs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let meta = std::fs::metadata(dir).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            anyhow::anyhow!("log directory {} not found", dir.display())
+        } else {
+            anyhow::anyhow!("cannot read log directory {}: {e}", dir.display())
+        }
+    })?;
+    if !meta.is_dir() {
+        bail!(
+            "{} is not a directory (give the directory holding the worker-*.rlog files)",
+            dir.display()
+        );
+    }
+    let mut paths = Vec::new();
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read log directory {}", dir.display()))?;
+    for entry in entries {
+        let entry =
+            entry.with_context(|| format!("cannot read log directory {}", dir.display()))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.starts_with("worker-") && name.ends_with(".rlog") {
+            paths.push(entry.path());
+        }
+    }
+    if paths.is_empty() {
+        bail!("no rill logs (worker-*.rlog) in {}", dir.display());
+    }
+    // Numeric order of the worker id where the name has one.
+    paths.sort_by_key(|p| {
+        let n = file_label(p);
+        let id = n
+            .strip_prefix("worker-")
+            .and_then(|s| s.strip_suffix(".rlog"))
+            .and_then(|s| s.parse::<u64>().ok());
+        (id.is_none(), id, n)
+    });
+    Ok(paths)
+}
+
+fn file_label(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+/// A log file read into memory, its header checked.
+struct RawFile {
+    path: PathBuf,
+    data: Vec<u8>,
+    header: Header,
+    records_start: usize,
+}
+
+fn read_file(path: &PathBuf) -> anyhow::Result<RawFile> {
+    let label = path.display();
+    let data = std::fs::read(path).map_err(|e| anyhow::anyhow!("{label}: cannot read: {e}"))?;
+    let (header, records_start) =
+        Header::parse(&data).map_err(|e: LogError| anyhow::anyhow!("{label}: {e}"))?;
+    Ok(RawFile {
+        path: path.clone(),
+        data,
+        header,
+        records_start,
+    })
+}
+
+/// One file after its scan.
+struct Scanned {
+    worker: u32,
+    valid_len: u64,
+    end: EndReason,
+    stats: WorkerStats,
+    tasks: Vec<TaskInfo>,
+    streams: Vec<StreamInfo>,
+    warnings: Vec<String>,
+}
+
+fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -> Scanned {
+    let data = &f.data;
+    let header = f.header;
+    let mut agg = Agg::default();
+    let mut sc = Scanner::new(data, f.records_start);
+    let mut reported = f.records_start;
+    let mut n = 0u32;
+    while let Some(item) = sc.next() {
+        if let (Item::Period(p), Some(feed)) = (&item, feed.as_mut()) {
+            feed.period(p, &sc);
+        }
+        agg.item(item, &sc);
+        n = n.wrapping_add(1);
+        if n & 0xffff == 0 {
+            if let Some(bar) = bar {
+                bar.inc((sc.offset() - reported) as u64);
+                reported = sc.offset();
+            }
+        }
+    }
+    if let Some(feed) = feed {
+        feed.finish();
+    }
+    let stop = sc.offset();
+    let mut warnings = Vec::new();
+    let name = file_label(&f.path);
+    let end = match sc.damaged_at() {
+        Some(offset) => {
+            let reason = damage_reason(data, offset);
+            let text = reason
+                .as_ref()
+                .map_or_else(|| "undecodable record".to_owned(), |r| r.to_string());
+            warnings.push(format!(
+                "{name}: damaged record at byte {offset}: {text}; the {} bytes from there on were skipped",
+                data.len() as u64 - offset
+            ));
+            EndReason::Damaged {
+                offset,
+                reason: reason.unwrap_or(rill::monitor::format::DecodeErrorKind::Truncated),
+            }
+        }
+        None => {
+            if stop < data.len() {
+                warnings.push(format!(
+                    "{name}: records end at byte {stop} of {}: the rest is an unwritten (zero) tail, \
+                     so the run probably did not finish cleanly",
+                    data.len()
+                ));
+            }
+            EndReason::Clean
+        }
+    };
+    if let Some(bar) = bar {
+        bar.inc((data.len() - reported) as u64);
+    }
+    if let Some(stem) = name
+        .strip_prefix("worker-")
+        .and_then(|s| s.strip_suffix(".rlog"))
+    {
+        if stem.parse::<u32>().ok() != Some(header.worker) {
+            warnings.push(format!(
+                "{name}: the header says worker {}, the file name says otherwise",
+                header.worker
+            ));
+        }
+    }
+    Scanned {
+        worker: header.worker,
+        valid_len: stop as u64,
+        end,
+        stats: agg.stats,
+        tasks: agg.tasks,
+        streams: agg.streams,
+        warnings,
+    }
+}
+
+/// Per-file totals, filled record by record.
+#[derive(Default)]
+struct Agg {
+    stats: WorkerStats,
+    tasks: Vec<TaskInfo>,
+    task_ix: IdIndex,
+    streams: Vec<StreamInfo>,
+    stream_ix: IdIndex,
+}
+
+impl Agg {
+    #[inline]
+    fn time(&mut self, t0: u64, t1: u64) {
+        let s = &mut self.stats;
+        if s.any_time {
+            s.begin = s.begin.min(t0);
+            s.finish = s.finish.max(t1);
+        } else {
+            s.any_time = true;
+            s.begin = t0;
+            s.finish = t1;
+        }
+    }
+
+    #[inline]
+    fn task(&mut self, id: u64) -> &mut TaskInfo {
+        let (i, new) = self.task_ix.index(id, self.tasks.len());
+        if new {
+            self.tasks.push(TaskInfo {
+                id,
+                ..TaskInfo::default()
+            });
+        }
+        &mut self.tasks[i]
+    }
+
+    #[inline]
+    fn stream(&mut self, id: u64) -> &mut StreamInfo {
+        let (i, new) = self.stream_ix.index(id, self.streams.len());
+        if new {
+            self.streams.push(StreamInfo {
+                id,
+                ..StreamInfo::default()
+            });
+        }
+        &mut self.streams[i]
+    }
+
+    #[inline]
+    fn item(&mut self, item: Item<'_>, sc: &Scanner<'_>) {
+        self.stats.records += 1;
+        match item {
+            Item::Period(p) => {
+                self.time(p.start, p.end.max(p.start));
+                let dur = p.dur();
+                let mut reads = 0u64;
+                let mut writes = 0u64;
+                for io in sc.io() {
+                    reads += u64::from(io.reads);
+                    writes += u64::from(io.writes);
+                    if io.reads | io.writes != 0 {
+                        let s = self.stream(io.stream);
+                        s.read += u64::from(io.reads);
+                        s.written += u64::from(io.writes);
+                    }
+                }
+                let st = &mut self.stats;
+                st.busy += dur;
+                st.dispatches += 1;
+                st.events += 1 + reads + writes;
+                st.reads += reads;
+                st.writes += writes;
+                st.timed_periods += u64::from(!sc.op_times().is_empty());
+                st.ordered_periods += u64::from(sc.ops_recorded());
+                match p.end_state {
+                    EndState::BlockedInput { stream } => self.stream(stream).reader_blocked += 1,
+                    EndState::BlockedOutput { stream } => self.stream(stream).writer_blocked += 1,
+                    _ => {}
+                }
+                let t = self.task(p.task);
+                t.busy += dur;
+                t.dispatches += 1;
+                t.reads += reads;
+                t.writes += writes;
+                if t.last_end.is_none() || p.end >= t.last_time {
+                    t.last_end = Some(p.end_state);
+                    t.last_time = p.end;
+                }
+            }
+            Item::WorkerWait { t, dur } => {
+                self.time(t, t.saturating_add(dur));
+                self.stats.wait += dur;
+                self.stats.waits += 1;
+                self.stats.events += 1;
+            }
+            Item::WorkerStart { t } | Item::WorkerEnd { t } => {
+                self.time(t, t);
+                self.stats.events += 1;
+            }
+            Item::TaskAssign {
+                t,
+                task,
+                parent,
+                worker,
+                name,
+            } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let info = self.task(task);
+                if info.name.is_none() {
+                    info.name = Some(name.to_owned());
+                    info.parent = parent;
+                    info.assigned = Some(worker);
+                }
+            }
+            Item::TaskMigrate { t, task, .. } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                self.task(task).migrations += 1;
+            }
+            Item::StreamOpen {
+                t,
+                stream,
+                capacity,
+                creator,
+            } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let s = self.stream(stream);
+                s.capacity = Some(capacity);
+                s.creator = creator;
+            }
+            Item::StreamBind {
+                t,
+                stream,
+                side,
+                task,
+            } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let s = self.stream(stream);
+                match side {
+                    Side::Reader => s.reader = Some(task),
+                    Side::Writer => s.writer = Some(task),
+                }
+            }
+            Item::StreamClose { t, stream, side } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let s = self.stream(stream);
+                match side {
+                    Side::Reader => s.closed.0 = true,
+                    Side::Writer => s.closed.1 = true,
+                }
+            }
+            Item::StreamReplace { t, .. } => {
+                self.time(t, t);
+                self.stats.events += 1;
+            }
+        }
+    }
+}
+
+fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Result<RunLog> {
+    let (first_name, first_header) = (file_label(&files[0].path), files[0].header);
+    let mut warnings = Vec::new();
+    let mut seen = BTreeMap::new();
+    for f in &files {
+        let h = &f.header;
+        let name = file_label(&f.path);
+        if h.worker_count != first_header.worker_count {
+            bail!(
+                "{}: worker count {} differs from {first_name}'s {} (logs of different runs?)",
+                f.path.display(),
+                h.worker_count,
+                first_header.worker_count
+            );
+        }
+        if h.calibration != first_header.calibration {
+            bail!(
+                "{}: clock calibration differs from {first_name}'s (logs of different runs?)",
+                f.path.display()
+            );
+        }
+        if h.flags != first_header.flags {
+            warnings.push(format!(
+                "{name}: monitoring flags {} differ from {first_name}'s {}; using {first_name}'s",
+                h.flags, first_header.flags
+            ));
+        }
+        if let Some(other) = seen.insert(h.worker, name.clone()) {
+            bail!(
+                "{}: worker id {} is also claimed by {other}",
+                f.path.display(),
+                h.worker
+            );
+        }
+        if h.worker >= h.worker_count {
+            warnings.push(format!(
+                "{name}: worker id {} is not below the worker count {}",
+                h.worker, h.worker_count
+            ));
+        }
+    }
+    let missing: Vec<String> = (0..first_header.worker_count)
+        .filter(|w| !seen.contains_key(w))
+        .map(|w| w.to_string())
+        .collect();
+    if !missing.is_empty() {
+        warnings.push(format!(
+            "the headers announce {} workers but the logs of worker(s) {} are missing",
+            first_header.worker_count,
+            missing.join(", ")
+        ));
+    }
+    if first_header.flags.unknown_bits() != 0 {
+        warnings.push(format!(
+            "the logs record event classes this rill-mon does not know ({}); they are ignored",
+            first_header.flags
+        ));
+    }
+
+    let mut tasks: BTreeMap<u64, TaskInfo> = BTreeMap::new();
+    let mut streams: BTreeMap<u64, StreamInfo> = BTreeMap::new();
+    let mut workers = Vec::with_capacity(scanned.len());
+    for (s, f) in scanned.into_iter().zip(files) {
+        warnings.extend(s.warnings);
+        let mut ts = s.tasks;
+        ts.sort_by_key(|t| t.id);
+        for t in ts {
+            let e = tasks.entry(t.id).or_insert_with(|| TaskInfo {
+                id: t.id,
+                ..TaskInfo::default()
+            });
+            if e.name.is_none() && t.name.is_some() {
+                e.name = t.name;
+                e.parent = t.parent;
+                e.assigned = t.assigned;
+            }
+            e.busy += t.busy;
+            e.dispatches += t.dispatches;
+            e.reads += t.reads;
+            e.writes += t.writes;
+            e.migrations += t.migrations;
+            if t.last_end.is_some() && (e.last_end.is_none() || t.last_time >= e.last_time) {
+                e.last_end = t.last_end;
+                e.last_time = t.last_time;
+            }
+        }
+        let mut ss = s.streams;
+        ss.sort_by_key(|s| s.id);
+        for st in ss {
+            let e = streams.entry(st.id).or_insert_with(|| StreamInfo {
+                id: st.id,
+                ..StreamInfo::default()
+            });
+            if st.capacity.is_some() {
+                e.capacity = st.capacity;
+                e.creator = st.creator;
+            }
+            e.writer = st.writer.or(e.writer);
+            e.reader = st.reader.or(e.reader);
+            e.written += st.written;
+            e.read += st.read;
+            e.reader_blocked += st.reader_blocked;
+            e.writer_blocked += st.writer_blocked;
+            e.closed.0 |= st.closed.0;
+            e.closed.1 |= st.closed.1;
+        }
+        workers.push(WorkerLog {
+            worker: s.worker,
+            path: f.path,
+            header: f.header,
+            records_start: f.records_start,
+            valid_len: s.valid_len,
+            end: s.end,
+            stats: s.stats,
+            data: f.data,
+        });
+    }
+    workers.sort_by_key(|w| w.worker);
+    let timed: Vec<&WorkerLog> = workers.iter().filter(|w| w.stats.any_time).collect();
+    let t0 = timed.iter().map(|w| w.stats.begin).min().unwrap_or(0);
+    let t1 = timed.iter().map(|w| w.stats.finish).max().unwrap_or(t0);
+    Ok(RunLog {
+        dir: dir.to_owned(),
+        flags: first_header.flags,
+        worker_count: first_header.worker_count,
+        calibration: first_header.calibration,
+        workers,
+        tasks,
+        streams,
+        warnings,
+        t0,
+        t1,
+        latency: None,
+    })
+}
+
+impl RunLog {
+    /// Converts a duration in ticks to nanoseconds.
+    pub fn ns(&self, ticks: u64) -> u64 {
+        self.calibration.ticks_to_ns(ticks)
+    }
+
+    /// Nanoseconds from the run's first time stamp [`t0`](Self::t0) to `t`.
+    pub fn rel_ns(&self, t: u64) -> f64 {
+        self.calibration.since_start_ns(t) as f64 - self.calibration.since_start_ns(self.t0) as f64
+    }
+
+    /// The run's span (first to last time stamp), nanoseconds.
+    pub fn span_ns(&self) -> u64 {
+        self.ns(self.t1.saturating_sub(self.t0))
+    }
+
+    /// A task's display name.
+    pub fn task_label(&self, id: u64) -> String {
+        self.tasks
+            .get(&id)
+            .map_or_else(|| format!("task#{id}"), TaskInfo::label)
+    }
+
+    /// Total log bytes analysed (headers and intact records).
+    pub fn bytes(&self) -> u64 {
+        self.workers.iter().map(|w| w.valid_len).sum()
+    }
+
+    /// Total monitoring events.
+    pub fn events(&self) -> u64 {
+        self.workers.iter().map(|w| w.stats.events).sum()
+    }
+}

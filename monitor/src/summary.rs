@@ -1,0 +1,627 @@
+//! `rill-mon summary`: per-worker, per-task and per-stream totals, throughput,
+//! latency and jitter.
+
+use std::fmt::Write as _;
+
+use rill::monitor::flags::MonitorFlags;
+use rill::monitor::format::EndState;
+use serde::Serialize;
+
+use crate::load::RunLog;
+
+/// Everything `rill-mon summary` prints. Times are nanoseconds.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// The log directory.
+    pub dir: String,
+    /// The monitoring flags the run recorded.
+    pub flags: String,
+    /// Number of workers (from the headers).
+    pub worker_count: u32,
+    /// The run's span: first to last time stamp over all logs.
+    pub span_ns: u64,
+    /// Monitoring events: a period counts 1 + the messages it read and
+    /// wrote, every other record 1.
+    pub events: u64,
+    /// Log bytes analysed (headers and intact records).
+    pub bytes: u64,
+    /// `bytes / events`.
+    pub bytes_per_event: f64,
+    /// Per worker, by id.
+    pub workers: Vec<WorkerSummary>,
+    /// Per task, heaviest (most execution time) first.
+    pub tasks: Vec<TaskSummary>,
+    /// Per stream, by id.
+    pub streams: Vec<StreamSummary>,
+    /// Outputs per second (absent without periods and stream counts).
+    pub throughput: Option<Throughput>,
+    /// Per-input latency and jitter (absent unless the run recorded the
+    /// message order).
+    pub latency: Option<LatencySummary>,
+    /// Analyses left out because the run did not record what they need.
+    pub notes: Vec<String>,
+    /// Problems with the logs (damaged records, missing workers).
+    pub warnings: Vec<String>,
+}
+
+/// One worker's time budget (the paper's Table III: WE and WT).
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkerSummary {
+    /// Worker id.
+    pub worker: u32,
+    /// From the worker's first to its last time stamp.
+    pub span_ns: u64,
+    /// Sum of its periods (time running tasks).
+    pub busy_ns: u64,
+    /// Sum of its waits: WT.
+    pub wait_ns: u64,
+    /// `span - busy - wait` (scheduling overhead, unlogged time), at least 0.
+    pub unaccounted_ns: u64,
+    /// Number of waits: WE.
+    pub waiting_events: u64,
+    /// Periods (task dispatches).
+    pub dispatches: u64,
+    /// Monitoring events in its log.
+    pub events: u64,
+    /// Its log's size (header and intact records).
+    pub bytes: u64,
+}
+
+/// One task's execution.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskSummary {
+    /// Task id.
+    pub task: u64,
+    /// Name (`task#ID` if no `TaskAssign` was logged).
+    pub name: String,
+    /// The worker it was mapped to, if logged.
+    pub worker: Option<u32>,
+    /// Creating task (0 = none).
+    pub parent: u64,
+    /// Number of periods.
+    pub dispatches: u64,
+    /// Total execution time.
+    pub total_ns: u64,
+    /// Mean execution time per period.
+    pub mean_ns: f64,
+    /// Messages read.
+    pub reads: u64,
+    /// Messages written.
+    pub writes: u64,
+    /// Migrations.
+    pub migrations: u64,
+    /// How its last period ended (`end`, `panic`, `input`, ...).
+    pub last_state: Option<String>,
+}
+
+/// One stream's traffic.
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamSummary {
+    /// Stream id.
+    pub stream: u64,
+    /// Capacity, if its opening was logged.
+    pub capacity: Option<u32>,
+    /// Writing task, if bound.
+    pub writer: Option<String>,
+    /// Reading task, if bound.
+    pub reader: Option<String>,
+    /// Messages written to it.
+    pub written: u64,
+    /// Messages read from it (carried).
+    pub read: u64,
+    /// How often its reader blocked on it (periods ending blocked on input on it).
+    pub reader_blocked: u64,
+    /// How often its writer blocked on it (periods ending blocked on output on it).
+    pub writer_blocked: u64,
+}
+
+/// Outputs per second.
+#[derive(Clone, Debug, Serialize)]
+pub struct Throughput {
+    /// What is counted: `"outputs"` (messages read by sink tasks, which write
+    /// no stream) or `"messages written"` when the run has no sink.
+    pub basis: String,
+    /// How many.
+    pub count: u64,
+    /// Per second of the run's span.
+    pub per_sec: f64,
+}
+
+/// Latency statistics of a set of outputs.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LatencyStats {
+    /// Number of outputs.
+    pub outputs: u64,
+    /// Mean latency.
+    pub mean_ns: f64,
+    /// Standard deviation of the latency.
+    pub stddev_ns: f64,
+    /// Smallest latency.
+    pub min_ns: f64,
+    /// Largest latency.
+    pub max_ns: f64,
+    /// Jitter: mean absolute difference of consecutive outputs' latencies.
+    pub jitter_ns: f64,
+}
+
+/// Per-input latency (the paper's Equations 1 to 3, see [`summarize`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencySummary {
+    /// `"message times"` (MESSAGE_TIME recorded) or `"apportioned"` (each
+    /// period's duration split evenly over its messages).
+    pub timing: String,
+    /// Over all outputs. With several sinks, `jitter_ns` is the mean of the
+    /// sinks' jitters weighted by their outputs (consecutive outputs of one sink).
+    pub all: LatencyStats,
+    /// Per sink task.
+    pub sinks: Vec<SinkLatency>,
+    /// Reads whose message was never logged as written (damaged or missing logs).
+    pub unmatched_reads: u64,
+    /// Messages written but never read in the logs.
+    pub unread_messages: u64,
+    /// Periods left out because they claim implausibly many messages (over
+    /// 16 Mi: damaged records); the latencies are unreliable when nonzero.
+    pub skipped_periods: u64,
+}
+
+/// Latency of one sink task's outputs.
+#[derive(Clone, Debug, Serialize)]
+pub struct SinkLatency {
+    /// Task id.
+    pub task: u64,
+    /// Task name.
+    pub name: String,
+    /// Its statistics.
+    #[serde(flatten)]
+    pub stats: LatencyStats,
+}
+
+/// The short name of an end state (`yield`, `input`, `output`, `any`, `end`, `panic`).
+pub fn end_state_name(s: EndState) -> &'static str {
+    match s {
+        EndState::Yielded => "yield",
+        EndState::BlockedInput { .. } => "input",
+        EndState::BlockedOutput { .. } => "output",
+        EndState::BlockedAny => "any",
+        EndState::Ended => "end",
+        EndState::Panicked => "panic",
+    }
+}
+
+/// Summarises a run.
+///
+/// Worker, task and stream totals come from [`load_run`](crate::load_run)'s
+/// scan. Latency needs the SCHEDULER, STREAM and MESSAGE flags and makes one
+/// more pass, over all workers' periods merged by start time, replaying each
+/// task's reads and writes in order:
+///
+/// * A task's *component execution* (CE) runs from its previous CE's last
+///   write (or its first dispatch) to its last write before it next reads;
+///   its parents are the messages it read in between.
+/// * Each message has a time on its task's *busy clock* (time dispatched so
+///   far): the recorded message time with MESSAGE_TIME, otherwise the period's
+///   duration apportioned evenly over its messages (the i-th of n messages of
+///   a period of duration d sits at `d * i / n`, so the last message takes the
+///   period's end and a period without messages adds its time to the next
+///   message).
+/// * Latency of a written message = busy time from its CE's start to the write,
+///   plus the largest latency among the CE's parents (Equation 1 along the
+///   critical parent chain). A write with no parents (a source) starts a new
+///   execution, so a source's message costs the busy time since its previous
+///   write.
+/// * Outputs are messages read by sink tasks (tasks that write no stream);
+///   the sink's own processing is not included. Jitter is the mean absolute
+///   difference of consecutive outputs' latencies (per sink; over all sinks
+///   the output-weighted mean); the standard deviation (population) is also
+///   reported.
+///
+/// The replay runs during [`load_run`](crate::load_run), beside the scans,
+/// unless [`LoadOptions::latency`](crate::LoadOptions::latency) was off; then here.
+pub fn summarize(run: &RunLog) -> Summary {
+    let mut notes = Vec::new();
+    let flags = run.flags;
+    let has = |f: MonitorFlags| flags.contains(f);
+    if !has(MonitorFlags::SCHEDULER) {
+        notes.push(
+            "no SCHEDULER flag: no periods, so busy time, dispatches and per-task times are 0"
+                .to_owned(),
+        );
+    }
+    if !has(MonitorFlags::WORKER) {
+        notes.push(
+            "no WORKER flag: waits (WE/WT) were not recorded, so waiting time shows as unaccounted"
+                .to_owned(),
+        );
+    }
+    if !has(MonitorFlags::MAPPING) {
+        notes.push("no MAPPING flag: tasks have no names or assigned workers".to_owned());
+    }
+    if !has(MonitorFlags::STREAM) {
+        notes.push(
+            "no STREAM flag: no message counts, so no stream table, throughput or latency"
+                .to_owned(),
+        );
+    }
+
+    let workers = run
+        .workers
+        .iter()
+        .map(|w| {
+            let s = &w.stats;
+            let span = s.finish.saturating_sub(s.begin);
+            WorkerSummary {
+                worker: w.worker,
+                span_ns: run.ns(span),
+                busy_ns: run.ns(s.busy),
+                wait_ns: run.ns(s.wait),
+                unaccounted_ns: run.ns(span.saturating_sub(s.busy).saturating_sub(s.wait)),
+                waiting_events: s.waits,
+                dispatches: s.dispatches,
+                events: s.events,
+                bytes: w.valid_len,
+            }
+        })
+        .collect();
+
+    let mut tasks: Vec<TaskSummary> = run
+        .tasks
+        .values()
+        .map(|t| TaskSummary {
+            task: t.id,
+            name: t.label(),
+            worker: t.assigned,
+            parent: t.parent,
+            dispatches: t.dispatches,
+            total_ns: run.ns(t.busy),
+            mean_ns: if t.dispatches == 0 {
+                0.0
+            } else {
+                t.busy as f64 * run.calibration.ns_per_tick() / t.dispatches as f64
+            },
+            reads: t.reads,
+            writes: t.writes,
+            migrations: t.migrations,
+            last_state: t.last_end.map(|s| end_state_name(s).to_owned()),
+        })
+        .collect();
+    tasks.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.task.cmp(&b.task)));
+
+    let streams = run
+        .streams
+        .values()
+        .map(|s| StreamSummary {
+            stream: s.id,
+            capacity: s.capacity,
+            writer: s.writer.map(|t| run.task_label(t)),
+            reader: s.reader.map(|t| run.task_label(t)),
+            written: s.written,
+            read: s.read,
+            reader_blocked: s.reader_blocked,
+            writer_blocked: s.writer_blocked,
+        })
+        .collect();
+
+    let span_ns = run.span_ns();
+    let throughput = (has(MonitorFlags::STREAM) && has(MonitorFlags::SCHEDULER)).then(|| {
+        let outputs: u64 = run
+            .tasks
+            .values()
+            .filter(|t| t.is_sink())
+            .map(|t| t.reads)
+            .sum();
+        let (basis, count) = if outputs > 0 {
+            ("outputs", outputs)
+        } else {
+            (
+                "messages written",
+                run.workers.iter().map(|w| w.stats.writes).sum(),
+            )
+        };
+        Throughput {
+            basis: basis.to_owned(),
+            count,
+            per_sec: if span_ns == 0 {
+                0.0
+            } else {
+                count as f64 * 1e9 / span_ns as f64
+            },
+        }
+    });
+
+    let latency = if !has(MonitorFlags::MESSAGE) {
+        notes.push(format!(
+            "no MESSAGE flag: the order of reads and writes was not recorded, so per-input \
+             latency and jitter are not computed (the run recorded: {flags})"
+        ));
+        None
+    } else if has(MonitorFlags::STREAM) && has(MonitorFlags::SCHEDULER) {
+        Some(match &run.latency {
+            Some(raw) => raw.finish(run),
+            None => crate::latency::replay_run(run).finish(run),
+        })
+    } else {
+        None
+    };
+
+    let events = run.events();
+    let bytes = run.bytes();
+    Summary {
+        dir: run.dir.display().to_string(),
+        flags: flags.to_string(),
+        worker_count: run.worker_count,
+        span_ns,
+        events,
+        bytes,
+        bytes_per_event: if events == 0 {
+            0.0
+        } else {
+            bytes as f64 / events as f64
+        },
+        workers,
+        tasks,
+        streams,
+        throughput,
+        latency,
+        notes,
+        warnings: run.warnings.clone(),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Text.
+
+/// Formats nanoseconds with a unit (`ns`, `µs`, `ms`, `s`).
+pub fn fmt_ns(ns: f64) -> String {
+    let a = ns.abs();
+    if a < 1e3 {
+        if ns.fract() == 0.0 {
+            format!("{ns:.0} ns")
+        } else {
+            format!("{ns:.1} ns")
+        }
+    } else if a < 1e6 {
+        format!("{:.3} µs", ns / 1e3)
+    } else if a < 1e9 {
+        format!("{:.3} ms", ns / 1e6)
+    } else {
+        format!("{:.3} s", ns / 1e9)
+    }
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".to_owned()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+/// A plain-text table: right-aligned columns, except the ones listed in `left`.
+fn table(out: &mut String, head: &[&str], rows: &[Vec<String>], left: &[usize]) {
+    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |out: &mut String, cells: &mut dyn Iterator<Item = String>| {
+        let mut s = String::from(" ");
+        for (i, c) in cells.enumerate() {
+            let pad = w[i].saturating_sub(c.chars().count());
+            s.push_str("  ");
+            if left.contains(&i) {
+                s.push_str(&c);
+                s.extend(std::iter::repeat_n(' ', pad));
+            } else {
+                s.extend(std::iter::repeat_n(' ', pad));
+                s.push_str(&c);
+            }
+        }
+        out.push_str(s.trim_end());
+        out.push('\n');
+    };
+    line(out, &mut head.iter().map(|h| h.to_string()));
+    for r in rows {
+        line(out, &mut r.iter().cloned());
+    }
+}
+
+impl Summary {
+    /// The human-readable report.
+    pub fn to_text(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "rill run {}: {} worker(s), flags {}, span {}",
+            self.dir,
+            self.worker_count,
+            self.flags,
+            fmt_ns(self.span_ns as f64)
+        );
+        let _ = writeln!(
+            o,
+            "log: {} events in {} bytes ({:.2} bytes/event)",
+            self.events, self.bytes, self.bytes_per_event
+        );
+
+        o.push_str("\nworkers (WE = waiting events, WT = waiting time)\n");
+        let rows: Vec<Vec<String>> = self
+            .workers
+            .iter()
+            .map(|w| {
+                vec![
+                    w.worker.to_string(),
+                    fmt_ns(w.span_ns as f64),
+                    fmt_ns(w.busy_ns as f64),
+                    pct(w.busy_ns, w.span_ns),
+                    fmt_ns(w.wait_ns as f64),
+                    w.waiting_events.to_string(),
+                    fmt_ns(w.unaccounted_ns as f64),
+                    w.dispatches.to_string(),
+                ]
+            })
+            .collect();
+        table(
+            &mut o,
+            &[
+                "worker",
+                "span",
+                "busy",
+                "busy%",
+                "WT",
+                "WE",
+                "unaccounted",
+                "dispatches",
+            ],
+            &rows,
+            &[],
+        );
+
+        if !self.tasks.is_empty() {
+            o.push_str("\ntasks (heaviest first)\n");
+            let rows: Vec<Vec<String>> = self
+                .tasks
+                .iter()
+                .map(|t| {
+                    vec![
+                        t.task.to_string(),
+                        t.name.clone(),
+                        t.worker.map_or_else(|| "-".into(), |w| w.to_string()),
+                        fmt_ns(t.total_ns as f64),
+                        t.dispatches.to_string(),
+                        fmt_ns(t.mean_ns),
+                        t.reads.to_string(),
+                        t.writes.to_string(),
+                        t.last_state.clone().unwrap_or_else(|| "-".into()),
+                    ]
+                })
+                .collect();
+            table(
+                &mut o,
+                &[
+                    "task",
+                    "name",
+                    "worker",
+                    "total",
+                    "dispatches",
+                    "mean",
+                    "reads",
+                    "writes",
+                    "last",
+                ],
+                &rows,
+                &[1, 8],
+            );
+        }
+
+        if !self.streams.is_empty() {
+            o.push_str("\nstreams\n");
+            let rows: Vec<Vec<String>> = self
+                .streams
+                .iter()
+                .map(|s| {
+                    vec![
+                        s.stream.to_string(),
+                        s.capacity.map_or_else(|| "-".into(), |c| c.to_string()),
+                        s.writer.clone().unwrap_or_else(|| "-".into()),
+                        s.reader.clone().unwrap_or_else(|| "-".into()),
+                        s.read.to_string(),
+                        s.written.to_string(),
+                        s.writer_blocked.to_string(),
+                        s.reader_blocked.to_string(),
+                    ]
+                })
+                .collect();
+            table(
+                &mut o,
+                &[
+                    "stream",
+                    "capacity",
+                    "writer",
+                    "reader",
+                    "carried",
+                    "written",
+                    "writer blocked",
+                    "reader blocked",
+                ],
+                &rows,
+                &[2, 3],
+            );
+        }
+
+        if let Some(t) = &self.throughput {
+            let _ = writeln!(
+                o,
+                "\nthroughput: {:.1} {}/s ({} {} over {})",
+                t.per_sec,
+                t.basis,
+                t.count,
+                t.basis,
+                fmt_ns(self.span_ns as f64)
+            );
+        }
+        if let Some(l) = &self.latency {
+            let _ = writeln!(
+                o,
+                "\nper-input latency ({}; {} outputs)",
+                l.timing, l.all.outputs
+            );
+            let row = |name: String, s: &LatencyStats| {
+                vec![
+                    name,
+                    s.outputs.to_string(),
+                    fmt_ns(s.mean_ns),
+                    fmt_ns(s.stddev_ns),
+                    fmt_ns(s.min_ns),
+                    fmt_ns(s.max_ns),
+                    fmt_ns(s.jitter_ns),
+                ]
+            };
+            let mut rows = vec![row("all".into(), &l.all)];
+            if l.sinks.len() > 1 {
+                rows.extend(l.sinks.iter().map(|s| row(s.name.clone(), &s.stats)));
+            }
+            table(
+                &mut o,
+                &[
+                    "outputs of",
+                    "outputs",
+                    "mean",
+                    "stddev",
+                    "min",
+                    "max",
+                    "jitter",
+                ],
+                &rows,
+                &[0],
+            );
+            if l.skipped_periods > 0 {
+                let _ = writeln!(
+                    o,
+                    "  {} periods claiming over 16 Mi messages were left out: the latencies are unreliable",
+                    l.skipped_periods
+                );
+            }
+            if l.unmatched_reads > 0 {
+                let _ = writeln!(
+                    o,
+                    "  {} reads had no logged write (damaged or missing logs)",
+                    l.unmatched_reads
+                );
+            }
+        }
+        if !self.notes.is_empty() {
+            o.push_str("\nnot analysed:\n");
+            for n in &self.notes {
+                let _ = writeln!(o, "  {n}");
+            }
+        }
+        if !self.warnings.is_empty() {
+            o.push_str("\nwarnings:\n");
+            for w in &self.warnings {
+                let _ = writeln!(o, "  {w}");
+            }
+        }
+        o
+    }
+}

@@ -1,0 +1,414 @@
+//! `rill-mon timeline`: an SVG of task periods per worker (the paper's Figure 4).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use rill::monitor::format::EndState;
+
+use crate::load::{IdIndex, RunLog};
+use crate::scan::Item;
+use crate::summary::end_state_name;
+
+/// What to draw.
+#[derive(Clone, Debug)]
+pub struct TimelineOptions {
+    /// Window start, milliseconds after the run's first time stamp (default: 0).
+    pub from_ms: Option<f64>,
+    /// Window end, milliseconds after the run's first time stamp (default: the
+    /// run's end).
+    pub to_ms: Option<f64>,
+    /// Total picture width in pixels (default 1600).
+    pub width_px: u32,
+    /// Height of one worker lane in pixels (default 28).
+    pub lane_height_px: u32,
+    /// Most tasks listed in the legend (default 24).
+    pub legend_max: usize,
+}
+
+impl Default for TimelineOptions {
+    fn default() -> Self {
+        TimelineOptions {
+            from_ms: None,
+            to_ms: None,
+            width_px: 1600,
+            lane_height_px: 28,
+            legend_max: 24,
+        }
+    }
+}
+
+/// Lane labels take this much room on the left.
+const LEFT: f64 = 80.0;
+const RIGHT: f64 = 40.0;
+const TOP: f64 = 36.0;
+const LANE_GAP: f64 = 8.0;
+/// Approximate width of a character of the 11px label font.
+const CHAR_W: f64 = 6.2;
+
+/// A stable colour for a task, from its id: hues a golden angle apart, so
+/// tasks created one after another get well separated colours (and a task
+/// keeps its colour in every picture of the run).
+pub fn task_colour(id: u64) -> String {
+    let hue = ((id as f64 * 0.618_033_988_75).fract() * 360.0).round() as u32 % 360;
+    let light = [58, 48, 68][(id / 7 % 3) as usize];
+    format!("hsl({hue},65%,{light}%)")
+}
+
+/// Escapes text for SVG content and attributes.
+pub fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn fmt_ms(ms: f64) -> String {
+    if ms == 0.0 {
+        "0".to_owned()
+    } else if ms.abs() >= 100.0 {
+        format!("{ms:.0}")
+    } else if ms.abs() >= 1.0 {
+        format!("{ms:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_owned()
+    } else {
+        format!("{ms:.6}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_owned()
+    }
+}
+
+/// `ms` with as many decimals as a tick step of `step` ms needs.
+fn fmt_ms_step(ms: f64, step: f64) -> String {
+    let decimals = (-step.log10()).ceil().clamp(0.0, 12.0) as usize;
+    format!("{ms:.decimals$}")
+}
+
+/// A "nice" tick step (1, 2 or 5 times a power of ten) for about `n` ticks over `span`.
+fn nice_step(span: f64, n: f64) -> f64 {
+    let raw = (span / n.max(1.0)).max(1e-9);
+    let p = 10f64.powf(raw.log10().floor());
+    let m = raw / p;
+    let k = if m <= 1.0 {
+        1.0
+    } else if m <= 2.0 {
+        2.0
+    } else if m <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    k * p
+}
+
+/// Sub-pixel items merged into one block per pixel column.
+#[derive(Default)]
+struct Column {
+    col: Option<i64>,
+    count: u64,
+    ticks: u64,
+}
+
+struct Lane<'a> {
+    out: &'a mut String,
+    y: f64,
+    h: f64,
+}
+
+impl Lane<'_> {
+    /// Draws a merged column: periods over the lane's height, waits as a
+    /// strip along its bottom (so both stay visible in one column).
+    fn flush(&mut self, c: &mut Column, what: &str, fill: &str, npt: f64) {
+        if let Some(col) = c.col.take() {
+            let (y, h) = if what == "short waits" {
+                (self.y + self.h * 0.75, self.h * 0.25)
+            } else {
+                (self.y + 1.0, self.h - 2.0)
+            };
+            let _ = write!(
+                self.out,
+                "<rect x=\"{col}\" y=\"{y:.1}\" width=\"1\" height=\"{h:.1}\" fill=\"{fill}\">\
+                 <title>{} {what} ({} in all)</title></rect>",
+                c.count,
+                crate::summary::fmt_ns(c.ticks as f64 * npt)
+            );
+            c.count = 0;
+            c.ticks = 0;
+        }
+    }
+}
+
+/// Draws the timeline (one lane per worker; periods coloured per task and
+/// labelled with the task name and end state where wide enough; waits grey;
+/// unaccounted time white; periods narrower than a pixel merged into one
+/// hatched block per pixel column; a time axis in milliseconds; a legend).
+pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
+    let npt = run.calibration.ns_per_tick();
+    let tpn = 1.0 / npt;
+    let span_ms = run.span_ns() as f64 / 1e6;
+    let from_ms = opts.from_ms.unwrap_or(0.0).max(0.0);
+    let mut to_ms = opts.to_ms.unwrap_or(span_ms);
+    if to_ms <= from_ms {
+        to_ms = from_ms + span_ms.max(1e-3) * 1e-3 + 1e-6;
+    }
+    // The window in ticks relative to t0.
+    let w0 = from_ms * 1e6 * tpn;
+    let w1 = to_ms * 1e6 * tpn;
+    let width = f64::from(opts.width_px.max(200));
+    let plot_w = width - LEFT - RIGHT;
+    let lane_h = f64::from(opts.lane_height_px.max(8));
+    let nlanes = run.workers.len() as f64;
+    let axis_y = TOP + nlanes * (lane_h + LANE_GAP);
+    let x_of = |rel_ticks: f64| LEFT + (rel_ticks - w0) / (w1 - w0) * plot_w;
+
+    let mut body = String::new();
+    // task -> ticks drawn in the window (for the legend order)
+    let mut drawn_ix = IdIndex::default();
+    let mut drawn: Vec<(u64, u64)> = Vec::new();
+    let mut add_drawn = |task: u64, ticks: u64| {
+        let (i, new) = drawn_ix.index(task, drawn.len());
+        if new {
+            drawn.push((task, 0));
+        }
+        drawn[i].1 += ticks;
+    };
+    let mut any_narrow = false;
+    let mut colours: BTreeMap<u64, String> = BTreeMap::new();
+    for (li, w) in run.workers.iter().enumerate() {
+        let y = TOP + li as f64 * (lane_h + LANE_GAP);
+        let _ = write!(
+            body,
+            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"lane\">worker {}</text>\
+             <rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"{plot_w:.1}\" height=\"{lane_h:.1}\" \
+             fill=\"#fff\" stroke=\"#bbb\"><title>worker {}: white = unaccounted time</title></rect>",
+            LEFT - 8.0,
+            y + lane_h / 2.0 + 4.0,
+            w.worker,
+            w.worker
+        );
+        let mut lane = Lane {
+            out: &mut body,
+            y,
+            h: lane_h,
+        };
+        let mut narrow = Column::default();
+        let mut narrow_wait = Column::default();
+        let mut sc = w.scanner();
+        while let Some(item) = sc.next() {
+            let (s, e, period) = match item {
+                Item::Period(p) => (p.start, p.end.max(p.start), Some(p)),
+                Item::WorkerWait { t, dur } => (t, t.saturating_add(dur), None),
+                _ => continue,
+            };
+            let rs = s.wrapping_sub(run.t0) as i64 as f64;
+            let re = e.wrapping_sub(run.t0) as i64 as f64;
+            if re < w0 || rs > w1 {
+                continue;
+            }
+            let x0 = x_of(rs.max(w0));
+            let x1 = x_of(re.min(w1));
+            let ticks = e - s;
+            if x1 - x0 < 1.0 {
+                let col = x0.floor() as i64;
+                let c = if period.is_some() {
+                    &mut narrow
+                } else {
+                    &mut narrow_wait
+                };
+                if c.col != Some(col) {
+                    if period.is_some() {
+                        lane.flush(c, "short periods", "url(#many)", npt);
+                    } else {
+                        lane.flush(c, "short waits", "#a0a0a0", npt);
+                    }
+                    c.col = Some(col);
+                }
+                c.count += 1;
+                c.ticks += ticks;
+                if let Some(p) = period {
+                    add_drawn(p.task, ticks);
+                    any_narrow = true;
+                }
+                continue;
+            }
+            let (fill, label, title) = match period {
+                Some(p) => {
+                    add_drawn(p.task, ticks);
+                    let name = run.task_label(p.task);
+                    let fill = colours
+                        .entry(p.task)
+                        .or_insert_with(|| task_colour(p.task))
+                        .clone();
+                    let state = end_state_name(p.end_state);
+                    let on = match p.end_state {
+                        EndState::BlockedInput { stream } | EndState::BlockedOutput { stream } => {
+                            format!(" on stream {stream}")
+                        }
+                        _ => String::new(),
+                    };
+                    let title = format!(
+                        "{name} (task {}) on worker {}: {} ms + {}, ended {state}{on}",
+                        p.task,
+                        w.worker,
+                        fmt_ms(rs * npt / 1e6),
+                        crate::summary::fmt_ns(ticks as f64 * npt)
+                    );
+                    let full = format!("{name} ({state})");
+                    let room = x1 - x0 - 4.0;
+                    let label = if full.chars().count() as f64 * CHAR_W <= room {
+                        Some(full)
+                    } else if name.chars().count() as f64 * CHAR_W <= room {
+                        Some(name)
+                    } else {
+                        None
+                    };
+                    (fill, label, title)
+                }
+                None => (
+                    "#a0a0a0".to_owned(),
+                    None,
+                    format!(
+                        "worker {} waiting: {} ms + {}",
+                        w.worker,
+                        fmt_ms(rs * npt / 1e6),
+                        crate::summary::fmt_ns(ticks as f64 * npt)
+                    ),
+                ),
+            };
+            let _ = write!(
+                lane.out,
+                "<rect x=\"{x0:.2}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{:.1}\" fill=\"{fill}\">\
+                 <title>{}</title></rect>",
+                y + 1.0,
+                x1 - x0,
+                lane_h - 2.0,
+                xml_escape(&title)
+            );
+            if let Some(l) = label {
+                let _ = write!(
+                    lane.out,
+                    "<text x=\"{:.2}\" y=\"{:.1}\" class=\"label\">{}</text>",
+                    x0 + 2.0,
+                    y + lane_h / 2.0 + 4.0,
+                    xml_escape(&l)
+                );
+            }
+        }
+        lane.flush(&mut narrow, "short periods", "url(#many)", npt);
+        lane.flush(&mut narrow_wait, "short waits", "#a0a0a0", npt);
+    }
+
+    // Time axis.
+    let mut axis = String::new();
+    let _ = write!(
+        axis,
+        "<line x1=\"{LEFT}\" y1=\"{axis_y:.1}\" x2=\"{:.1}\" y2=\"{axis_y:.1}\" stroke=\"#333\"/>",
+        LEFT + plot_w
+    );
+    let step = nice_step(to_ms - from_ms, plot_w / 110.0);
+    let mut k = (from_ms / step).ceil();
+    let mut n = 0;
+    while k * step <= to_ms + step * 1e-9 && n < 1000 {
+        let ms = k * step;
+        let x = LEFT + (ms - from_ms) / (to_ms - from_ms) * plot_w;
+        let _ = write!(
+            axis,
+            "<line x1=\"{x:.2}\" y1=\"{axis_y:.1}\" x2=\"{x:.2}\" y2=\"{:.1}\" stroke=\"#333\"/>\
+             <text x=\"{x:.2}\" y=\"{:.1}\" class=\"tick\">{}</text>",
+            axis_y + 5.0,
+            axis_y + 17.0,
+            fmt_ms_step(ms, step)
+        );
+        k += 1.0;
+        n += 1;
+    }
+    let _ = write!(
+        axis,
+        "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\">time since the run's first record (ms)</text>",
+        LEFT + plot_w / 2.0,
+        axis_y + 32.0
+    );
+
+    // Legend: tasks by time drawn, then the fixed keys.
+    let mut legend = String::new();
+    let mut tasks = drawn;
+    tasks.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut entries: Vec<(String, String)> = tasks
+        .iter()
+        .take(opts.legend_max)
+        .map(|&(id, _)| (task_colour(id), run.task_label(id)))
+        .collect();
+    if tasks.len() > opts.legend_max {
+        entries.push((
+            "none".to_owned(),
+            format!("… {} more tasks", tasks.len() - opts.legend_max),
+        ));
+    }
+    entries.push(("#a0a0a0".to_owned(), "waiting".to_owned()));
+    entries.push(("#fff".to_owned(), "unaccounted".to_owned()));
+    if any_narrow {
+        entries.push(("url(#many)".to_owned(), "many short periods".to_owned()));
+    }
+    let legend_y = axis_y + 46.0;
+    let (mut lx, mut ly) = (LEFT, legend_y);
+    for (fill, text) in &entries {
+        let w = 22.0 + text.chars().count() as f64 * CHAR_W + 16.0;
+        if lx + w > width - RIGHT && lx > LEFT {
+            lx = LEFT;
+            ly += 18.0;
+        }
+        let _ = write!(
+            legend,
+            "<rect x=\"{lx:.1}\" y=\"{:.1}\" width=\"14\" height=\"12\" fill=\"{fill}\" stroke=\"#888\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" class=\"label\">{}</text>",
+            ly,
+            lx + 18.0,
+            ly + 10.0,
+            xml_escape(text)
+        );
+        lx += w;
+    }
+    let height = ly + 28.0;
+
+    let title = format!(
+        "rill run {}: {} worker(s), {} to {} ms",
+        run.dir.display(),
+        run.workers.len(),
+        fmt_ms_step(from_ms, step / 10.0),
+        fmt_ms_step(to_ms, step / 10.0)
+    );
+    let mut svg = String::with_capacity(body.len() + axis.len() + legend.len() + 1024);
+    let _ = write!(
+        svg,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
+         viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"sans-serif\">\n\
+         <defs><pattern id=\"many\" width=\"4\" height=\"4\" patternUnits=\"userSpaceOnUse\" \
+         patternTransform=\"rotate(45)\"><rect width=\"4\" height=\"4\" fill=\"#c8c8c8\"/>\
+         <line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"4\" stroke=\"#777\" stroke-width=\"2\"/></pattern>\
+         <style>.lane{{font-size:12px;text-anchor:end}} .label{{font-size:11px;fill:#111}} \
+         .tick{{font-size:11px;text-anchor:middle;fill:#333}} .title{{font-size:14px}}</style></defs>\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n\
+         <text x=\"{LEFT}\" y=\"20\" class=\"title\">{}</text>\n",
+        xml_escape(&title)
+    );
+    svg.push_str("<g id=\"lanes\">");
+    svg.push_str(&body);
+    svg.push_str("</g>\n<g id=\"axis\">");
+    svg.push_str(&axis);
+    svg.push_str("</g>\n<g id=\"legend\">");
+    svg.push_str(&legend);
+    svg.push_str("</g>\n</svg>\n");
+    svg
+}

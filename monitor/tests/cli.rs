@@ -1,0 +1,221 @@
+//! The `rill-mon` command: outputs and error handling.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::*;
+use rill::monitor::clock::Calibration;
+use rill::monitor::flags::MonitorFlags;
+use rill::monitor::format::{EndState, Header, Record};
+
+fn mon(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rill-mon"))
+        .args(args)
+        .output()
+        .expect("run rill-mon")
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Exit status 2 and exactly one line on stderr containing every needle.
+fn assert_error(out: &Output, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.starts_with("rill-mon: error: "), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "{n:?} missing in {err}");
+    }
+}
+
+#[test]
+fn summary_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), false, Calibration::nanos());
+    let out = mon(&["summary", p(dir.path())]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("relay") && text.contains("jitter"), "{text}");
+    assert!(out.stderr.is_empty(), "no progress bar for small logs");
+
+    let out = mon(&["summary", p(dir.path()), "--json"]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["workers"][1]["busy_ns"], 36);
+    assert_eq!(v["workers"][0]["waiting_events"], 2);
+    assert_eq!(v["events"], 36);
+    assert_eq!(v["span_ns"], 140);
+}
+
+#[test]
+fn timeline_and_trace_files() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), false, Calibration::nanos());
+    let out_dir = tempfile::tempdir().unwrap();
+    let svg = out_dir.path().join("t.svg");
+    let out = mon(&["timeline", p(dir.path()), "-o", p(&svg), "--width", "900"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = std::fs::read_to_string(&svg).unwrap();
+    check_xml(&s).unwrap();
+    assert!(s.contains("width=\"900\""));
+
+    let out = mon(&[
+        "timeline",
+        p(dir.path()),
+        "-o",
+        p(&svg),
+        "--from",
+        "0.00005",
+        "--to",
+        "0.0001",
+    ]);
+    assert!(out.status.success());
+    check_xml(&std::fs::read_to_string(&svg).unwrap()).unwrap();
+
+    let json = out_dir.path().join("t.json");
+    let out = mon(&["trace", p(dir.path()), "-o", p(&json)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["displayTimeUnit"], "ns");
+    assert!(v["traceEvents"].as_array().unwrap().len() > 10);
+}
+
+#[test]
+fn missing_directory() {
+    let out = mon(&["summary", "/nonexistent/rill-logs"]);
+    assert_error(&out, &["/nonexistent/rill-logs", "not found"]);
+}
+
+#[test]
+fn directory_without_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+    let out = mon(&["summary", p(dir.path())]);
+    assert_error(&out, &["no rill logs", p(dir.path())]);
+    let file = dir.path().join("notes.txt");
+    let out = mon(&["summary", p(&file)]);
+    assert_error(&out, &["not a directory"]);
+}
+
+#[test]
+fn not_a_rill_log() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("worker-0.rlog"),
+        "hello, world, this is not a log at all!!!!!!!!!!!",
+    )
+    .unwrap();
+    let out = mon(&["summary", p(dir.path())]);
+    assert_error(&out, &["worker-0.rlog", "not a rill log"]);
+    // A file too short for the magic.
+    std::fs::write(dir.path().join("worker-0.rlog"), "RIL").unwrap();
+    let out = mon(&["trace", p(dir.path()), "-o", "/dev/null"]);
+    assert_error(&out, &["worker-0.rlog"]);
+}
+
+#[test]
+fn newer_format_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Header::new(MonitorFlags::FULL, 0, 1, Calibration::nanos());
+    let mut bytes = h.to_bytes().to_vec();
+    bytes[8..10].copy_from_slice(&7u16.to_le_bytes());
+    bytes.extend_from_slice(&[1, 0]);
+    std::fs::write(dir.path().join("worker-0.rlog"), bytes).unwrap();
+    let out = mon(&["timeline", p(dir.path()), "-o", "/dev/null"]);
+    assert_error(&out, &["worker-0.rlog", "version 7", "newer"]);
+}
+
+#[test]
+fn headers_must_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let recs = [Record::WorkerStart { t: 0 }];
+    write_log(
+        dir.path(),
+        0,
+        2,
+        MonitorFlags::FULL,
+        Calibration::nanos(),
+        &recs,
+    );
+    write_log(
+        dir.path(),
+        1,
+        3,
+        MonitorFlags::FULL,
+        Calibration::nanos(),
+        &recs,
+    );
+    let out = mon(&["summary", p(dir.path())]);
+    assert_error(&out, &["worker-1.rlog", "worker count"]);
+}
+
+#[test]
+fn damaged_log_warns_and_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let recs = [
+        Record::WorkerStart { t: 0 },
+        period(0, 10, 1, EndState::Ended, vec![], vec![], vec![]),
+        Record::WorkerEnd { t: 20 },
+    ];
+    let path = write_log(
+        dir.path(),
+        0,
+        2,
+        MonitorFlags::FULL,
+        Calibration::nanos(),
+        &recs,
+    );
+    let mut data = std::fs::read(&path).unwrap();
+    data.truncate(data.len() - 3);
+    data.push(0xee); // an unknown tag
+    std::fs::write(&path, data).unwrap();
+    let out = mon(&["summary", p(dir.path())]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("damaged record at byte"), "{text}");
+    assert!(text.contains("worker(s) 1 are missing"), "{text}");
+}
+
+#[test]
+fn bad_arguments() {
+    let out = mon(&[
+        "timeline",
+        "/tmp",
+        "-o",
+        "/dev/null",
+        "--from",
+        "5",
+        "--to",
+        "2",
+    ]);
+    assert_error(&out, &["--to"]);
+    let out = mon(&["frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Writes the pipeline logs to `$RILL_MON_DEMO` (for looking at the outputs by hand).
+#[test]
+#[ignore]
+fn write_demo_logs() {
+    if let Ok(dir) = std::env::var("RILL_MON_DEMO") {
+        pipeline(Path::new(&dir), false, Calibration::nanos());
+    }
+}
