@@ -41,27 +41,34 @@ use rill::{ManualTable, Reader, Writer};
 use super::{run_timed, runtime_of, App, AppOpts, AppRun, NetRun, PollSet, Slot};
 use crate::kernels::mc::{self as k, McParams, Partial, PathBatch};
 
-/// Default paths per record.
-pub const DEFAULT_BATCH: usize = 1000;
-/// Default number of chains.
-pub const DEFAULT_CHAINS: usize = 8;
-/// Default stream capacity (records).
-pub const DEFAULT_CAPACITY: usize = 4;
+/// Default paths per record: small records, so that there are many (100,000
+/// for a million paths) and a hop's cost is not lost in its computation (a
+/// step of 10 paths takes about 1.5 µs, a hop that crosses workers about as
+/// much again; with 1,000 paths per record the mapping hardly matters).
+pub const DEFAULT_BATCH: usize = 10;
+/// Default capacity (records) of the streams between the stages of a chain:
+/// one record, a stage hands each record on before it takes the next.
+pub const DEFAULT_CAPACITY: usize = 1;
+/// Capacity of the streams into a chain and out of it (dispatcher → first
+/// stage, last stage → collector): deep, so that a chain on one worker does
+/// not wait record by record for the dispatcher and collector on another.
+pub const FEED_CAPACITY: usize = 1024;
 
 /// The shape of the network.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McNet {
     /// Paths per record (at least 1).
     pub batch: usize,
-    /// Chains (at least 1; no more are made than there are records).
-    pub chains: usize,
+    /// Chains (at least 1; no more are made than there are records);
+    /// `None`: one per worker, at least 2.
+    pub chains: Option<usize>,
 }
 
 impl Default for McNet {
     fn default() -> Self {
         McNet {
             batch: DEFAULT_BATCH,
-            chains: DEFAULT_CHAINS,
+            chains: None,
         }
     }
 }
@@ -97,7 +104,7 @@ impl McConfig {
         if self.net.batch == 0 {
             return Err("batch must be at least 1 path".into());
         }
-        if self.net.chains == 0 {
+        if self.net.chains == Some(0) {
             return Err("chains must be at least 1".into());
         }
         Ok(())
@@ -108,9 +115,10 @@ impl McConfig {
         k::batch_count(self.paths, self.net.batch)
     }
 
-    /// Chains actually made: no more than there are records.
-    pub fn chains(&self) -> usize {
-        (self.net.chains as u64).min(self.records()).max(1) as usize
+    /// Chains made on `workers` workers: no more than there are records.
+    pub fn chains(&self, workers: usize) -> usize {
+        let want = self.net.chains.unwrap_or(workers.max(2));
+        (want as u64).min(self.records()).max(1) as usize
     }
 }
 
@@ -218,7 +226,7 @@ impl Mc {
 
     /// Runs the network once.
     pub fn network(&self, opts: &AppOpts) -> Result<NetRun<McOutput>> {
-        let chains = self.cfg.chains();
+        let chains = self.cfg.chains(opts.workers);
         let records = self.cfg.records();
         let (paths, batch) = (self.cfg.paths, self.cfg.net.batch);
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
@@ -229,7 +237,7 @@ impl Mc {
         let mut exits = Vec::with_capacity(chains);
         let mut from_chains = PollSet::new();
         for c in 0..chains {
-            let (w, r) = rill::stream::<Rec>(cap);
+            let (w, r) = rill::stream::<Rec>(FEED_CAPACITY);
             exits.push(Some(w));
             from_chains.push(r, c);
         }
@@ -241,7 +249,7 @@ impl Mc {
             for b in 0..records {
                 let c = (b % chains as u64) as usize;
                 let head = heads[c].get_or_insert_with(|| {
-                    let (w, r) = rill::stream(cap);
+                    let (w, r) = rill::stream(FEED_CAPACITY);
                     let exit = exits[c].take().expect("one exit per chain");
                     let (p, l) = (params.clone(), l.clone());
                     rill::spawn(format!("mc/star/{c}/step/0"), move || {
@@ -303,12 +311,15 @@ impl App for Mc {
 
     fn describe(&self) -> String {
         let p = &self.cfg.params;
+        let chains = match self.cfg.net.chains {
+            Some(c) => format!("{c} chains"),
+            None => "a chain per worker".into(),
+        };
         format!(
-            "mc {} paths x {} steps, {} paths/record, {} chains (S={} K={} r={} v={} T={})",
+            "mc {} paths x {} steps, {} paths/record, {chains} (S={} K={} r={} v={} T={})",
             self.cfg.paths,
             p.steps,
             self.cfg.net.batch,
-            self.cfg.chains(),
             p.spot,
             p.strike,
             p.rate,
@@ -321,15 +332,15 @@ impl App for Mc {
         let mut t = ManualTable::new()
             .with("mc/dispatch", 0)
             .with("mc/collect", 0);
-        for c in 0..self.cfg.chains() {
+        for c in 0..self.cfg.chains(workers) {
             t.insert(format!("mc/star/{c}/"), c % workers);
         }
         t
     }
 
-    fn parts(&self, _workers: usize) -> Vec<String> {
+    fn parts(&self, workers: usize) -> Vec<String> {
         let mut v = vec!["mc/dispatch".to_string()];
-        v.extend((0..self.cfg.chains()).map(|c| format!("mc/star/{c}/")));
+        v.extend((0..self.cfg.chains(workers)).map(|c| format!("mc/star/{c}/")));
         v.push("mc/collect".into());
         v
     }
@@ -344,7 +355,7 @@ impl App for Mc {
         run.field("paths", self.cfg.paths);
         run.field("steps", p.steps);
         run.field("batch", self.cfg.net.batch);
-        run.field("chains", self.cfg.chains());
+        run.field("chains", self.cfg.chains(opts.workers));
         run.field("records", out.records);
         run.field("call_price", est.call);
         run.field("put_price", est.put);
@@ -420,7 +431,10 @@ mod tests {
                 ..McParams::default()
             },
             paths,
-            net: McNet { batch, chains },
+            net: McNet {
+                batch,
+                chains: Some(chains),
+            },
         })
         .unwrap()
     }
@@ -489,7 +503,7 @@ mod tests {
         let mc = Mc::new(McConfig::default()).unwrap();
         let file = ManualTable::load(crate::apps::mapping_file("mc")).unwrap();
         let code = mc.manual_table(2);
-        for c in 0..mc.config().chains() {
+        for c in 0..mc.config().chains(2) {
             for j in [0, 5, 15] {
                 let n = format!("mc/star/{c}/step/{j}");
                 assert_eq!(file.lookup(&n), code.lookup(&n), "{n}");

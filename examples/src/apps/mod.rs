@@ -268,9 +268,13 @@ pub fn runtime_for(opts: &AppOpts, manual: ManualTable, parts: Vec<String>) -> R
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("creating the log directory {}", dir.display()))?;
         }
-        builder = builder.monitor(rill::MonitorConfig {
+        // MonitorConfig grows fields (the event flags) with the monitoring work.
+        #[allow(clippy::needless_update)]
+        let config = rill::MonitorConfig {
             dir: opts.logs.clone(),
-        });
+            ..Default::default()
+        };
+        builder = builder.monitor(config);
     }
     // ---- end MONITORING ---------------------------------------------------
 
