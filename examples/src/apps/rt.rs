@@ -98,6 +98,9 @@ impl RtConfig {
     }
 }
 
+/// A job: the scene's index and the scene.
+type Job = (u32, Arc<Scene>);
+
 /// What the network computed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RtOutput {
@@ -157,12 +160,12 @@ impl Rt {
         let slot = Slot::new();
 
         let mut ready = PollSet::new();
-        let mut jobs: Vec<Option<Writer<(u32, Arc<Scene>)>>> = Vec::new();
+        let mut jobs: Vec<Option<Writer<Job>>> = Vec::new();
         let mut images = PollSet::new();
         for s in 0..solvers {
             // Two tokens may be outstanding, so two jobs at most.
             let (mut ready_w, ready_r) = rill::stream::<()>(2);
-            let (job_w, mut job_r) = rill::stream::<(u32, Arc<Scene>)>(2);
+            let (job_w, mut job_r) = rill::stream::<Job>(2);
             let (mut img_w, img_r) = rill::stream::<(u32, Image)>(cap);
             ready.push(ready_r, s);
             jobs.push(Some(job_w));
