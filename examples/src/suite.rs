@@ -99,7 +99,7 @@ pub fn run_app(
 ) -> Result<Summary, CliError> {
     let app = cmd.app().map_err(CliError::Params)?;
     let common = cmd.common();
-    let opts = common.opts();
+    let base = common.opts();
     let repeat = common.repeat.unwrap_or(1);
     let mut summary = Summary::default();
     let mut done = Vec::new();
@@ -108,10 +108,18 @@ pub fn run_app(
         writeln!(
             out,
             "workers={} mapping={} monitor={}",
-            opts.workers, opts.mapping, opts.monitor
+            base.workers, base.mapping, base.monitor
         )?;
     }
     for run in 0..repeat {
+        // Several runs keep their logs apart: DIR/run-N.
+        let opts = AppOpts {
+            logs: match &base.logs {
+                Some(l) if repeat > 1 => Some(l.join(format!("run-{run}"))),
+                l => l.clone(),
+            },
+            ..base.clone()
+        };
         let _ = write!(
             progress,
             "[{}] {} run {}/{repeat} ... ",
