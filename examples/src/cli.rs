@@ -25,7 +25,10 @@ rill's lightweight tasks (engine `rill`) and on two peer baselines: one OS threa
 per task with crossbeam-channel bounded channels (engine `threads`), and tokio \
 tasks with bounded mpsc channels (engine `tokio`). By default every engine runs in the same invocation, so that rill's figures are \
 read as ratios to its peers'. Every run verifies its result (the sink saw exactly \
-0..M in order, the token made exactly H hops) and fails otherwise.";
+0..M in order, the token made exactly H hops) and fails otherwise. It also runs the four \
+applications as stream networks of named tasks on rill (des, mc, rt, ant), each checking its \
+own result, compares round-robin with manual mapping (compare), and runs everything at small \
+sizes (all).";
 
 const AFTER_HELP: &str = "\
 Output: a table per benchmark (median, min and max of ns/op over the repeats, and \
@@ -33,8 +36,8 @@ each peer's ratio to rill), or with --json one JSON object per run on stdout (a 
 failed run's object has \"verified\": false and an \"error\" field). Progress goes to \
 stderr.
 
-Exit status: 0 when every run succeeded and verified, 1 when any run failed (its \
-error is reported in its row and the other engines still run), 2 for invalid \
+Exit status: 0 when every run succeeded and verified, 1 when any run failed or did not \
+verify (its error is reported in its row and the other runs still run), 2 for invalid \
 arguments.";
 
 fn parse_at_least<T>(s: &str, min: T) -> Result<T, String>
