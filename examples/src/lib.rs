@@ -6,9 +6,12 @@
 //! - [`rill_engine`]: the benchmarks on rill, adapting [`rill_runs`].
 //! - [`rill_runs`]: the rill networks themselves, with plain parameters.
 //! - [`kernels`]: the applications' computations (DES, MC, RT, ANT), runtime-free.
+//! - [`apps`]: the applications as stream networks of named tasks on rill.
 //! - [`peers`]: the same benchmarks on OS threads and on tokio.
-//! - [`cli`] and [`report`]: the command line and its output.
+//! - [`cli`], [`report`] and [`suite`]: the command line and its output;
+//!   `suite` runs the applications, `compare` and `all`.
 
+pub mod apps;
 pub mod bench;
 pub mod cli;
 pub mod engines;
@@ -17,3 +20,4 @@ pub mod peers;
 pub mod report;
 pub mod rill_engine;
 pub mod rill_runs;
+pub mod suite;

@@ -269,7 +269,7 @@ pub fn write_tables(
     engines: &[Engine],
     outcomes: &[Outcome],
 ) -> io::Result<()> {
-    let repeat = command.common().repeat;
+    let repeat = command.common().map_or(1, |c| c.repeat);
     let micro = matches!(command, Command::Micro(_));
     if let Some(first) = jobs.first() {
         writeln!(

@@ -49,15 +49,11 @@ fn pipe_threads_json() {
 }
 
 #[test]
-fn table_with_unwired_rill_reports_and_carries_on() {
+fn table_has_every_engine() {
     let out = rill_bench(&["ring", "--size", "3", "--hops", "100", "--repeat", "2"]);
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains("rill      error: rill engine not wired yet"),
-        "{stdout}"
-    );
-    for engine in ["threads", "tokio"] {
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    for engine in ["rill", "threads", "tokio"] {
         assert!(
             stdout
                 .lines()
@@ -81,4 +77,240 @@ fn bad_values_exit_2_without_panic() {
         assert!(stderr.contains("error:"), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
+}
+
+fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn apps_json_have_their_fields() {
+    for (args, fields) in [
+        (
+            &["des", "--size", "2000", "--batch", "16"][..],
+            &["bytes", "output_fnv"][..],
+        ),
+        (
+            &["mc", "--paths", "2000", "--steps", "4"],
+            &[
+                "call_price",
+                "put_price",
+                "std_err",
+                "closed_form_call",
+                "closed_form_put",
+            ],
+        ),
+        (
+            &["rt", "--scenes", "3", "--width", "16", "--height", "12"],
+            &["checksum"],
+        ),
+        (
+            &["ant", "--jobs", "20", "--ants", "3", "--iterations", "2"],
+            &["best_cost", "edd_cost"],
+        ),
+    ] {
+        let mut all = args.to_vec();
+        all.extend([
+            "--workers",
+            "2",
+            "--mapping",
+            "manual",
+            "--json",
+            "--repeat",
+            "2",
+        ]);
+        let out = rill_bench(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        let lines = json_lines(&out.stdout);
+        assert_eq!(lines.len(), 2, "{args:?}");
+        for v in &lines {
+            assert_eq!(v["bench"], args[0]);
+            assert_eq!(v["workers"], 2);
+            assert_eq!(v["mapping"], "manual");
+            assert_eq!(v["monitor"], "off");
+            assert_eq!(v["verified"], true, "{v}");
+            assert!(v["wall_ms"].as_f64().unwrap() > 0.0);
+            for f in fields {
+                assert!(v.get(*f).is_some(), "{args:?} lacks {f}: {v}");
+            }
+        }
+        // Same result on both runs.
+        for f in fields {
+            assert_eq!(lines[0][*f], lines[1][*f], "{args:?} {f}");
+        }
+    }
+}
+
+#[test]
+fn app_table_output_and_mapping_file() {
+    let map = concat!(env!("CARGO_MANIFEST_DIR"), "/mappings/rt.map");
+    let out = rill_bench(&[
+        "rt",
+        "--scenes",
+        "2",
+        "--width",
+        "8",
+        "--height",
+        "8",
+        "--workers",
+        "2",
+        "--mapping",
+        map,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("verified"), "{stdout}");
+    assert!(stdout.contains(&format!("mapping={map}")), "{stdout}");
+}
+
+#[test]
+fn des_files_round_trip_and_wrong_key_exits_1() {
+    let dir = std::env::temp_dir().join(format!("rill-cli-des-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plain = dir.join("plain.bin");
+    let cipher = dir.join("cipher.bin");
+    let back = dir.join("back.bin");
+    std::fs::write(&plain, b"attack at dawn, bring coffee").unwrap();
+    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
+    let key = "0E329232EA6D0D73";
+    let out = rill_bench(&[
+        "des",
+        "--input",
+        &p(&plain),
+        "--output",
+        &p(&cipher),
+        "--key",
+        key,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = rill_bench(&[
+        "des",
+        "--decrypt",
+        "--input",
+        &p(&cipher),
+        "--output",
+        &p(&back),
+        "--key",
+        key,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&back).unwrap(),
+        std::fs::read(&plain).unwrap()
+    );
+    // The wrong key gives bad padding: a run that does not verify.
+    let out = rill_bench(&["des", "--decrypt", "--input", &p(&cipher)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("NOT VERIFIED"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn app_argument_errors_exit_2() {
+    for (args, says) in [
+        (&["des", "--key", "12345"][..], "16 hex digits"),
+        (&["des", "--key", "0123456789abcdeg"], "non-hex"),
+        (
+            &["des", "--input", "/no/such/input/file"],
+            "/no/such/input/file",
+        ),
+        (&["mc", "--paths", "0"], "at least 1"),
+        (&["mc", "--vol", "-0.2"], "vol must be positive"),
+        (&["rt", "--scenes", "0"], "at least 1"),
+        (&["ant", "--iterations", "0"], "at least 1"),
+        (&["mc", "--mapping", "nowhere.map"], "no such mapping file"),
+        (&["des", "--monitor", "tasks"], "unknown monitoring class"),
+        (&["compare", "mc", "--mapping", "rr"], "leave out --mapping"),
+        (&["all", "--repeat", "0"], "at least 1"),
+    ] {
+        let out = rill_bench(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn compare_json_ends_with_speedup() {
+    let out = rill_bench(&[
+        "compare",
+        "mc",
+        "--paths",
+        "500",
+        "--steps",
+        "3",
+        "--workers",
+        "2",
+        "--repeat",
+        "2",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = json_lines(&out.stdout);
+    assert_eq!(lines.len(), 5);
+    let maps: Vec<&str> = lines[..4]
+        .iter()
+        .map(|v| v["mapping"].as_str().unwrap())
+        .collect();
+    assert_eq!(maps, ["rr", "manual", "rr", "manual"]);
+    assert!(lines[4]["speedup"].as_f64().unwrap() > 0.0, "{}", lines[4]);
+    // The table form.
+    let out = rill_bench(&[
+        "compare",
+        "ant",
+        "--jobs",
+        "10",
+        "--ants",
+        "2",
+        "--iterations",
+        "1",
+        "--repeat",
+        "1",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("speedup (rr median / manual median)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn all_quick_writes_its_report() {
+    let dir = std::env::temp_dir().join(format!("rill-cli-all-{}", std::process::id()));
+    let out = rill_bench(&["all", "--quick", "--out", dir.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for bench in ["des", "mc", "rt", "ant", "pipe", "ring"] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(bench)),
+            "no {bench} in {stdout}"
+        );
+    }
+    assert!(stderr.contains("[all 1/22]"), "{stderr}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["rows"].as_array().unwrap().len(), 22);
+    assert_eq!(results["failures"], 0);
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("<table>") && html.contains("MONITOR-LINKS"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

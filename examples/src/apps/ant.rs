@@ -1,0 +1,328 @@
+//! The ant colony as a stream network: a colony task and a pool of ant
+//! tasks, one per ant, living across the iterations.
+//!
+//! ```text
+//!              ┌─ colony ─→ ant/ant/0 ── result ─┐
+//! ant/colony ──┼─ colony ─→ ant/ant/1 ── result ─┼─→ ant/colony
+//!              └─ …          (one task per ant)  ┘
+//! ```
+//!
+//! Every iteration `ant/colony` sends the current colony (pheromone and
+//! best-so-far, shared read-only behind an `Arc`) to every ant task; ant `a`
+//! runs [`kernels::ant::run_ant`] for `(a, iteration)` (its random choices
+//! depend only on the seed, the iteration and `a`, so it does not matter
+//! which task or worker runs it), drops its reference to the colony and
+//! sends back its schedule and cost. The colony task reduces the results in
+//! ant order as they come ([`kernels::ant::iteration_best`]: lowest cost,
+//! then lowest ant index), applies [`kernels::ant::update`] (in place: the
+//! ants have let go of the colony by then) and starts the next iteration.
+//!
+//! What pipelines: the ants of an iteration run in parallel and the
+//! reduction overlaps them (results are folded in ant order while later
+//! ants still run). Iteration i+1 cannot start constructing before
+//! `update` of iteration i, since every construction reads the updated
+//! pheromone; that dependence is the kernel's, so iterations do not
+//! overlap.
+//!
+//! Verification: the schedule is a permutation of the jobs, its cost
+//! recomputed equals the reported one, it beats the earliest-due-date
+//! schedule, and it equals [`kernels::ant::solve_sequential`] with the same
+//! seed.
+//!
+//! Manual mapping: ant a on worker a mod W, the colony on worker 0.
+
+use std::sync::{Arc, OnceLock};
+
+use anyhow::{anyhow, Result};
+use rill::{ManualTable, Reader, Writer};
+
+use super::{run_timed, runtime_of, App, AppOpts, AppRun, NetRun, Slot};
+use crate::kernels::ant::{self as k, AcoParams, Colony, Instance};
+
+/// An ant colony application run's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AntConfig {
+    /// Jobs in the generated instance (at least 1).
+    pub jobs: usize,
+    /// Ants per iteration (at least 1).
+    pub ants: u32,
+    /// Iterations (at least 1).
+    pub iterations: u32,
+    /// Seed of the instance and of the colony.
+    pub seed: u64,
+}
+
+impl Default for AntConfig {
+    fn default() -> Self {
+        AntConfig {
+            jobs: k::DEFAULT_JOBS,
+            ants: k::DEFAULT_ANTS,
+            iterations: k::DEFAULT_ITERATIONS,
+            seed: 1,
+        }
+    }
+}
+
+impl AntConfig {
+    /// Checks the configuration, naming the first bad value.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.jobs == 0 {
+            return Err("jobs must be at least 1, got 0".into());
+        }
+        if self.ants == 0 {
+            return Err("ants must be at least 1, got 0".into());
+        }
+        if self.iterations == 0 {
+            return Err("iterations must be at least 1, got 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// The ant colony application.
+pub struct Ant {
+    cfg: AntConfig,
+    inst: Arc<Instance>,
+    reference: OnceLock<(Vec<u32>, u64)>,
+}
+
+/// An ant's answer: its index, schedule and cost.
+type AntResult = (u32, Vec<u32>, u64);
+
+impl Ant {
+    /// Generates the instance (argument errors for bad sizes).
+    pub fn new(cfg: AntConfig) -> Result<Ant> {
+        cfg.validate().map_err(|e| anyhow!(e))?;
+        Ok(Ant {
+            inst: Arc::new(k::generate(cfg.jobs, cfg.seed)),
+            cfg,
+            reference: OnceLock::new(),
+        })
+    }
+
+    /// The instance.
+    pub fn instance(&self) -> &Instance {
+        &self.inst
+    }
+
+    /// The sequential reference solution (computed once).
+    pub fn reference(&self) -> &(Vec<u32>, u64) {
+        self.reference.get_or_init(|| {
+            k::solve_sequential(
+                &self.inst,
+                self.cfg.ants,
+                self.cfg.iterations,
+                self.cfg.seed,
+            )
+        })
+    }
+
+    /// Runs the network once; the value is the best schedule and its cost.
+    pub fn network(&self, opts: &AppOpts) -> Result<NetRun<(Vec<u32>, u64)>> {
+        let AntConfig {
+            ants,
+            iterations,
+            seed,
+            ..
+        } = self.cfg;
+        let mut rt = runtime_of(self, opts)?;
+        let slot = Slot::new();
+        let mut to_ants: Vec<Writer<(u32, Arc<Colony>)>> = Vec::new();
+        let mut from_ants: Vec<Reader<AntResult>> = Vec::new();
+        for a in 0..ants {
+            // One message per iteration is outstanding each way.
+            let (w, mut r) = rill::stream::<(u32, Arc<Colony>)>(1);
+            let (mut out, back) = rill::stream::<AntResult>(1);
+            to_ants.push(w);
+            from_ants.push(back);
+            let inst = self.inst.clone();
+            rt.spawn(format!("ant/ant/{a}"), move || {
+                while let Some((it, colony)) = r.read() {
+                    let (s, c) = k::run_ant(&inst, &colony, a, it, seed);
+                    drop(colony); // lets the colony task update in place
+                    if out.write((a, s, c)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        let inst = self.inst.clone();
+        let result = slot.clone();
+        rt.spawn("ant/colony", move || {
+            let mut colony = Arc::new(Colony::new(&inst, AcoParams::default()));
+            for it in 0..iterations {
+                for w in to_ants.iter_mut() {
+                    if w.write((it, colony.clone())).is_err() {
+                        return;
+                    }
+                }
+                // Reduce in ant order while later ants still run: keep the
+                // first lowest cost (iteration_best's tie rule).
+                let mut best: Option<AntResult> = None;
+                for r in from_ants.iter_mut() {
+                    let Some(res) = r.read() else {
+                        return;
+                    };
+                    if best.as_ref().is_none_or(|b| res.2 < b.2) {
+                        best = Some(res);
+                    }
+                }
+                let (_, schedule, cost) = best.expect("at least one ant");
+                // Every ant dropped its clone before answering, so this
+                // updates in place (it would copy otherwise).
+                k::update(Arc::make_mut(&mut colony), &schedule, cost);
+            }
+            drop(to_ants); // ends the ants
+            let colony = Arc::try_unwrap(colony).unwrap_or_else(|a| (*a).clone());
+            if let Some(best) = colony.best {
+                result.put(best);
+            }
+        });
+        run_timed(rt, &slot, "ant colony")
+    }
+}
+
+impl App for Ant {
+    fn name(&self) -> &'static str {
+        "ant"
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "ant {} jobs, {} ants, {} iterations, seed {}",
+            self.cfg.jobs, self.cfg.ants, self.cfg.iterations, self.cfg.seed
+        )
+    }
+
+    fn manual_table(&self, workers: usize) -> ManualTable {
+        let mut t = ManualTable::new().with("ant/colony", 0);
+        for a in 0..self.cfg.ants {
+            t.insert(format!("ant/ant/{a}"), a as usize % workers);
+        }
+        t
+    }
+
+    fn parts(&self, _workers: usize) -> Vec<String> {
+        let mut v = vec!["ant/colony".to_string()];
+        v.extend((0..self.cfg.ants).map(|a| format!("ant/ant/{a}")));
+        v
+    }
+
+    fn run(&self, opts: &AppOpts) -> Result<AppRun> {
+        let r = self.network(opts)?;
+        let (schedule, cost) = r.value;
+        let inst = &self.inst;
+        let edd = k::cost(inst, &k::edd(inst));
+        let mut run = AppRun::new("ant", r.wall, r.stats);
+        run.field("jobs", self.cfg.jobs);
+        run.field("ants", self.cfg.ants);
+        run.field("iterations", self.cfg.iterations);
+        run.field("seed", self.cfg.seed);
+        run.field("best_cost", cost);
+        run.field("edd_cost", edd);
+        let valid = k::validate(inst, &schedule);
+        run.check(valid.is_ok(), || {
+            format!("not a schedule: {}", valid.clone().unwrap_err())
+        });
+        if valid.is_ok() {
+            let recomputed = k::cost(inst, &schedule);
+            run.check(recomputed == cost, || {
+                format!("reported cost {cost}, recomputed {recomputed}")
+            });
+        }
+        // An instance with no tardiness at all cannot be beaten; equal is fine.
+        run.check(cost < edd || edd == 0, || {
+            format!("cost {cost} does not beat EDD's {edd}")
+        });
+        let (ref_s, ref_c) = self.reference();
+        run.field("reference_cost", *ref_c);
+        run.check(*ref_c == cost && *ref_s == schedule, || {
+            format!("differs from the sequential reference (cost {ref_c})")
+        });
+        run.summary = format!(
+            "best cost {cost} (EDD {edd}, {:.1}% better)",
+            if edd > 0 {
+                100.0 * (edd - cost.min(edd)) as f64 / edd as f64
+            } else {
+                0.0
+            }
+        );
+        Ok(run)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apps::MappingChoice;
+
+    #[test]
+    fn verifies_on_every_mapping_and_agrees() {
+        let app = Ant::new(AntConfig {
+            jobs: 30,
+            ants: 5,
+            iterations: 3,
+            seed: 4,
+        })
+        .unwrap();
+        let reference = app.reference().1;
+        for workers in [1, 2] {
+            for m in ["rr", "manual", "parts", "steal"] {
+                let opts = AppOpts::new(workers, m.parse().unwrap());
+                let run = app.run(&opts).unwrap();
+                assert!(run.verified, "{workers} workers {m}: {:?}", run.problems);
+                assert_eq!(run.fields["best_cost"], reference);
+                assert_eq!(run.stats.tasks_created, 6);
+            }
+        }
+    }
+
+    #[test]
+    fn one_ant_one_iteration() {
+        let app = Ant::new(AntConfig {
+            jobs: 12,
+            ants: 1,
+            iterations: 1,
+            seed: 9,
+        })
+        .unwrap();
+        let run = app.run(&AppOpts::new(2, MappingChoice::Manual)).unwrap();
+        assert!(run.verified, "{:?}", run.problems);
+    }
+
+    #[test]
+    fn argument_errors() {
+        for cfg in [
+            AntConfig {
+                jobs: 0,
+                ..AntConfig::default()
+            },
+            AntConfig {
+                ants: 0,
+                ..AntConfig::default()
+            },
+            AntConfig {
+                iterations: 0,
+                ..AntConfig::default()
+            },
+        ] {
+            assert!(Ant::new(cfg).is_err());
+        }
+    }
+
+    #[test]
+    fn mapping_file_matches_the_code_table() {
+        let app = Ant::new(AntConfig {
+            jobs: 5,
+            ..AntConfig::default()
+        })
+        .unwrap();
+        let file = ManualTable::load(crate::apps::mapping_file("ant")).unwrap();
+        let code = app.manual_table(2);
+        let mut names = vec!["ant/colony".to_string()];
+        names.extend((0..k::DEFAULT_ANTS).map(|a| format!("ant/ant/{a}")));
+        for n in &names {
+            assert_eq!(file.lookup(n), code.lookup(n), "{n}");
+        }
+    }
+}

@@ -1,0 +1,567 @@
+//! The four benchmark applications as stream networks of named tasks on rill.
+//!
+//! Each application turns one of the [`crate::kernels`] into a network whose
+//! task names are places in it (`des/round/1/2`, `mc/star/3/step/7`,
+//! `rt/solver/2`, `ant/ant/17`), runs on any number of workers under every
+//! [`MappingChoice`], and checks its own result:
+//!
+//! - [`des`]: a splitter, parallel `IP → rounds → FP` pipelines and an
+//!   order-restoring collector (FIPS 46-3 ECB with PKCS#7).
+//! - [`mc`]: Monte Carlo option pricing whose chains of step tasks unfold at
+//!   run time by serial replication (S-Net's star).
+//! - [`rt`]: a dealer handing scenes to four solvers on demand and a
+//!   collector putting the images back in order.
+//! - [`ant`]: an ant colony whose ants run as a pool of tasks, reduced in ant
+//!   order every iteration.
+//!
+//! Every runtime is built by [`runtime_for`], the one place where the mapping
+//! choice becomes a [`rill::Mapping`] and where monitoring is configured.
+//!
+//! `wall` is always the time of `Runtime::run` of the network: inputs, the
+//! sequential references and the checks are outside it.
+
+pub mod ant;
+pub mod des;
+pub mod mc;
+pub mod rt;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use rill::{ManualTable, Mapping, RunStats, Runtime};
+use serde_json::{json, Map, Value};
+
+/// How tasks are placed on workers, as the command line names it.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum MappingChoice {
+    /// `rr`: the n-th task created goes to worker n mod W.
+    #[default]
+    Rr,
+    /// `manual`: the application's own placement table (see each app's
+    /// `manual_table`).
+    Manual,
+    /// `parts`: the application's ordered list of task-name prefixes cut into
+    /// W contiguous blocks.
+    Parts,
+    /// `steal`: round-robin at creation, then work stealing.
+    Steal,
+    /// A `prefix = worker` table file, loaded with [`ManualTable::load`].
+    File(PathBuf),
+}
+
+impl MappingChoice {
+    /// The choice as the command line and the JSON output spell it (a file
+    /// choice is its path).
+    pub fn name(&self) -> String {
+        match self {
+            MappingChoice::Rr => "rr".into(),
+            MappingChoice::Manual => "manual".into(),
+            MappingChoice::Parts => "parts".into(),
+            MappingChoice::Steal => "steal".into(),
+            MappingChoice::File(p) => p.display().to_string(),
+        }
+    }
+}
+
+impl fmt::Display for MappingChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl FromStr for MappingChoice {
+    type Err = String;
+
+    /// `rr`, `manual`, `parts`, `steal`, or the path of an existing table
+    /// file.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s.trim() {
+            "rr" | "round-robin" => MappingChoice::Rr,
+            "manual" => MappingChoice::Manual,
+            "parts" => MappingChoice::Parts,
+            "steal" => MappingChoice::Steal,
+            "" => return Err("empty mapping: use rr, manual, parts, steal or a FILE".into()),
+            path => {
+                let p = PathBuf::from(path);
+                if !p.is_file() {
+                    return Err(format!(
+                        "'{path}' is neither rr, manual, parts nor steal, and no such mapping file exists"
+                    ));
+                }
+                // Parse now, so a bad file is an argument error, not a failed run.
+                ManualTable::load(&p).map_err(|e| e.to_string())?;
+                MappingChoice::File(p)
+            }
+        })
+    }
+}
+
+/// The monitoring events a `--monitor` mode asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MonitorSpec {
+    /// Mapping events (task placed, migrated).
+    pub map: bool,
+    /// Worker events (dispatch, idle, park).
+    pub worker: bool,
+    /// Task events (create, block, wake, end).
+    pub task: bool,
+    /// Stream events (open, bind, replace, close).
+    pub stream: bool,
+    /// Message counts per stream.
+    pub message: bool,
+    /// Per-message timestamps.
+    pub msgtime: bool,
+}
+
+/// The event classes a monitor list may name, in order.
+pub const MONITOR_CLASSES: [&str; 6] = ["map", "worker", "task", "stream", "message", "msgtime"];
+
+impl MonitorSpec {
+    /// Every event class.
+    pub const FULL: MonitorSpec = MonitorSpec {
+        map: true,
+        worker: true,
+        task: true,
+        stream: true,
+        message: true,
+        msgtime: true,
+    };
+
+    /// Parses `off`, `full`, or a comma list of [`MONITOR_CLASSES`].
+    pub fn parse(s: &str) -> Result<MonitorSpec, String> {
+        let s = s.trim();
+        match s {
+            "off" | "" => return Ok(MonitorSpec::default()),
+            "full" => return Ok(MonitorSpec::FULL),
+            _ => {}
+        }
+        let mut m = MonitorSpec::default();
+        for part in s.split(',').map(str::trim) {
+            let flag = match part {
+                "map" => &mut m.map,
+                "worker" => &mut m.worker,
+                "task" => &mut m.task,
+                "stream" => &mut m.stream,
+                "message" => &mut m.message,
+                "msgtime" => &mut m.msgtime,
+                other => {
+                    return Err(format!(
+                        "unknown monitoring class '{other}' in '{s}': use off, full, or a comma list of {}",
+                        MONITOR_CLASSES.join(",")
+                    ))
+                }
+            };
+            *flag = true;
+        }
+        Ok(m)
+    }
+
+    /// Whether no event class is on.
+    pub fn is_off(&self) -> bool {
+        *self == MonitorSpec::default()
+    }
+}
+
+/// Checks a `--monitor` value (see [`MonitorSpec::parse`]); for clap.
+pub fn parse_monitor(s: &str) -> Result<String, String> {
+    MonitorSpec::parse(s).map(|_| s.trim().to_string())
+}
+
+/// Options every application takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppOpts {
+    /// Worker threads (at least 1).
+    pub workers: usize,
+    /// Task placement.
+    pub mapping: MappingChoice,
+    /// Monitoring mode: `off` (default), `full`, or a comma list of
+    /// [`MONITOR_CLASSES`].
+    pub monitor: String,
+    /// Directory for monitoring logs.
+    pub logs: Option<PathBuf>,
+    /// Capacity of the application's data streams; `None` takes the
+    /// application's own default.
+    pub capacity: Option<usize>,
+    /// Usable stack bytes per task; `None`: the runtime's default, or more
+    /// when the application needs it (see [`App::stack_size`]).
+    pub stack_size: Option<usize>,
+}
+
+impl Default for AppOpts {
+    fn default() -> Self {
+        AppOpts {
+            workers: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            mapping: MappingChoice::Rr,
+            monitor: "off".into(),
+            logs: None,
+            capacity: None,
+            stack_size: None,
+        }
+    }
+}
+
+impl AppOpts {
+    /// Options for `workers` workers under `mapping`, the rest default.
+    pub fn new(workers: usize, mapping: MappingChoice) -> Self {
+        AppOpts {
+            workers,
+            mapping,
+            ..AppOpts::default()
+        }
+    }
+
+    /// The same options with monitoring off and no logs (for the extra runs
+    /// that verification makes).
+    pub fn unmonitored(&self) -> Self {
+        AppOpts {
+            monitor: "off".into(),
+            logs: None,
+            ..self.clone()
+        }
+    }
+
+    /// The stream capacity to use when the application's default is `dflt`.
+    pub fn capacity_or(&self, dflt: usize) -> usize {
+        self.capacity.unwrap_or(dflt).max(1)
+    }
+}
+
+/// Builds the runtime of an application run: `workers` workers, the mapping
+/// turned into a [`rill::Mapping`] (`manual` is the application's `manual`
+/// table, `parts` its ordered `parts` list, a file is loaded with
+/// [`ManualTable::load`]), and monitoring from `monitor`/`logs`.
+pub fn runtime_for(opts: &AppOpts, manual: ManualTable, parts: Vec<String>) -> Result<Runtime> {
+    if opts.workers == 0 {
+        return Err(anyhow!("workers must be at least 1, got 0"));
+    }
+    let mapping = match &opts.mapping {
+        MappingChoice::Rr => Mapping::RoundRobin,
+        MappingChoice::Manual => Mapping::Manual(manual),
+        MappingChoice::Parts => Mapping::Partitioned(parts),
+        MappingChoice::Steal => Mapping::Steal,
+        MappingChoice::File(p) => Mapping::Manual(
+            ManualTable::load(p).with_context(|| format!("mapping file {}", p.display()))?,
+        ),
+    };
+    let mut builder = Runtime::builder()
+        .workers(opts.workers)
+        .mapping(mapping)
+        .capacity(opts.capacity_or(16));
+    if let Some(bytes) = opts.stack_size {
+        builder = builder.stack_size(bytes);
+    }
+
+    // ---- MONITORING -------------------------------------------------------
+    // The runtime author wires rill::MonitorConfig here from `spec` (which
+    // event classes) and `opts.logs` (where the per-worker logs go). For now
+    // the mode is only validated, and the log directory is passed on when
+    // monitoring is on.
+    let spec = MonitorSpec::parse(&opts.monitor).map_err(|e| anyhow!(e))?;
+    if !spec.is_off() {
+        if let Some(dir) = &opts.logs {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating the log directory {}", dir.display()))?;
+        }
+        // MonitorConfig grows fields (the event flags) with the monitoring work.
+        #[allow(clippy::needless_update)]
+        let config = rill::MonitorConfig {
+            dir: opts.logs.clone(),
+            ..Default::default()
+        };
+        builder = builder.monitor(config);
+    }
+    // ---- end MONITORING ---------------------------------------------------
+
+    Ok(builder.build()?)
+}
+
+/// What one run of a network gave: its value, its wall time and the
+/// runtime's statistics.
+#[derive(Debug)]
+pub struct NetRun<T> {
+    /// What the network computed.
+    pub value: T,
+    /// Wall time of `Runtime::run`.
+    pub wall: Duration,
+    /// The runtime's statistics of the run.
+    pub stats: RunStats,
+}
+
+/// A slot a network's last task fills with its result, read after the run.
+pub(crate) struct Slot<T>(Arc<Mutex<Option<T>>>);
+
+impl<T> Clone for Slot<T> {
+    fn clone(&self) -> Self {
+        Slot(self.0.clone())
+    }
+}
+
+impl<T> Slot<T> {
+    pub(crate) fn new() -> Self {
+        Slot(Arc::new(Mutex::new(None)))
+    }
+    pub(crate) fn put(&self, v: T) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+    }
+    pub(crate) fn take(&self) -> Option<T> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// Runs `rt` and times it; then takes the network's result from `slot`.
+pub(crate) fn run_timed<T>(mut rt: Runtime, slot: &Slot<T>, what: &str) -> Result<NetRun<T>> {
+    let t0 = Instant::now();
+    let res = rt.run();
+    let wall = t0.elapsed();
+    let stats = res.with_context(|| format!("the {what} network failed"))?;
+    let value = slot
+        .take()
+        .ok_or_else(|| anyhow!("the {what} network ended without a result"))?;
+    Ok(NetRun { value, wall, stats })
+}
+
+/// A network's readers that may end one by one: [`rill::poll`] over those
+/// still open, with the caller's label for each.
+pub(crate) struct PollSet<T: Send + 'static, L> {
+    readers: Vec<rill::Reader<T>>,
+    labels: Vec<L>,
+}
+
+impl<T: Send + 'static, L: Copy> PollSet<T, L> {
+    pub(crate) fn new() -> Self {
+        PollSet {
+            readers: Vec::new(),
+            labels: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, r: rill::Reader<T>, label: L) {
+        self.readers.push(r);
+        self.labels.push(label);
+    }
+
+    /// The next message and its reader's label; `None` when every reader
+    /// has ended.
+    pub(crate) fn next(&mut self) -> Option<(L, T)> {
+        loop {
+            let i = rill::poll(&mut self.readers)?;
+            match self.readers[i].read() {
+                Some(v) => return Some((self.labels[i], v)),
+                None => {
+                    self.readers.remove(i);
+                    self.labels.remove(i);
+                }
+            }
+        }
+    }
+}
+
+/// The outcome of one application run, the same shape for every application
+/// (what the command line reports).
+#[derive(Clone, Debug)]
+pub struct AppRun {
+    /// `des`, `mc`, `rt` or `ant`.
+    pub bench: &'static str,
+    /// Wall time of the network's run.
+    pub wall: Duration,
+    /// Whether every check passed.
+    pub verified: bool,
+    /// The checks that failed, in words.
+    pub problems: Vec<String>,
+    /// The application's figures, for the JSON line (`bytes`, `call_price`,
+    /// `checksum`, `best_cost`...).
+    pub fields: Map<String, Value>,
+    /// A one-line human summary of the result.
+    pub summary: String,
+    /// The runtime's statistics of the network's run.
+    pub stats: RunStats,
+}
+
+impl AppRun {
+    pub(crate) fn new(bench: &'static str, wall: Duration, stats: RunStats) -> Self {
+        AppRun {
+            bench,
+            wall,
+            verified: true,
+            problems: Vec::new(),
+            fields: Map::new(),
+            summary: String::new(),
+            stats,
+        }
+    }
+
+    /// Records a check: a failed one clears `verified` and keeps `what`.
+    pub(crate) fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
+        if !ok {
+            self.verified = false;
+            self.problems.push(what());
+        }
+    }
+
+    pub(crate) fn field(&mut self, key: &str, v: impl Into<Value>) {
+        self.fields.insert(key.to_string(), v.into());
+    }
+
+    /// Figures of the run that are not the application's own: the runtime's
+    /// statistics. Every per-run extra column (the command line's tables,
+    /// `compare`) comes from here; add new ones here.
+    pub fn extra_columns(&self) -> Vec<(&'static str, f64)> {
+        let idle: Duration = self.stats.workers.iter().map(|w| w.idle).sum();
+        let parks: u64 = self.stats.workers.iter().map(|w| w.parks).sum();
+        let steals: u64 = self.stats.workers.iter().map(|w| w.steals).sum();
+        vec![
+            ("tasks", self.stats.tasks_created as f64),
+            ("dispatches", self.stats.dispatches as f64),
+            ("idle_ms", idle.as_secs_f64() * 1e3),
+            ("parks", parks as f64),
+            ("steals", steals as f64),
+        ]
+    }
+
+    /// The JSON object of the run: `bench`, `workers`, `mapping`, `monitor`,
+    /// `run`, `wall_ms`, `verified` (and `problems` when not), the
+    /// application's figures and the [`extra_columns`](AppRun::extra_columns).
+    pub fn json(&self, opts: &AppOpts, run: u32) -> Value {
+        let mut m = Map::new();
+        m.insert("bench".into(), json!(self.bench));
+        m.insert("workers".into(), json!(opts.workers));
+        m.insert("mapping".into(), json!(opts.mapping.name()));
+        m.insert("monitor".into(), json!(opts.monitor));
+        if let Some(l) = &opts.logs {
+            m.insert("logs".into(), json!(l));
+        }
+        m.insert("run".into(), json!(run));
+        m.insert("wall_ms".into(), json!(self.wall.as_secs_f64() * 1e3));
+        m.insert("verified".into(), json!(self.verified));
+        if !self.verified {
+            m.insert("problems".into(), json!(self.problems));
+        }
+        for (k, v) in &self.fields {
+            m.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        for (k, v) in self.extra_columns() {
+            m.entry(k.to_string()).or_insert_with(|| json!(v));
+        }
+        Value::Object(m)
+    }
+}
+
+/// An application ready to run: its input made and checked, its sequential
+/// reference computed on first use and kept for the next runs.
+pub trait App {
+    /// `des`, `mc`, `rt` or `ant`.
+    fn name(&self) -> &'static str;
+    /// The parameters in one line, for titles.
+    fn describe(&self) -> String;
+    /// The placement table of `manual` mapping on `workers` workers.
+    fn manual_table(&self, workers: usize) -> ManualTable;
+    /// The ordered prefix list of `parts` mapping.
+    fn parts(&self, workers: usize) -> Vec<String>;
+    /// Runs the network once under `opts` and checks its result. `Err` is a
+    /// run that could not finish (deadlock, panic, I/O); a wrong result is
+    /// `Ok` with `verified: false`.
+    fn run(&self, opts: &AppOpts) -> Result<AppRun>;
+    /// Stack bytes per task the application needs, when more than the
+    /// runtime's default.
+    fn stack_size(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// Builds the runtime of `app` under `opts` (see [`runtime_for`]).
+pub(crate) fn runtime_of(app: &dyn App, opts: &AppOpts) -> Result<Runtime> {
+    let opts = AppOpts {
+        stack_size: opts.stack_size.or(app.stack_size()),
+        ..opts.clone()
+    };
+    runtime_for(
+        &opts,
+        app.manual_table(opts.workers),
+        app.parts(opts.workers),
+    )
+}
+
+/// The placement table in `examples/mappings/<app>.map` (written for 2
+/// workers and the default sizes).
+pub fn mapping_file(app: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("mappings")
+        .join(format!("{app}.map"))
+}
+
+/// FNV-1a of a byte string (for comparing outputs across runs in JSON).
+pub fn fnv64(data: &[u8]) -> u64 {
+    let mut h = 0xCBF2_9CE4_8422_2325u64;
+    for &b in data {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapping_choices() {
+        assert_eq!("rr".parse::<MappingChoice>().unwrap(), MappingChoice::Rr);
+        assert_eq!(
+            "manual".parse::<MappingChoice>().unwrap(),
+            MappingChoice::Manual
+        );
+        assert_eq!(
+            "parts".parse::<MappingChoice>().unwrap(),
+            MappingChoice::Parts
+        );
+        assert_eq!(
+            "steal".parse::<MappingChoice>().unwrap(),
+            MappingChoice::Steal
+        );
+        let f = mapping_file("mc");
+        assert_eq!(
+            f.to_str().unwrap().parse::<MappingChoice>().unwrap(),
+            MappingChoice::File(f.clone())
+        );
+        let e = "/no/such/file.map".parse::<MappingChoice>().unwrap_err();
+        assert!(e.contains("no such mapping file"), "{e}");
+    }
+
+    #[test]
+    fn monitor_modes() {
+        assert!(MonitorSpec::parse("off").unwrap().is_off());
+        assert_eq!(MonitorSpec::parse("full").unwrap(), MonitorSpec::FULL);
+        let m = MonitorSpec::parse("task, stream").unwrap();
+        assert!(m.task && m.stream && !m.map && !m.msgtime);
+        assert_eq!(
+            MonitorSpec::parse(&MONITOR_CLASSES.join(",")).unwrap(),
+            MonitorSpec::FULL
+        );
+        let e = MonitorSpec::parse("task,bogus").unwrap_err();
+        assert!(e.contains("bogus"), "{e}");
+        assert!(MonitorSpec::parse("task,").is_err());
+    }
+
+    #[test]
+    fn runtime_for_every_mapping() {
+        let manual = ManualTable::new().with("x/", 1);
+        for m in ["rr", "manual", "parts", "steal"] {
+            let opts = AppOpts::new(2, m.parse().unwrap());
+            let rt = runtime_for(&opts, manual.clone(), vec!["x/".into()]).unwrap();
+            assert_eq!(rt.config().workers(), 2);
+        }
+        // A manual table naming a worker that does not exist.
+        let opts = AppOpts::new(1, MappingChoice::Manual);
+        assert!(runtime_for(&opts, manual, vec![]).is_err());
+        let opts = AppOpts {
+            monitor: "nonsense".into(),
+            ..AppOpts::new(1, MappingChoice::Rr)
+        };
+        assert!(runtime_for(&opts, ManualTable::new(), vec![]).is_err());
+    }
+}

@@ -1,0 +1,787 @@
+//! Running the applications from the command line: `rill-bench des|mc|rt|ant`
+//! ([`run_app`]), `rill-bench compare` ([`compare`]) and `rill-bench all`
+//! ([`all`]).
+//!
+//! Every run of an application is an [`AppRun`]; its per-run figures beyond
+//! the application's own come from [`AppRun::extra_columns`], which the
+//! tables here and the JSON lines both use, so a new column (monitoring's
+//! waiting time per worker, say) is added in one place.
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice, MonitorSpec};
+use crate::bench::{Engine, ParamError, PipeParams, Placement, RingParams};
+use crate::cli::{AllArgs, AppCommand, CliError, CompareArgs, Summary};
+use crate::engines;
+use crate::report::{self, Job, Outcome, Stats};
+
+/// One finished (or failed) run of an application.
+struct Done {
+    opts: AppOpts,
+    run: u32,
+    result: Result<AppRun, String>,
+}
+
+impl Done {
+    fn ok(&self) -> bool {
+        matches!(&self.result, Ok(r) if r.verified)
+    }
+
+    fn wall_ms(&self) -> Option<f64> {
+        self.result
+            .as_ref()
+            .ok()
+            .map(|r| r.wall.as_secs_f64() * 1e3)
+    }
+
+    fn json(&self, bench: &str) -> Value {
+        match &self.result {
+            Ok(r) => r.json(&self.opts, self.run),
+            Err(e) => json!({
+                "bench": bench,
+                "workers": self.opts.workers,
+                "mapping": self.opts.mapping.name(),
+                "monitor": self.opts.monitor,
+                "run": self.run,
+                "verified": false,
+                "error": e,
+            }),
+        }
+    }
+
+    /// A one-line account for progress output.
+    fn short(&self) -> String {
+        match &self.result {
+            Ok(r) if r.verified => format!("{:.1} ms, verified", r.wall.as_secs_f64() * 1e3),
+            Ok(r) => format!(
+                "{:.1} ms, NOT VERIFIED: {}",
+                r.wall.as_secs_f64() * 1e3,
+                r.problems.join("; ")
+            ),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+}
+
+/// Runs `app` once under `opts`, a panic or failure becoming an error.
+fn run_once(app: &dyn App, opts: &AppOpts, run: u32) -> Done {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| app.run(opts)))
+        .unwrap_or_else(|p| {
+            Err(anyhow::anyhow!(
+                "panicked: {}",
+                crate::peers::threads::panic_text(&*p)
+            ))
+        })
+        .map_err(|e| format!("{e:#}"));
+    Done {
+        opts: opts.clone(),
+        run,
+        result,
+    }
+}
+
+fn stats_of(done: &[&Done]) -> Option<Stats> {
+    let v: Vec<f64> = done.iter().filter_map(|d| d.wall_ms()).collect();
+    Stats::of(&v)
+}
+
+/// `rill-bench des|mc|rt|ant`: runs the application `--repeat` times and
+/// reports each run (a table line or a JSON object) and, for several runs,
+/// the median, min and max wall time.
+pub fn run_app(
+    cmd: &AppCommand,
+    out: &mut dyn Write,
+    progress: &mut dyn Write,
+) -> Result<Summary, CliError> {
+    let app = cmd.app().map_err(CliError::Params)?;
+    let common = cmd.common();
+    let base = common.opts();
+    let repeat = common.repeat.unwrap_or(1);
+    let mut summary = Summary::default();
+    let mut done = Vec::new();
+    if !common.json {
+        writeln!(out, "{}", app.describe())?;
+        writeln!(
+            out,
+            "workers={} mapping={} monitor={}",
+            base.workers, base.mapping, base.monitor
+        )?;
+    }
+    for run in 0..repeat {
+        // Several runs keep their logs apart: DIR/run-N.
+        let opts = AppOpts {
+            logs: match &base.logs {
+                Some(l) if repeat > 1 => Some(l.join(format!("run-{run}"))),
+                l => l.clone(),
+            },
+            ..base.clone()
+        };
+        let _ = write!(
+            progress,
+            "[{}] {} run {}/{repeat} ... ",
+            app.name(),
+            opts.mapping,
+            run + 1
+        );
+        let _ = progress.flush();
+        let d = run_once(app.as_ref(), &opts, run);
+        let _ = writeln!(progress, "{}", d.short());
+        summary.runs += 1;
+        if !d.ok() {
+            summary.failures += 1;
+        }
+        if common.json {
+            writeln!(out, "{}", d.json(app.name()))?;
+            out.flush()?;
+        } else {
+            match &d.result {
+                Ok(r) => {
+                    writeln!(
+                        out,
+                        "run {}: {:>9.1} ms  {}  {}",
+                        run + 1,
+                        r.wall.as_secs_f64() * 1e3,
+                        if r.verified {
+                            "verified"
+                        } else {
+                            "NOT VERIFIED"
+                        },
+                        r.summary
+                    )?;
+                    for p in &r.problems {
+                        writeln!(out, "       problem: {p}")?;
+                    }
+                }
+                Err(e) => writeln!(out, "run {}: error: {e}", run + 1)?,
+            }
+        }
+        done.push(d);
+    }
+    if !common.json && repeat > 1 {
+        let all: Vec<&Done> = done.iter().collect();
+        if let Some(s) = stats_of(&all) {
+            writeln!(
+                out,
+                "wall ms: median {:.1}  min {:.1}  max {:.1}  ({repeat} runs)",
+                s.median, s.min, s.max
+            )?;
+        }
+    }
+    Ok(summary)
+}
+
+/// Medians of the extra columns over some runs, in column order.
+fn extra_medians(done: &[&Done]) -> Vec<(&'static str, f64)> {
+    let runs: Vec<&AppRun> = done.iter().filter_map(|d| d.result.as_ref().ok()).collect();
+    let Some(first) = runs.first() else {
+        return Vec::new();
+    };
+    first
+        .extra_columns()
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| {
+            let v: Vec<f64> = runs.iter().map(|r| r.extra_columns()[i].1).collect();
+            (*name, Stats::of(&v).map_or(f64::NAN, |s| s.median))
+        })
+        .collect()
+}
+
+/// `rill-bench compare APP`: round-robin and manual mapping alternately,
+/// `--repeat` runs of each (default 5); medians with min and max, the extra
+/// columns' medians, and the speedup (rr median / manual median).
+pub fn compare(
+    args: &CompareArgs,
+    out: &mut dyn Write,
+    progress: &mut dyn Write,
+) -> Result<Summary, CliError> {
+    let common = args.app.common();
+    if common.mapping.is_some() {
+        return Err(CliError::Params(ParamError(
+            "compare runs rr and manual mapping itself; leave out --mapping".into(),
+        )));
+    }
+    let app = args.app.app().map_err(CliError::Params)?;
+    let repeat = common.repeat.unwrap_or(5);
+    let base = common.opts();
+    let mappings = [MappingChoice::Rr, MappingChoice::Manual];
+    let mut summary = Summary::default();
+    let mut done: Vec<Done> = Vec::new();
+    for run in 0..repeat {
+        for m in &mappings {
+            let opts = AppOpts {
+                mapping: m.clone(),
+                logs: base
+                    .logs
+                    .as_ref()
+                    .map(|l| l.join(format!("{}-{}-{run}", app.name(), m))),
+                ..base.clone()
+            };
+            let _ = write!(
+                progress,
+                "[compare {}] {m} run {}/{repeat} ... ",
+                app.name(),
+                run + 1
+            );
+            let _ = progress.flush();
+            let d = run_once(app.as_ref(), &opts, run);
+            let _ = writeln!(progress, "{}", d.short());
+            summary.runs += 1;
+            if !d.ok() {
+                summary.failures += 1;
+            }
+            if common.json {
+                writeln!(out, "{}", d.json(app.name()))?;
+                out.flush()?;
+            }
+            done.push(d);
+        }
+    }
+    let of = |m: &MappingChoice| -> Vec<&Done> {
+        done.iter()
+            .filter(|d| d.opts.mapping == *m && d.ok())
+            .collect()
+    };
+    let (rr, manual) = (of(&mappings[0]), of(&mappings[1]));
+    let (rs, ms) = (stats_of(&rr), stats_of(&manual));
+    let speedup = match (rs, ms) {
+        (Some(r), Some(m)) if m.median > 0.0 => Some(r.median / m.median),
+        _ => None,
+    };
+    if common.json {
+        writeln!(
+            out,
+            "{}",
+            json!({
+                "bench": app.name(),
+                "compare": true,
+                "workers": base.workers,
+                "monitor": base.monitor,
+                "runs": repeat,
+                "rr_median_ms": rs.map(|s| s.median),
+                "manual_median_ms": ms.map(|s| s.median),
+                "speedup": speedup,
+                "verified": summary.failures == 0,
+            })
+        )?;
+        return Ok(summary);
+    }
+    writeln!(out, "{}", app.describe())?;
+    writeln!(
+        out,
+        "workers={} monitor={}  ({repeat} runs of each mapping, alternating)",
+        base.workers, base.monitor
+    )?;
+    let cols = extra_medians(&rr);
+    let mut head = format!(
+        "{:<8} {:>10} {:>10} {:>10}",
+        "mapping", "median ms", "min ms", "max ms"
+    );
+    for (name, _) in &cols {
+        let _ = write!(head, " {name:>11}");
+    }
+    writeln!(out, "{head}")?;
+    for (m, runs, st) in [(&mappings[0], &rr, rs), (&mappings[1], &manual, ms)] {
+        let mut line = match st {
+            Some(s) => format!(
+                "{:<8} {:>10.1} {:>10.1} {:>10.1}",
+                m.name(),
+                s.median,
+                s.min,
+                s.max
+            ),
+            None => format!("{:<8} {:>10}", m.name(), "failed"),
+        };
+        for (_, v) in extra_medians(runs) {
+            let _ = write!(line, " {v:>11.1}");
+        }
+        writeln!(out, "{line}")?;
+    }
+    match speedup {
+        Some(s) => writeln!(out, "speedup (rr median / manual median): {s:.2}x")?,
+        None => writeln!(out, "speedup: n/a (a mapping had no verified run)")?,
+    }
+    if summary.failures > 0 {
+        writeln!(out, "{} of {} runs failed", summary.failures, summary.runs)?;
+    }
+    Ok(summary)
+}
+
+/// The applications at the sizes of `rill-bench all`.
+fn all_apps(quick: bool) -> anyhow::Result<Vec<Box<dyn App>>> {
+    let (des_len, mc_paths, mc_batch, rt_size, ant) = if quick {
+        (16_000, 5_000, mc::DEFAULT_BATCH, (4, 32, 24), (40, 4, 2))
+    } else {
+        (
+            500_000,
+            200_000,
+            mc::DEFAULT_BATCH,
+            (20, 160, 120),
+            (300, 20, 3),
+        )
+    };
+    Ok(vec![
+        Box::new(des::Des::new(des::DesConfig {
+            input: des::DesInput::Generated {
+                len: des_len,
+                seed: 1,
+            },
+            ..des::DesConfig::default()
+        })?),
+        Box::new(mc::Mc::new(mc::McConfig {
+            paths: mc_paths,
+            net: mc::McNet {
+                batch: mc_batch,
+                ..mc::McNet::default()
+            },
+            ..mc::McConfig::default()
+        })?),
+        Box::new(rt::Rt::new(rt::RtConfig {
+            scenes: rt_size.0,
+            width: rt_size.1,
+            height: rt_size.2,
+            ..rt::RtConfig::default()
+        })?),
+        Box::new(ant::Ant::new(ant::AntConfig {
+            jobs: ant.0,
+            ants: ant.1,
+            iterations: ant.2,
+            seed: 1,
+        })?),
+    ])
+}
+
+/// A row of the `all` table.
+#[derive(Clone, Debug)]
+struct Row {
+    bench: String,
+    engine: &'static str,
+    mapping: String,
+    monitor: String,
+    wall: Option<Stats>,
+    /// Manual over rr (on the manual row), or the peer's wall over rill's.
+    speedup: Option<f64>,
+    /// Monitoring full over off, in percent (on the full row).
+    overhead: Option<f64>,
+    verified: bool,
+    note: String,
+    /// Where the monitoring logs of the row's runs went.
+    logs: Option<PathBuf>,
+}
+
+fn fmt_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".into())
+}
+
+fn table(rows: &[Row]) -> String {
+    let mut s = format!(
+        "{:<6} {:<8} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9}  {}\n",
+        "bench",
+        "engine",
+        "mapping",
+        "monitor",
+        "wall ms",
+        "min ms",
+        "speedup",
+        "overhead",
+        "verified",
+        "note"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<6} {:<8} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9}  {}",
+            r.bench,
+            r.engine,
+            r.mapping,
+            r.monitor,
+            fmt_opt(r.wall.map(|w| w.median), |v| format!("{v:.1}")),
+            fmt_opt(r.wall.map(|w| w.min), |v| format!("{v:.1}")),
+            fmt_opt(r.speedup, |v| format!("{v:.2}x")),
+            fmt_opt(r.overhead, |v| format!("{v:+.1}%")),
+            if r.verified { "yes" } else { "NO" },
+            r.note
+        );
+    }
+    s
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn html(rows: &[Row], title: &str, machine: &str) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>rill report</title>\n\
+         <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
+         td,th{{border:1px solid #bbb;padding:3px 8px}}td.n{{text-align:right}}\
+         tr.bad{{background:#fdd}}</style></head><body>\n<h1>rill report</h1>\n<p>{}</p>\n<p>{}</p>\n",
+        html_escape(title),
+        html_escape(machine)
+    );
+    h.push_str(
+        "<p>wall: median (and minimum) of the runs, in milliseconds, of the network's run \
+         only. speedup: on a manual row, the rr median over the manual median; on a peer \
+         row, the peer's median over rill's. overhead: on a monitor=full row, its median \
+         over the monitor=off median of the same mapping, minus 1.</p>\n",
+    );
+    h.push_str(
+        "<table>\n<tr><th>bench</th><th>engine</th><th>mapping</th><th>monitor</th>\
+         <th>wall ms</th><th>min ms</th><th>speedup</th><th>overhead</th><th>verified</th>\
+         <th>note</th><th>monitoring</th></tr>\n",
+    );
+    for r in rows {
+        let _ = writeln!(
+            h,
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=n>{}</td>\
+             <td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td>\
+             <td><!-- MONITOR-LINKS: links to this row's monitoring summary and timeline SVG \
+             go here (logs: {}) --></td></tr>",
+            if r.verified { "" } else { " class=bad" },
+            html_escape(&r.bench),
+            r.engine,
+            html_escape(&r.mapping),
+            html_escape(&r.monitor),
+            fmt_opt(r.wall.map(|w| w.median), |v| format!("{v:.1}")),
+            fmt_opt(r.wall.map(|w| w.min), |v| format!("{v:.1}")),
+            fmt_opt(r.speedup, |v| format!("{v:.2}x")),
+            fmt_opt(r.overhead, |v| format!("{v:+.1}%")),
+            if r.verified { "yes" } else { "NO" },
+            html_escape(&r.note),
+            html_escape(
+                &r.logs
+                    .as_ref()
+                    .map(|l| l.display().to_string())
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    h.push_str("</table>\n</body></html>\n");
+    h
+}
+
+/// `nproc` and the CPU model, for reports.
+pub fn machine() -> String {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    format!("{cores} cores available, {model}")
+}
+
+fn logs_dir(out: &Path, app: &str, m: &MappingChoice, monitor: &str) -> Option<PathBuf> {
+    (!MonitorSpec::parse(monitor).is_ok_and(|s| s.is_off()))
+        .then(|| out.join("logs").join(format!("{app}-{m}")))
+}
+
+/// `rill-bench all`: every application with rr and manual mapping, with
+/// monitoring off and full, and the pipe and ring against their peers; one
+/// table on `out`, progress on `progress`, and `results.json` and
+/// `index.html` in `--out`.
+pub fn all(
+    args: &AllArgs,
+    out: &mut dyn Write,
+    progress: &mut dyn Write,
+) -> Result<Summary, CliError> {
+    let workers = args.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let repeat = args.repeat.unwrap_or(if args.quick { 1 } else { 3 });
+    std::fs::create_dir_all(&args.out).map_err(|e| {
+        CliError::Params(ParamError(format!(
+            "cannot create the output directory {}: {e}",
+            args.out.display()
+        )))
+    })?;
+    let apps = all_apps(args.quick).map_err(|e| CliError::Params(ParamError(e.to_string())))?;
+    let mappings = [MappingChoice::Rr, MappingChoice::Manual];
+    let monitors = ["off", "full"];
+    let peer_jobs = if args.quick {
+        (
+            PipeParams {
+                depth: 10,
+                messages: 2_000,
+                workers,
+                ..PipeParams::default()
+            },
+            RingParams {
+                size: 10,
+                hops: 2_000,
+                workers,
+                ..RingParams::default()
+            },
+        )
+    } else {
+        (
+            PipeParams {
+                depth: 50,
+                messages: 20_000,
+                workers,
+                placement: Placement::Rr,
+                ..PipeParams::default()
+            },
+            RingParams {
+                size: 100,
+                hops: 20_000,
+                workers,
+                ..RingParams::default()
+            },
+        )
+    };
+    let total_steps = apps.len() * mappings.len() * monitors.len() + 2 * Engine::ALL.len();
+    let mut step = 0;
+    let mut summary = Summary::default();
+    let mut json_runs: Vec<Value> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
+    let started = std::time::Instant::now();
+
+    for app in &apps {
+        let mut cell: Vec<(MappingChoice, &str, Vec<Done>)> = Vec::new();
+        for monitor in monitors {
+            for m in &mappings {
+                step += 1;
+                let opts = AppOpts {
+                    workers,
+                    mapping: m.clone(),
+                    monitor: monitor.into(),
+                    logs: logs_dir(&args.out, app.name(), m, monitor),
+                    ..AppOpts::default()
+                };
+                let mut runs = Vec::new();
+                for run in 0..repeat {
+                    let _ = write!(
+                        progress,
+                        "[all {step}/{total_steps}] {} mapping={m} monitor={monitor} run {}/{repeat} ... ",
+                        app.name(),
+                        run + 1
+                    );
+                    let _ = progress.flush();
+                    let d = run_once(app.as_ref(), &opts, run);
+                    let _ = writeln!(progress, "{}", d.short());
+                    summary.runs += 1;
+                    if !d.ok() {
+                        summary.failures += 1;
+                    }
+                    let mut j = d.json(app.name());
+                    j["suite"] = json!("all");
+                    if args.json {
+                        writeln!(out, "{j}")?;
+                    }
+                    json_runs.push(j);
+                    runs.push(d);
+                }
+                cell.push((m.clone(), monitor, runs));
+            }
+        }
+        let median = |m: &MappingChoice, mon: &str| {
+            cell.iter()
+                .find(|(cm, cmon, _)| cm == m && *cmon == mon)
+                .and_then(|(_, _, runs)| {
+                    stats_of(&runs.iter().filter(|d| d.ok()).collect::<Vec<_>>())
+                })
+        };
+        for monitor in monitors {
+            for m in &mappings {
+                let (_, _, runs) = cell
+                    .iter()
+                    .find(|(cm, cmon, _)| cm == m && *cmon == monitor)
+                    .expect("every cell ran");
+                let wall = median(m, monitor);
+                let speedup = match (m, median(&MappingChoice::Rr, monitor), wall) {
+                    (MappingChoice::Manual, Some(rr), Some(w)) if w.median > 0.0 => {
+                        Some(rr.median / w.median)
+                    }
+                    _ => None,
+                };
+                let overhead = match (monitor, median(m, "off"), wall) {
+                    ("full", Some(off), Some(w)) if off.median > 0.0 => {
+                        Some((w.median / off.median - 1.0) * 100.0)
+                    }
+                    _ => None,
+                };
+                let note = runs
+                    .iter()
+                    .find_map(|d| match &d.result {
+                        Err(e) => Some(e.clone()),
+                        Ok(r) if !r.verified => Some(r.problems.join("; ")),
+                        Ok(_) => None,
+                    })
+                    .unwrap_or_default();
+                rows.push(Row {
+                    bench: app.name().into(),
+                    engine: "rill",
+                    mapping: m.name(),
+                    monitor: monitor.into(),
+                    wall,
+                    speedup,
+                    overhead,
+                    verified: runs.iter().all(Done::ok),
+                    note,
+                    logs: logs_dir(&args.out, app.name(), m, monitor),
+                });
+            }
+        }
+    }
+
+    // The pipe and ring on rill and on the peers.
+    for job in [Job::Pipe(peer_jobs.0), Job::Ring(peer_jobs.1)] {
+        let mut cells: Vec<(Engine, Vec<Outcome>)> = Vec::new();
+        for engine in Engine::ALL {
+            step += 1;
+            let mut outcomes = Vec::new();
+            for run in 0..repeat {
+                let _ = write!(
+                    progress,
+                    "[all {step}/{total_steps}] {} engine={engine} run {}/{repeat} ... ",
+                    job.bench(),
+                    run + 1
+                );
+                let _ = progress.flush();
+                let result = match &job {
+                    Job::Pipe(p) => engines::run_pipe(engine, p),
+                    Job::Ring(p) => engines::run_ring(engine, p),
+                    Job::Micro { .. } => unreachable!("all runs no micro rows"),
+                }
+                .map_err(|e| format!("{e:#}"));
+                let _ = writeln!(progress, "{}", report::short_result(&job, &result));
+                summary.runs += 1;
+                if result.is_err() {
+                    summary.failures += 1;
+                }
+                let o = Outcome {
+                    job: job.clone(),
+                    engine,
+                    run,
+                    result,
+                };
+                let mut j = report::json_line(&o);
+                j["suite"] = json!("all");
+                if args.json {
+                    writeln!(out, "{j}")?;
+                }
+                json_runs.push(j);
+                outcomes.push(o);
+            }
+            cells.push((engine, outcomes));
+        }
+        let wall_of = |outcomes: &[Outcome]| {
+            let v: Vec<f64> = outcomes
+                .iter()
+                .filter_map(|o| o.result.as_ref().ok())
+                .map(|m| m.wall.as_secs_f64() * 1e3)
+                .collect();
+            Stats::of(&v)
+        };
+        let rill_wall = wall_of(&cells[0].1);
+        for (engine, outcomes) in &cells {
+            let wall = wall_of(outcomes);
+            let speedup = match (engine, rill_wall, wall) {
+                (Engine::Rill, _, _) => None,
+                (_, Some(r), Some(w)) if r.median > 0.0 => Some(w.median / r.median),
+                _ => None,
+            };
+            let ns = outcomes
+                .iter()
+                .filter_map(|o| o.result.as_ref().ok().and_then(|m| m.ns_per_op()))
+                .collect::<Vec<_>>();
+            let note = match outcomes.iter().find_map(|o| o.result.as_ref().err()) {
+                Some(e) => e.clone(),
+                None => Stats::of(&ns)
+                    .map(|s| format!("{:.0} ns/op", s.median))
+                    .unwrap_or_default(),
+            };
+            rows.push(Row {
+                bench: job.bench().into(),
+                engine: engine.name(),
+                mapping: if *engine == Engine::Rill {
+                    "rr".into()
+                } else {
+                    "-".into()
+                },
+                monitor: "off".into(),
+                wall,
+                speedup,
+                overhead: None,
+                verified: outcomes.iter().all(|o| o.result.is_ok()),
+                note,
+                logs: None,
+            });
+        }
+    }
+
+    let elapsed = started.elapsed().as_secs_f64();
+    let title = format!(
+        "rill-bench all{}: {workers} workers, {repeat} run{} per configuration, {:.1} s in all",
+        if args.quick { " --quick" } else { "" },
+        if repeat == 1 { "" } else { "s" },
+        elapsed
+    );
+    let machine = machine();
+    let table = table(&rows);
+    if !args.json {
+        writeln!(out, "{title}\n{machine}\n")?;
+        write!(out, "{table}")?;
+        writeln!(
+            out,
+            "\nspeedup: manual rows: rr median / manual median; peer rows: peer median / rill median.\n\
+             overhead: monitor=full median / monitor=off median - 1, same mapping."
+        )?;
+    }
+    let results = json!({
+        "title": title,
+        "machine": machine,
+        "workers": workers,
+        "repeat": repeat,
+        "quick": args.quick,
+        "elapsed_s": elapsed,
+        "failures": summary.failures,
+        "rows": rows.iter().map(|r| json!({
+            "bench": r.bench,
+            "engine": r.engine,
+            "mapping": r.mapping,
+            "monitor": r.monitor,
+            "wall_ms": r.wall.map(|w| w.median),
+            "min_ms": r.wall.map(|w| w.min),
+            "max_ms": r.wall.map(|w| w.max),
+            "speedup": r.speedup,
+            "overhead_pct": r.overhead,
+            "verified": r.verified,
+            "note": r.note,
+            "logs": r.logs,
+        })).collect::<Vec<_>>(),
+        "runs": json_runs,
+    });
+    let write =
+        |name: &str, text: String| std::fs::write(args.out.join(name), text).map_err(CliError::Io);
+    write(
+        "results.json",
+        serde_json::to_string_pretty(&results).expect("JSON of plain values"),
+    )?;
+    write("index.html", html(&rows, &title, &machine))?;
+    let _ = writeln!(
+        progress,
+        "rill-bench all: wrote {} and {}",
+        args.out.join("results.json").display(),
+        args.out.join("index.html").display()
+    );
+    Ok(summary)
+}
