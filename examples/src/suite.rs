@@ -76,6 +76,20 @@ fn run_once(app: &dyn App, opts: &AppOpts, run: u32) -> Done {
                 crate::peers::threads::panic_text(&*p)
             ))
         })
+        .and_then(|mut r| {
+            // A monitored run: read its logs back (rill-mon's summary), so
+            // that waiting events and log sizes appear beside the timing.
+            if !MonitorSpec::parse(&opts.monitor).is_ok_and(|s| s.is_off()) {
+                let dir = opts
+                    .logs
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("rill-logs"));
+                r.monitor = Some(crate::apps::MonSummary::from_logs(&dir).map_err(|e| {
+                    anyhow::anyhow!("reading the logs in {}: {e:#}", dir.display())
+                })?);
+            }
+            Ok(r)
+        })
         .map_err(|e| format!("{e:#}"));
     Done {
         opts: opts.clone(),
@@ -371,6 +385,17 @@ struct Row {
     note: String,
     /// Where the monitoring logs of the row's runs went.
     logs: Option<PathBuf>,
+    /// From the logs of the row's last run: bytes, bytes per event, and the
+    /// waiting events / waiting time per worker.
+    mon: Option<crate::apps::MonSummary>,
+}
+
+fn waits_text(m: &crate::apps::MonSummary) -> String {
+    m.waits
+        .iter()
+        .map(|(we, wt)| format!("{we}/{wt:.1}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn fmt_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
@@ -379,7 +404,7 @@ fn fmt_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 
 fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "{:<6} {:<8} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9}  {}\n",
+        "{:<6} {:<8} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}\n",
         "bench",
         "engine",
         "mapping",
@@ -389,12 +414,14 @@ fn table(rows: &[Row]) -> String {
         "speedup",
         "overhead",
         "verified",
-        "note"
+        "log KB",
+        "B/ev",
+        "note (monitored: WE/WT ms per worker)"
     );
     for r in rows {
         let _ = writeln!(
             s,
-            "{:<6} {:<8} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9}  {}",
+            "{:<6} {:<8} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}",
             r.bench,
             r.engine,
             r.mapping,
@@ -404,7 +431,17 @@ fn table(rows: &[Row]) -> String {
             fmt_opt(r.speedup, |v| format!("{v:.2}x")),
             fmt_opt(r.overhead, |v| format!("{v:+.1}%")),
             if r.verified { "yes" } else { "NO" },
-            r.note
+            fmt_opt(
+                r.mon.as_ref().map(|m| m.log_bytes as f64 / 1024.0),
+                |v| format!("{v:.0}")
+            ),
+            fmt_opt(r.mon.as_ref().map(|m| m.bytes_per_event()), |v| format!(
+                "{v:.2}"
+            )),
+            match &r.mon {
+                Some(m) if r.note.is_empty() => waits_text(m),
+                _ => r.note.clone(),
+            }
         );
     }
     s
@@ -417,7 +454,7 @@ fn html_escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn html(rows: &[Row], title: &str, machine: &str) -> String {
+fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
@@ -437,15 +474,29 @@ fn html(rows: &[Row], title: &str, machine: &str) -> String {
     h.push_str(
         "<table>\n<tr><th>bench</th><th>engine</th><th>mapping</th><th>monitor</th>\
          <th>wall ms</th><th>min ms</th><th>speedup</th><th>overhead</th><th>verified</th>\
-         <th>note</th><th>monitoring</th></tr>\n",
+         <th>note</th><th>log KB</th><th>B/event</th><th>WE/WT ms per worker</th>\
+         <th>monitoring</th></tr>\n",
     );
     for r in rows {
+        let links = match (&r.logs, &r.mon) {
+            (Some(l), Some(_)) => {
+                let rel = l
+                    .strip_prefix(out_dir)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|_| l.display().to_string());
+                format!(
+                    "<a href=\"{0}/summary.txt\">summary</a> <a href=\"{0}/summary.json\">json</a> \
+                     <a href=\"{0}/timeline.svg\">timeline</a>",
+                    html_escape(&rel)
+                )
+            }
+            _ => String::new(),
+        };
         let _ = writeln!(
             h,
             "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=n>{}</td>\
              <td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td>\
-             <td><!-- MONITOR-LINKS: links to this row's monitoring summary and timeline SVG \
-             go here (logs: {}) --></td></tr>",
+             <td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
             if r.verified { "" } else { " class=bad" },
             html_escape(&r.bench),
             r.engine,
@@ -457,13 +508,35 @@ fn html(rows: &[Row], title: &str, machine: &str) -> String {
             fmt_opt(r.overhead, |v| format!("{v:+.1}%")),
             if r.verified { "yes" } else { "NO" },
             html_escape(&r.note),
-            html_escape(
-                &r.logs
-                    .as_ref()
-                    .map(|l| l.display().to_string())
-                    .unwrap_or_default()
+            fmt_opt(
+                r.mon.as_ref().map(|m| m.log_bytes as f64 / 1024.0),
+                |v| format!("{v:.0}")
             ),
+            fmt_opt(r.mon.as_ref().map(|m| m.bytes_per_event()), |v| format!(
+                "{v:.2}"
+            )),
+            r.mon.as_ref().map(waits_text).unwrap_or_default(),
+            links,
         );
+    }
+    // One timeline per application (its monitored manual run), inline.
+    for r in rows
+        .iter()
+        .filter(|r| r.mon.is_some() && r.mapping == "manual")
+    {
+        if let Some(l) = &r.logs {
+            let rel = l
+                .strip_prefix(out_dir)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| l.display().to_string());
+            let _ = writeln!(
+                h,
+                "<h2>{} ({} mapping, monitored)</h2>\n<img src=\"{}/timeline.svg\" style=\"max-width:100%\">",
+                html_escape(&r.bench),
+                html_escape(&r.mapping),
+                html_escape(&rel)
+            );
+        }
     }
     h.push_str("</table>\n</body></html>\n");
     h
@@ -637,6 +710,10 @@ pub fn all(
                     verified: runs.iter().all(Done::ok),
                     note,
                     logs: logs_dir(&args.out, app.name(), m, monitor),
+                    mon: runs
+                        .iter()
+                        .rev()
+                        .find_map(|d| d.result.as_ref().ok().and_then(|r| r.monitor.clone())),
                 });
             }
         }
@@ -724,6 +801,7 @@ pub fn all(
                 verified: outcomes.iter().all(|o| o.result.is_ok()),
                 note,
                 logs: None,
+                mon: None,
             });
         }
     }
@@ -776,7 +854,7 @@ pub fn all(
         "results.json",
         serde_json::to_string_pretty(&results).expect("JSON of plain values"),
     )?;
-    write("index.html", html(&rows, &title, &machine))?;
+    write("index.html", html(&rows, &title, &machine, &args.out))?;
     let _ = writeln!(
         progress,
         "rill-bench all: wrote {} and {}",

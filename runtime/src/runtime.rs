@@ -451,7 +451,7 @@ impl Runtime {
                     dir.display()
                 ))
             })?;
-            let cal = clock::calibrate();
+            let cal = clock::calibrate_cached();
             for (i, slot) in logs.iter_mut().enumerate() {
                 let header = Header::new(mon.flags, i as u32, n as u32, cal);
                 *slot = Some(WorkerLog::create(dir, i, &header).map_err(|e| {

@@ -258,23 +258,19 @@ pub fn runtime_for(opts: &AppOpts, manual: ManualTable, parts: Vec<String>) -> R
     }
 
     // ---- MONITORING -------------------------------------------------------
-    // The runtime author wires rill::MonitorConfig here from `spec` (which
-    // event classes) and `opts.logs` (where the per-worker logs go). For now
-    // the mode is only validated, and the log directory is passed on when
-    // monitoring is on.
-    let spec = MonitorSpec::parse(&opts.monitor).map_err(|e| anyhow!(e))?;
-    if !spec.is_off() {
-        if let Some(dir) = &opts.logs {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating the log directory {}", dir.display()))?;
-        }
-        // MonitorConfig grows fields (the event flags) with the monitoring work.
-        #[allow(clippy::needless_update)]
-        let config = rill::MonitorConfig {
+    // `--monitor` names the event classes (rill::MonitorFlags parses it; the
+    // check above gave the user a clear error first), `--logs` the directory
+    // of the per-worker logs (default `rill-logs`).
+    MonitorSpec::parse(&opts.monitor).map_err(|e| anyhow!(e))?;
+    let flags: rill::MonitorFlags = opts
+        .monitor
+        .parse()
+        .map_err(|e| anyhow!("--monitor {}: {e}", opts.monitor))?;
+    if !flags.is_off() {
+        builder = builder.monitor(rill::MonitorConfig {
+            flags,
             dir: opts.logs.clone(),
-            ..Default::default()
-        };
-        builder = builder.monitor(config);
+        });
     }
     // ---- end MONITORING ---------------------------------------------------
 
@@ -381,7 +377,58 @@ pub struct AppRun {
     pub summary: String,
     /// The runtime's statistics of the network's run.
     pub stats: RunStats,
+    /// What the monitoring logs of the run say, when it was monitored.
+    pub monitor: Option<MonSummary>,
 }
+
+/// The figures `rill-mon summary` gives for a monitored run.
+#[derive(Clone, Debug, Default)]
+pub struct MonSummary {
+    /// Log bytes over all workers.
+    pub log_bytes: u64,
+    /// Events recorded (a period counts 1 plus its messages).
+    pub events: u64,
+    /// Waiting events (WE) and waiting time in ms (WT), per worker.
+    pub waits: Vec<(u64, f64)>,
+}
+
+impl MonSummary {
+    /// Reads the logs in `dir` (written by the run just finished), and writes
+    /// `summary.txt`, `summary.json` and `timeline.svg` beside them.
+    pub fn from_logs(dir: &std::path::Path) -> Result<MonSummary> {
+        let run = rill_monitor::load_run(dir)?;
+        let s = rill_monitor::summarize(&run);
+        std::fs::write(dir.join("summary.txt"), s.to_text())?;
+        std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&s)?)?;
+        let svg = rill_monitor::timeline_svg(&run, &rill_monitor::TimelineOptions::default());
+        std::fs::write(dir.join("timeline.svg"), svg)?;
+        Ok(MonSummary {
+            log_bytes: s.bytes,
+            events: s.events,
+            waits: s
+                .workers
+                .iter()
+                .map(|w| (w.waiting_events, w.wait_ns as f64 / 1e6))
+                .collect(),
+        })
+    }
+
+    /// Bytes per event.
+    pub fn bytes_per_event(&self) -> f64 {
+        if self.events == 0 {
+            0.0
+        } else {
+            self.log_bytes as f64 / self.events as f64
+        }
+    }
+}
+
+const WE_COLS: [&str; 8] = [
+    "we_w0", "we_w1", "we_w2", "we_w3", "we_w4", "we_w5", "we_w6", "we_w7",
+];
+const WT_COLS: [&str; 8] = [
+    "wt_ms_w0", "wt_ms_w1", "wt_ms_w2", "wt_ms_w3", "wt_ms_w4", "wt_ms_w5", "wt_ms_w6", "wt_ms_w7",
+];
 
 impl AppRun {
     pub(crate) fn new(bench: &'static str, wall: Duration, stats: RunStats) -> Self {
@@ -393,6 +440,7 @@ impl AppRun {
             fields: Map::new(),
             summary: String::new(),
             stats,
+            monitor: None,
         }
     }
 
@@ -415,13 +463,23 @@ impl AppRun {
         let idle: Duration = self.stats.workers.iter().map(|w| w.idle).sum();
         let parks: u64 = self.stats.workers.iter().map(|w| w.parks).sum();
         let steals: u64 = self.stats.workers.iter().map(|w| w.steals).sum();
-        vec![
+        let mut v = vec![
             ("tasks", self.stats.tasks_created as f64),
             ("dispatches", self.stats.dispatches as f64),
             ("idle_ms", idle.as_secs_f64() * 1e3),
             ("parks", parks as f64),
             ("steals", steals as f64),
-        ]
+        ];
+        if let Some(m) = &self.monitor {
+            v.push(("log_bytes", m.log_bytes as f64));
+            v.push(("events", m.events as f64));
+            v.push(("bytes_per_event", m.bytes_per_event()));
+            for (i, (we, wt)) in m.waits.iter().enumerate().take(WE_COLS.len()) {
+                v.push((WE_COLS[i], *we as f64));
+                v.push((WT_COLS[i], *wt));
+            }
+        }
+        v
     }
 
     /// The JSON object of the run: `bench`, `workers`, `mapping`, `monitor`,

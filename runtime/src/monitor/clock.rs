@@ -122,6 +122,21 @@ pub fn calibrate() -> Calibration {
     calibrate_for(CALIBRATION_TIME)
 }
 
+/// [`calibrate`], measuring the tick rate only the first time in a process
+/// (the rate of an invariant TSC does not change) and taking the start tick
+/// and wall-clock time now. What the runtime calls at the start of each run,
+/// so that a short run does not pay milliseconds of calibration.
+pub fn calibrate_cached() -> Calibration {
+    static RATE: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    let rate = *RATE.get_or_init(|| calibrate().ticks_per_sec);
+    let start_unix_ns = unix_now_ns();
+    Calibration {
+        ticks_per_sec: rate,
+        start_ticks: now(),
+        start_unix_ns,
+    }
+}
+
 /// [`calibrate`] with a chosen measuring time.
 pub fn calibrate_for(span: Duration) -> Calibration {
     let start_unix_ns = unix_now_ns();

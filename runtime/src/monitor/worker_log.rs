@@ -61,7 +61,7 @@ impl WorkerLog {
 
     /// Trims and flushes the file; returns the bytes written.
     pub(crate) fn finish(self) -> std::io::Result<u64> {
-        self.writer.finish()
+        self.writer.finish_unsynced()
     }
 
     #[inline]
