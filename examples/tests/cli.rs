@@ -313,11 +313,19 @@ fn all_quick_writes_its_report() {
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(html.contains("<table>"), "{html}");
     // Monitored rows link their rill-mon summary and timeline, which exist.
-    assert!(html.contains("timeline.svg") && html.contains("summary.txt"), "{html}");
+    assert!(
+        html.contains("timeline.svg") && html.contains("summary.txt"),
+        "{html}"
+    );
     for app in ["des", "mc", "rt", "ant"] {
         for m in ["rr", "manual"] {
             let logs = dir.join("logs").join(format!("{app}-{m}"));
-            for f in ["summary.txt", "summary.json", "timeline.svg", "worker-0.rlog"] {
+            for f in [
+                "summary.txt",
+                "summary.json",
+                "timeline.svg",
+                "worker-0.rlog",
+            ] {
                 assert!(logs.join(f).exists(), "missing {}", logs.join(f).display());
             }
         }
