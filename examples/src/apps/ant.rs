@@ -9,12 +9,12 @@
 //!
 //! Every iteration `ant/colony` sends the current colony (pheromone and
 //! best-so-far, shared read-only behind an `Arc`) to every ant task; ant `a`
-//! runs [`kernels::ant::run_ant`] for `(a, iteration)` (its random choices
+//! runs [`crate::kernels::ant::run_ant`] for `(a, iteration)` (its random choices
 //! depend only on the seed, the iteration and `a`, so it does not matter
 //! which task or worker runs it), drops its reference to the colony and
 //! sends back its schedule and cost. The colony task reduces the results in
-//! ant order as they come ([`kernels::ant::iteration_best`]: lowest cost,
-//! then lowest ant index), applies [`kernels::ant::update`] (in place: the
+//! ant order as they come ([`crate::kernels::ant::iteration_best`]: lowest cost,
+//! then lowest ant index), applies [`crate::kernels::ant::update`] (in place: the
 //! ants have let go of the colony by then) and starts the next iteration.
 //!
 //! What pipelines: the ants of an iteration run in parallel and the
@@ -26,10 +26,12 @@
 //!
 //! Verification: the schedule is a permutation of the jobs, its cost
 //! recomputed equals the reported one, it beats the earliest-due-date
-//! schedule, and it equals [`kernels::ant::solve_sequential`] with the same
+//! schedule, and it equals [`crate::kernels::ant::solve_sequential`] with the same
 //! seed.
 //!
-//! Manual mapping: ant a on worker a mod W, the colony on worker 0.
+//! Manual mapping: ant a on worker a mod W, the colony on worker
+//! `ants mod W` (where the deal would put the next ant, so on a worker with
+//! one ant fewer when W does not divide the ants).
 
 use std::sync::{Arc, OnceLock};
 
@@ -194,8 +196,11 @@ impl App for Ant {
         )
     }
 
+    /// Ant a on worker a mod W; the colony goes where the deal would put the
+    /// next ant (a worker with one ant fewer when W does not divide the ants).
     fn manual_table(&self, workers: usize) -> ManualTable {
-        let mut t = ManualTable::new().with("ant/colony", 0);
+        let colony = self.cfg.ants as usize % workers;
+        let mut t = ManualTable::new().with("ant/colony", colony);
         for a in 0..self.cfg.ants {
             t.insert(format!("ant/ant/{a}"), a as usize % workers);
         }

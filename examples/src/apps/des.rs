@@ -16,7 +16,7 @@
 //!   by sequence number, strips the padding (when decrypting), and writes the
 //!   output file if one was given.
 //!
-//! Verification: the output equals the sequential [`kernels::des`] result
+//! Verification: the output equals the sequential [`crate::kernels::des`] result
 //! (itself tested against RustCrypto's `des`), and the network run the other
 //! way (decrypting what it encrypted, or the reverse) gives the input back.
 //!

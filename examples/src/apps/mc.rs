@@ -11,7 +11,7 @@
 //!   and deals them round-robin to C chains. A chain's first stage is
 //!   spawned when the first record for it comes.
 //! - Stage `j` of chain `c` (`mc/star/c/step/j`) applies time step `j`
-//!   ([`kernels::mc::step`]) to each record. Its output starts as the
+//!   ([`crate::kernels::mc::step`]) to each record. Its output starts as the
 //!   chain's exit (the stream to the collector); when the first record that
 //!   still has steps to go arrives, the stage unfolds the star: it spawns
 //!   stage `j + 1`, redirects its output to it with [`rill::Writer::replace`]

@@ -19,7 +19,7 @@
 //!   when an output directory is given.
 //!
 //! Verification: the checksum equals the one of the sequential
-//! [`kernels::rt::render_all`].
+//! [`crate::kernels::rt::render_all`].
 //!
 //! Manual mapping: solver k on worker k mod W; dealer and collector on
 //! worker 0.
