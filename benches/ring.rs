@@ -2,7 +2,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rill_benches::{total, ENGINES};
-use rill_examples::bench::RingParams;
+use rill_examples::bench::{Placement, RingParams};
 use rill_examples::engines::run_ring;
 
 fn ring(c: &mut Criterion) {
@@ -15,6 +15,7 @@ fn ring(c: &mut Criterion) {
         workers: 2,
         monitor: None,
         logs: None,
+        placement: Placement::Parts,
     };
     g.throughput(Throughput::Elements(p.hops));
     for e in ENGINES {

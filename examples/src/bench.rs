@@ -328,6 +328,11 @@ pub struct RingParams {
     pub monitor: Option<String>,
     /// Directory for monitoring logs (`--logs`); only rill uses it.
     pub logs: Option<PathBuf>,
+    /// Where the ring's tasks go (rill only): `parts` cuts the ring into W
+    /// contiguous arcs, so only W hops per round cross workers; `rr` puts
+    /// neighbours on different workers, so every hop does; `const` puts all
+    /// on worker 0.
+    pub placement: Placement,
 }
 
 impl Default for RingParams {
@@ -339,6 +344,7 @@ impl Default for RingParams {
             workers: 1,
             monitor: None,
             logs: None,
+            placement: Placement::Parts,
         }
     }
 }

@@ -242,6 +242,13 @@ pub struct RingArgs {
           value_parser = at_least_usize::<1>)]
     pub capacity: usize,
 
+    /// Where rill puts the ring's tasks: parts (contiguous arcs, one per
+    /// worker: W of every S hops cross workers), rr (neighbours on different
+    /// workers: every hop crosses) or const (all on worker 0). The peers place
+    /// their own tasks.
+    #[arg(long, value_enum, default_value_t = Placement::Parts)]
+    pub placement: Placement,
+
     /// Options every benchmark takes.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -656,6 +663,7 @@ impl Command {
                     workers,
                     monitor: common.monitor.clone(),
                     logs: common.logs.clone(),
+                    placement: a.placement,
                 };
                 p.validate()?;
                 Ok(vec![Job::Ring(p)])

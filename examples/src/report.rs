@@ -67,6 +67,7 @@ impl Job {
             }),
             Job::Ring(p) => json!({
                 "workers": p.workers,
+                "placement": p.placement.name(),
                 "size": p.size,
                 "hops": p.hops,
                 "capacity": p.capacity,
@@ -96,8 +97,8 @@ impl Job {
                 p.depth, p.messages, p.capacity, p.placement, p.workers
             ),
             Job::Ring(p) => format!(
-                "ring  size={} hops={} capacity={} workers={}",
-                p.size, p.hops, p.capacity, p.workers
+                "ring  size={} hops={} capacity={} placement={} workers={}",
+                p.size, p.hops, p.capacity, p.placement, p.workers
             ),
             Job::Micro { workers, .. } => format!("micro  workers={workers}"),
         }

@@ -80,7 +80,12 @@ pub fn pipe(p: &PipeParams) -> Result<Measurement> {
 /// Ring on rill: `size` tasks passing one token for `hops` hops.
 pub fn ring(p: &RingParams) -> Result<Measurement> {
     let mon = monitor_config(p.monitor.as_deref(), p.logs.as_deref(), "ring")?;
-    let info = rill_runs::ring_mon(p.size, p.hops, p.capacity, p.workers, &mon)?;
+    let placement = match p.placement {
+        Placement::Const => PipePlacement::Const,
+        Placement::Rr => PipePlacement::Rr,
+        Placement::Parts => PipePlacement::Parts,
+    };
+    let info = rill_runs::ring_mon(p.size, p.hops, p.capacity, p.workers, placement, &mon)?;
     Ok(with_info(Measurement::new(info.wall, p.hops), &info, &mon))
 }
 

@@ -140,7 +140,15 @@ pub fn pipe_mon(
 /// its hops, and the task that receives it after the last hop stops, which
 /// closes the ring task by task.
 pub fn ring(size: usize, hops: u64, capacity: usize, workers: usize) -> Result<Duration> {
-    Ok(ring_mon(size, hops, capacity, workers, &MonitorConfig::off())?.wall)
+    Ok(ring_mon(
+        size,
+        hops,
+        capacity,
+        workers,
+        PipePlacement::Rr,
+        &MonitorConfig::off(),
+    )?
+    .wall)
 }
 
 /// [`ring`] with monitoring.
@@ -149,6 +157,7 @@ pub fn ring_mon(
     hops: u64,
     capacity: usize,
     workers: usize,
+    placement: PipePlacement,
     mon: &MonitorConfig,
 ) -> Result<RunInfo> {
     if size < 2 {
@@ -169,7 +178,12 @@ pub fn ring_mon(
             .take()
             .expect("each writer is taken once");
         let result = result.clone();
-        rt.spawn_on(i % workers, format!("ring/{i}"), move || {
+        let worker = match placement {
+            PipePlacement::Const => 0,
+            PipePlacement::Rr => i % workers,
+            PipePlacement::Parts => i * workers / size,
+        };
+        rt.spawn_on(worker, format!("ring/{i}"), move || {
             if i == 0 && wout.write(0).is_err() {
                 return;
             }

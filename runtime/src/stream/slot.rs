@@ -57,6 +57,11 @@ impl Slot {
     /// for a waker still busy with the slot, so that nobody touches the task
     /// after this returns.
     pub(crate) fn unregister(&self) {
+        // Usually the waker already stored IDLE: a plain load, no locked
+        // instruction. Only the owner moves IDLE→WAITING, so IDLE stays IDLE.
+        if self.state.load(Ordering::Acquire) == IDLE {
+            return;
+        }
         loop {
             match self
                 .state
