@@ -34,6 +34,10 @@ use crate::context;
 use crate::monitor::worker_log::EndMon;
 use crate::task::BlockedOn;
 
+const UNBOUND: u8 = 0;
+const PLAIN: u8 = 1;
+const MONITORED: u8 = 2;
+
 /// The stream's reader is gone; the message was not delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("stream {0} is closed: its reader end was dropped")]
@@ -100,7 +104,7 @@ pub fn try_stream<T: Send + 'static>(
             core: core.clone(),
             tail: 0,
             head_cache: 0,
-            bound: false,
+            mode: UNBOUND,
             sent: 0,
             mon: EndMon::default(),
         },
@@ -108,7 +112,7 @@ pub fn try_stream<T: Send + 'static>(
             core,
             head: 0,
             tail_cache: 0,
-            bound: false,
+            mode: UNBOUND,
             received: 0,
             poll_cursor: 0,
             mon: EndMon::default(),
@@ -121,7 +125,9 @@ pub struct Writer<T: Send + 'static> {
     core: Arc<Core<T>>,
     tail: usize,
     head_cache: usize,
-    bound: bool,
+    /// UNBOUND until first use; then PLAIN, or MONITORED when the run records
+    /// messages (decided once, so the per-message check is on this field).
+    mode: u8,
     sent: u64,
     mon: EndMon,
 }
@@ -131,7 +137,9 @@ pub struct Reader<T: Send + 'static> {
     core: Arc<Core<T>>,
     head: usize,
     tail_cache: usize,
-    bound: bool,
+    /// UNBOUND until first use; then PLAIN, or MONITORED when the run records
+    /// messages (decided once, so the per-message check is on this field).
+    mode: u8,
     received: u64,
     poll_cursor: usize,
     mon: EndMon,
@@ -175,7 +183,7 @@ impl<T: Send + 'static> Writer<T> {
     /// reader end is gone (a message racing with the reader's drop is lost).
     #[inline]
     pub fn write(&mut self, v: T) -> Result<(), StreamClosed> {
-        if !self.bound {
+        if self.mode == UNBOUND {
             self.bind();
         }
         let tail = self.tail;
@@ -201,7 +209,7 @@ impl<T: Send + 'static> Writer<T> {
             .store(tail.wrapping_add(1), Ordering::Release);
         self.tail = tail.wrapping_add(1);
         self.sent += 1;
-        if crate::hooks::on() {
+        if self.mode == MONITORED {
             crate::hooks::message(&mut self.mon, self.core.id, true);
         }
         // Store-load barrier between our tail store and the load of the reader's
@@ -259,7 +267,7 @@ impl<T: Send + 'static> Writer<T> {
 
     /// Writes `v` if there is room now; never blocks.
     pub fn try_write(&mut self, v: T) -> Result<(), TryWriteError<T>> {
-        if !self.bound {
+        if self.mode == UNBOUND {
             self.bind();
         }
         if self.core.rslot.is_closed() {
@@ -291,7 +299,7 @@ impl<T: Send + 'static> Writer<T> {
 
     #[cold]
     fn bind(&mut self) {
-        self.bound = true;
+        self.mode = if crate::hooks::on() { MONITORED } else { PLAIN };
         self.note_owner();
         crate::hooks::stream_bind(self.core.id, Side::Writer);
     }
@@ -328,7 +336,7 @@ impl<T: Send + 'static> Reader<T> {
     /// `None` means end of stream: the writer is gone and all was read.
     #[inline]
     pub fn read(&mut self) -> Option<T> {
-        if !self.bound {
+        if self.mode == UNBOUND {
             self.bind();
         }
         let head = self.head;
@@ -352,7 +360,7 @@ impl<T: Send + 'static> Reader<T> {
             .store(head.wrapping_add(1), Ordering::Release);
         self.head = head.wrapping_add(1);
         self.received += 1;
-        if crate::hooks::on() {
+        if self.mode == MONITORED {
             crate::hooks::message(&mut self.mon, self.core.id, false);
         }
         // Store-load barrier, as in Writer::push.
@@ -409,7 +417,7 @@ impl<T: Send + 'static> Reader<T> {
 
     /// Reads a message if one is there now; never blocks.
     pub fn try_read(&mut self) -> Result<T, TryReadError> {
-        if !self.bound {
+        if self.mode == UNBOUND {
             self.bind();
         }
         let head = self.head;
@@ -438,7 +446,7 @@ impl<T: Send + 'static> Reader<T> {
 
     #[cold]
     fn bind(&mut self) {
-        self.bound = true;
+        self.mode = if crate::hooks::on() { MONITORED } else { PLAIN };
         self.note_owner();
         crate::hooks::stream_bind(self.core.id, Side::Reader);
     }
