@@ -790,7 +790,11 @@ pub fn all(
                 bench: job.bench().into(),
                 engine: engine.name(),
                 mapping: if *engine == Engine::Rill {
-                    "rr".into()
+                    match &job {
+                        Job::Pipe(p) => p.placement.name().into(),
+                        Job::Ring(p) => p.placement.name().into(),
+                        Job::Micro { .. } => "-".into(),
+                    }
                 } else {
                     "-".into()
                 },
