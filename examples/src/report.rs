@@ -392,10 +392,16 @@ mod tests {
             result: Ok(Measurement::new(Duration::from_millis(1), 1000)),
         };
         let v = json_line(&ring);
-        for key in ["size", "hops", "capacity", "workers", "ns_per_op"] {
+        for key in [
+            "size",
+            "hops",
+            "capacity",
+            "workers",
+            "placement",
+            "ns_per_op",
+        ] {
             assert!(v.get(key).is_some(), "missing {key} in {v}");
         }
-        assert!(v.get("placement").is_none());
         let idle = Outcome {
             job: Job::Micro {
                 row: MicroRow::IdleCpu,
