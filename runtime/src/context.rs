@@ -19,26 +19,38 @@ thread_local! {
     static WORKER: Cell<*const WorkerLocal> = const { Cell::new(std::ptr::null()) };
 }
 
-pub(crate) type PendingList = Vec<(Arc<dyn Recheck>, Side)>;
+/// Stream sides whose registration a peer on another core may have missed,
+/// noted since the worker's last heavy barrier (see `barrier.rs`).
+pub(crate) struct PendingList {
+    pub(crate) items: Vec<(Arc<dyn Recheck>, Side)>,
+    /// Identifies this worker's current settle window; a stream side whose
+    /// mark equals it is in `items` already.
+    pub(crate) mark: u64,
+}
 
-/// Notes a stream side for the worker's next settle, unless one of the last
-/// few notes already names it (a task that blocks on the same stream again and
-/// again would otherwise fill the list with copies).
+impl PendingList {
+    pub(crate) fn new(worker: usize) -> Self {
+        PendingList {
+            items: Vec::new(),
+            mark: ((worker as u64 + 1) << 40) | 1,
+        }
+    }
+}
+
+/// Notes a stream side for the worker's next settle, once per settle window
+/// (the side's mark says whether this window noted it already; another
+/// worker overwriting the mark only costs a duplicate entry).
 pub(crate) fn note_pending<T: Recheck + 'static>(
     list: &mut PendingList,
     core: &Arc<T>,
     side: Side,
 ) {
-    let p = Arc::as_ptr(core) as *const ();
-    if list
-        .iter()
-        .rev()
-        .take(4)
-        .any(|(c, s)| *s == side && Arc::as_ptr(c) as *const () == p)
-    {
+    let m = core.pend_mark(side);
+    if m.load(Ordering::Relaxed) == list.mark {
         return;
     }
-    list.push((core.clone(), side));
+    m.store(list.mark, Ordering::Relaxed);
+    list.items.push((core.clone(), side));
 }
 
 #[inline(always)]

@@ -38,6 +38,10 @@ pub(crate) struct Core<T> {
     pub(crate) wslot: CachePadded<Slot>,
     pub(crate) reader_task: AtomicU64,
     pub(crate) writer_task: AtomicU64,
+    /// Settle-window marks of the reader and writer sides (see
+    /// `context::note_pending`); not part of any protocol.
+    rmark: std::sync::atomic::AtomicU64,
+    wmark: std::sync::atomic::AtomicU64,
 }
 
 // SAFETY: the ring hands each T from the writer thread to the reader thread
@@ -63,6 +67,8 @@ impl<T> Core<T> {
             wslot: CachePadded::new(Slot::new()),
             reader_task: AtomicU64::new(0),
             writer_task: AtomicU64::new(0),
+            rmark: std::sync::atomic::AtomicU64::new(0),
+            wmark: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -117,9 +123,18 @@ impl<T> Drop for Core<T> {
 pub(crate) trait Recheck: Send + Sync {
     /// Wakes the side's waiter if what it waits for is there now.
     fn recheck(&self, side: Side);
+    /// The side's settle-window mark.
+    fn pend_mark(&self, side: Side) -> &std::sync::atomic::AtomicU64;
 }
 
 impl<T: Send> Recheck for Core<T> {
+    fn pend_mark(&self, side: Side) -> &std::sync::atomic::AtomicU64 {
+        match side {
+            Side::Reader => &self.rmark,
+            Side::Writer => &self.wmark,
+        }
+    }
+
     fn recheck(&self, side: Side) {
         match side {
             Side::Reader => {

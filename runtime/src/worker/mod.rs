@@ -83,7 +83,7 @@ impl WorkerLocal {
             shared,
             ready: UnsafeCell::new(ready),
             pool: UnsafeCell::new(pool),
-            pending: UnsafeCell::new(Vec::new()),
+            pending: UnsafeCell::new(PendingList::new(id)),
             stats: UnsafeCell::new(WorkerStats {
                 worker: id,
                 ..Default::default()
@@ -167,9 +167,10 @@ impl WorkerLocal {
         self.since_settle.set(0);
         // SAFETY: as for `ready`; the list is taken out before rechecks run
         // (they may schedule tasks, which touches the ready queue, not this).
-        let pending = self
-            .pending
-            .with_mut(|p| unsafe { std::mem::take(&mut *p) });
+        let pending = self.pending.with_mut(|p| unsafe {
+            (*p).mark += 1;
+            std::mem::take(&mut (*p).items)
+        });
         if pending.is_empty() {
             return;
         }
