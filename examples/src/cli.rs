@@ -156,9 +156,9 @@ pub struct CommonArgs {
           value_parser = at_least_usize::<1>)]
     pub workers: Option<usize>,
 
-    /// Monitoring mode passed to rill (for example off or full); the peers ignore
-    /// it.
-    #[arg(long, value_name = "MODE")]
+    /// Monitoring mode passed to rill: off, full, all, or a comma list of
+    /// map, sched, worker, stream, message, msgtime; the peers ignore it.
+    #[arg(long, value_name = "MODE", value_parser = monitor_flags)]
     pub monitor: Option<String>,
 
     /// Directory where rill writes its monitoring logs; the peers ignore it.
@@ -222,6 +222,14 @@ pub struct PipeArgs {
     /// Options every benchmark takes.
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// Checks a `--monitor` value with the runtime's own parser, so a bad word
+/// is a usage error (exit 2) before anything runs.
+fn monitor_flags(s: &str) -> Result<String, String> {
+    s.parse::<rill::MonitorFlags>()
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// Arguments of `rill-bench ring`.

@@ -98,6 +98,27 @@ fn run_once(app: &dyn App, opts: &AppOpts, run: u32) -> Done {
     }
 }
 
+/// Runs once with a progress line (`label ... result`) and counts the run
+/// (and a failure) in `summary`: what `run_app`, `compare` and `all` share.
+fn run_counted(
+    app: &dyn App,
+    opts: &AppOpts,
+    run: u32,
+    label: std::fmt::Arguments<'_>,
+    progress: &mut dyn Write,
+    summary: &mut Summary,
+) -> Done {
+    let _ = write!(progress, "{label} ... ");
+    let _ = progress.flush();
+    let d = run_once(app, opts, run);
+    let _ = writeln!(progress, "{}", d.short());
+    summary.runs += 1;
+    if !d.ok() {
+        summary.failures += 1;
+    }
+    d
+}
+
 fn stats_of(done: &[&Done]) -> Option<Stats> {
     let v: Vec<f64> = done.iter().filter_map(|d| d.wall_ms()).collect();
     Stats::of(&v)
@@ -134,20 +155,14 @@ pub fn run_app(
             },
             ..base.clone()
         };
-        let _ = write!(
+        let d = run_counted(
+            app.as_ref(),
+            &opts,
+            run,
+            format_args!("[{}] {} run {}/{repeat}", app.name(), opts.mapping, run + 1),
             progress,
-            "[{}] {} run {}/{repeat} ... ",
-            app.name(),
-            opts.mapping,
-            run + 1
+            &mut summary,
         );
-        let _ = progress.flush();
-        let d = run_once(app.as_ref(), &opts, run);
-        let _ = writeln!(progress, "{}", d.short());
-        summary.runs += 1;
-        if !d.ok() {
-            summary.failures += 1;
-        }
         if common.json {
             writeln!(out, "{}", d.json(app.name()))?;
             out.flush()?;
@@ -235,19 +250,14 @@ pub fn compare(
                     .map(|l| l.join(format!("{}-{}-{run}", app.name(), m))),
                 ..base.clone()
             };
-            let _ = write!(
+            let d = run_counted(
+                app.as_ref(),
+                &opts,
+                run,
+                format_args!("[compare {}] {m} run {}/{repeat}", app.name(), run + 1),
                 progress,
-                "[compare {}] {m} run {}/{repeat} ... ",
-                app.name(),
-                run + 1
+                &mut summary,
             );
-            let _ = progress.flush();
-            let d = run_once(app.as_ref(), &opts, run);
-            let _ = writeln!(progress, "{}", d.short());
-            summary.runs += 1;
-            if !d.ok() {
-                summary.failures += 1;
-            }
             if common.json {
                 writeln!(out, "{}", d.json(app.name()))?;
                 out.flush()?;
@@ -641,19 +651,18 @@ pub fn all(
                 };
                 let mut runs = Vec::new();
                 for run in 0..repeat {
-                    let _ = write!(
+                    let d = run_counted(
+                        app.as_ref(),
+                        &opts,
+                        run,
+                        format_args!(
+                            "[all {step}/{total_steps}] {} mapping={m} monitor={monitor} run {}/{repeat}",
+                            app.name(),
+                            run + 1
+                        ),
                         progress,
-                        "[all {step}/{total_steps}] {} mapping={m} monitor={monitor} run {}/{repeat} ... ",
-                        app.name(),
-                        run + 1
+                        &mut summary,
                     );
-                    let _ = progress.flush();
-                    let d = run_once(app.as_ref(), &opts, run);
-                    let _ = writeln!(progress, "{}", d.short());
-                    summary.runs += 1;
-                    if !d.ok() {
-                        summary.failures += 1;
-                    }
                     let mut j = d.json(app.name());
                     j["suite"] = json!("all");
                     if args.json {

@@ -262,7 +262,6 @@ pub(crate) fn block(
     );
     // SAFETY: the current task is alive while it runs.
     let task = unsafe { &*tp };
-    crate::hooks::task_blocking(&on);
     task.blocked_on.with_mut(|b| {
         // SAFETY: only the running task touches blocked_on while it runs.
         unsafe { *b = on }

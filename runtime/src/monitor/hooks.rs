@@ -86,10 +86,6 @@ pub(crate) fn woke_peer(end: &mut EndMon, id: u64) {
     }
 }
 
-/// A task is about to block (its state is recorded when its period ends).
-#[inline(always)]
-pub(crate) fn task_blocking(_on: &BlockedOn) {}
-
 #[cold]
 pub(crate) fn task_assigned(id: u64, parent: u64, worker: usize, name: &str) {
     if on() {
