@@ -17,6 +17,23 @@ thread_local! {
     // thread-pointer-relative load, and the overflow handler may read them.
     static TASK: Cell<*const Task> = const { Cell::new(std::ptr::null()) };
     static WORKER: Cell<*const WorkerLocal> = const { Cell::new(std::ptr::null()) };
+    // Set while this thread drops a suspended coroutine (see `drop_suspended`).
+    static FORCED_UNWIND: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Drops a task's coroutine that may be suspended. corosensei unwinds a
+/// suspended coroutine's stack with a panic of its own; the task boundary's
+/// `catch_unwind` sees this flag and passes that panic on instead of taking
+/// it for the task's.
+pub(crate) fn drop_suspended(coro: Option<crate::task::Coro>) {
+    FORCED_UNWIND.with(|f| f.set(true));
+    drop(coro);
+    FORCED_UNWIND.with(|f| f.set(false));
+}
+
+/// Whether this thread is dropping a suspended coroutine.
+pub(crate) fn forced_unwinding() -> bool {
+    FORCED_UNWIND.with(|f| f.get())
 }
 
 /// Stream sides whose registration a peer on another core may have missed,

@@ -539,7 +539,7 @@ impl Runtime {
             // SAFETY: every worker has stopped, so this thread owns every task
             // left in the registry; each is dropped exactly once.
             let coro = task.coro.with_mut(|p| unsafe { (*p).take() });
-            drop(coro);
+            crate::context::drop_suspended(coro);
             // SAFETY: as above.
             drop(task.start.with_mut(|p| unsafe { (*p).take() }));
             // SAFETY: as above; nothing refers to the task any more.

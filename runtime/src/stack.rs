@@ -12,8 +12,9 @@
 //!   page (`mprotect(PROT_NONE)` on its lowest page). An overflow then faults on
 //!   the guard and the handler in `overflow.rs` names the task.
 //! - Past the budget, slabs are unguarded: adjacent stacks share one mapping,
-//!   and a canary word at the bottom of each stack is checked every time its task
-//!   stops. An overflow there is still reported by task name, but after the fact:
+//!   and canary words in the lowest [`CANARY_SPAN`] bytes of each stack are
+//!   checked every time its task stops (several words, spread out, so that an
+//!   overflowing frame whose padding happens to skip one word is still caught). An overflow there is still reported by task name, but after the fact:
 //!   a neighbour's stack may already be damaged, so the process aborts.
 //! - Stacks return to the pool of the worker where their task ended, and are
 //!   never unmapped until the runtime is dropped.
@@ -25,8 +26,31 @@ use corosensei::stack::{Stack, StackPointer};
 
 /// Stacks per slab.
 pub const SLAB_STACKS: usize = 32;
-/// Written at the lowest word of unguarded stacks; checked when a task stops.
+/// Written at [`CANARY_WORDS`] words of unguarded stacks; checked when a task stops.
 pub const CANARY: u64 = 0x5249_4c4c_5f53_5441; // "RILL_STA"
+/// How many canary words an unguarded stack has, [`CANARY_STRIDE`] bytes apart
+/// from its lowest word up.
+pub const CANARY_WORDS: usize = 4;
+/// Distance between canary words.
+pub const CANARY_STRIDE: usize = 64;
+/// The lowest bytes of an unguarded stack that hold its canaries (a red zone).
+pub const CANARY_SPAN: usize = CANARY_WORDS * CANARY_STRIDE;
+// The canaries are written into the stack's lowest page, the smallest page there is.
+const _: () = assert!(CANARY_SPAN <= 4096);
+
+/// Whether every canary word of the unguarded stack whose lowest word is
+/// `lo` is intact.
+///
+/// # Safety
+/// `lo` is the lowest address of an unguarded stack that is still mapped.
+#[inline]
+pub unsafe fn canaries_intact(lo: usize) -> bool {
+    (0..CANARY_WORDS).all(|k| {
+        // SAFETY: the words lie in the stack's lowest CANARY_SPAN bytes, which
+        // the caller guarantees are mapped; they are u64-aligned.
+        unsafe { ((lo + k * CANARY_STRIDE) as *const u64).read_volatile() == CANARY }
+    })
+}
 
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
@@ -165,9 +189,12 @@ impl StackSource {
                     ));
                 }
             } else {
-                // SAFETY: lo is the start of a writable page of the mapping,
-                // aligned for u64.
-                unsafe { lo.cast::<u64>().write(CANARY) };
+                for k in 0..CANARY_WORDS {
+                    // SAFETY: lo is the start of a writable page of the
+                    // mapping, so lo + k * CANARY_STRIDE (below CANARY_SPAN,
+                    // less than a page) is writable and aligned for u64.
+                    unsafe { lo.add(k * CANARY_STRIDE).cast::<u64>().write(CANARY) };
+                }
             }
             out.push(TaskStack {
                 lo: lo as usize,

@@ -42,7 +42,12 @@ pub(crate) enum Suspend {
     Blocked,
 }
 
-pub(crate) type Coro = Coroutine<(), Suspend, (), TaskStack>;
+/// What a task's body hands back when it ends: true when it panicked. The
+/// panic is caught at the task's boundary, inside the coroutine, and reported
+/// to the runtime there, so that resuming a task needs no unwind guard and its
+/// result stays one byte.
+pub(crate) type TaskOutcome = bool;
+pub(crate) type Coro = Coroutine<(), Suspend, TaskOutcome, TaskStack>;
 pub(crate) type TaskYielder = Yielder<(), Suspend>;
 pub(crate) type TaskFn = Box<dyn FnOnce() + Send + 'static>;
 

@@ -228,7 +228,7 @@ impl<T: Send + 'static> Writer<T> {
     fn after_write_cold(&mut self, st: u8) -> Result<(), StreamClosed> {
         match st {
             WAITING => {
-                if self.core.rslot.wake() {
+                if self.core.rslot.wake() && self.mode == MONITORED {
                     crate::hooks::woke_peer(&mut self.mon, self.core.id);
                 }
                 Ok(())
@@ -374,7 +374,7 @@ impl<T: Send + 'static> Reader<T> {
     #[cold]
     #[inline(never)]
     fn after_read_cold(&mut self) {
-        if self.core.wslot.wake() {
+        if self.core.wslot.wake() && self.mode == MONITORED {
             crate::hooks::woke_peer(&mut self.mon, self.core.id);
         }
     }

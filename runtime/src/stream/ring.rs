@@ -78,8 +78,9 @@ impl<T> Core<T> {
     /// Only the writer calls this, with `i == tail` and `i - head < cap`.
     #[inline(always)]
     pub(crate) unsafe fn put(&self, i: usize, v: T) {
-        // SAFETY: by the caller's contract the cell is free and ours.
-        self.buf[i & self.mask].with_mut(|p| unsafe { (*p).write(v) });
+        // SAFETY: `i & mask` is below the buffer's length (mask + 1), and by
+        // the caller's contract the cell is free and ours.
+        unsafe { self.buf.get_unchecked(i & self.mask) }.with_mut(|p| unsafe { (*p).write(v) });
     }
 
     /// Takes the value at position `i`.
@@ -88,9 +89,11 @@ impl<T> Core<T> {
     /// Only the reader calls this, with `head == i < tail`.
     #[inline(always)]
     pub(crate) unsafe fn take(&self, i: usize) -> T {
-        // SAFETY: by the caller's contract the cell holds a value written by the
-        // writer and published by its Release store of tail.
-        self.buf[i & self.mask].with(|p| unsafe { (*p).assume_init_read() })
+        // SAFETY: `i & mask` is below the buffer's length (mask + 1); by the
+        // caller's contract the cell holds a value written by the writer and
+        // published by its Release store of tail.
+        unsafe { self.buf.get_unchecked(i & self.mask) }
+            .with(|p| unsafe { (*p).assume_init_read() })
     }
 
     /// Messages in the ring, as the reader sees it.

@@ -22,7 +22,7 @@ use crate::runtime::{Phase, Shared};
 use crate::scheduler::ReadyQueue;
 use crate::stack::{StackError, StackPool, TaskStack};
 use crate::sync::UnsafeCell;
-use crate::task::{Suspend, TaskRef, TaskYielder};
+use crate::task::{Coro, Suspend, TaskOutcome, TaskRef, TaskYielder};
 
 /// How many dispatches may pass before registrations not yet covered by a
 /// heavy barrier are re-checked (see `barrier.rs`).
@@ -286,11 +286,12 @@ impl WorkerLocal {
             }
         }
         context::set_current_task(task);
-        let res = catch_unwind(AssertUnwindSafe(|| {
-            coro.as_mut()
-                .expect("started task has a coroutine")
-                .resume(())
-        }));
+        // No unwind guard here: the task body catches its own panic (see
+        // `make_coroutine`), so a dispatch is a plain resume.
+        let res = match coro.as_mut() {
+            Some(c) => c.resume(()),
+            None => unreachable!("a started task has a coroutine"),
+        };
         context::set_current_task(std::ptr::null());
         if self.monitoring {
             self.end_period(task, &res);
@@ -298,12 +299,12 @@ impl WorkerLocal {
         let st = self.stats();
         st.dispatches += 1;
         match res {
-            Ok(CoroutineResult::Yield(Suspend::Yield)) => {
+            CoroutineResult::Yield(Suspend::Yield) => {
                 self.check_canary(canary_at, task);
                 task.transition_to_ready_after_yield();
                 self.ready().push(t);
             }
-            Ok(CoroutineResult::Yield(Suspend::Blocked)) => {
+            CoroutineResult::Yield(Suspend::Blocked) => {
                 // The task is owned by whoever wakes it now, but wakers only
                 // queue it to this worker, which runs it after this returns.
                 self.check_canary(canary_at, task);
@@ -315,19 +316,14 @@ impl WorkerLocal {
                     }
                 }
             }
-            Ok(CoroutineResult::Return(())) => {
+            CoroutineResult::Return(false) => {
                 // Checked before the stack goes back to the pool, so that an
                 // overflow is blamed on the task that caused it.
                 self.check_canary(canary_at, task);
                 self.finish(t)
             }
-            Err(payload) => {
-                let message = panic_message(payload.as_ref());
-                self.shared.fail(RunError::TaskPanicked {
-                    id: task.id,
-                    name: task.name.to_string(),
-                    message,
-                });
+            CoroutineResult::Return(true) => {
+                // The panic was reported where it was caught (make_coroutine).
                 self.finish(t);
             }
         }
@@ -353,14 +349,7 @@ impl WorkerLocal {
         if stack.guard() == 0 {
             task.canary_at.set(stack.lo());
         }
-        let tp = t.as_ptr();
-        let coro = Coroutine::with_stack(stack, move |y: &TaskYielder, ()| {
-            // SAFETY: the task outlives its coroutine (it is freed after the
-            // coroutine is dropped), and only the thread running the coroutine
-            // touches `yielder`.
-            unsafe { (*tp).yielder.set(y) };
-            f();
-        });
+        let coro = make_coroutine(t, stack, f);
         // SAFETY: the caller owns the task and it is not running.
         task.coro.with_mut(|p| unsafe { *p = Some(coro) });
     }
@@ -368,21 +357,17 @@ impl WorkerLocal {
     /// Writes the record of the dispatch that just ended.
     #[cold]
     #[inline(never)]
-    fn end_period(
-        &self,
-        task: &crate::task::Task,
-        res: &std::thread::Result<CoroutineResult<Suspend, ()>>,
-    ) {
+    fn end_period(&self, task: &crate::task::Task, res: &CoroutineResult<Suspend, TaskOutcome>) {
         let state = match res {
-            Ok(CoroutineResult::Yield(Suspend::Yield)) => EndState::Yielded,
-            Ok(CoroutineResult::Yield(Suspend::Blocked)) => {
+            CoroutineResult::Yield(Suspend::Yield) => EndState::Yielded,
+            CoroutineResult::Yield(Suspend::Blocked) => {
                 // SAFETY: the task is suspended and owned by this worker until
                 // it is woken, which only queues it to us.
                 task.blocked_on
                     .with(|p| crate::hooks::end_state_of(true, unsafe { &*p }))
             }
-            Ok(CoroutineResult::Return(())) => EndState::Ended,
-            Err(_) => EndState::Panicked,
+            CoroutineResult::Return(false) => EndState::Ended,
+            CoroutineResult::Return(true) => EndState::Panicked,
         };
         if let Some(log) = self.log() {
             log.end_period(task.id, state);
@@ -414,14 +399,7 @@ impl WorkerLocal {
             .start
             .with_mut(|p| unsafe { (*p).take() })
             .expect("a new task has its closure");
-        let tp = t.as_ptr();
-        let coro = Coroutine::with_stack(stack, move |y: &TaskYielder, ()| {
-            // SAFETY: the task outlives its coroutine (it is freed after the
-            // coroutine is dropped), and only the thread running the coroutine
-            // touches `yielder`.
-            unsafe { (*tp).yielder.set(y) };
-            f();
-        });
+        let coro = make_coroutine(t, stack, f);
         // SAFETY: we own the task.
         task.coro.with_mut(|p| unsafe { *p = Some(coro) });
         true
@@ -431,10 +409,9 @@ impl WorkerLocal {
     #[inline]
     fn check_canary(&self, canary_at: usize, task: &crate::task::Task) {
         if canary_at != 0 {
-            // SAFETY: canary_at is the lowest word of a stack from our slabs,
-            // which stay mapped for the whole run.
-            let ok = unsafe { (canary_at as *const u64).read_volatile() } == crate::stack::CANARY;
-            if !ok {
+            // SAFETY: canary_at is the lowest word of an unguarded stack from
+            // our slabs, which stay mapped for the whole run.
+            if !unsafe { crate::stack::canaries_intact(canary_at) } {
                 crate::overflow::report_canary(&task.name);
             }
         }
@@ -516,6 +493,36 @@ impl WorkerLocal {
         }
         false
     }
+}
+
+/// The coroutine of task `t`: it publishes its yielder, runs `f`, and catches
+/// a panic of `f` at the task's boundary, ending the run with an error that
+/// names the task; it returns whether `f` panicked. The forced unwind with
+/// which a suspended coroutine is dropped is passed on (see
+/// `context::drop_suspended`).
+fn make_coroutine<F: FnOnce() + Send + 'static>(t: TaskRef, stack: TaskStack, f: F) -> Coro {
+    let tp = t.as_ptr();
+    Coroutine::with_stack(stack, move |y: &TaskYielder, ()| -> TaskOutcome {
+        // SAFETY: the task outlives its coroutine (it is freed after the
+        // coroutine is dropped), and only the thread running the coroutine
+        // touches `yielder`.
+        unsafe { (*tp).yielder.set(y) };
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(()) => false,
+            Err(p) if context::forced_unwinding() => std::panic::resume_unwind(p),
+            Err(p) => {
+                // SAFETY: as above; `shared` outlives every task of the run.
+                let task = unsafe { &*tp };
+                let shared = unsafe { &*task.shared };
+                shared.fail(RunError::TaskPanicked {
+                    id: task.id,
+                    name: task.name.to_string(),
+                    message: panic_message(p.as_ref()),
+                });
+                true
+            }
+        }
+    })
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
