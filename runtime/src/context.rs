@@ -233,21 +233,43 @@ pub fn yield_now() {
 }
 
 /// Puts a task that the caller owns (it just won the task's state word) where
-/// its worker will run it.
+/// its worker will run it. The common case, a task of this worker woken on
+/// this worker, is inline; the rest is `schedule_far`.
+#[inline(always)]
 pub(crate) fn schedule(t: TaskRef) {
     // The loom models check the state word; READY is the evidence of a wakeup.
     if cfg!(loom) {
         return;
     }
+    match local_worker_of(t.get()) {
+        Some(w) => w.push_local(t),
+        None => schedule_far(t),
+    }
+}
+
+/// The running worker, when `task` belongs to it: its `worker` field names
+/// this worker and it is of the same runtime. Outside a worker (and under
+/// loom) `None`.
+#[inline(always)]
+pub(crate) fn local_worker_of(task: &Task) -> Option<&'static WorkerLocal> {
+    if cfg!(loom) {
+        return None;
+    }
+    let w = worker()?;
+    (task.worker.load(Ordering::Relaxed) == w.id && std::ptr::eq(w.shared_ptr(), task.shared))
+        .then_some(w)
+}
+
+/// [`schedule`] for a task of another worker or another runtime, or from a
+/// thread that is not a worker.
+#[cold]
+#[inline(never)]
+fn schedule_far(t: TaskRef) {
     let task = t.get();
     let target = task.worker.load(Ordering::Relaxed);
     if let Some(w) = worker() {
         if std::ptr::eq(w.shared_ptr(), task.shared) {
-            if target == w.id {
-                w.push_local(t);
-            } else {
-                w.shared.workers[target].post(t, &w.shared);
-            }
+            w.shared.workers[target].post(t, &w.shared);
             return;
         }
     }
@@ -262,10 +284,12 @@ pub(crate) fn schedule(t: TaskRef) {
 
 /// Blocks the current task until `ready` holds, registered in `slots`.
 /// Returns after the task was woken (or found `ready` on its re-check); the
-/// caller loops and tries again.
+/// caller loops and tries again. `blocked_on` is left as it was set here: it
+/// means something only while the task is BLOCKED.
 ///
 /// # Panics
 /// Outside a rill task: blocking needs a task to suspend.
+#[inline(always)]
 pub(crate) fn block(
     slots: &[&crate::stream::slot_api::Slot],
     on: BlockedOn,
@@ -283,6 +307,7 @@ pub(crate) fn block(
         // SAFETY: only the running task touches blocked_on while it runs.
         unsafe { *b = on }
     });
+    task.set_waits_on_many(slots.len() > 1);
     task.transition_to_blocked();
     for s in slots {
         s.register(tp);
@@ -296,10 +321,6 @@ pub(crate) fn block(
             for s in slots {
                 s.unregister();
             }
-            task.blocked_on.with_mut(|b| {
-                // SAFETY: as above.
-                unsafe { *b = BlockedOn::Nothing }
-            });
             return;
         }
         // A waker won the state word and is queueing us: we must suspend.
@@ -311,8 +332,4 @@ pub(crate) fn block(
     for s in slots {
         s.unregister();
     }
-    task.blocked_on.with_mut(|b| {
-        // SAFETY: as above.
-        unsafe { *b = BlockedOn::Nothing }
-    });
 }

@@ -28,7 +28,7 @@ use std::sync::atomic::Ordering;
 use corosensei::{Coroutine, Yielder};
 
 use crate::stack::TaskStack;
-use crate::sync::{AtomicU8, AtomicUsize, UnsafeCell};
+use crate::sync::{AtomicBool, AtomicU8, AtomicUsize, UnsafeCell};
 
 /// Identifies a task within one run. 0 is never used.
 pub type TaskId = u64;
@@ -93,6 +93,10 @@ pub(crate) struct Task {
     /// The worker that owns the task now.
     pub worker: AtomicUsize,
     state: AtomicU8,
+    /// Whether the task's current block registered it in several slots (poll).
+    /// Written by the task before it registers (so a waker that won a slot,
+    /// Acquire, sees it); read by that waker.
+    waits_on_many: AtomicBool,
     pub start: UnsafeCell<Option<TaskFn>>,
     pub coro: UnsafeCell<Option<Coro>>,
     pub yielder: Cell<*const TaskYielder>,
@@ -129,6 +133,7 @@ impl Task {
             name,
             worker: AtomicUsize::new(worker),
             state: AtomicU8::new(state::NEW),
+            waits_on_many: AtomicBool::new(false),
             start: UnsafeCell::new(f),
             coro: UnsafeCell::new(None),
             yielder: Cell::new(std::ptr::null()),
@@ -161,6 +166,33 @@ impl Task {
     #[inline]
     pub(crate) fn transition_to_blocked(&self) {
         self.state.store(state::BLOCKED, Ordering::Release);
+    }
+
+    /// Records, before the task registers anywhere, whether this block
+    /// registers it in more than one slot.
+    #[inline]
+    pub(crate) fn set_waits_on_many(&self, many: bool) {
+        // Relaxed: published by the Release store of WAITING in `Slot::register`.
+        self.waits_on_many.store(many, Ordering::Relaxed);
+    }
+
+    /// Whether the task is registered in several slots (poll), so that wakers
+    /// of different slots may race for its state word.
+    #[inline]
+    pub(crate) fn waits_on_many(&self) -> bool {
+        // Relaxed: the caller won a slot with an Acquire that pairs with the
+        // task's Release registration, which followed the store.
+        self.waits_on_many.load(Ordering::Relaxed)
+    }
+
+    /// BLOCKED → READY by the waker that won the task's only slot, on the
+    /// worker the task blocked on. Nobody can race for the state word then:
+    /// the task is suspended (its worker's thread is running the caller), so it
+    /// cannot cancel its block, and no other slot holds it. A plain store.
+    #[inline]
+    pub(crate) fn transition_to_ready_uncontended(&self) {
+        debug_assert_eq!(self.state.load(Ordering::Relaxed), state::BLOCKED);
+        self.state.store(state::READY, Ordering::Relaxed);
     }
 
     /// BLOCKED → READY, by a waker. True means the caller now owns the task and

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::sync::{AtomicU8, UnsafeCell};
+use crate::sync::{AtomicPtr, AtomicU8};
 use crate::task::{Task, TaskRef};
 
 /// Nobody waits; the side is open.
@@ -19,21 +19,16 @@ pub(crate) const CLOSED: u8 = 3;
 /// WAITING→IDLE (unregister) and IDLE→CLOSED; wakers move WAITING→WAKING→IDLE.
 pub(crate) struct Slot {
     pub(crate) state: AtomicU8,
-    task: UnsafeCell<*const Task>,
+    /// The registered task. Written only by the owner while the state is IDLE;
+    /// read only by the waker that moved WAITING→WAKING (see `wake`).
+    task: AtomicPtr<Task>,
 }
-
-// SAFETY: `task` is written only by the owner while the state is IDLE (no waker
-// reads it then) and read only by the waker that moved WAITING→WAKING, after an
-// Acquire that pairs with the owner's Release store of WAITING.
-unsafe impl Send for Slot {}
-// SAFETY: as above; every other field is atomic.
-unsafe impl Sync for Slot {}
 
 impl Slot {
     pub(crate) fn new() -> Slot {
         Slot {
             state: AtomicU8::new(IDLE),
-            task: UnsafeCell::new(std::ptr::null()),
+            task: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -45,9 +40,9 @@ impl Slot {
         while self.state.load(Ordering::Acquire) == WAKING {
             spin();
         }
-        // SAFETY: the state is IDLE (only we could have moved it elsewhere), so
-        // no waker reads `task` now.
-        self.task.with_mut(|p| unsafe { *p = task });
+        // Relaxed: the state is IDLE (only we could have moved it elsewhere),
+        // so no waker reads `task` now; the Release below publishes it.
+        self.task.store(task.cast_mut(), Ordering::Relaxed);
         // Release: pairs with the waker's Acquire compare-exchange, publishing
         // `task` and everything the task wrote before blocking.
         self.state.store(WAITING, Ordering::Release);
@@ -91,11 +86,13 @@ impl Slot {
     }
 
     /// Wakes the registered waiter, if any. Returns true when this call moved
-    /// the task to READY and scheduled it.
-    #[cold]
-    #[inline(never)]
+    /// the task to READY and scheduled it. Callers are cold paths themselves (a
+    /// peer was found waiting), so this is inlined into them.
+    #[inline]
     pub(crate) fn wake(&self) -> bool {
-        // Acquire: pairs with `register`'s Release store.
+        // Acquire: pairs with `register`'s Release store. Wakers of one slot
+        // can race (the peer end's holder, the settles of workers that noted
+        // the slot), so winning the slot takes a compare-exchange.
         if self
             .state
             .compare_exchange(WAITING, WAKING, Ordering::Acquire, Ordering::Relaxed)
@@ -103,12 +100,31 @@ impl Slot {
         {
             return false;
         }
-        // SAFETY: we hold WAKING, so the owner does not rewrite `task`, and the
-        // task cannot be freed: it is BLOCKED (only a winner may run it) or it is
+        // We hold WAKING, so the owner does not rewrite `task`, and the task
+        // cannot be freed: it is BLOCKED (only a winner may run it) or it is
         // spinning in `unregister` until we store IDLE below.
-        let task = self.task.with(|p| unsafe { *p });
+        let task = self.task.load(Ordering::Relaxed);
         // SAFETY: as above, the pointer is alive until we store IDLE.
-        let won = unsafe { &*task }.transition_to_ready_from_blocked();
+        let t = unsafe { &*task };
+        // The common case: a task of this worker, waiting on this slot alone.
+        // It registered while running on this worker, whose thread now runs
+        // us, so it is suspended and cannot cancel its block; no other slot
+        // holds it. The state word is ours without a compare-exchange (see
+        // `Task::transition_to_ready_uncontended`). `worker` and
+        // `waits_on_many` are as the task left them when it registered: our
+        // Acquire above pairs with its Release store of WAITING.
+        if !t.waits_on_many() {
+            if let Some(w) = crate::context::local_worker_of(t) {
+                t.transition_to_ready_uncontended();
+                // Release: as below.
+                self.state.store(IDLE, Ordering::Release);
+                // SAFETY: the task was BLOCKED and we moved it to READY, so we
+                // are its only owner.
+                w.push_local(unsafe { TaskRef::from_ptr(task) });
+                return true;
+            }
+        }
+        let won = t.transition_to_ready_from_blocked();
         // Release: after this the owner may reuse the slot; we do not touch
         // `task` again unless we won it.
         self.state.store(IDLE, Ordering::Release);

@@ -65,6 +65,8 @@ pub(crate) struct WorkerLocal {
     since_settle: Cell<u32>,
     since_inbox: Cell<u32>,
     use_barrier: bool,
+    /// `shared.stealing()`, kept here to spare the wake path a load through `shared`.
+    stealing: bool,
     log: UnsafeCell<Option<WorkerLog>>,
     monitoring: bool,
 }
@@ -78,6 +80,7 @@ impl WorkerLocal {
     ) -> Self {
         let pool = StackPool::new(shared.stacks.clone());
         let use_barrier = shared.workers.len() > 1 && crate::barrier::heavy_needed();
+        let stealing = shared.stealing();
         WorkerLocal {
             id,
             shared,
@@ -91,6 +94,7 @@ impl WorkerLocal {
             since_settle: Cell::new(0),
             since_inbox: Cell::new(0),
             use_barrier,
+            stealing,
             monitoring: log.is_some(),
             log: UnsafeCell::new(log),
         }
@@ -140,7 +144,7 @@ impl WorkerLocal {
     #[inline]
     pub(crate) fn push_local(&self, t: TaskRef) {
         self.ready().push(t);
-        if self.shared.stealing() {
+        if self.stealing {
             self.shared.notify_thief(self.id);
         }
     }
