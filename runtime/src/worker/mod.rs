@@ -24,9 +24,12 @@ use crate::stack::{StackError, StackPool, TaskStack};
 use crate::sync::UnsafeCell;
 use crate::task::{Coro, Suspend, TaskOutcome, TaskRef, TaskYielder};
 
-/// How many dispatches may pass before registrations not yet covered by a
-/// heavy barrier are re-checked (see `barrier.rs`).
-const SETTLE_EVERY: u32 = 256;
+/// How many dispatches that end blocked may pass before registrations not yet
+/// covered by a heavy barrier are re-checked (see `barrier.rs`). The re-check
+/// only rescues a wakeup that a peer on another core missed, which is rare;
+/// its membarrier interrupts every core running the process (in a VM an
+/// inter-processor interrupt costs microseconds), so it stays infrequent.
+const SETTLE_EVERY: u32 = 1024;
 /// How often (in dispatches) a busy worker looks at its inbox.
 const INBOX_EVERY: u32 = 32;
 
