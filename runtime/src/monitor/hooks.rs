@@ -11,7 +11,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::format::EndState;
-use super::worker_log::{EndMon, WorkerLog};
+use super::period::{self, kind, EndMon};
+use super::worker_log::WorkerLog;
 use crate::context;
 use crate::stream::Side;
 use crate::task::BlockedOn;
@@ -71,18 +72,39 @@ pub(crate) fn stream_replace(side: Side, old: u64, new: u64) {
     }
 }
 
-/// A message moved through an end. Kept out of line so the stream fast path
-/// stays small; only reached when monitoring is on.
-#[inline(never)]
+/// A message moved through an end; only reached when the end was bound
+/// while monitoring was on. Inline: on the fast path (the end is listed in
+/// the running period) it is a thread-local epoch compare and one counter
+/// increment or op-run push; listing an end (once per period) and the
+/// `SLOW` kind go out of line.
+#[inline(always)]
 pub(crate) fn message(end: &mut EndMon, id: u64, write: bool) {
+    period::with(|r| {
+        if end.epoch == r.epoch() {
+            match end.kind {
+                kind::COUNT => return r.count(end.idx),
+                kind::OPS if r.push_op(end.idx, write) => return,
+                kind::NONE => return,
+                _ => {}
+            }
+        }
+        message_cold(end, id, write)
+    })
+}
+
+/// The out-of-line part of [`message`]: list the end, spill a full op list,
+/// or record a `SLOW` message.
+#[cold]
+#[inline(never)]
+fn message_cold(end: &mut EndMon, id: u64, write: bool) {
     with_log(|l| l.message(end, id, write));
 }
 
 #[cold]
 #[inline(never)]
-pub(crate) fn woke_peer(end: &mut EndMon, id: u64) {
+pub(crate) fn woke_peer(end: &mut EndMon, _id: u64) {
     if on() {
-        with_log(|l| l.woke_peer(end, id));
+        with_log(|l| l.woke_peer(end));
     }
 }
 

@@ -13,6 +13,7 @@ pub mod clock;
 pub mod flags;
 pub mod format;
 pub(crate) mod hooks;
+pub(crate) mod period;
 pub mod varint;
 pub(crate) mod worker_log;
 pub mod writer;

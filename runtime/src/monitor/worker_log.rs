@@ -1,36 +1,41 @@
 //! The per-worker monitoring state: the worker's log writer and encoder, and
 //! the period being recorded (the paper's combining: a dispatch, its stream
 //! counts and its messages go into the one record written when it stops).
+//! The per-message part of the period lives in thread-locals (`period.rs`);
+//! this holds the per-entry part (which streams, woke flags) and the rest.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::clock;
 use super::flags::MonitorFlags;
 use super::format::{Encoder, EndState, Header, Op, PeriodRef, Side as LogSide, StreamIo};
+pub(crate) use super::period::EndMon;
+use super::period::{self, kind, Recorder, MAX_IO};
 use super::writer::LogWriter;
 use crate::stream::Side;
 
-/// Per-end monitoring state kept in each stream end: which dispatch last
-/// listed the stream, and where.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct EndMon {
-    epoch: u64,
-    idx: u16,
-}
+/// Logs created in this process so far; each takes the next as the top bits
+/// of its epochs, so that no two dispatches in the process share an epoch
+/// (an end listed by an earlier run never matches a later one).
+static LOGS: AtomicU64 = AtomicU64::new(0);
 
 /// One worker's log and the period in progress.
 pub(crate) struct WorkerLog {
     pub(crate) flags: MonitorFlags,
     writer: LogWriter,
     enc: Encoder,
-    /// Unique per dispatch across workers: `(worker + 1) << 40 | n`.
+    /// Unique per dispatch in the process: `log number << 40 | n`, never 0.
     epoch: u64,
-    in_period: bool,
     /// Time of the last clock read at a dispatch boundary: the start of the
     /// next period, or of the next wait. One clock read per dispatch is all
     /// the hot path pays (rdtsc costs 15-30 ns in a VM).
     last: u64,
+    /// The period's entries, one per stream end used, in first-use order.
     io: Vec<StreamIo>,
+    /// Per entry: whether it is a writing end.
+    io_write: Vec<bool>,
+    /// The period's op runs (spilled from the thread-local list, then all).
     ops: Vec<Op>,
     op_times: Vec<u64>,
 }
@@ -50,10 +55,11 @@ impl WorkerLog {
             flags: header.flags,
             writer,
             enc: Encoder::new(),
-            epoch: ((worker as u64) + 1) << 40,
-            in_period: false,
+            // Relaxed: only uniqueness matters, which the RMW gives.
+            epoch: (LOGS.fetch_add(1, Ordering::Relaxed) + 1) << 40,
             last: 0,
             io: Vec::with_capacity(8),
+            io_write: Vec::with_capacity(8),
             ops: Vec::with_capacity(64),
             op_times: Vec::new(),
         })
@@ -145,16 +151,39 @@ impl WorkerLog {
     #[inline]
     pub(crate) fn begin_period(&mut self) {
         self.epoch += 1;
-        self.in_period = true;
+        period::with(|r| r.begin(self.epoch));
     }
 
     /// The dispatch of `task` ended in `end_state`: write its record.
     #[inline]
     pub(crate) fn end_period(&mut self, task: u64, end_state: EndState) {
-        self.in_period = false;
         let end = clock::now();
         let start = self.last;
         self.last = end;
+        period::with(|r| {
+            r.end();
+            if self.has(MonitorFlags::MESSAGE) {
+                r.take_ops(&mut self.ops);
+                for op in &self.ops {
+                    if let Some(s) = self.io.get_mut(usize::from(op.io_index)) {
+                        if op.write {
+                            s.writes = s.writes.wrapping_add(op.count);
+                        } else {
+                            s.reads = s.reads.wrapping_add(op.count);
+                        }
+                    }
+                }
+            } else {
+                let (io, io_write) = (&mut self.io, &self.io_write);
+                r.take_counts(io.len(), |i, c| {
+                    if io_write[i] {
+                        io[i].writes = c;
+                    } else {
+                        io[i].reads = c;
+                    }
+                });
+            }
+        });
         if self.has(MonitorFlags::SCHEDULER) {
             self.enc.period(
                 &mut self.writer,
@@ -170,62 +199,106 @@ impl WorkerLog {
             );
         }
         self.io.clear();
+        self.io_write.clear();
         self.ops.clear();
         self.op_times.clear();
     }
 
-    /// Index of the stream in this period's io list, listing it on first use.
-    #[inline]
-    fn io_index(&mut self, end: &mut EndMon, stream: u64) -> usize {
-        if end.epoch != self.epoch {
-            end.epoch = self.epoch;
-            end.idx = self.io.len().min(u16::MAX as usize) as u16;
-            self.io.push(StreamIo {
-                stream,
-                reads: 0,
-                writes: 0,
-                woke_peer: false,
-            });
+    /// Lists `end` (of `stream`, a writing end if `write`) in the period
+    /// running on this thread, under `r`'s epoch, unless it is listed there
+    /// already; false when no period runs.
+    fn list(&mut self, r: &Recorder, end: &mut EndMon, stream: u64, write: bool) -> bool {
+        let epoch = r.epoch();
+        if epoch == 0 {
+            return false;
         }
-        end.idx as usize
-    }
-
-    /// A message moved through `end` of `stream`.
-    #[inline]
-    pub(crate) fn message(&mut self, end: &mut EndMon, stream: u64, write: bool) {
-        if !self.in_period || !self.has(MonitorFlags::STREAM.union(MonitorFlags::MESSAGE)) {
-            return;
+        if end.epoch == epoch {
+            return true;
         }
-        let i = self.io_index(end, stream);
-        let Some(io) = self.io.get_mut(i) else { return };
-        if write {
-            io.writes += 1;
-        } else {
-            io.reads += 1;
-        }
-        if self.has(MonitorFlags::MESSAGE) {
-            match self.ops.last_mut() {
-                Some(op) if op.io_index as usize == i && op.write == write => op.count += 1,
-                _ => self.ops.push(Op {
-                    io_index: i as u16,
-                    write,
-                    count: 1,
-                }),
-            }
+        let idx = self.io.len();
+        end.epoch = epoch;
+        end.kind = if !self.has(MonitorFlags::STREAM.union(MonitorFlags::MESSAGE))
+            || idx > usize::from(u16::MAX)
+        {
+            kind::NONE
+        } else if self.has(MonitorFlags::MESSAGE) {
             if self.has(MonitorFlags::MESSAGE_TIME) {
-                self.op_times.push(clock::now());
+                kind::SLOW
+            } else {
+                kind::OPS
             }
+        } else if idx < MAX_IO {
+            kind::COUNT
+        } else {
+            kind::SLOW
+        };
+        if end.kind == kind::NONE {
+            return true;
+        }
+        end.idx = idx as u16;
+        self.io.push(StreamIo {
+            stream,
+            reads: 0,
+            writes: 0,
+            woke_peer: false,
+        });
+        self.io_write.push(write);
+        true
+    }
+
+    /// A message moved through `end` of `stream`, and the end's epoch is not
+    /// this period's, or its kind is `SLOW`: list it if needed, then record.
+    pub(crate) fn message(&mut self, end: &mut EndMon, stream: u64, write: bool) {
+        period::with(|r| {
+            if !self.list(r, end, stream, write) {
+                return;
+            }
+            match end.kind {
+                kind::COUNT => r.count(end.idx),
+                kind::OPS => self.push_op(r, end.idx, write),
+                kind::SLOW => {
+                    if self.has(MonitorFlags::MESSAGE) {
+                        self.push_op(r, end.idx, write);
+                        if self.has(MonitorFlags::MESSAGE_TIME) {
+                            self.op_times.push(clock::now());
+                        }
+                    } else if let Some(s) = self.io.get_mut(usize::from(end.idx)) {
+                        if write {
+                            s.writes = s.writes.wrapping_add(1);
+                        } else {
+                            s.reads = s.reads.wrapping_add(1);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        })
+    }
+
+    /// One op on the thread-local list, spilling it here when it is full.
+    #[inline]
+    fn push_op(&mut self, r: &Recorder, idx: u16, write: bool) {
+        if !r.push_op(idx, write) {
+            self.spill(r);
+            let pushed = r.push_op(idx, write);
+            debug_assert!(pushed, "a spilled op list has room");
         }
     }
 
-    /// The last operation on `end` woke the task on the other side.
-    pub(crate) fn woke_peer(&mut self, end: &mut EndMon, stream: u64) {
-        if !self.in_period || !self.has(MonitorFlags::STREAM.union(MonitorFlags::MESSAGE)) {
-            return;
-        }
-        let i = self.io_index(end, stream);
-        if let Some(io) = self.io.get_mut(i) {
-            io.woke_peer = true;
-        }
+    /// Moves the thread-local op runs into the log's list (it was full).
+    pub(crate) fn spill(&mut self, r: &Recorder) {
+        r.spill(&mut self.ops);
+    }
+
+    /// The last operation on `end` woke the task on the other side. That
+    /// operation listed the end in the period, if one runs.
+    pub(crate) fn woke_peer(&mut self, end: &EndMon) {
+        period::with(|r| {
+            if r.epoch() != 0 && end.epoch == r.epoch() && end.kind != kind::NONE {
+                if let Some(s) = self.io.get_mut(usize::from(end.idx)) {
+                    s.woke_peer = true;
+                }
+            }
+        })
     }
 }

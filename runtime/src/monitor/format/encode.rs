@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{compiler_fence, Ordering};
 
-use super::record::{ops_are_implied, EndState, Op, Record, Side, StreamIo};
+use super::record::{ops_are_implied, ops_are_interleaved, EndState, Op, Record, Side, StreamIo};
 use super::tag;
 use crate::monitor::varint::{zigzag, MAX_LEN as V};
 
@@ -395,7 +395,8 @@ impl Encoder {
     ///
     /// Every `op.io_index` must be below `p.io.len()`: a reader rejects the
     /// record (and the rest of the log) otherwise. The cheapest ops are the ones
-    /// [`implied_ops`](super::implied_ops) yields: they take no bytes at all.
+    /// [`implied_ops`](super::implied_ops) or [`interleaved_ops`](super::interleaved_ops)
+    /// yield: they take no bytes at all.
     #[inline]
     pub fn period<S: Sink + ?Sized>(&mut self, sink: &mut S, p: &PeriodRef<'_>) {
         debug_assert!(
@@ -433,18 +434,22 @@ impl Encoder {
                     tag::OPS_NONE
                 } else if ops_are_implied(p.io, p.ops) {
                     tag::OPS_IMPLIED
+                } else if ops_are_interleaved(p.io, p.ops) {
+                    tag::OPS_INTERLEAVED
                 } else {
-                    o.var(p.ops.len() as u64);
+                    o.var((p.ops.len() as u64) << 3 | tag::FORM_EXPLICIT << 1);
                     for op in p.ops {
                         put_op(o, op);
                     }
-                    tag::OPS_EXPLICIT
+                    tag::OPS_LISTED
                 }
             } else {
-                if ops_are_implied(p.io, p.ops) && !p.ops.is_empty() {
-                    o.byte(1);
+                if !p.ops.is_empty() && ops_are_implied(p.io, p.ops) {
+                    o.byte((tag::FORM_IMPLIED << 1 | 1) as u8);
+                } else if ops_are_interleaved(p.io, p.ops) {
+                    o.byte((tag::FORM_INTERLEAVED << 1 | 1) as u8);
                 } else {
-                    o.var((p.ops.len() as u64) << 1);
+                    o.var((p.ops.len() as u64) << 3 | tag::FORM_EXPLICIT << 1 | 1);
                     for op in p.ops {
                         put_op(o, op);
                     }
@@ -455,7 +460,7 @@ impl Encoder {
                     o.var(zigzag(t.wrapping_sub(prev) as i64));
                     prev = t;
                 }
-                tag::OPS_TIMED
+                tag::OPS_LISTED
             };
             tag::PERIOD | mode << 5 | io_code << 3 | p.end_state.code()
         });
