@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::format::EndState;
-use super::period::{self, kind, EndMon};
+use super::period::{self, EndMon};
 use super::worker_log::WorkerLog;
 use crate::context;
 use crate::stream::Side;
@@ -80,13 +80,18 @@ pub(crate) fn stream_replace(side: Side, old: u64, new: u64) {
 #[inline(always)]
 pub(crate) fn message(end: &mut EndMon, id: u64, write: bool) {
     period::with(|r| {
-        if end.epoch == r.epoch() {
-            match end.kind {
-                kind::COUNT => return r.count(end.idx),
-                kind::OPS if r.push_op(end.idx, write) => return,
-                kind::NONE => return,
-                _ => {}
+        let s = end.stamp;
+        if s == r.count_stamp() {
+            return r.count(end.idx);
+        }
+        if s == r.ops_stamp() {
+            if r.push_op(end.idx, write) {
+                return;
             }
+        } else if s == r.epoch() {
+            // Listed with nothing to record, or (stamp 0 = epoch 0) a
+            // never-listed end outside any period.
+            return;
         }
         message_cold(end, id, write)
     })

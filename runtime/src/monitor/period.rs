@@ -3,12 +3,13 @@
 //! so that recording a message is a few fs-relative loads and stores inline
 //! at the call site, with no function call and no pointer chase.
 //!
-//! Each dispatch has an *epoch*, unique in the process (see
+//! Each dispatch has an *epoch*, a multiple of 4 unique in the process (see
 //! [`WorkerLog`](super::worker_log::WorkerLog)). A stream end that moves a
-//! message compares its [`EndMon`]'s epoch with this thread's: on the first
-//! message of a period they differ, and the end lists itself in the worker's
-//! period (the cold path: an entry index, and how to record); after that
-//! each message is one of:
+//! message compares its [`EndMon`]'s *stamp* (the epoch of the period that
+//! listed it, plus its [`kind`] in the low bits) with this thread's stamps:
+//! on the first message of a period none matches, and the end lists itself
+//! in the worker's period (the cold path: an entry index and a kind); after
+//! that each message is one of:
 //!
 //! * count mode (`stream` without `message`): one increment of the entry's
 //!   counter in [`Recorder::counts`];
@@ -28,7 +29,7 @@
 
 use std::cell::Cell;
 
-use super::format::Op;
+use super::format::{Op, OpsForm};
 
 /// Entries per period whose counts live in [`Recorder::counts`] (a power of
 /// two); later entries of a (rare) period that uses more ends count on the
@@ -39,35 +40,54 @@ pub(crate) const MAX_OPS: usize = 256;
 /// `run_key` when the period has no op run yet.
 const NO_KEY: u32 = u32::MAX;
 
-/// How an end records its messages in the period it is listed in.
+/// How an end records its messages in the period it is listed in: the low
+/// two bits of its stamp.
 pub(crate) mod kind {
-    /// Nothing to record (the run records no messages, or no period is on).
-    pub(crate) const NONE: u8 = 0;
+    /// Nothing to record (the run records no messages).
+    pub(crate) const NONE: u64 = 0;
     /// Count in [`Recorder::counts`](super::Recorder::counts).
-    pub(crate) const COUNT: u8 = 1;
+    pub(crate) const COUNT: u64 = 1;
     /// Push op runs onto [`Recorder::ops`](super::Recorder::ops).
-    pub(crate) const OPS: u8 = 2;
+    pub(crate) const OPS: u64 = 2;
     /// The out-of-line path: per-message times, or an entry beyond
     /// [`MAX_IO`](super::MAX_IO) in count mode.
-    pub(crate) const SLOW: u8 = 3;
+    pub(crate) const SLOW: u64 = 3;
 }
 
-/// Per-end monitoring state kept in each stream end: the epoch of the period
-/// that last listed the end, its entry there, and how it records.
+/// Per-end monitoring state kept in each stream end: the stamp (epoch and
+/// kind) of the period that last listed the end, and its entry there.
 ///
-/// The default (epoch 0, kind `NONE`) matches this thread's epoch outside any
-/// period, where messages are not recorded.
+/// The default (stamp 0) equals this thread's epoch outside any period,
+/// where messages are not recorded.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct EndMon {
-    pub(crate) epoch: u64,
+    pub(crate) stamp: u64,
     pub(crate) idx: u16,
-    pub(crate) kind: u8,
+}
+
+impl EndMon {
+    /// The epoch of the period that last listed the end.
+    #[inline]
+    pub(crate) fn epoch(&self) -> u64 {
+        self.stamp & !3
+    }
+
+    /// How the end records in that period.
+    #[inline]
+    pub(crate) fn kind(&self) -> u64 {
+        self.stamp & 3
+    }
 }
 
 /// The thread's period state (see the module documentation).
 pub(crate) struct Recorder {
     /// The running dispatch's epoch; 0 when none runs on this thread.
     epoch: Cell<u64>,
+    /// `epoch | COUNT` when the running period counts messages, else
+    /// `u64::MAX` (no end's stamp).
+    count_stamp: Cell<u64>,
+    /// `epoch | OPS` when the running period records op runs, else `u64::MAX`.
+    ops_stamp: Cell<u64>,
     /// Messages per entry in count mode, for entries below [`MAX_IO`].
     /// Zero between periods.
     counts: [Cell<u32>; MAX_IO],
@@ -86,6 +106,8 @@ thread_local! {
     static REC: Recorder = const {
         Recorder {
             epoch: Cell::new(0),
+            count_stamp: Cell::new(u64::MAX),
+            ops_stamp: Cell::new(u64::MAX),
             counts: [const { Cell::new(0) }; MAX_IO],
             run_key: Cell::new(NO_KEY),
             ops_len: Cell::new(0),
@@ -95,9 +117,16 @@ thread_local! {
 }
 
 /// Runs `f` on this thread's recorder.
+///
+/// `LocalKey::with` is only cheap when it inlines, which LLVM declines for
+/// large closures (it then calls the key's getter through a pointer on every
+/// message); so only the address is taken inside it.
 #[inline(always)]
 pub(crate) fn with<R>(f: impl FnOnce(&Recorder) -> R) -> R {
-    REC.with(f)
+    let p = REC.with(|r| r as *const Recorder);
+    // SAFETY: the recorder is const-initialised and has no destructor, so it
+    // lives, never moved, as long as this thread; `f` runs on this thread now.
+    f(unsafe { &*p })
 }
 
 impl Recorder {
@@ -107,16 +136,35 @@ impl Recorder {
         self.epoch.get()
     }
 
-    /// A dispatch with `epoch` begins on this thread.
+    /// The stamp of ends listed for counting in the running period.
+    #[inline(always)]
+    pub(crate) fn count_stamp(&self) -> u64 {
+        self.count_stamp.get()
+    }
+
+    /// The stamp of ends listed for op runs in the running period.
+    #[inline(always)]
+    pub(crate) fn ops_stamp(&self) -> u64 {
+        self.ops_stamp.get()
+    }
+
+    /// A dispatch with `epoch` (a nonzero multiple of 4) begins on this
+    /// thread; its ends record as `run_kind` says.
     #[inline]
-    pub(crate) fn begin(&self, epoch: u64) {
+    pub(crate) fn begin(&self, epoch: u64, run_kind: u64) {
+        debug_assert!(epoch != 0 && epoch & 3 == 0);
         self.epoch.set(epoch);
+        let stamp = |k| if run_kind == k { epoch | k } else { u64::MAX };
+        self.count_stamp.set(stamp(kind::COUNT));
+        self.ops_stamp.set(stamp(kind::OPS));
     }
 
     /// The dispatch ended: messages from now on are not recorded.
     #[inline]
     pub(crate) fn end(&self) {
         self.epoch.set(0);
+        self.count_stamp.set(u64::MAX);
+        self.ops_stamp.set(u64::MAX);
     }
 
     /// Counts one message of entry `idx` (count mode).
@@ -165,6 +213,55 @@ impl Recorder {
     pub(crate) fn take_ops(&self, out: &mut Vec<Op>) {
         let n = (self.ops_len.replace(0) as usize).min(MAX_OPS);
         out.extend(self.ops[..n].iter().map(|c| op_of(c.get())));
+        self.run_key.set(NO_KEY);
+    }
+
+    /// One pass over this period's held op runs (none spilled): calls
+    /// `f(entry, write, count)` for each and says which form the list has,
+    /// so that the common forms need no op list at all. Leaves the runs.
+    #[inline]
+    pub(crate) fn scan_ops(&self, mut f: impl FnMut(u16, bool, u32)) -> OpsForm {
+        let n = (self.ops_len.get() as usize).min(MAX_OPS);
+        let runs = &self.ops[..n];
+        let (Some(first), Some(second)) = (runs.first(), runs.get(1)) else {
+            // No run, or one: implied by its entry's count.
+            if let Some(r) = runs.first() {
+                let op = op_of(r.get());
+                f(op.io_index, op.write, op.count);
+                return OpsForm::Implied;
+            }
+            return OpsForm::None;
+        };
+        let (a, b) = (first.get(), second.get());
+        // Interleaved: runs of one message alternating between two keys, the
+        // lower first (the order of implied runs).
+        let mut interleaved = a as u32 == 1 && b as u32 == 1 && a < b;
+        // Implied: keys strictly increasing (one run per entry and side, in
+        // entry order, reads before writes).
+        let mut implied = true;
+        let mut prev_key = None;
+        for (i, r) in runs.iter().enumerate() {
+            let v = r.get();
+            interleaved &= v == if i % 2 == 0 { a } else { b };
+            let key = v >> 32;
+            implied &= prev_key.is_none_or(|p| key > p);
+            prev_key = Some(key);
+            let op = op_of(v);
+            f(op.io_index, op.write, op.count);
+        }
+        if implied {
+            OpsForm::Implied
+        } else if interleaved {
+            OpsForm::Interleaved
+        } else {
+            OpsForm::Explicit
+        }
+    }
+
+    /// Forgets this period's held op runs.
+    #[inline]
+    pub(crate) fn clear_ops(&self) {
+        self.ops_len.set(0);
         self.run_key.set(NO_KEY);
     }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::clock;
 use super::flags::MonitorFlags;
-use super::format::{Encoder, EndState, Header, Op, PeriodRef, Side as LogSide, StreamIo};
+use super::format::{Encoder, EndState, Header, Op, OpsForm, PeriodRef, Side as LogSide, StreamIo};
 pub(crate) use super::period::EndMon;
 use super::period::{self, kind, Recorder, MAX_IO};
 use super::writer::LogWriter;
@@ -20,13 +20,54 @@ use crate::stream::Side;
 /// (an end listed by an earlier run never matches a later one).
 static LOGS: AtomicU64 = AtomicU64::new(0);
 
+/// Adds `n` messages to entry `i` of `io`, on its writing side if `write`.
+#[inline]
+fn add(io: &mut [StreamIo], i: u16, write: bool, n: u32) {
+    if let Some(s) = io.get_mut(usize::from(i)) {
+        if write {
+            s.writes = s.writes.wrapping_add(n);
+        } else {
+            s.reads = s.reads.wrapping_add(n);
+        }
+    }
+}
+
+/// The form of a period's ops, found from the list (debug checks).
+fn ops_form(p: &PeriodRef<'_>) -> OpsForm {
+    use super::format::{implied_ops, interleaved_ops};
+    if p.ops.is_empty() {
+        OpsForm::None
+    } else if implied_ops(p.io).eq(p.ops.iter().copied()) {
+        OpsForm::Implied
+    } else if interleaved_ops(p.io).is_some_and(|ops| ops.eq(p.ops.iter().copied())) {
+        OpsForm::Interleaved
+    } else {
+        OpsForm::Explicit
+    }
+}
+
+/// How ends record messages in a run with `flags` (a [`kind`]).
+fn run_kind(flags: MonitorFlags) -> u64 {
+    if !flags.intersects(MonitorFlags::STREAM.union(MonitorFlags::MESSAGE)) {
+        kind::NONE
+    } else if !flags.contains(MonitorFlags::MESSAGE) {
+        kind::COUNT
+    } else if flags.contains(MonitorFlags::MESSAGE_TIME) {
+        kind::SLOW
+    } else {
+        kind::OPS
+    }
+}
+
 /// One worker's log and the period in progress.
 pub(crate) struct WorkerLog {
     pub(crate) flags: MonitorFlags,
     writer: LogWriter,
     enc: Encoder,
-    /// Unique per dispatch in the process: `log number << 40 | n`, never 0.
+    /// Unique per dispatch in the process: `log number << 40 | 4n`, never 0.
     epoch: u64,
+    /// How ends record messages in this run's periods (a [`kind`]).
+    run_kind: u64,
     /// Time of the last clock read at a dispatch boundary: the start of the
     /// next period, or of the next wait. One clock read per dispatch is all
     /// the hot path pays (rdtsc costs 15-30 ns in a VM).
@@ -57,6 +98,7 @@ impl WorkerLog {
             enc: Encoder::new(),
             // Relaxed: only uniqueness matters, which the RMW gives.
             epoch: (LOGS.fetch_add(1, Ordering::Relaxed) + 1) << 40,
+            run_kind: run_kind(header.flags),
             last: 0,
             io: Vec::with_capacity(8),
             io_write: Vec::with_capacity(8),
@@ -150,8 +192,8 @@ impl WorkerLog {
     /// A dispatch begins.
     #[inline]
     pub(crate) fn begin_period(&mut self) {
-        self.epoch += 1;
-        period::with(|r| r.begin(self.epoch));
+        self.epoch += 4;
+        period::with(|r| r.begin(self.epoch, self.run_kind));
     }
 
     /// The dispatch of `task` ended in `end_state`: write its record.
@@ -160,43 +202,49 @@ impl WorkerLog {
         let end = clock::now();
         let start = self.last;
         self.last = end;
-        period::with(|r| {
+        let form = period::with(|r| {
             r.end();
-            if self.has(MonitorFlags::MESSAGE) {
-                r.take_ops(&mut self.ops);
-                for op in &self.ops {
-                    if let Some(s) = self.io.get_mut(usize::from(op.io_index)) {
-                        if op.write {
-                            s.writes = s.writes.wrapping_add(op.count);
-                        } else {
-                            s.reads = s.reads.wrapping_add(op.count);
-                        }
-                    }
-                }
-            } else {
-                let (io, io_write) = (&mut self.io, &self.io_write);
-                r.take_counts(io.len(), |i, c| {
-                    if io_write[i] {
-                        io[i].writes = c;
+            match self.run_kind {
+                kind::OPS if self.ops.is_empty() => {
+                    let io = &mut self.io;
+                    let form = r.scan_ops(|i, write, n| add(io, i, write, n));
+                    if form == OpsForm::Explicit || cfg!(debug_assertions) {
+                        r.take_ops(&mut self.ops);
                     } else {
-                        io[i].reads = c;
+                        r.clear_ops();
                     }
-                });
+                    form
+                }
+                kind::OPS | kind::SLOW if self.has(MonitorFlags::MESSAGE) => {
+                    r.take_ops(&mut self.ops);
+                    for op in &self.ops {
+                        add(&mut self.io, op.io_index, op.write, op.count);
+                    }
+                    OpsForm::Check
+                }
+                _ => {
+                    let (io, io_write) = (&mut self.io, &self.io_write);
+                    r.take_counts(io.len(), |i, c| add(io, i as u16, io_write[i], c));
+                    OpsForm::None
+                }
             }
         });
         if self.has(MonitorFlags::SCHEDULER) {
-            self.enc.period(
-                &mut self.writer,
-                &PeriodRef {
-                    start,
-                    end,
-                    task,
-                    end_state,
-                    io: &self.io,
-                    ops: &self.ops,
-                    op_times: &self.op_times,
-                },
+            let p = PeriodRef {
+                start,
+                end,
+                task,
+                end_state,
+                io: &self.io,
+                ops: &self.ops,
+                op_times: &self.op_times,
+            };
+            // Debug builds keep the ops to check the form found on the fly.
+            debug_assert!(
+                form == OpsForm::Check || form == OpsForm::None || ops_form(&p) == form,
+                "ops form {form:?} for {p:?}"
             );
+            self.enc.period_as(&mut self.writer, &p, form);
         }
         self.io.clear();
         self.io_write.clear();
@@ -212,27 +260,17 @@ impl WorkerLog {
         if epoch == 0 {
             return false;
         }
-        if end.epoch == epoch {
+        if end.epoch() == epoch {
             return true;
         }
         let idx = self.io.len();
-        end.epoch = epoch;
-        end.kind = if !self.has(MonitorFlags::STREAM.union(MonitorFlags::MESSAGE))
-            || idx > usize::from(u16::MAX)
-        {
-            kind::NONE
-        } else if self.has(MonitorFlags::MESSAGE) {
-            if self.has(MonitorFlags::MESSAGE_TIME) {
-                kind::SLOW
-            } else {
-                kind::OPS
-            }
-        } else if idx < MAX_IO {
-            kind::COUNT
-        } else {
-            kind::SLOW
+        let k = match self.run_kind {
+            _ if idx > usize::from(u16::MAX) => kind::NONE,
+            kind::COUNT if idx >= MAX_IO => kind::SLOW,
+            k => k,
         };
-        if end.kind == kind::NONE {
+        end.stamp = epoch | k;
+        if k == kind::NONE {
             return true;
         }
         end.idx = idx as u16;
@@ -253,7 +291,7 @@ impl WorkerLog {
             if !self.list(r, end, stream, write) {
                 return;
             }
-            match end.kind {
+            match end.kind() {
                 kind::COUNT => r.count(end.idx),
                 kind::OPS => self.push_op(r, end.idx, write),
                 kind::SLOW => {
@@ -294,7 +332,7 @@ impl WorkerLog {
     /// operation listed the end in the period, if one runs.
     pub(crate) fn woke_peer(&mut self, end: &EndMon) {
         period::with(|r| {
-            if r.epoch() != 0 && end.epoch == r.epoch() && end.kind != kind::NONE {
+            if r.epoch() != 0 && end.epoch() == r.epoch() && end.kind() != kind::NONE {
                 if let Some(s) = self.io.get_mut(usize::from(end.idx)) {
                     s.woke_peer = true;
                 }

@@ -193,6 +193,21 @@ const IO_MAX: usize = 1 + V + 5 + 5;
 /// Upper bound of one op: header byte, io index, count.
 const OP_MAX: usize = 1 + 3 + 5;
 
+/// The form of a period's op list, when the caller knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpsForm {
+    /// Unknown: the encoder finds it from the ops.
+    Check,
+    /// No ops.
+    None,
+    /// The [`implied_ops`](super::implied_ops) of the entries.
+    Implied,
+    /// The [`interleaved_ops`](super::interleaved_ops) of the entries.
+    Interleaved,
+    /// Neither: the ops are listed.
+    Explicit,
+}
+
 /// A period to encode, borrowing its lists (see [`Encoder::period`]).
 #[derive(Clone, Copy, Debug)]
 pub struct PeriodRef<'a> {
@@ -399,10 +414,31 @@ impl Encoder {
     /// yield: they take no bytes at all.
     #[inline]
     pub fn period<S: Sink + ?Sized>(&mut self, sink: &mut S, p: &PeriodRef<'_>) {
+        self.period_as(sink, p, OpsForm::Check)
+    }
+
+    /// [`period`](Self::period) with the form of its ops known to the caller,
+    /// which then need not pass them unless the form is `Explicit` or `Check`
+    /// (or the period is timed).
+    #[inline]
+    pub(crate) fn period_as<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        p: &PeriodRef<'_>,
+        form: OpsForm,
+    ) {
         debug_assert!(
             p.ops.iter().all(|op| usize::from(op.io_index) < p.io.len()),
             "op io_index out of range"
         );
+        let form = match form {
+            _ if !p.op_times.is_empty() => OpsForm::Check,
+            OpsForm::Check if p.ops.is_empty() => OpsForm::None,
+            OpsForm::Check if ops_are_implied(p.io, p.ops) => OpsForm::Implied,
+            OpsForm::Check if ops_are_interleaved(p.io, p.ops) => OpsForm::Interleaved,
+            OpsForm::Check => OpsForm::Explicit,
+            f => f,
+        };
         let max_len =
             PERIOD_FIXED_MAX + p.io.len() * IO_MAX + p.ops.len() * OP_MAX + p.op_times.len() * V;
         let dstart = self.delta(p.start);
@@ -430,18 +466,17 @@ impl Encoder {
                 o.var(stream);
             }
             let mode = if p.op_times.is_empty() {
-                if p.ops.is_empty() {
-                    tag::OPS_NONE
-                } else if ops_are_implied(p.io, p.ops) {
-                    tag::OPS_IMPLIED
-                } else if ops_are_interleaved(p.io, p.ops) {
-                    tag::OPS_INTERLEAVED
-                } else {
-                    o.var((p.ops.len() as u64) << 3 | tag::FORM_EXPLICIT << 1);
-                    for op in p.ops {
-                        put_op(o, op);
+                match form {
+                    OpsForm::None => tag::OPS_NONE,
+                    OpsForm::Implied => tag::OPS_IMPLIED,
+                    OpsForm::Interleaved => tag::OPS_INTERLEAVED,
+                    OpsForm::Explicit | OpsForm::Check => {
+                        o.var((p.ops.len() as u64) << 3 | tag::FORM_EXPLICIT << 1);
+                        for op in p.ops {
+                            put_op(o, op);
+                        }
+                        tag::OPS_LISTED
                     }
-                    tag::OPS_LISTED
                 }
             } else {
                 if !p.ops.is_empty() && ops_are_implied(p.io, p.ops) {
