@@ -13,9 +13,10 @@
 //!
 //! * count mode (`stream` without `message`): one increment of the entry's
 //!   counter in [`Recorder::counts`];
-//! * ops mode (`message`): a run-length push onto [`Recorder::ops`]
-//!   (increment the last run, or start a new one); the entries' counts then
-//!   follow from the ops at the period's end.
+//! * ops mode (`message`): its key (`entry << 1 | write`) appended to
+//!   [`Recorder::keys`]; at the period's end one pass finds the op runs'
+//!   form (a relay's read-one-write-one is found in a compare per message,
+//!   its counts in O(1)) and the entries' counts.
 //!
 //! Nothing here points into a stream end, so an end that is dropped, or moved
 //! to another task or worker, in the middle of a period leaves nothing
@@ -35,10 +36,9 @@ use super::format::{Op, OpsForm};
 /// two); later entries of a (rare) period that uses more ends count on the
 /// slow path.
 pub(crate) const MAX_IO: usize = 32;
-/// Op runs held here before they spill into the worker's log (a power of two).
-pub(crate) const MAX_OPS: usize = 256;
-/// `run_key` when the period has no op run yet.
-const NO_KEY: u32 = u32::MAX;
+/// Messages whose keys are held here before they spill, as op runs, into
+/// the worker's log.
+pub(crate) const MAX_KEYS: usize = 512;
 
 /// How an end records its messages in the period it is listed in: the low
 /// two bits of its stamp.
@@ -47,7 +47,7 @@ pub(crate) mod kind {
     pub(crate) const NONE: u64 = 0;
     /// Count in [`Recorder::counts`](super::Recorder::counts).
     pub(crate) const COUNT: u64 = 1;
-    /// Push op runs onto [`Recorder::ops`](super::Recorder::ops).
+    /// Append message keys to [`Recorder::keys`](super::Recorder::keys).
     pub(crate) const OPS: u64 = 2;
     /// The out-of-line path: per-message times, or an entry beyond
     /// [`MAX_IO`](super::MAX_IO) in count mode.
@@ -91,13 +91,12 @@ pub(crate) struct Recorder {
     /// Messages per entry in count mode, for entries below [`MAX_IO`].
     /// Zero between periods.
     counts: [Cell<u32>; MAX_IO],
-    /// The key (`entry << 1 | write`) of the last op run, or [`NO_KEY`].
-    run_key: Cell<u32>,
-    /// Op runs held in `ops`.
-    ops_len: Cell<u32>,
-    /// Op runs, `key << 32 | count`; the first `ops_len` are this period's
-    /// latest (earlier ones spilled into the worker's log).
-    ops: [Cell<u64>; MAX_OPS],
+    /// Messages held in `keys`.
+    keys_len: Cell<u32>,
+    /// A key (`entry << 1 | write`) per message in ops mode, in order; the
+    /// first `keys_len` are this period's latest (earlier ones spilled into
+    /// the worker's log as op runs).
+    keys: [Cell<u32>; MAX_KEYS],
 }
 
 thread_local! {
@@ -109,9 +108,8 @@ thread_local! {
             count_stamp: Cell::new(u64::MAX),
             ops_stamp: Cell::new(u64::MAX),
             counts: [const { Cell::new(0) }; MAX_IO],
-            run_key: Cell::new(NO_KEY),
-            ops_len: Cell::new(0),
-            ops: [const { Cell::new(0) }; MAX_OPS],
+            keys_len: Cell::new(0),
+            keys: [const { Cell::new(0) }; MAX_KEYS],
         }
     };
 }
@@ -174,95 +172,109 @@ impl Recorder {
         c.set(c.get().wrapping_add(1));
     }
 
-    /// Records one message of entry `idx` (ops mode); false when the op list
-    /// is full and the caller must [`spill`](Self::spill) first.
+    /// Records one message of entry `idx` (ops mode); false when the key
+    /// list is full and the caller must [`spill`](Self::spill) first.
     #[inline(always)]
     #[must_use]
     pub(crate) fn push_op(&self, idx: u16, write: bool) -> bool {
-        let key = u32::from(idx) << 1 | u32::from(write);
-        let n = self.ops_len.get() as usize;
-        if self.run_key.get() == key {
-            // `run_key` is a key only after a run was stored, so n >= 1.
-            let op = &self.ops[n.wrapping_sub(1) & (MAX_OPS - 1)];
-            op.set(op.get().wrapping_add(1));
-            true
-        } else if n < MAX_OPS {
-            self.ops[n].set(u64::from(key) << 32 | 1);
-            self.ops_len.set(n as u32 + 1);
-            self.run_key.set(key);
+        let n = self.keys_len.get() as usize;
+        if let Some(k) = self.keys.get(n) {
+            k.set(u32::from(idx) << 1 | u32::from(write));
+            self.keys_len.set(n as u32 + 1);
             true
         } else {
             false
         }
     }
 
-    /// Moves all but the last held op run to `out` (the op list was full);
-    /// the last run stays, so that it can still grow.
+    /// The held keys.
+    #[inline]
+    fn held(&self) -> &[Cell<u32>] {
+        &self.keys[..(self.keys_len.get() as usize).min(MAX_KEYS)]
+    }
+
+    /// Appends the held keys to `out` as op runs (merging with its last run)
+    /// and clears them: the key list was full, or the period ended.
     #[cold]
     pub(crate) fn spill(&self, out: &mut Vec<Op>) {
-        let n = self.ops_len.get() as usize;
-        if let Some(last) = n.checked_sub(1) {
-            out.extend(self.ops[..last].iter().map(|c| op_of(c.get())));
-            self.ops[0].set(self.ops[last].get());
-            self.ops_len.set(1);
+        for k in self.held() {
+            let op = op_of(k.get());
+            match out.last_mut() {
+                Some(last) if last.io_index == op.io_index && last.write == op.write => {
+                    last.count = last.count.wrapping_add(1)
+                }
+                _ => out.push(op),
+            }
         }
+        self.keys_len.set(0);
     }
 
-    /// Appends this period's remaining op runs to `out` and clears them.
+    /// Appends this period's remaining messages to `out` as op runs and
+    /// clears them.
     #[inline]
     pub(crate) fn take_ops(&self, out: &mut Vec<Op>) {
-        let n = (self.ops_len.replace(0) as usize).min(MAX_OPS);
-        out.extend(self.ops[..n].iter().map(|c| op_of(c.get())));
-        self.run_key.set(NO_KEY);
+        self.spill(out);
     }
 
-    /// One pass over this period's held op runs (none spilled): calls
-    /// `f(entry, write, count)` for each and says which form the list has,
-    /// so that the common forms need no op list at all. Leaves the runs.
+    /// One pass over this period's held keys (none spilled): calls
+    /// `f(entry, write, count)` for its op runs (or, for an interleaved list,
+    /// the two runs it interleaves) and says which form the list has, so
+    /// that the common forms need no op list at all. Leaves the keys.
     #[inline]
     pub(crate) fn scan_ops(&self, mut f: impl FnMut(u16, bool, u32)) -> OpsForm {
-        let n = (self.ops_len.get() as usize).min(MAX_OPS);
-        let runs = &self.ops[..n];
-        let (Some(first), Some(second)) = (runs.first(), runs.get(1)) else {
-            // No run, or one: implied by its entry's count.
-            if let Some(r) = runs.first() {
-                let op = op_of(r.get());
-                f(op.io_index, op.write, op.count);
-                return OpsForm::Implied;
-            }
-            return OpsForm::None;
+        let keys = self.held();
+        let n = keys.len();
+        let (Some(a), Some(b)) = (keys.first().map(Cell::get), keys.get(1).map(Cell::get)) else {
+            return match keys.first() {
+                Some(k) => {
+                    let op = op_of(k.get());
+                    f(op.io_index, op.write, 1);
+                    OpsForm::Implied
+                }
+                None => OpsForm::None,
+            };
         };
-        let (a, b) = (first.get(), second.get());
-        // Interleaved: runs of one message alternating between two keys, the
-        // lower first (the order of implied runs).
-        let mut interleaved = a as u32 == 1 && b as u32 == 1 && a < b;
-        // Implied: keys strictly increasing (one run per entry and side, in
-        // entry order, reads before writes).
-        let mut implied = true;
-        let mut prev_key = None;
-        for (i, r) in runs.iter().enumerate() {
-            let v = r.get();
-            interleaved &= v == if i % 2 == 0 { a } else { b };
-            let key = v >> 32;
-            implied &= prev_key.is_none_or(|p| key > p);
-            prev_key = Some(key);
-            let op = op_of(v);
-            f(op.io_index, op.write, op.count);
+        // Interleaved: one message at a time between two keys, the lower
+        // first (the order of implied runs), at least three (two are
+        // implied). Then a gets the odd message.
+        if a < b
+            && n > 2
+            && keys
+                .chunks(2)
+                .all(|p| p[0].get() == a && p.get(1).is_none_or(|k| k.get() == b))
+        {
+            let (x, y) = (op_of(a), op_of(b));
+            f(x.io_index, x.write, n.div_ceil(2) as u32);
+            f(y.io_index, y.write, (n / 2) as u32);
+            return OpsForm::Interleaved;
         }
+        // Implied: keys never decrease (one run per entry and side, in entry
+        // order, reads before writes).
+        let mut implied = true;
+        let (mut key, mut count) = (a, 0u32);
+        for k in keys {
+            let k = k.get();
+            if k != key {
+                implied &= k > key;
+                let op = op_of(key);
+                f(op.io_index, op.write, count);
+                (key, count) = (k, 0);
+            }
+            count += 1;
+        }
+        let op = op_of(key);
+        f(op.io_index, op.write, count);
         if implied {
             OpsForm::Implied
-        } else if interleaved {
-            OpsForm::Interleaved
         } else {
             OpsForm::Explicit
         }
     }
 
-    /// Forgets this period's held op runs.
+    /// Forgets this period's held keys.
     #[inline]
     pub(crate) fn clear_ops(&self) {
-        self.ops_len.set(0);
-        self.run_key.set(NO_KEY);
+        self.keys_len.set(0);
     }
 
     /// Calls `f(i, count)` for the counts of the first `n` entries and
@@ -275,14 +287,13 @@ impl Recorder {
     }
 }
 
-/// An op from its packed form `key << 32 | count`.
+/// A one-message op from its key `entry << 1 | write`.
 #[inline]
-fn op_of(v: u64) -> Op {
-    let key = (v >> 32) as u32;
+fn op_of(key: u32) -> Op {
     Op {
         io_index: (key >> 1) as u16,
         write: key & 1 != 0,
-        count: v as u32,
+        count: 1,
     }
 }
 
@@ -301,7 +312,7 @@ mod tests {
             assert_eq!(out, [Op::read(0, 2), Op::write(1, 1), Op::read(0, 1)]);
             out.clear();
             let mut n = 0;
-            for i in 0..MAX_OPS + 3 {
+            for i in 0..MAX_KEYS + 3 {
                 let w = i % 2 == 1;
                 if !r.push_op(0, w) {
                     r.spill(&mut out);
@@ -316,6 +327,42 @@ mod tests {
                 .enumerate()
                 .all(|(i, op)| op.count == 1 && op.write == (i % 2 == 1)));
         });
+    }
+
+    fn scan(keys: &[(u16, bool)]) -> (OpsForm, Vec<Op>) {
+        with(|r| {
+            for &(i, w) in keys {
+                assert!(r.push_op(i, w));
+            }
+            let mut runs = Vec::new();
+            let form = r.scan_ops(|io_index, write, count| {
+                runs.push(Op {
+                    io_index,
+                    write,
+                    count,
+                })
+            });
+            r.clear_ops();
+            (form, runs)
+        })
+    }
+
+    #[test]
+    fn scan_finds_the_form() {
+        let (r0, w1) = ((0, false), (1, true));
+        assert_eq!(scan(&[]), (OpsForm::None, vec![]));
+        assert_eq!(scan(&[r0]), (OpsForm::Implied, vec![Op::read(0, 1)]));
+        assert_eq!(
+            scan(&[r0, r0, w1]),
+            (OpsForm::Implied, vec![Op::read(0, 2), Op::write(1, 1)])
+        );
+        assert_eq!(
+            scan(&[r0, w1, r0, w1, r0]),
+            (OpsForm::Interleaved, vec![Op::read(0, 3), Op::write(1, 2)])
+        );
+        // The higher key first: listed.
+        assert_eq!(scan(&[w1, r0, w1]).0, OpsForm::Explicit);
+        assert_eq!(scan(&[r0, w1, w1, r0]).0, OpsForm::Explicit);
     }
 
     #[test]
