@@ -80,25 +80,25 @@ pub(crate) fn stream_replace(side: Side, old: u64, new: u64) {
 #[inline(always)]
 pub(crate) fn message(end: &mut EndMon, id: u64, write: bool) {
     period::with(|r| {
-        let s = end.stamp;
-        if s == r.count_stamp() {
-            return r.count(end.idx);
+        if !r.record(end, write) {
+            message_slow(end, id, write)
         }
-        if s == r.ops_stamp() {
-            if r.push_op(end.idx, write) {
-                return;
-            }
-        } else if s == r.epoch() {
-            // Listed with nothing to record, or (stamp 0 = epoch 0) a
-            // never-listed end outside any period.
-            return;
-        }
-        message_cold(end, id, write)
     })
 }
 
-/// The out-of-line part of [`message`]: list the end, spill a full op list,
-/// or record a `SLOW` message.
+/// The first message of `end` in a period: list it (on this thread, no log
+/// lookup) and record; anything else goes to [`message_cold`].
+#[inline(never)]
+fn message_slow(end: &mut EndMon, id: u64, write: bool) {
+    period::with(|r| {
+        if !(r.list(end, id, write) && r.record(end, write)) {
+            message_cold(end, id, write)
+        }
+    })
+}
+
+/// The worker's log's part of [`message`]: list an end beyond the
+/// thread-local entries, spill a full key list, or record a `SLOW` message.
 #[cold]
 #[inline(never)]
 fn message_cold(end: &mut EndMon, id: u64, write: bool) {

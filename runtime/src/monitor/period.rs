@@ -8,8 +8,9 @@
 //! message compares its [`EndMon`]'s *stamp* (the epoch of the period that
 //! listed it, plus its [`kind`] in the low bits) with this thread's stamps:
 //! on the first message of a period none matches, and the end lists itself
-//! in the worker's period (the cold path: an entry index and a kind); after
-//! that each message is one of:
+//! in the period ([`Recorder::list`], out of line: an entry index and a kind;
+//! entries from [`MAX_IO`] on, and per-message times, go through the worker's
+//! log); after that each message is one of:
 //!
 //! * count mode (`stream` without `message`): one increment of the entry's
 //!   counter in [`Recorder::counts`];
@@ -25,12 +26,12 @@
 //!
 //! Who may touch what: everything is thread-local; the worker owning the
 //! thread resets it at each dispatch ([`begin`](Recorder::begin) /
-//! [`take_counts`](Recorder::take_counts) / [`take_ops`](Recorder::take_ops)),
+//! [`take_entries`](Recorder::take_entries) / [`take_ops`](Recorder::take_ops)),
 //! and the stream ends used by the running task fill it in between.
 
 use std::cell::Cell;
 
-use super::format::{Op, OpsForm};
+use super::format::{Op, OpsForm, StreamIo};
 
 /// Entries per period whose counts live in [`Recorder::counts`] (a power of
 /// two); later entries of a (rare) period that uses more ends count on the
@@ -88,6 +89,17 @@ pub(crate) struct Recorder {
     count_stamp: Cell<u64>,
     /// `epoch | OPS` when the running period records op runs, else `u64::MAX`.
     ops_stamp: Cell<u64>,
+    /// How ends record in the running period (a [`kind`]).
+    run_kind: Cell<u64>,
+    /// Entries listed in the running period (those from [`MAX_IO`] on are
+    /// kept in the worker's log).
+    io_len: Cell<u32>,
+    /// Stream id per entry below [`MAX_IO`].
+    ids: [Cell<u64>; MAX_IO],
+    /// Bit i: entry i is a writing end.
+    writes: Cell<u32>,
+    /// Bit i: entry i woke the task on the other side.
+    woke: Cell<u32>,
     /// Messages per entry in count mode, for entries below [`MAX_IO`].
     /// Zero between periods.
     counts: [Cell<u32>; MAX_IO],
@@ -107,6 +119,11 @@ thread_local! {
             epoch: Cell::new(0),
             count_stamp: Cell::new(u64::MAX),
             ops_stamp: Cell::new(u64::MAX),
+            run_kind: Cell::new(kind::NONE),
+            io_len: Cell::new(0),
+            ids: [const { Cell::new(0) }; MAX_IO],
+            writes: Cell::new(0),
+            woke: Cell::new(0),
             counts: [const { Cell::new(0) }; MAX_IO],
             keys_len: Cell::new(0),
             keys: [const { Cell::new(0) }; MAX_KEYS],
@@ -155,6 +172,7 @@ impl Recorder {
         let stamp = |k| if run_kind == k { epoch | k } else { u64::MAX };
         self.count_stamp.set(stamp(kind::COUNT));
         self.ops_stamp.set(stamp(kind::OPS));
+        self.run_kind.set(run_kind);
     }
 
     /// The dispatch ended: messages from now on are not recorded.
@@ -163,6 +181,89 @@ impl Recorder {
         self.epoch.set(0);
         self.count_stamp.set(u64::MAX);
         self.ops_stamp.set(u64::MAX);
+    }
+
+    /// Records a message of a listed end on the fast path; false when the
+    /// end is not listed in the running period, or needs the slow path.
+    #[inline(always)]
+    pub(crate) fn record(&self, end: &EndMon, write: bool) -> bool {
+        let s = end.stamp;
+        if s == self.count_stamp() {
+            self.count(end.idx);
+            true
+        } else if s == self.ops_stamp() {
+            self.push_op(end.idx, write)
+        } else {
+            // Listed with nothing to record, or (stamp 0 = epoch 0) a
+            // never-listed end outside any period.
+            s == self.epoch()
+        }
+    }
+
+    /// Lists `end` (of `stream`, writing if `write`) in the running period
+    /// if that can be done here: a period runs, the end is not listed in it
+    /// yet, and it gets an entry below [`MAX_IO`] of the fast kinds. False
+    /// otherwise (the worker's log then decides).
+    #[inline]
+    pub(crate) fn list(&self, end: &mut EndMon, stream: u64, write: bool) -> bool {
+        let e = self.epoch();
+        if e == 0 || end.epoch() == e {
+            return false;
+        }
+        let k = self.run_kind.get();
+        if k == kind::NONE {
+            end.stamp = e;
+            return true;
+        }
+        let n = self.io_len.get() as usize;
+        if k == kind::SLOW || n >= MAX_IO {
+            return false;
+        }
+        self.add_entry(stream, write);
+        end.stamp = e | k;
+        end.idx = n as u16;
+        true
+    }
+
+    /// Adds an entry for `stream` (writing if `write`) to the running
+    /// period; returns its index. Entries from [`MAX_IO`] on only count here:
+    /// the caller keeps them.
+    #[inline]
+    pub(crate) fn add_entry(&self, stream: u64, write: bool) -> usize {
+        let n = self.io_len.get() as usize;
+        if let Some(id) = self.ids.get(n) {
+            id.set(stream);
+            self.writes.set(self.writes.get() | u32::from(write) << n);
+        }
+        self.io_len.set(n as u32 + 1);
+        n
+    }
+
+    /// Entry `idx` (below [`MAX_IO`]) woke the task on the other side.
+    #[inline]
+    pub(crate) fn set_woke(&self, idx: u16) {
+        if usize::from(idx) < MAX_IO {
+            self.woke.set(self.woke.get() | 1 << idx);
+        }
+    }
+
+    /// Appends the entries below [`MAX_IO`] of the period that ended to `io`,
+    /// with their counts (zero unless `counted`), and clears them, their
+    /// counts and the entry count.
+    #[inline]
+    pub(crate) fn take_entries(&self, io: &mut Vec<StreamIo>, counted: bool) {
+        let n = (self.io_len.replace(0) as usize).min(MAX_IO);
+        let (writes, woke) = (self.writes.replace(0), self.woke.replace(0));
+        for (i, (id, c)) in self.ids[..n].iter().zip(&self.counts[..n]).enumerate() {
+            let c = if counted { c.replace(0) } else { 0 };
+            let write = writes >> i & 1 != 0;
+            io.push(StreamIo {
+                stream: id.get(),
+                reads: if write { 0 } else { c },
+                writes: if write { c } else { 0 },
+                woke_peer: woke >> i & 1 != 0,
+            });
+        }
     }
 
     /// Counts one message of entry `idx` (count mode).
@@ -276,15 +377,6 @@ impl Recorder {
     pub(crate) fn clear_ops(&self) {
         self.keys_len.set(0);
     }
-
-    /// Calls `f(i, count)` for the counts of the first `n` entries and
-    /// clears them.
-    #[inline]
-    pub(crate) fn take_counts(&self, n: usize, mut f: impl FnMut(usize, u32)) {
-        for (i, c) in self.counts[..n.min(MAX_IO)].iter().enumerate() {
-            f(i, c.replace(0));
-        }
-    }
 }
 
 /// A one-message op from its key `entry << 1 | write`.
@@ -366,17 +458,44 @@ mod tests {
     }
 
     #[test]
-    fn counts_clear_when_taken() {
+    fn entries_and_counts_clear_when_taken() {
         with(|r| {
-            r.count(0);
-            r.count(2);
-            r.count(2);
-            let mut got = Vec::new();
-            r.take_counts(3, |i, c| got.push((i, c)));
-            assert_eq!(got, [(0, 1), (1, 0), (2, 2)]);
-            got.clear();
-            r.take_counts(3, |i, c| got.push((i, c)));
-            assert_eq!(got, [(0, 0), (1, 0), (2, 0)]);
+            r.begin(4, kind::COUNT);
+            let mut ends = [EndMon::default(); 3];
+            for (i, end) in ends.iter_mut().enumerate() {
+                assert!(r.list(end, 10 + i as u64, i == 1));
+            }
+            assert!(!r.list(&mut ends[0], 10, false), "listed once a period");
+            for (end, n) in ends.iter().zip([1, 0, 2]) {
+                for _ in 0..n {
+                    assert!(r.record(end, false));
+                }
+            }
+            r.set_woke(1);
+            r.end();
+            assert!(!r.record(&ends[0], false), "no period: not recorded");
+            let mut io = Vec::new();
+            r.take_entries(&mut io, true);
+            let want = |stream, reads, writes, woke_peer| StreamIo {
+                stream,
+                reads,
+                writes,
+                woke_peer,
+            };
+            assert_eq!(
+                io,
+                [
+                    want(10, 1, 0, false),
+                    want(11, 0, 0, true),
+                    want(12, 2, 0, false)
+                ]
+            );
+            io.clear();
+            r.begin(8, kind::COUNT);
+            assert!(r.list(&mut ends[0], 10, false));
+            r.end();
+            r.take_entries(&mut io, true);
+            assert_eq!(io, [want(10, 0, 0, false)]);
         });
     }
 }

@@ -72,10 +72,12 @@ pub(crate) struct WorkerLog {
     /// next period, or of the next wait. One clock read per dispatch is all
     /// the hot path pays (rdtsc costs 15-30 ns in a VM).
     last: u64,
-    /// The period's entries, one per stream end used, in first-use order.
+    /// The period's entries, one per stream end used, in first-use order
+    /// (gathered at its end).
     io: Vec<StreamIo>,
-    /// Per entry: whether it is a writing end.
-    io_write: Vec<bool>,
+    /// The period's entries from `MAX_IO` on (the thread-local recorder
+    /// holds the others), with their counts.
+    over: Vec<StreamIo>,
     /// The period's op runs (spilled from the thread-local list, then all).
     ops: Vec<Op>,
     op_times: Vec<u64>,
@@ -101,7 +103,7 @@ impl WorkerLog {
             run_kind: run_kind(header.flags),
             last: 0,
             io: Vec::with_capacity(8),
-            io_write: Vec::with_capacity(8),
+            over: Vec::new(),
             ops: Vec::with_capacity(64),
             op_times: Vec::new(),
         })
@@ -204,6 +206,8 @@ impl WorkerLog {
         self.last = end;
         let form = period::with(|r| {
             r.end();
+            r.take_entries(&mut self.io, self.run_kind == kind::COUNT);
+            self.io.append(&mut self.over);
             match self.run_kind {
                 kind::OPS if self.ops.is_empty() => {
                     let io = &mut self.io;
@@ -215,18 +219,14 @@ impl WorkerLog {
                     }
                     form
                 }
-                kind::OPS | kind::SLOW if self.has(MonitorFlags::MESSAGE) => {
+                kind::OPS | kind::SLOW => {
                     r.take_ops(&mut self.ops);
                     for op in &self.ops {
                         add(&mut self.io, op.io_index, op.write, op.count);
                     }
                     OpsForm::Check
                 }
-                _ => {
-                    let (io, io_write) = (&mut self.io, &self.io_write);
-                    r.take_counts(io.len(), |i, c| add(io, i as u16, io_write[i], c));
-                    OpsForm::None
-                }
+                _ => OpsForm::None,
             }
         });
         if self.has(MonitorFlags::SCHEDULER) {
@@ -247,41 +247,43 @@ impl WorkerLog {
             self.enc.period_as(&mut self.writer, &p, form);
         }
         self.io.clear();
-        self.io_write.clear();
         self.ops.clear();
         self.op_times.clear();
     }
 
     /// Lists `end` (of `stream`, a writing end if `write`) in the period
     /// running on this thread, under `r`'s epoch, unless it is listed there
-    /// already; false when no period runs.
+    /// already: what [`Recorder::list`] leaves to the log (entries from
+    /// `MAX_IO` on, the `SLOW` run kind). False when no period runs.
     fn list(&mut self, r: &Recorder, end: &mut EndMon, stream: u64, write: bool) -> bool {
         let epoch = r.epoch();
         if epoch == 0 {
             return false;
         }
-        if end.epoch() == epoch {
+        if end.epoch() == epoch || r.list(end, stream, write) {
             return true;
         }
-        let idx = self.io.len();
+        let idx = r.add_entry(stream, write);
+        if idx >= MAX_IO {
+            self.over.push(StreamIo {
+                stream,
+                ..StreamIo::default()
+            });
+        }
         let k = match self.run_kind {
             _ if idx > usize::from(u16::MAX) => kind::NONE,
-            kind::COUNT if idx >= MAX_IO => kind::SLOW,
+            kind::COUNT => kind::SLOW,
             k => k,
         };
         end.stamp = epoch | k;
-        if k == kind::NONE {
-            return true;
-        }
         end.idx = idx as u16;
-        self.io.push(StreamIo {
-            stream,
-            reads: 0,
-            writes: 0,
-            woke_peer: false,
-        });
-        self.io_write.push(write);
         true
+    }
+
+    /// Entry `idx` of the running period if the log holds it (from `MAX_IO`
+    /// on).
+    fn over_mut(&mut self, idx: u16) -> Option<&mut StreamIo> {
+        self.over.get_mut(usize::from(idx).checked_sub(MAX_IO)?)
     }
 
     /// A message moved through `end` of `stream`, and the end's epoch is not
@@ -300,7 +302,7 @@ impl WorkerLog {
                         if self.has(MonitorFlags::MESSAGE_TIME) {
                             self.op_times.push(clock::now());
                         }
-                    } else if let Some(s) = self.io.get_mut(usize::from(end.idx)) {
+                    } else if let Some(s) = self.over_mut(end.idx) {
                         if write {
                             s.writes = s.writes.wrapping_add(1);
                         } else {
@@ -333,7 +335,8 @@ impl WorkerLog {
     pub(crate) fn woke_peer(&mut self, end: &EndMon) {
         period::with(|r| {
             if r.epoch() != 0 && end.epoch() == r.epoch() && end.kind() != kind::NONE {
-                if let Some(s) = self.io.get_mut(usize::from(end.idx)) {
+                r.set_woke(end.idx);
+                if let Some(s) = self.over_mut(end.idx) {
                     s.woke_peer = true;
                 }
             }
