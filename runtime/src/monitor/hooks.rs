@@ -58,14 +58,24 @@ pub(crate) fn stream_bind(id: u64, side: Side) {
     }
 }
 
-#[inline]
+/// Called from every end's `Drop`: the check inline, the rest out of line,
+/// so that a task's code that drops ends stays small enough to inline the
+/// stream fast path.
+#[inline(always)]
 pub(crate) fn stream_close(id: u64, side: Side) {
     if on() {
-        with_log(|l| l.stream_close(id, side));
+        stream_close_cold(id, side);
     }
 }
 
 #[cold]
+#[inline(never)]
+fn stream_close_cold(id: u64, side: Side) {
+    with_log(|l| l.stream_close(id, side));
+}
+
+#[cold]
+#[inline(never)]
 pub(crate) fn stream_replace(side: Side, old: u64, new: u64) {
     if on() {
         with_log(|l| l.stream_replace(side, old, new));
@@ -114,6 +124,7 @@ pub(crate) fn woke_peer(end: &mut EndMon, _id: u64) {
 }
 
 #[cold]
+#[inline(never)]
 pub(crate) fn task_assigned(id: u64, parent: u64, worker: usize, name: &str) {
     if on() {
         with_log(|l| l.task_assign(id, parent, worker, name));
@@ -121,6 +132,7 @@ pub(crate) fn task_assigned(id: u64, parent: u64, worker: usize, name: &str) {
 }
 
 #[cold]
+#[inline(never)]
 pub(crate) fn task_migrated(id: u64, from: usize, to: usize) {
     if on() {
         with_log(|l| l.task_migrate(id, from, to));
