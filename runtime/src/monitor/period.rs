@@ -338,12 +338,7 @@ impl Recorder {
         // Interleaved: one message at a time between two keys, the lower
         // first (the order of implied runs), at least three (two are
         // implied). Then a gets the odd message.
-        if a < b
-            && n > 2
-            && keys
-                .chunks(2)
-                .all(|p| p[0].get() == a && p.get(1).is_none_or(|k| k.get() == b))
-        {
+        if a < b && n > 2 && keys.windows(3).all(|w| w[0].get() == w[2].get()) {
             let (x, y) = (op_of(a), op_of(b));
             f(x.io_index, x.write, n.div_ceil(2) as u32);
             f(y.io_index, y.write, (n / 2) as u32);
