@@ -207,7 +207,9 @@ impl WorkerLog {
         let form = period::with(|r| {
             r.end();
             r.take_entries(&mut self.io, self.run_kind == kind::COUNT);
-            self.io.append(&mut self.over);
+            if !self.over.is_empty() {
+                self.io.append(&mut self.over);
+            }
             match self.run_kind {
                 kind::OPS if self.ops.is_empty() => {
                     let io = &mut self.io;
