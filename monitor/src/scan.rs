@@ -10,7 +10,9 @@
 //! it meets a damaged record it stops, and [`damage_reason`] asks the runtime's
 //! decoder what is wrong, so messages stay the runtime's.
 
-use rill::monitor::format::{DecodeErrorKind, Decoder, EndState, Op, Side, StreamIo};
+use rill::monitor::format::{
+    DecodeErrorKind, Decoder, EndState, Op, Side, StreamIo, MAX_INTERLEAVED,
+};
 
 /// One scanned record. Period lists live in the [`Scanner`]'s buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -350,26 +352,25 @@ impl<'a> Scanner<'a> {
         self.ops_recorded = mode != 0;
         match mode {
             0 | 1 => self.implied(),
-            2 => {
-                let n = c.count(1)?;
-                self.read_ops(c, n)?;
-            }
+            2 => self.interleaved()?,
             _ => {
                 let h = c.var()?;
-                if h & 1 != 0 {
-                    if h >> 1 != 0 {
-                        return Err(Bad);
+                match (h >> 1) & 3 {
+                    0 => {
+                        let n = c.count_of(h >> 3, 1)?;
+                        self.read_ops(c, n)?;
                     }
-                    self.implied();
-                } else {
-                    let n = c.count_of(h >> 1, 1)?;
-                    self.read_ops(c, n)?;
+                    form if h >> 3 != 0 || form == 3 => return Err(Bad),
+                    1 => self.implied(),
+                    _ => self.interleaved()?,
                 }
-                let nt = c.count(1)?;
-                let mut prev = start;
-                for _ in 0..nt {
-                    prev = prev.wrapping_add(unzigzag(c.var()?) as u64);
-                    self.op_times.push(prev);
+                if h & 1 != 0 {
+                    let nt = c.count(1)?;
+                    let mut prev = start;
+                    for _ in 0..nt {
+                        prev = prev.wrapping_add(unzigzag(c.var()?) as u64);
+                        self.op_times.push(prev);
+                    }
                 }
             }
         }
@@ -395,6 +396,36 @@ impl<'a> Scanner<'a> {
                 self.ops.push(Op::write(i, s.writes));
             }
         }
+    }
+
+    /// Fills `ops` with the interleaved ops of `io`: its two implied runs one
+    /// message at a time, alternately (by hand, as `implied`).
+    #[inline]
+    fn interleaved(&mut self) -> R<()> {
+        let mut runs = [Op::read(0, 0); 2];
+        let mut n = 0;
+        for (i, s) in self.io.iter().enumerate() {
+            let i = u16::try_from(i).map_err(|_| Bad)?;
+            for op in [Op::read(i, s.reads), Op::write(i, s.writes)] {
+                if op.count > 0 {
+                    *runs.get_mut(n).ok_or(Bad)? = op;
+                    n += 1;
+                }
+            }
+        }
+        let [a, b] = runs;
+        let total = u64::from(a.count) + u64::from(b.count);
+        if n != 2
+            || !(a.count == b.count || a.count == b.count.wrapping_add(1))
+            || total > u64::from(MAX_INTERLEAVED)
+        {
+            return Err(Bad);
+        }
+        let (a, b) = (Op { count: 1, ..a }, Op { count: 1, ..b });
+        for k in 0..total {
+            self.ops.push(if k % 2 == 0 { a } else { b });
+        }
+        Ok(())
     }
 
     fn read_ops(&mut self, c: &mut Cur<'a>, n: usize) -> R<()> {

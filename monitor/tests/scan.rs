@@ -3,7 +3,8 @@
 
 use proptest::prelude::*;
 use rill::monitor::format::{
-    implied_ops, Decoder, Encoder, EndReason, EndState, Op, Record, Side, StreamIo, VecSink,
+    implied_ops, interleaved_ops, Decoder, Encoder, EndReason, EndState, Op, Record, Side,
+    StreamIo, VecSink,
 };
 use rill_monitor::scan::{Item, Scanner};
 
@@ -113,7 +114,7 @@ fn arb_period() -> impl Strategy<Value = Record> {
         prop::collection::vec(arb_io(), 0..5),
         0u8..6,
         small(),
-        0u8..3,
+        0u8..4,
         prop::collection::vec(
             (
                 any::<u16>(),
@@ -126,7 +127,7 @@ fn arb_period() -> impl Strategy<Value = Record> {
         any::<bool>(),
     )
         .prop_map(
-            |(start, dur, task, io, end, other, ops_kind, raw_ops, times, timed)| {
+            |(start, dur, task, mut io, end, other, ops_kind, raw_ops, times, timed)| {
                 let end_state = match end {
                     0 => EndState::Yielded,
                     1 => EndState::BlockedInput {
@@ -140,6 +141,19 @@ fn arb_period() -> impl Strategy<Value = Record> {
                 let ops: Vec<Op> = match (ops_kind, io.len()) {
                     (0, _) | (_, 0) => Vec::new(),
                     (1, _) => implied_ops(&io).collect(),
+                    (3, _) => {
+                        // Two runs that interleave: a reads on the first
+                        // entry, b = a or a - 1 writes on the last.
+                        let a = (dur % 16) as u32 + 2;
+                        let b = a - (task % 2) as u32;
+                        for s in &mut io {
+                            s.reads = 0;
+                            s.writes = 0;
+                        }
+                        io[0].reads = a;
+                        io.last_mut().expect("not empty").writes = b;
+                        interleaved_ops(&io).expect("interleaves").collect()
+                    }
                     (_, n) => raw_ops
                         .into_iter()
                         .map(|(i, w, c)| Op {

@@ -10,9 +10,9 @@ use proptest::prelude::*;
 use rill::monitor::clock::Calibration;
 use rill::monitor::flags::MonitorFlags;
 use rill::monitor::format::{
-    implied_ops, parse_log, read_log, DecodeErrorKind, Decoder, Encoder, EndReason, EndState,
-    Header, LogError, Op, PeriodRef, Record, Side, Sink, StreamIo, VecSink, FORMAT_VERSION,
-    HEADER_LEN,
+    implied_ops, interleaved_ops, parse_log, read_log, DecodeErrorKind, Decoder, Encoder,
+    EndReason, EndState, Header, LogError, Op, PeriodRef, Record, Side, Sink, StreamIo, VecSink,
+    FORMAT_VERSION, HEADER_LEN,
 };
 use rill::monitor::writer::LogWriter;
 
@@ -194,7 +194,7 @@ fn arb_period() -> impl Strategy<Value = Record> {
         proptest::collection::vec(arb_io(), 0..12),
         0u8..6,
         small_or_any_u64(),
-        0u8..3,
+        0u8..4,
         proptest::collection::vec(any::<u64>(), 0..6),
     )
         .prop_flat_map(
@@ -248,9 +248,23 @@ fn arb_period() -> impl Strategy<Value = Record> {
                     4 => EndState::Ended,
                     _ => EndState::Panicked,
                 };
+                let mut io = io;
                 let ops = match ops_kind {
                     0 => Vec::new(),
                     1 => implied_ops(&io).collect(),
+                    3 if !io.is_empty() => {
+                        // Two runs that interleave: a reads on the first
+                        // entry, then b = a or a - 1 writes on the last.
+                        let a = pick.index(16) as u32 + 2;
+                        let b = a - pick.index(2) as u32;
+                        for s in &mut io {
+                            s.reads = 0;
+                            s.writes = 0;
+                        }
+                        io[0].reads = a;
+                        io.last_mut().expect("not empty").writes = b;
+                        interleaved_ops(&io).expect("interleaves").collect()
+                    }
                     _ => ops,
                 };
                 Record::Period {
@@ -469,11 +483,20 @@ fn huge_counts_do_not_allocate() {
         [vec![0x04, 0, 1, 0, 0], big(1 << 40), vec![b'x'; 16]].concat(),
         // A period (io count in a varint) claiming 2^50 stream entries.
         [vec![0x80 | 3 << 3, 0, 0, 1], big(1 << 50), vec![0; 16]].concat(),
-        // Explicit ops claiming 2^60 ops.
-        [vec![0x80 | 2 << 5, 0, 0, 1], big(1 << 60), vec![0; 16]].concat(),
-        // Timed ops claiming u64::MAX >> 1 ops, and many times.
-        [vec![0x80 | 3 << 5, 0, 0, 1], big(u64::MAX - 1), vec![0; 16]].concat(),
-        [vec![0x80 | 3 << 5, 0, 0, 1, 0], big(u64::MAX), vec![0; 16]].concat(),
+        // Listed explicit ops claiming 2^60 ops.
+        [vec![0x80 | 3 << 5, 0, 0, 1], big(1 << 63), vec![0; 16]].concat(),
+        // Timed explicit ops claiming 2^60 ops, and many times.
+        [vec![0x80 | 3 << 5, 0, 0, 1], big(1 << 63 | 1), vec![0; 16]].concat(),
+        [vec![0x80 | 3 << 5, 0, 0, 1, 1], big(u64::MAX), vec![0; 16]].concat(),
+        // Interleaved ops of 2^31 + 2^31 - 1 messages.
+        [
+            vec![0x80 | 2 << 5 | 2 << 3, 0, 0, 1, 0x0e, 5],
+            big(1 << 31),
+            vec![0x70, 6],
+            big((1 << 31) - 1),
+            vec![0; 16],
+        ]
+        .concat(),
     ];
     for bytes in cases {
         let ((out, end, _), peak) = peak_alloc(|| decode_all(&bytes));
@@ -520,12 +543,26 @@ fn malformed_records_say_why() {
         ),
         // Explicit op on entry 1 of 1.
         (
-            vec![0xc8, 0, 0, 1, 0x02, 5, 1, 0x01],
+            vec![0xe8, 0, 0, 1, 0x02, 5, 1 << 3, 0x01],
             DecodeErrorKind::BadIndex {
                 field: "op",
                 index: 1,
                 len: 1,
             },
+        ),
+        // Interleaved ops over one run.
+        (
+            vec![0xc8, 0, 0, 1, 0x02, 5],
+            DecodeErrorKind::NotInterleaved,
+        ),
+        // Listed ops of form 3, and of form 1 (implied) with a count.
+        (
+            vec![0xe8, 0, 0, 1, 0x02, 5, 3 << 1],
+            DecodeErrorKind::ReservedBits("listed ops header"),
+        ),
+        (
+            vec![0xe8, 0, 0, 1, 0x02, 5, 1 << 3 | 1 << 1],
+            DecodeErrorKind::ReservedBits("listed ops header"),
         ),
         // Reads count over u32.
         (
@@ -766,15 +803,15 @@ fn header_errors_are_clear() {
         matches!(
             e,
             LogError::UnsupportedVersion {
-                found: 2,
-                supported: 1
+                found: 3,
+                supported: 2
             }
         ),
         "{e:?}"
     );
     let msg = e.to_string();
     assert!(
-        msg.contains("version 2") && msg.contains("version 1") && msg.contains("newer"),
+        msg.contains("version 3") && msg.contains("version 2") && msg.contains("newer"),
         "{msg}"
     );
 

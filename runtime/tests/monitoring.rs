@@ -81,3 +81,164 @@ fn monitoring_off_writes_nothing() {
     assert_eq!(stats.log_bytes, 0);
     assert!(!dir.path().join("never").exists());
 }
+
+/// Messages per (stream, writes/reads) over all logs in `dir`, checking that
+/// every period's ops (when recorded) agree with its counts.
+fn stream_counts(
+    dir: &std::path::Path,
+    workers: usize,
+) -> std::collections::BTreeMap<(u64, bool), u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for w in 0..workers {
+        let log = read_log(dir.join(format!("worker-{w}.rlog"))).unwrap();
+        assert_eq!(log.end, EndReason::Clean, "worker {w}");
+        for r in &log.records {
+            if let Record::Period { io, ops, .. } = r {
+                for x in io {
+                    *m.entry((x.stream, true)).or_default() += u64::from(x.writes);
+                    *m.entry((x.stream, false)).or_default() += u64::from(x.reads);
+                }
+                if !ops.is_empty() {
+                    let mut per = vec![(0u32, 0u32); io.len()];
+                    for op in ops {
+                        let e = &mut per[usize::from(op.io_index)];
+                        if op.write {
+                            e.1 += op.count;
+                        } else {
+                            e.0 += op.count;
+                        }
+                    }
+                    let want: Vec<_> = io.iter().map(|x| (x.reads, x.writes)).collect();
+                    assert_eq!(per, want, "ops agree with counts in {r:?}");
+                }
+            }
+        }
+    }
+    m.retain(|_, n| *n > 0);
+    m
+}
+
+const MODES: [MonitorFlags; 3] = [
+    MonitorFlags::FULL,
+    MonitorFlags::SCHEDULER.union(MonitorFlags::STREAM),
+    MonitorFlags::ALL,
+];
+
+#[test]
+fn every_mode_counts_every_message() {
+    for flags in MODES {
+        for workers in [1, 2] {
+            let dir = tempfile::tempdir().unwrap();
+            pipeline(workers, flags, dir.path());
+            let counts = stream_counts(dir.path(), workers);
+            assert_eq!(counts.len(), 4, "{flags} {counts:?}");
+            assert!(counts.values().all(|&n| n == 1000), "{flags} {counts:?}");
+        }
+    }
+}
+
+/// An end moved to another task in the middle of a period, and dropped there
+/// in the middle of that task's period, is counted where it was used.
+#[test]
+fn moved_and_dropped_ends_are_counted() {
+    for flags in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rt = Runtime::builder()
+            .workers(2)
+            .pin(false)
+            .monitor(MonitorConfig::new(flags, dir.path()))
+            .build()
+            .unwrap();
+        rt.run_main(|| {
+            let (mut w, mut r) = rill::stream::<u64>(64);
+            let (mut hand, mut take) = rill::stream::<rill::Writer<u64>>(1);
+            rill::spawn("first", move || {
+                for i in 0..3 {
+                    w.write(i).unwrap();
+                }
+                hand.write(w).unwrap();
+                rill::yield_now();
+            });
+            rill::spawn("second", move || {
+                let mut w = take.read().unwrap();
+                w.write(3).unwrap();
+                w.write(4).unwrap();
+                drop(w);
+                rill::yield_now();
+            });
+            let mut n = 0;
+            while r.read().is_some() {
+                n += 1;
+            }
+            assert_eq!(n, 5);
+        })
+        .unwrap();
+        let counts = stream_counts(dir.path(), 2);
+        let data: Vec<u64> = counts
+            .iter()
+            .filter(|((_, _), &n)| n == 5)
+            .map(|(_, &n)| n)
+            .collect();
+        assert_eq!(data, [5, 5], "{flags}: {counts:?}");
+    }
+}
+
+/// A period that uses more stream ends than the fast path holds.
+#[test]
+fn wide_periods_are_counted() {
+    const N: usize = 45;
+    for flags in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rt = Runtime::builder()
+            .workers(1)
+            .monitor(MonitorConfig::new(flags, dir.path()))
+            .build()
+            .unwrap();
+        rt.run_main(|| {
+            let (mut ws, mut rs): (Vec<_>, Vec<_>) = (0..N).map(|_| rill::stream::<u64>(8)).unzip();
+            for round in 0..3 {
+                for w in &mut ws {
+                    w.write(round).unwrap();
+                }
+                for r in &mut rs {
+                    assert_eq!(r.read(), Some(round));
+                }
+            }
+        })
+        .unwrap();
+        let counts = stream_counts(dir.path(), 1);
+        assert_eq!(counts.len(), 2 * N, "{flags}");
+        assert!(counts.values().all(|&n| n == 3), "{flags}: {counts:?}");
+    }
+}
+
+/// A period that moves more messages than the fast path holds in order.
+#[test]
+fn long_periods_are_counted() {
+    for flags in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rt = Runtime::builder()
+            .workers(1)
+            .monitor(MonitorConfig::new(flags, dir.path()))
+            .build()
+            .unwrap();
+        rt.run_main(|| {
+            let (mut w, mut r) = rill::stream::<u64>(2048);
+            let (mut w2, mut r2) = rill::stream::<u64>(2048);
+            for i in 0..1500 {
+                w.write(i).unwrap();
+                w2.write(i).unwrap();
+            }
+            for _ in 0..1500 {
+                r.read().unwrap();
+            }
+            for _ in 0..1500 {
+                r2.read().unwrap();
+            }
+        })
+        .unwrap();
+        let counts = stream_counts(dir.path(), 1);
+        assert_eq!(counts.len(), 4, "{flags}");
+        assert!(counts.values().all(|&n| n == 1500), "{flags}: {counts:?}");
+    }
+}

@@ -6,13 +6,16 @@
 //! * [`format`](mod@format): the log header and records, the allocation-free [`format::Encoder`]
 //!   and the robust [`format::Decoder`].
 //! * [`writer`]: [`writer::LogWriter`], a memory-mapped per-worker log file.
-//! * `hooks` and `worker_log`: what the runtime calls, and the per-worker
-//!   recording state behind it.
+//! * `hooks`, `period` and `worker_log`: what the runtime calls, the
+//!   thread-local state of the period being recorded (what a message
+//!   touches), and the per-worker log state behind it. How a period is
+//!   recorded, and why nothing dangles, is in `README.md` beside this file.
 
 pub mod clock;
 pub mod flags;
 pub mod format;
 pub(crate) mod hooks;
+pub(crate) mod period;
 pub mod varint;
 pub(crate) mod worker_log;
 pub mod writer;

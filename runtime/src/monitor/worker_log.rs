@@ -1,21 +1,62 @@
 //! The per-worker monitoring state: the worker's log writer and encoder, and
 //! the period being recorded (the paper's combining: a dispatch, its stream
 //! counts and its messages go into the one record written when it stops).
+//! The per-message part of the period lives in thread-locals (`period.rs`);
+//! this holds the per-entry part (which streams, woke flags) and the rest.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::clock;
 use super::flags::MonitorFlags;
-use super::format::{Encoder, EndState, Header, Op, PeriodRef, Side as LogSide, StreamIo};
+use super::format::{Encoder, EndState, Header, Op, OpsForm, PeriodRef, Side as LogSide, StreamIo};
+pub(crate) use super::period::EndMon;
+use super::period::{self, kind, Recorder, MAX_IO};
 use super::writer::LogWriter;
 use crate::stream::Side;
 
-/// Per-end monitoring state kept in each stream end: which dispatch last
-/// listed the stream, and where.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct EndMon {
-    epoch: u64,
-    idx: u16,
+/// Logs created in this process so far; each takes the next as the top bits
+/// of its epochs, so that no two dispatches in the process share an epoch
+/// (an end listed by an earlier run never matches a later one).
+static LOGS: AtomicU64 = AtomicU64::new(0);
+
+/// Adds `n` messages to entry `i` of `io`, on its writing side if `write`.
+#[inline]
+fn add(io: &mut [StreamIo], i: u16, write: bool, n: u32) {
+    if let Some(s) = io.get_mut(usize::from(i)) {
+        if write {
+            s.writes = s.writes.wrapping_add(n);
+        } else {
+            s.reads = s.reads.wrapping_add(n);
+        }
+    }
+}
+
+/// The form of a period's ops, found from the list (debug checks).
+fn ops_form(p: &PeriodRef<'_>) -> OpsForm {
+    use super::format::{implied_ops, interleaved_ops};
+    if p.ops.is_empty() {
+        OpsForm::None
+    } else if implied_ops(p.io).eq(p.ops.iter().copied()) {
+        OpsForm::Implied
+    } else if interleaved_ops(p.io).is_some_and(|ops| ops.eq(p.ops.iter().copied())) {
+        OpsForm::Interleaved
+    } else {
+        OpsForm::Explicit
+    }
+}
+
+/// How ends record messages in a run with `flags` (a [`kind`]).
+fn run_kind(flags: MonitorFlags) -> u64 {
+    if !flags.intersects(MonitorFlags::STREAM.union(MonitorFlags::MESSAGE)) {
+        kind::NONE
+    } else if !flags.contains(MonitorFlags::MESSAGE) {
+        kind::COUNT
+    } else if flags.contains(MonitorFlags::MESSAGE_TIME) {
+        kind::SLOW
+    } else {
+        kind::OPS
+    }
 }
 
 /// One worker's log and the period in progress.
@@ -23,14 +64,21 @@ pub(crate) struct WorkerLog {
     pub(crate) flags: MonitorFlags,
     writer: LogWriter,
     enc: Encoder,
-    /// Unique per dispatch across workers: `(worker + 1) << 40 | n`.
+    /// Unique per dispatch in the process: `log number << 40 | 4n`, never 0.
     epoch: u64,
-    in_period: bool,
+    /// How ends record messages in this run's periods (a [`kind`]).
+    run_kind: u64,
     /// Time of the last clock read at a dispatch boundary: the start of the
     /// next period, or of the next wait. One clock read per dispatch is all
     /// the hot path pays (rdtsc costs 15-30 ns in a VM).
     last: u64,
+    /// The period's entries, one per stream end used, in first-use order
+    /// (gathered at its end).
     io: Vec<StreamIo>,
+    /// The period's entries from `MAX_IO` on (the thread-local recorder
+    /// holds the others), with their counts.
+    over: Vec<StreamIo>,
+    /// The period's op runs (spilled from the thread-local list, then all).
     ops: Vec<Op>,
     op_times: Vec<u64>,
 }
@@ -50,10 +98,12 @@ impl WorkerLog {
             flags: header.flags,
             writer,
             enc: Encoder::new(),
-            epoch: ((worker as u64) + 1) << 40,
-            in_period: false,
+            // Relaxed: only uniqueness matters, which the RMW gives.
+            epoch: (LOGS.fetch_add(1, Ordering::Relaxed) + 1) << 40,
+            run_kind: run_kind(header.flags),
             last: 0,
             io: Vec::with_capacity(8),
+            over: Vec::new(),
             ops: Vec::with_capacity(64),
             op_times: Vec::new(),
         })
@@ -144,88 +194,154 @@ impl WorkerLog {
     /// A dispatch begins.
     #[inline]
     pub(crate) fn begin_period(&mut self) {
-        self.epoch += 1;
-        self.in_period = true;
+        self.epoch += 4;
+        period::with(|r| r.begin(self.epoch, self.run_kind));
     }
 
     /// The dispatch of `task` ended in `end_state`: write its record.
     #[inline]
     pub(crate) fn end_period(&mut self, task: u64, end_state: EndState) {
-        self.in_period = false;
         let end = clock::now();
         let start = self.last;
         self.last = end;
+        let form = period::with(|r| {
+            r.end();
+            r.take_entries(&mut self.io, self.run_kind == kind::COUNT);
+            if !self.over.is_empty() {
+                self.io.append(&mut self.over);
+            }
+            match self.run_kind {
+                kind::OPS if self.ops.is_empty() => {
+                    let io = &mut self.io;
+                    let form = r.scan_ops(|i, write, n| add(io, i, write, n));
+                    if form == OpsForm::Explicit || cfg!(debug_assertions) {
+                        r.take_ops(&mut self.ops);
+                    } else {
+                        r.clear_ops();
+                    }
+                    form
+                }
+                kind::OPS | kind::SLOW => {
+                    r.take_ops(&mut self.ops);
+                    for op in &self.ops {
+                        add(&mut self.io, op.io_index, op.write, op.count);
+                    }
+                    OpsForm::Check
+                }
+                _ => OpsForm::None,
+            }
+        });
         if self.has(MonitorFlags::SCHEDULER) {
-            self.enc.period(
-                &mut self.writer,
-                &PeriodRef {
-                    start,
-                    end,
-                    task,
-                    end_state,
-                    io: &self.io,
-                    ops: &self.ops,
-                    op_times: &self.op_times,
-                },
+            let p = PeriodRef {
+                start,
+                end,
+                task,
+                end_state,
+                io: &self.io,
+                ops: &self.ops,
+                op_times: &self.op_times,
+            };
+            // Debug builds keep the ops to check the form found on the fly.
+            debug_assert!(
+                form == OpsForm::Check || form == OpsForm::None || ops_form(&p) == form,
+                "ops form {form:?} for {p:?}"
             );
+            self.enc.period_as(&mut self.writer, &p, form);
         }
         self.io.clear();
         self.ops.clear();
         self.op_times.clear();
     }
 
-    /// Index of the stream in this period's io list, listing it on first use.
-    #[inline]
-    fn io_index(&mut self, end: &mut EndMon, stream: u64) -> usize {
-        if end.epoch != self.epoch {
-            end.epoch = self.epoch;
-            end.idx = self.io.len().min(u16::MAX as usize) as u16;
-            self.io.push(StreamIo {
+    /// Lists `end` (of `stream`, a writing end if `write`) in the period
+    /// running on this thread, under `r`'s epoch, unless it is listed there
+    /// already: what [`Recorder::list`] leaves to the log (entries from
+    /// `MAX_IO` on, the `SLOW` run kind). False when no period runs.
+    fn list(&mut self, r: &Recorder, end: &mut EndMon, stream: u64, write: bool) -> bool {
+        let epoch = r.epoch();
+        if epoch == 0 {
+            return false;
+        }
+        if end.epoch() == epoch || r.list(end, stream, write) {
+            return true;
+        }
+        let idx = r.add_entry(stream, write);
+        if idx >= MAX_IO {
+            self.over.push(StreamIo {
                 stream,
-                reads: 0,
-                writes: 0,
-                woke_peer: false,
+                ..StreamIo::default()
             });
         }
-        end.idx as usize
+        let k = match self.run_kind {
+            _ if idx > usize::from(u16::MAX) => kind::NONE,
+            kind::COUNT => kind::SLOW,
+            k => k,
+        };
+        end.stamp = epoch | k;
+        end.idx = idx as u16;
+        true
     }
 
-    /// A message moved through `end` of `stream`.
-    #[inline]
+    /// Entry `idx` of the running period if the log holds it (from `MAX_IO`
+    /// on).
+    fn over_mut(&mut self, idx: u16) -> Option<&mut StreamIo> {
+        self.over.get_mut(usize::from(idx).checked_sub(MAX_IO)?)
+    }
+
+    /// A message moved through `end` of `stream`, and the end's epoch is not
+    /// this period's, or its kind is `SLOW`: list it if needed, then record.
     pub(crate) fn message(&mut self, end: &mut EndMon, stream: u64, write: bool) {
-        if !self.in_period || !self.has(MonitorFlags::STREAM.union(MonitorFlags::MESSAGE)) {
-            return;
-        }
-        let i = self.io_index(end, stream);
-        let Some(io) = self.io.get_mut(i) else { return };
-        if write {
-            io.writes += 1;
-        } else {
-            io.reads += 1;
-        }
-        if self.has(MonitorFlags::MESSAGE) {
-            match self.ops.last_mut() {
-                Some(op) if op.io_index as usize == i && op.write == write => op.count += 1,
-                _ => self.ops.push(Op {
-                    io_index: i as u16,
-                    write,
-                    count: 1,
-                }),
+        period::with(|r| {
+            if !self.list(r, end, stream, write) {
+                return;
             }
-            if self.has(MonitorFlags::MESSAGE_TIME) {
-                self.op_times.push(clock::now());
+            match end.kind() {
+                kind::COUNT => r.count(end.idx),
+                kind::OPS => self.push_op(r, end.idx, write),
+                kind::SLOW => {
+                    if self.has(MonitorFlags::MESSAGE) {
+                        self.push_op(r, end.idx, write);
+                        if self.has(MonitorFlags::MESSAGE_TIME) {
+                            self.op_times.push(clock::now());
+                        }
+                    } else if let Some(s) = self.over_mut(end.idx) {
+                        if write {
+                            s.writes = s.writes.wrapping_add(1);
+                        } else {
+                            s.reads = s.reads.wrapping_add(1);
+                        }
+                    }
+                }
+                _ => {}
             }
+        })
+    }
+
+    /// One op on the thread-local list, spilling it here when it is full.
+    #[inline]
+    fn push_op(&mut self, r: &Recorder, idx: u16, write: bool) {
+        if !r.push_op(idx, write) {
+            self.spill(r);
+            let pushed = r.push_op(idx, write);
+            debug_assert!(pushed, "a spilled op list has room");
         }
     }
 
-    /// The last operation on `end` woke the task on the other side.
-    pub(crate) fn woke_peer(&mut self, end: &mut EndMon, stream: u64) {
-        if !self.in_period || !self.has(MonitorFlags::STREAM.union(MonitorFlags::MESSAGE)) {
-            return;
-        }
-        let i = self.io_index(end, stream);
-        if let Some(io) = self.io.get_mut(i) {
-            io.woke_peer = true;
-        }
+    /// Moves the thread-local op runs into the log's list (it was full).
+    pub(crate) fn spill(&mut self, r: &Recorder) {
+        r.spill(&mut self.ops);
+    }
+
+    /// The last operation on `end` woke the task on the other side. That
+    /// operation listed the end in the period, if one runs.
+    pub(crate) fn woke_peer(&mut self, end: &EndMon) {
+        period::with(|r| {
+            if r.epoch() != 0 && end.epoch() == r.epoch() && end.kind() != kind::NONE {
+                r.set_woke(end.idx);
+                if let Some(s) = self.over_mut(end.idx) {
+                    s.woke_peer = true;
+                }
+            }
+        })
     }
 }

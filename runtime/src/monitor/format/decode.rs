@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::record::{implied_ops, EndState, Op, Record, Side, StreamIo};
+use super::record::{implied_ops, interleaved_ops, EndState, Op, Record, Side, StreamIo};
 use super::{tag, Header, FORMAT_VERSION, HEADER_LEN, MAGIC};
 use crate::monitor::clock::Calibration;
 use crate::monitor::flags::MonitorFlags;
@@ -143,6 +143,11 @@ pub enum DecodeErrorKind {
         /// Number of stream entries in the period.
         len: usize,
     },
+    /// A period says its ops interleave two runs, but its stream entries do
+    /// not have exactly two runs of fitting counts (see
+    /// [`interleaved_ops`](super::interleaved_ops)).
+    #[error("interleaved ops, but the stream entries do not hold two runs that interleave")]
+    NotInterleaved,
     /// A task name is not UTF-8.
     #[error("task name is not valid UTF-8")]
     BadUtf8,
@@ -433,27 +438,28 @@ fn period(r: &mut In<'_>, tag_byte: u8, start: u64) -> Result<Record, DecodeErro
     let ops = match mode {
         tag::OPS_NONE => Vec::new(),
         tag::OPS_IMPLIED => implied_ops(&io).collect(),
-        tag::OPS_EXPLICIT => {
-            let n = r.count(1)?;
-            read_ops(r, n, io.len())?
-        }
+        tag::OPS_INTERLEAVED => interleaved(&io)?,
         _ => {
             let h = r.var()?;
-            let ops = if h & 1 != 0 {
-                if h >> 1 != 0 {
-                    return Err(DecodeErrorKind::ReservedBits("timed ops header"));
+            let ops = match (h >> 1) & 3 {
+                tag::FORM_EXPLICIT => {
+                    let n = r.count_of(h >> 3, 1)?;
+                    read_ops(r, n, io.len())?
                 }
-                implied_ops(&io).collect()
-            } else {
-                let n = r.count_of(h >> 1, 1)?;
-                read_ops(r, n, io.len())?
+                form if h >> 3 != 0 || form == 3 => {
+                    return Err(DecodeErrorKind::ReservedBits("listed ops header"))
+                }
+                tag::FORM_IMPLIED => implied_ops(&io).collect(),
+                _ => interleaved(&io)?,
             };
-            let nt = r.count(1)?;
-            op_times.reserve(nt.min(256));
-            let mut prev = start;
-            for _ in 0..nt {
-                prev = prev.wrapping_add(unzigzag(r.var()?) as u64);
-                op_times.push(prev);
+            if h & 1 != 0 {
+                let nt = r.count(1)?;
+                op_times.reserve(nt.min(256));
+                let mut prev = start;
+                for _ in 0..nt {
+                    prev = prev.wrapping_add(unzigzag(r.var()?) as u64);
+                    op_times.push(prev);
+                }
             }
             ops
         }
@@ -467,6 +473,13 @@ fn period(r: &mut In<'_>, tag_byte: u8, start: u64) -> Result<Record, DecodeErro
         ops,
         op_times,
     })
+}
+
+/// The ops of an interleaved period, or why its entries admit none.
+fn interleaved(io: &[StreamIo]) -> Result<Vec<Op>, DecodeErrorKind> {
+    interleaved_ops(io)
+        .map(Iterator::collect)
+        .ok_or(DecodeErrorKind::NotInterleaved)
 }
 
 fn read_ops(r: &mut In<'_>, n: usize, nio: usize) -> Result<Vec<Op>, DecodeErrorKind> {

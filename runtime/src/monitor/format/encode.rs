@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{compiler_fence, Ordering};
 
-use super::record::{ops_are_implied, EndState, Op, Record, Side, StreamIo};
+use super::record::{ops_are_implied, ops_are_interleaved, EndState, Op, Record, Side, StreamIo};
 use super::tag;
 use crate::monitor::varint::{zigzag, MAX_LEN as V};
 
@@ -192,6 +192,21 @@ const PERIOD_FIXED_MAX: usize = 1 + 3 * V + V + V + 2 * V;
 const IO_MAX: usize = 1 + V + 5 + 5;
 /// Upper bound of one op: header byte, io index, count.
 const OP_MAX: usize = 1 + 3 + 5;
+
+/// The form of a period's op list, when the caller knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpsForm {
+    /// Unknown: the encoder finds it from the ops.
+    Check,
+    /// No ops.
+    None,
+    /// The [`implied_ops`](super::implied_ops) of the entries.
+    Implied,
+    /// The [`interleaved_ops`](super::interleaved_ops) of the entries.
+    Interleaved,
+    /// Neither: the ops are listed.
+    Explicit,
+}
 
 /// A period to encode, borrowing its lists (see [`Encoder::period`]).
 #[derive(Clone, Copy, Debug)]
@@ -395,13 +410,35 @@ impl Encoder {
     ///
     /// Every `op.io_index` must be below `p.io.len()`: a reader rejects the
     /// record (and the rest of the log) otherwise. The cheapest ops are the ones
-    /// [`implied_ops`](super::implied_ops) yields: they take no bytes at all.
+    /// [`implied_ops`](super::implied_ops) or [`interleaved_ops`](super::interleaved_ops)
+    /// yield: they take no bytes at all.
     #[inline]
     pub fn period<S: Sink + ?Sized>(&mut self, sink: &mut S, p: &PeriodRef<'_>) {
+        self.period_as(sink, p, OpsForm::Check)
+    }
+
+    /// [`period`](Self::period) with the form of its ops known to the caller,
+    /// which then need not pass them unless the form is `Explicit` or `Check`
+    /// (or the period is timed).
+    #[inline]
+    pub(crate) fn period_as<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        p: &PeriodRef<'_>,
+        form: OpsForm,
+    ) {
         debug_assert!(
             p.ops.iter().all(|op| usize::from(op.io_index) < p.io.len()),
             "op io_index out of range"
         );
+        let form = match form {
+            _ if !p.op_times.is_empty() => OpsForm::Check,
+            OpsForm::Check if p.ops.is_empty() => OpsForm::None,
+            OpsForm::Check if ops_are_implied(p.io, p.ops) => OpsForm::Implied,
+            OpsForm::Check if ops_are_interleaved(p.io, p.ops) => OpsForm::Interleaved,
+            OpsForm::Check => OpsForm::Explicit,
+            f => f,
+        };
         let max_len =
             PERIOD_FIXED_MAX + p.io.len() * IO_MAX + p.ops.len() * OP_MAX + p.op_times.len() * V;
         let dstart = self.delta(p.start);
@@ -429,22 +466,25 @@ impl Encoder {
                 o.var(stream);
             }
             let mode = if p.op_times.is_empty() {
-                if p.ops.is_empty() {
-                    tag::OPS_NONE
-                } else if ops_are_implied(p.io, p.ops) {
-                    tag::OPS_IMPLIED
-                } else {
-                    o.var(p.ops.len() as u64);
-                    for op in p.ops {
-                        put_op(o, op);
+                match form {
+                    OpsForm::None => tag::OPS_NONE,
+                    OpsForm::Implied => tag::OPS_IMPLIED,
+                    OpsForm::Interleaved => tag::OPS_INTERLEAVED,
+                    OpsForm::Explicit | OpsForm::Check => {
+                        o.var((p.ops.len() as u64) << 3 | tag::FORM_EXPLICIT << 1);
+                        for op in p.ops {
+                            put_op(o, op);
+                        }
+                        tag::OPS_LISTED
                     }
-                    tag::OPS_EXPLICIT
                 }
             } else {
-                if ops_are_implied(p.io, p.ops) && !p.ops.is_empty() {
-                    o.byte(1);
+                if !p.ops.is_empty() && ops_are_implied(p.io, p.ops) {
+                    o.byte((tag::FORM_IMPLIED << 1 | 1) as u8);
+                } else if ops_are_interleaved(p.io, p.ops) {
+                    o.byte((tag::FORM_INTERLEAVED << 1 | 1) as u8);
                 } else {
-                    o.var((p.ops.len() as u64) << 1);
+                    o.var((p.ops.len() as u64) << 3 | tag::FORM_EXPLICIT << 1 | 1);
                     for op in p.ops {
                         put_op(o, op);
                     }
@@ -455,7 +495,7 @@ impl Encoder {
                     o.var(zigzag(t.wrapping_sub(prev) as i64));
                     prev = t;
                 }
-                tag::OPS_TIMED
+                tag::OPS_LISTED
             };
             tag::PERIOD | mode << 5 | io_code << 3 | p.end_state.code()
         });

@@ -1,13 +1,13 @@
 //! The binary log format: one file per worker, written only by that worker.
 //!
-//! # Layout (version 1, little endian)
+//! # Layout (version 2, little endian)
 //!
 //! A fixed 48-byte [`Header`]:
 //!
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0  | 8 | magic `b"RILLLOG\0"` |
-//! | 8  | 2 | format version (1) |
+//! | 8  | 2 | format version (2) |
 //! | 10 | 2 | header length (48; records start here) |
 //! | 12 | 4 | monitoring flags |
 //! | 16 | 4 | worker id |
@@ -47,9 +47,13 @@
 //! * Blocked-on stream: present only for end states 1 and 2 when no entry has
 //!   its `b` bit set: the stream id.
 //! * Ops mode 0: no ops. 1: the ops are [`implied_ops`] of the entries (each
-//!   entry's reads, then its writes: no bytes). 2: varint count, then ops.
-//!   3: varint `count << 1 | implied`, the ops unless implied, varint time
-//!   count, times as zig-zag deltas (the first from `start`).
+//!   entry's reads, then its writes: no bytes). 2: the ops are
+//!   [`interleaved_ops`] of the entries (the two implied runs one message at
+//!   a time, alternately, as a relay does; no bytes). 3: listed: a varint
+//!   `h = n << 3 | form << 1 | timed`, where form 0 means `n` ops follow,
+//!   form 1 implied and form 2 interleaved ops (then `n` is 0; form 3 is
+//!   invalid); if `timed`, a varint time count and the times as zig-zag
+//!   deltas (the first from `start`) follow.
 //! * Op: `0 ccc w iii` (count c + 1 = 1..=8, entry index 0..=7), or
 //!   `1000000 w` followed by varint index and varint count.
 //!
@@ -66,8 +70,11 @@ mod record;
 pub use decode::{
     parse_log, read_log, DecodeError, DecodeErrorKind, Decoder, EndReason, Log, LogError,
 };
+pub(crate) use encode::OpsForm;
 pub use encode::{Encoder, PeriodRef, Sink, VecSink};
-pub use record::{implied_ops, EndState, Op, Record, Side, StreamIo};
+pub use record::{
+    implied_ops, interleaved_ops, EndState, Op, Record, Side, StreamIo, MAX_INTERLEAVED,
+};
 
 use super::clock::Calibration;
 use super::flags::MonitorFlags;
@@ -75,7 +82,7 @@ use super::flags::MonitorFlags;
 /// The bytes every log starts with.
 pub const MAGIC: [u8; 8] = *b"RILLLOG\0";
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 /// Size of the header this build writes.
 pub const HEADER_LEN: usize = 48;
 
@@ -101,8 +108,13 @@ mod tag {
 
     pub const OPS_NONE: u8 = 0;
     pub const OPS_IMPLIED: u8 = 1;
-    pub const OPS_EXPLICIT: u8 = 2;
-    pub const OPS_TIMED: u8 = 3;
+    pub const OPS_INTERLEAVED: u8 = 2;
+    pub const OPS_LISTED: u8 = 3;
+
+    /// Forms of a listed period's ops (bits 1-2 of its ops header).
+    pub const FORM_EXPLICIT: u64 = 0;
+    pub const FORM_IMPLIED: u64 = 1;
+    pub const FORM_INTERLEAVED: u64 = 2;
 
     /// The tag of a sided record from its reader-side tag.
     pub const fn with_side(reader_tag: u8, side: Side) -> u8 {

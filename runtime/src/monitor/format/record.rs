@@ -147,6 +147,64 @@ pub(crate) fn ops_are_implied(io: &[StreamIo], ops: &[Op]) -> bool {
     rest.is_empty()
 }
 
+/// Most ops an interleaved period may stand for (its `a + b`): bounds what a
+/// decoder allocates for one record of a few bytes.
+pub const MAX_INTERLEAVED: u32 = 4096;
+
+/// The two runs of [`implied_ops(io)`](implied_ops) when there are exactly
+/// two, their counts `a` (first) and `b` fit an interleaving (`a == b` or
+/// `a == b + 1`) and `a + b` is at most [`MAX_INTERLEAVED`].
+#[inline]
+fn interleave_pair(io: &[StreamIo]) -> Option<(Op, Op)> {
+    let mut runs = [Op::read(0, 0); 2];
+    let mut n = 0;
+    for (i, s) in io.iter().enumerate() {
+        let i = u16::try_from(i).ok()?;
+        for op in [Op::read(i, s.reads), Op::write(i, s.writes)] {
+            if op.count > 0 {
+                *runs.get_mut(n)? = op;
+                n += 1;
+            }
+        }
+    }
+    let [a, b] = runs;
+    let fits = n == 2
+        && (a.count == b.count || a.count == b.count.wrapping_add(1))
+        && u64::from(a.count) + u64::from(b.count) <= u64::from(MAX_INTERLEAVED);
+    fits.then_some((a, b))
+}
+
+/// The op list of an interleaved period, if `io` admits one: the two runs of
+/// [`implied_ops`] taken one message at a time, alternately, starting with
+/// the first (`A1 B1 A1 B1 ...`). What a relay stage does: read one, write
+/// one. A period whose ops equal this list stores no op bytes either.
+pub fn interleaved_ops(io: &[StreamIo]) -> Option<impl Iterator<Item = Op>> {
+    let (a, b) = interleave_pair(io)?;
+    let n = a.count + b.count;
+    Some((0..n).map(move |k| {
+        let r = if k % 2 == 0 { a } else { b };
+        Op { count: 1, ..r }
+    }))
+}
+
+/// Whether `ops` equals [`interleaved_ops(io)`](interleaved_ops)
+/// (allocation free).
+#[inline]
+pub(crate) fn ops_are_interleaved(io: &[StreamIo], ops: &[Op]) -> bool {
+    let Some((a, b)) = interleave_pair(io) else {
+        return false;
+    };
+    if ops.len() as u64 != u64::from(a.count) + u64::from(b.count) {
+        return false;
+    }
+    let (a, b) = (Op { count: 1, ..a }, Op { count: 1, ..b });
+    ops.chunks(2).all(|pair| match pair {
+        [x, y] => *x == a && *y == b,
+        [x] => *x == a,
+        _ => false,
+    })
+}
+
 /// One record of a worker's log. Times are raw clock ticks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
@@ -321,5 +379,34 @@ mod tests {
         assert!(!ops_are_implied(&ios, &extra));
         let swapped = [ops[1], ops[0], ops[2], ops[3]];
         assert!(!ops_are_implied(&ios, &swapped));
+    }
+
+    #[test]
+    fn interleaved() {
+        let ios = [io(5, 3, 0), io(6, 0, 2)];
+        let ops: Vec<Op> = interleaved_ops(&ios).expect("fits").collect();
+        let (r, w) = (Op::read(0, 1), Op::write(1, 1));
+        assert_eq!(ops, [r, w, r, w, r]);
+        assert!(ops_are_interleaved(&ios, &ops));
+        assert!(!ops_are_interleaved(&ios, &ops[..4]));
+        assert!(!ops_are_interleaved(&ios, &[r, w, r, r, w]));
+        // Equal counts, both runs on one entry.
+        let one = [io(1, 2, 2)];
+        let ops: Vec<Op> = interleaved_ops(&one).expect("fits").collect();
+        assert_eq!(
+            ops,
+            [
+                Op::read(0, 1),
+                Op::write(0, 1),
+                Op::read(0, 1),
+                Op::write(0, 1)
+            ]
+        );
+        // Counts that cannot interleave, three runs, one run, too many.
+        assert!(interleaved_ops(&[io(1, 1, 0), io(2, 0, 3)]).is_none());
+        assert!(interleaved_ops(&[io(1, 1, 1), io(2, 0, 1)]).is_none());
+        assert!(interleaved_ops(&[io(1, 2, 0)]).is_none());
+        assert!(interleaved_ops(&[io(1, MAX_INTERLEAVED / 2 + 1, MAX_INTERLEAVED / 2)]).is_none());
+        assert!(!ops_are_interleaved(&[], &[]));
     }
 }

@@ -1,0 +1,496 @@
+//! The period being recorded on this thread: the part of a worker's
+//! monitoring state that the stream hot path touches, kept in thread-locals
+//! so that recording a message is a few fs-relative loads and stores inline
+//! at the call site, with no function call and no pointer chase.
+//!
+//! Each dispatch has an *epoch*, a multiple of 4 unique in the process (see
+//! [`WorkerLog`](super::worker_log::WorkerLog)). A stream end that moves a
+//! message compares its [`EndMon`]'s *stamp* (the epoch of the period that
+//! listed it, plus its [`kind`] in the low bits) with this thread's stamps:
+//! on the first message of a period none matches, and the end lists itself
+//! in the period ([`Recorder::list`], out of line: an entry index and a kind;
+//! entries from [`MAX_IO`] on, and per-message times, go through the worker's
+//! log); after that each message is one of:
+//!
+//! * count mode (`stream` without `message`): one increment of the entry's
+//!   counter in [`Recorder::counts`];
+//! * ops mode (`message`): its key (`entry << 1 | write`) appended to
+//!   [`Recorder::keys`]; at the period's end one pass finds the op runs'
+//!   form (a relay's read-one-write-one is found in a compare per message,
+//!   its counts in O(1)) and the entries' counts.
+//!
+//! Nothing here points into a stream end, so an end that is dropped, or moved
+//! to another task or worker, in the middle of a period leaves nothing
+//! dangling: its messages so far are counted here, and where it goes next it
+//! lists itself again under that period's epoch.
+//!
+//! Who may touch what: everything is thread-local; the worker owning the
+//! thread resets it at each dispatch ([`begin`](Recorder::begin) /
+//! [`take_entries`](Recorder::take_entries) / [`take_ops`](Recorder::take_ops)),
+//! and the stream ends used by the running task fill it in between.
+
+use std::cell::Cell;
+
+use super::format::{Op, OpsForm, StreamIo};
+
+/// Entries per period whose counts live in [`Recorder::counts`] (a power of
+/// two); later entries of a (rare) period that uses more ends count on the
+/// slow path.
+pub(crate) const MAX_IO: usize = 32;
+/// Messages whose keys are held here before they spill, as op runs, into
+/// the worker's log.
+pub(crate) const MAX_KEYS: usize = 512;
+
+/// How an end records its messages in the period it is listed in: the low
+/// two bits of its stamp.
+pub(crate) mod kind {
+    /// Nothing to record (the run records no messages).
+    pub(crate) const NONE: u64 = 0;
+    /// Count in [`Recorder::counts`](super::Recorder::counts).
+    pub(crate) const COUNT: u64 = 1;
+    /// Append message keys to [`Recorder::keys`](super::Recorder::keys).
+    pub(crate) const OPS: u64 = 2;
+    /// The out-of-line path: per-message times, or an entry beyond
+    /// [`MAX_IO`](super::MAX_IO) in count mode.
+    pub(crate) const SLOW: u64 = 3;
+}
+
+/// Per-end monitoring state kept in each stream end: the stamp (epoch and
+/// kind) of the period that last listed the end, and its entry there.
+///
+/// The default (stamp 0) equals this thread's epoch outside any period,
+/// where messages are not recorded.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct EndMon {
+    pub(crate) stamp: u64,
+    pub(crate) idx: u16,
+}
+
+impl EndMon {
+    /// The epoch of the period that last listed the end.
+    #[inline]
+    pub(crate) fn epoch(&self) -> u64 {
+        self.stamp & !3
+    }
+
+    /// How the end records in that period.
+    #[inline]
+    pub(crate) fn kind(&self) -> u64 {
+        self.stamp & 3
+    }
+}
+
+/// The thread's period state (see the module documentation).
+pub(crate) struct Recorder {
+    /// The running dispatch's epoch; 0 when none runs on this thread.
+    epoch: Cell<u64>,
+    /// `epoch | COUNT` when the running period counts messages, else
+    /// `u64::MAX` (no end's stamp).
+    count_stamp: Cell<u64>,
+    /// `epoch | OPS` when the running period records op runs, else `u64::MAX`.
+    ops_stamp: Cell<u64>,
+    /// How ends record in the running period (a [`kind`]).
+    run_kind: Cell<u64>,
+    /// Entries listed in the running period (those from [`MAX_IO`] on are
+    /// kept in the worker's log).
+    io_len: Cell<u32>,
+    /// Stream id per entry below [`MAX_IO`].
+    ids: [Cell<u64>; MAX_IO],
+    /// Bit i: entry i is a writing end.
+    writes: Cell<u32>,
+    /// Bit i: entry i woke the task on the other side.
+    woke: Cell<u32>,
+    /// Messages per entry in count mode, for entries below [`MAX_IO`].
+    /// Zero between periods.
+    counts: [Cell<u32>; MAX_IO],
+    /// Messages held in `keys`.
+    keys_len: Cell<u32>,
+    /// A key (`entry << 1 | write`) per message in ops mode, in order; the
+    /// first `keys_len` are this period's latest (earlier ones spilled into
+    /// the worker's log as op runs).
+    keys: [Cell<u32>; MAX_KEYS],
+}
+
+thread_local! {
+    // Const-initialised and without a destructor: each access is a
+    // thread-pointer-relative load or store.
+    static REC: Recorder = const {
+        Recorder {
+            epoch: Cell::new(0),
+            count_stamp: Cell::new(u64::MAX),
+            ops_stamp: Cell::new(u64::MAX),
+            run_kind: Cell::new(kind::NONE),
+            io_len: Cell::new(0),
+            ids: [const { Cell::new(0) }; MAX_IO],
+            writes: Cell::new(0),
+            woke: Cell::new(0),
+            counts: [const { Cell::new(0) }; MAX_IO],
+            keys_len: Cell::new(0),
+            keys: [const { Cell::new(0) }; MAX_KEYS],
+        }
+    };
+}
+
+/// Runs `f` on this thread's recorder.
+///
+/// `LocalKey::with` is only cheap when it inlines, which LLVM declines for
+/// large closures (it then calls the key's getter through a pointer on every
+/// message); so only the address is taken inside it.
+#[inline(always)]
+pub(crate) fn with<R>(f: impl FnOnce(&Recorder) -> R) -> R {
+    let p = REC.with(|r| r as *const Recorder);
+    // SAFETY: the recorder is const-initialised and has no destructor, so it
+    // lives, never moved, as long as this thread; `f` runs on this thread now.
+    f(unsafe { &*p })
+}
+
+impl Recorder {
+    /// The running dispatch's epoch (0: none).
+    #[inline(always)]
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.get()
+    }
+
+    /// The stamp of ends listed for counting in the running period.
+    #[inline(always)]
+    pub(crate) fn count_stamp(&self) -> u64 {
+        self.count_stamp.get()
+    }
+
+    /// The stamp of ends listed for op runs in the running period.
+    #[inline(always)]
+    pub(crate) fn ops_stamp(&self) -> u64 {
+        self.ops_stamp.get()
+    }
+
+    /// A dispatch with `epoch` (a nonzero multiple of 4) begins on this
+    /// thread; its ends record as `run_kind` says.
+    #[inline]
+    pub(crate) fn begin(&self, epoch: u64, run_kind: u64) {
+        debug_assert!(epoch != 0 && epoch & 3 == 0);
+        self.epoch.set(epoch);
+        let stamp = |k| if run_kind == k { epoch | k } else { u64::MAX };
+        self.count_stamp.set(stamp(kind::COUNT));
+        self.ops_stamp.set(stamp(kind::OPS));
+        self.run_kind.set(run_kind);
+    }
+
+    /// The dispatch ended: messages from now on are not recorded.
+    #[inline]
+    pub(crate) fn end(&self) {
+        self.epoch.set(0);
+        self.count_stamp.set(u64::MAX);
+        self.ops_stamp.set(u64::MAX);
+    }
+
+    /// Records a message of a listed end on the fast path; false when the
+    /// end is not listed in the running period, or needs the slow path.
+    #[inline(always)]
+    pub(crate) fn record(&self, end: &EndMon, write: bool) -> bool {
+        let s = end.stamp;
+        if s == self.count_stamp() {
+            self.count(end.idx);
+            true
+        } else if s == self.ops_stamp() {
+            self.push_op(end.idx, write)
+        } else {
+            // Listed with nothing to record, or (stamp 0 = epoch 0) a
+            // never-listed end outside any period.
+            s == self.epoch()
+        }
+    }
+
+    /// Lists `end` (of `stream`, writing if `write`) in the running period
+    /// if that can be done here: a period runs, the end is not listed in it
+    /// yet, and it gets an entry below [`MAX_IO`] of the fast kinds. False
+    /// otherwise (the worker's log then decides).
+    #[inline]
+    pub(crate) fn list(&self, end: &mut EndMon, stream: u64, write: bool) -> bool {
+        let e = self.epoch();
+        if e == 0 || end.epoch() == e {
+            return false;
+        }
+        let k = self.run_kind.get();
+        if k == kind::NONE {
+            end.stamp = e;
+            return true;
+        }
+        let n = self.io_len.get() as usize;
+        if k == kind::SLOW || n >= MAX_IO {
+            return false;
+        }
+        self.add_entry(stream, write);
+        end.stamp = e | k;
+        end.idx = n as u16;
+        true
+    }
+
+    /// Adds an entry for `stream` (writing if `write`) to the running
+    /// period; returns its index. Entries from [`MAX_IO`] on only count here:
+    /// the caller keeps them.
+    #[inline]
+    pub(crate) fn add_entry(&self, stream: u64, write: bool) -> usize {
+        let n = self.io_len.get() as usize;
+        if let Some(id) = self.ids.get(n) {
+            id.set(stream);
+            self.writes.set(self.writes.get() | u32::from(write) << n);
+        }
+        self.io_len.set(n as u32 + 1);
+        n
+    }
+
+    /// Entry `idx` (below [`MAX_IO`]) woke the task on the other side.
+    #[inline]
+    pub(crate) fn set_woke(&self, idx: u16) {
+        if usize::from(idx) < MAX_IO {
+            self.woke.set(self.woke.get() | 1 << idx);
+        }
+    }
+
+    /// Appends the entries below [`MAX_IO`] of the period that ended to `io`,
+    /// with their counts (zero unless `counted`), and clears them, their
+    /// counts and the entry count.
+    #[inline]
+    pub(crate) fn take_entries(&self, io: &mut Vec<StreamIo>, counted: bool) {
+        let n = (self.io_len.replace(0) as usize).min(MAX_IO);
+        let (writes, woke) = (self.writes.replace(0), self.woke.replace(0));
+        for (i, (id, c)) in self.ids[..n].iter().zip(&self.counts[..n]).enumerate() {
+            let c = if counted { c.replace(0) } else { 0 };
+            let write = writes >> i & 1 != 0;
+            io.push(StreamIo {
+                stream: id.get(),
+                reads: if write { 0 } else { c },
+                writes: if write { c } else { 0 },
+                woke_peer: woke >> i & 1 != 0,
+            });
+        }
+    }
+
+    /// Counts one message of entry `idx` (count mode).
+    #[inline(always)]
+    pub(crate) fn count(&self, idx: u16) {
+        let c = &self.counts[usize::from(idx) & (MAX_IO - 1)];
+        c.set(c.get().wrapping_add(1));
+    }
+
+    /// Records one message of entry `idx` (ops mode); false when the key
+    /// list is full and the caller must [`spill`](Self::spill) first.
+    #[inline(always)]
+    #[must_use]
+    pub(crate) fn push_op(&self, idx: u16, write: bool) -> bool {
+        let n = self.keys_len.get() as usize;
+        if let Some(k) = self.keys.get(n) {
+            k.set(u32::from(idx) << 1 | u32::from(write));
+            self.keys_len.set(n as u32 + 1);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The held keys.
+    #[inline]
+    fn held(&self) -> &[Cell<u32>] {
+        &self.keys[..(self.keys_len.get() as usize).min(MAX_KEYS)]
+    }
+
+    /// Appends the held keys to `out` as op runs (merging with its last run)
+    /// and clears them: the key list was full, or the period ended.
+    #[cold]
+    pub(crate) fn spill(&self, out: &mut Vec<Op>) {
+        for k in self.held() {
+            let op = op_of(k.get());
+            match out.last_mut() {
+                Some(last) if last.io_index == op.io_index && last.write == op.write => {
+                    last.count = last.count.wrapping_add(1)
+                }
+                _ => out.push(op),
+            }
+        }
+        self.keys_len.set(0);
+    }
+
+    /// Appends this period's remaining messages to `out` as op runs and
+    /// clears them.
+    #[inline]
+    pub(crate) fn take_ops(&self, out: &mut Vec<Op>) {
+        self.spill(out);
+    }
+
+    /// One pass over this period's held keys (none spilled): calls
+    /// `f(entry, write, count)` for its op runs (or, for an interleaved list,
+    /// the two runs it interleaves) and says which form the list has, so
+    /// that the common forms need no op list at all. Leaves the keys.
+    #[inline]
+    pub(crate) fn scan_ops(&self, mut f: impl FnMut(u16, bool, u32)) -> OpsForm {
+        let keys = self.held();
+        let n = keys.len();
+        let (Some(a), Some(b)) = (keys.first().map(Cell::get), keys.get(1).map(Cell::get)) else {
+            return match keys.first() {
+                Some(k) => {
+                    let op = op_of(k.get());
+                    f(op.io_index, op.write, 1);
+                    OpsForm::Implied
+                }
+                None => OpsForm::None,
+            };
+        };
+        // Interleaved: one message at a time between two keys, the lower
+        // first (the order of implied runs), at least three (two are
+        // implied). Then a gets the odd message.
+        if a < b && n > 2 && keys.windows(3).all(|w| w[0].get() == w[2].get()) {
+            let (x, y) = (op_of(a), op_of(b));
+            f(x.io_index, x.write, n.div_ceil(2) as u32);
+            f(y.io_index, y.write, (n / 2) as u32);
+            return OpsForm::Interleaved;
+        }
+        // Implied: keys never decrease (one run per entry and side, in entry
+        // order, reads before writes).
+        let mut implied = true;
+        let (mut key, mut count) = (a, 0u32);
+        for k in keys {
+            let k = k.get();
+            if k != key {
+                implied &= k > key;
+                let op = op_of(key);
+                f(op.io_index, op.write, count);
+                (key, count) = (k, 0);
+            }
+            count += 1;
+        }
+        let op = op_of(key);
+        f(op.io_index, op.write, count);
+        if implied {
+            OpsForm::Implied
+        } else {
+            OpsForm::Explicit
+        }
+    }
+
+    /// Forgets this period's held keys.
+    #[inline]
+    pub(crate) fn clear_ops(&self) {
+        self.keys_len.set(0);
+    }
+}
+
+/// A one-message op from its key `entry << 1 | write`.
+#[inline]
+fn op_of(key: u32) -> Op {
+    Op {
+        io_index: (key >> 1) as u16,
+        write: key & 1 != 0,
+        count: 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_merge_and_spill_in_order() {
+        with(|r| {
+            let mut out = Vec::new();
+            for (idx, w) in [(0, false), (0, false), (1, true), (0, false)] {
+                assert!(r.push_op(idx, w));
+            }
+            r.take_ops(&mut out);
+            assert_eq!(out, [Op::read(0, 2), Op::write(1, 1), Op::read(0, 1)]);
+            out.clear();
+            let mut n = 0;
+            for i in 0..MAX_KEYS + 3 {
+                let w = i % 2 == 1;
+                if !r.push_op(0, w) {
+                    r.spill(&mut out);
+                    assert!(r.push_op(0, w));
+                }
+                n += 1;
+            }
+            r.take_ops(&mut out);
+            assert_eq!(out.len(), n);
+            assert!(out
+                .iter()
+                .enumerate()
+                .all(|(i, op)| op.count == 1 && op.write == (i % 2 == 1)));
+        });
+    }
+
+    fn scan(keys: &[(u16, bool)]) -> (OpsForm, Vec<Op>) {
+        with(|r| {
+            for &(i, w) in keys {
+                assert!(r.push_op(i, w));
+            }
+            let mut runs = Vec::new();
+            let form = r.scan_ops(|io_index, write, count| {
+                runs.push(Op {
+                    io_index,
+                    write,
+                    count,
+                })
+            });
+            r.clear_ops();
+            (form, runs)
+        })
+    }
+
+    #[test]
+    fn scan_finds_the_form() {
+        let (r0, w1) = ((0, false), (1, true));
+        assert_eq!(scan(&[]), (OpsForm::None, vec![]));
+        assert_eq!(scan(&[r0]), (OpsForm::Implied, vec![Op::read(0, 1)]));
+        assert_eq!(
+            scan(&[r0, r0, w1]),
+            (OpsForm::Implied, vec![Op::read(0, 2), Op::write(1, 1)])
+        );
+        assert_eq!(
+            scan(&[r0, w1, r0, w1, r0]),
+            (OpsForm::Interleaved, vec![Op::read(0, 3), Op::write(1, 2)])
+        );
+        // The higher key first: listed.
+        assert_eq!(scan(&[w1, r0, w1]).0, OpsForm::Explicit);
+        assert_eq!(scan(&[r0, w1, w1, r0]).0, OpsForm::Explicit);
+    }
+
+    #[test]
+    fn entries_and_counts_clear_when_taken() {
+        with(|r| {
+            r.begin(4, kind::COUNT);
+            let mut ends = [EndMon::default(); 3];
+            for (i, end) in ends.iter_mut().enumerate() {
+                assert!(r.list(end, 10 + i as u64, i == 1));
+            }
+            assert!(!r.list(&mut ends[0], 10, false), "listed once a period");
+            for (end, n) in ends.iter().zip([1, 0, 2]) {
+                for _ in 0..n {
+                    assert!(r.record(end, false));
+                }
+            }
+            r.set_woke(1);
+            r.end();
+            assert!(!r.record(&ends[0], false), "no period: not recorded");
+            let mut io = Vec::new();
+            r.take_entries(&mut io, true);
+            let want = |stream, reads, writes, woke_peer| StreamIo {
+                stream,
+                reads,
+                writes,
+                woke_peer,
+            };
+            assert_eq!(
+                io,
+                [
+                    want(10, 1, 0, false),
+                    want(11, 0, 0, true),
+                    want(12, 2, 0, false)
+                ]
+            );
+            io.clear();
+            r.begin(8, kind::COUNT);
+            assert!(r.list(&mut ends[0], 10, false));
+            r.end();
+            r.take_entries(&mut io, true);
+            assert_eq!(io, [want(10, 0, 0, false)]);
+        });
+    }
+}
