@@ -17,7 +17,14 @@ use rill::{MonitorConfig, MonitorFlags, Runtime};
 
 const YIELDS: u64 = 200_000;
 
-fn run(flags: MonitorFlags, dir: &std::path::Path) -> Duration {
+/// Runs `body` as the only task of a 1-worker runtime monitored with
+/// `flags`, and returns the time the task measured around it.
+fn timed_task(
+    flags: MonitorFlags,
+    dir: &std::path::Path,
+    name: &'static str,
+    body: impl FnOnce() + Send + 'static,
+) -> Duration {
     let mut rt = Runtime::builder()
         .workers(1)
         .monitor(MonitorConfig::new(flags, dir))
@@ -25,11 +32,9 @@ fn run(flags: MonitorFlags, dir: &std::path::Path) -> Duration {
         .expect("runtime");
     let out = std::sync::Arc::new(std::sync::Mutex::new(Duration::ZERO));
     let o = out.clone();
-    rt.spawn("record/yield", move || {
+    rt.spawn(name, move || {
         let t0 = Instant::now();
-        for _ in 0..YIELDS {
-            rill::yield_now();
-        }
+        body();
         *o.lock().unwrap() = t0.elapsed();
     });
     rt.run().expect("run");
@@ -37,21 +42,23 @@ fn run(flags: MonitorFlags, dir: &std::path::Path) -> Duration {
     d
 }
 
+fn run(flags: MonitorFlags, dir: &std::path::Path) -> Duration {
+    timed_task(flags, dir, "record/yield", || {
+        for _ in 0..YIELDS {
+            rill::yield_now();
+        }
+    })
+}
+
 const MESSAGES: u64 = 1_000_000;
 /// Messages written and read per dispatch in `record_event/message`.
 const ROUND: u64 = 64;
 
 fn run_messages(flags: MonitorFlags, dir: &std::path::Path) -> Duration {
-    let mut rt = Runtime::builder()
-        .workers(1)
-        .monitor(MonitorConfig::new(flags, dir))
-        .build()
-        .expect("runtime");
-    let out = std::sync::Arc::new(std::sync::Mutex::new(Duration::ZERO));
-    let o = out.clone();
-    rt.spawn("record/message", move || {
+    timed_task(flags, dir, "record/message", || {
+        // Made inside the task, so monitoring records its opening; one
+        // stream against a million messages does not move the timing.
         let (mut w, mut r) = rill::stream::<u64>(1);
-        let t0 = Instant::now();
         for i in 0..MESSAGES {
             w.write(i).expect("reader alive");
             std::hint::black_box(r.read());
@@ -59,11 +66,7 @@ fn run_messages(flags: MonitorFlags, dir: &std::path::Path) -> Duration {
                 rill::yield_now();
             }
         }
-        *o.lock().unwrap() = t0.elapsed();
-    });
-    rt.run().expect("run");
-    let d = *out.lock().unwrap();
-    d
+    })
 }
 
 fn record(c: &mut Criterion) {

@@ -88,7 +88,7 @@ pub(crate) fn stream_replace(side: Side, old: u64, new: u64) {
 /// increment or key append; listing an end (once per period) is
 /// `message_slow`, the rest `message_cold`.
 ///
-/// Inline at the call site, with the stream-count case tested first. Inlining
+/// Inline at the call site (`record` tests the stream-count case first). Inlining
 /// it used to tip LLVM into not inlining `read`/`write` into task loops (the
 /// monitoring-off path paid); now that those are `#[inline(always)]` it does
 /// not. Callgrind, `pipe --placement rr --workers 1 --messages 10000`: off
@@ -97,7 +97,7 @@ pub(crate) fn stream_replace(side: Side, old: u64, new: u64) {
 #[inline(always)]
 pub(crate) fn message(end: &mut EndMon, id: u64, write: bool) {
     period::with(|r| {
-        if !(r.count_listed(end) || r.record(end, write)) {
+        if !r.record(end, write) {
             message_slow(end, id, write)
         }
     })

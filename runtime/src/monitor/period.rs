@@ -183,18 +183,6 @@ impl Recorder {
         self.ops_stamp.set(u64::MAX);
     }
 
-    /// Counts a message of an end listed for counting in the running
-    /// period; false for anything else (nothing is recorded then).
-    #[inline(always)]
-    pub(crate) fn count_listed(&self, end: &EndMon) -> bool {
-        if end.stamp == self.count_stamp() {
-            self.count(end.idx);
-            true
-        } else {
-            false
-        }
-    }
-
     /// Records a message of a listed end on the fast path; false when the
     /// end is not listed in the running period, or needs the slow path.
     #[inline(always)]

@@ -396,19 +396,12 @@ impl WorkerLocal {
                 return false;
             }
         };
-        task.stack_lo.set(stack.lo());
-        task.stack_guard.set(stack.guard());
-        if stack.guard() == 0 {
-            task.canary_at.set(stack.lo());
-        }
         // SAFETY: we own the task; `start` is taken exactly once.
         let f = task
             .start
             .with_mut(|p| unsafe { (*p).take() })
             .expect("a new task has its closure");
-        let coro = make_coroutine(t, stack, f);
-        // SAFETY: we own the task.
-        task.coro.with_mut(|p| unsafe { *p = Some(coro) });
+        self.install_coroutine(t, stack, f);
         true
     }
 
