@@ -242,3 +242,81 @@ fn long_periods_are_counted() {
         assert!(counts.values().all(|&n| n == 1500), "{flags}: {counts:?}");
     }
 }
+
+/// Operations that move nothing (a `try_` on an empty or full stream, a read
+/// at the end of the stream, a write to a closed stream, a poll) record
+/// nothing: the message a stream operation records as it starts is taken
+/// back.
+#[test]
+fn operations_that_move_nothing_record_nothing() {
+    for flags in MODES {
+        for workers in [1, 2] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut rt = Runtime::builder()
+                .workers(workers)
+                .pin(false)
+                .monitor(MonitorConfig::new(flags, dir.path()))
+                .build()
+                .unwrap();
+            rt.run_main(|| {
+                let (mut w, mut r) = rill::stream::<u64>(2);
+                let (mut w2, r2) = rill::stream::<u64>(2);
+                rill::spawn("trier", move || {
+                    let mut sent = 0;
+                    while sent < 100 {
+                        match w.try_write(sent) {
+                            Ok(()) => sent += 1,
+                            Err(rill::TryWriteError::Full(_)) => rill::yield_now(),
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                    // The reader is gone after it read 100: writes fail.
+                    while w.write(7).is_ok() {
+                        rill::yield_now();
+                    }
+                });
+                rill::spawn("closer", move || {
+                    drop(r2);
+                    for _ in 0..3 {
+                        assert!(w2.write(1).is_err());
+                        assert!(w2.try_write(1).is_err());
+                    }
+                });
+                let mut got = 0;
+                while got < 100 {
+                    match r.try_read() {
+                        Ok(_) => got += 1,
+                        Err(rill::TryReadError::Empty) => {
+                            let mut rs = [r];
+                            rill::poll(&mut rs);
+                            let [back] = rs;
+                            r = back;
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                drop(r);
+                let (w3, mut r3) = rill::stream::<u64>(2);
+                drop(w3);
+                assert_eq!(r3.read(), None);
+                assert_eq!(r3.try_read(), Err(rill::TryReadError::Closed));
+            })
+            .unwrap();
+            let counts = stream_counts(dir.path(), workers);
+            // The first stream: 100 read; 100 written, plus what raced with
+            // the reader's drop (written, never read). The second: a write
+            // to a stream whose reader is gone still fills the ring before
+            // it reports the error; the rest move nothing. The third: none.
+            let first = counts.keys().next().unwrap().0;
+            for ((stream, write), n) in &counts {
+                match (*stream == first, write) {
+                    (true, false) => assert_eq!(*n, 100, "{flags} {workers}: {counts:?}"),
+                    (true, true) => assert!((100..=102).contains(n), "{flags}: {counts:?}"),
+                    (false, true) => assert!(*n <= 2, "{flags} {workers}: {counts:?}"),
+                    (false, false) => panic!("{flags} {workers}: reads recorded: {counts:?}"),
+                }
+            }
+            assert!(counts.len() >= 2, "{flags} {workers}: {counts:?}");
+        }
+    }
+}

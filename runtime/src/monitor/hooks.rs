@@ -82,39 +82,69 @@ pub(crate) fn stream_replace(side: Side, old: u64, new: u64) {
     }
 }
 
-/// A message moved through an end; only reached when the end was bound
-/// while monitoring was on. On the fast path (the end is listed in the
-/// running period) it is a thread-local stamp compare and one counter
-/// increment or key append; listing an end (once per period) is
-/// `message_slow`, the rest `message_cold`.
+/// The monitoring check at the start of a stream operation that may move a
+/// message through `end`, whose stamp is not 0 (see [`EndMon`]): records the
+/// message (a counter increment or a key append, on this thread) if the end
+/// is listed in the running period. False when the end needs [`bind`] or
+/// [`enter_slow`]: it is unbound, or not listed in the running period, or
+/// its message goes to the worker's log.
 ///
-/// Inline at the call site (`record` tests the stream-count case first). Inlining
-/// it used to tip LLVM into not inlining `read`/`write` into task loops (the
-/// monitoring-off path paid); now that those are `#[inline(always)]` it does
-/// not. Callgrind, `pipe --placement rr --workers 1 --messages 10000`: off
-/// 72.8M instructions out of line, 72.7M inline; stream counts 127.2M →
-/// 117.7M; full 161.6M → 150.4M.
+/// The message is recorded before it moves; an operation that moves nothing
+/// (it blocks, or finds the stream empty, full or closed) calls [`leave`].
+/// So each stream operation makes one check, a compare of the end's stamp
+/// with zero; where nothing is recorded that is all.
 #[inline(always)]
-pub(crate) fn message(end: &mut EndMon, id: u64, write: bool) {
-    period::with(|r| {
-        if !r.record(end, write) {
-            message_slow(end, id, write)
-        }
-    })
+pub(crate) fn enter(end: &EndMon, write: bool) -> bool {
+    cfg!(feature = "monitor") && period::with(|r| r.record(end, write))
 }
 
-/// The first message of `end` in a period: list it (on this thread, no log
-/// lookup) and record; anything else goes to [`message_cold`].
+/// A task uses `end` for the first time: its stamp from now on. Plain (0)
+/// unless a period that records messages runs here.
+#[cold]
+pub(crate) fn bind() -> u64 {
+    if on() && period::with(|r| r.epoch() != 0 && !r.records_nothing()) {
+        EndMon::BOUND
+    } else {
+        0
+    }
+}
+
+/// The rest of [`enter`], for a bound end: list it in the running period
+/// (on this thread, no log lookup) and record; anything else goes to
+/// [`message_cold`].
 #[inline(never)]
-fn message_slow(end: &mut EndMon, id: u64, write: bool) {
+pub(crate) fn enter_slow(end: &mut EndMon, id: u64, write: bool) {
+    if !cfg!(feature = "monitor") {
+        return;
+    }
     period::with(|r| {
-        if !(r.list(end, id, write) && r.record(end, write)) {
+        if r.epoch() == 0 || !on() {
+            // No period runs here (a thread that is not a worker): not
+            // listed.
+            end.stamp = EndMon::BOUND;
+        } else if r.records_nothing() {
+            end.stamp = 0;
+        } else if !(r.list(end, id, write) && r.record(end, write)) {
             message_cold(end, id, write)
         }
     })
 }
 
-/// The worker's log's part of [`message`]: list an end beyond the
+/// The operation [`enter`] (or [`enter_slow`]) recorded moved nothing: take
+/// the message back. For an end with a nonzero stamp.
+#[inline(never)]
+pub(crate) fn leave(end: &EndMon, write: bool) {
+    if !cfg!(feature = "monitor") {
+        return;
+    }
+    period::with(|r| {
+        if !r.leave(end) && on() && r.epoch() != 0 && end.epoch() == r.epoch() {
+            with_log(|l| l.unmessage(end, write));
+        }
+    })
+}
+
+/// The worker's log's part of [`enter_slow`]: list an end beyond the
 /// thread-local entries, spill a full key list, or record a `SLOW` message.
 #[cold]
 #[inline(never)]
@@ -122,11 +152,22 @@ fn message_cold(end: &mut EndMon, id: u64, write: bool) {
     with_log(|l| l.message(end, id, write));
 }
 
+/// The last operation on `end` woke the task on the other side. That
+/// operation listed the end in the period, if one runs.
 #[cold]
 #[inline(never)]
-pub(crate) fn woke_peer(end: &mut EndMon, _id: u64) {
+pub(crate) fn woke_peer(end: &EndMon) {
     if on() {
-        with_log(|l| l.woke_peer(end));
+        let over = period::with(|r| {
+            let listed = r.epoch() != 0 && end.epoch() == r.epoch() && end.kind() != 0;
+            if listed {
+                r.set_woke(end.idx);
+            }
+            listed && usize::from(end.idx) >= period::MAX_IO
+        });
+        if over {
+            with_log(|l| l.woke_peer(end));
+        }
     }
 }
 

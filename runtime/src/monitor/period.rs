@@ -58,8 +58,13 @@ pub(crate) mod kind {
 /// Per-end monitoring state kept in each stream end: the stamp (epoch and
 /// kind) of the period that last listed the end, and its entry there.
 ///
-/// The default (stamp 0) equals this thread's epoch outside any period,
-/// where messages are not recorded.
+/// Three stamps are not epochs (which are at least `1 << 40`):
+/// - 0 (the default): *plain*, an end whose messages are not recorded (it
+///   was bound where the run records no messages); its stream operations
+///   make one compare with zero, as with the hooks compiled out;
+/// - [`UNBOUND`](Self::UNBOUND): a new end that no task used yet;
+/// - [`BOUND`](Self::BOUND): an end whose messages are recorded, not listed
+///   in any running period.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct EndMon {
     pub(crate) stamp: u64,
@@ -67,6 +72,44 @@ pub(crate) struct EndMon {
 }
 
 impl EndMon {
+    /// The stamp of an end no task has used yet.
+    pub(crate) const UNBOUND: u64 = 1;
+    /// The stamp of an end whose messages are recorded, between periods.
+    pub(crate) const BOUND: u64 = 2;
+
+    /// A new end's state: unbound.
+    pub(crate) const fn unbound() -> Self {
+        EndMon {
+            stamp: Self::UNBOUND,
+            idx: 0,
+        }
+    }
+
+    /// Whether the end's stream operations need more than this check: its
+    /// stamp is not 0 (plain).
+    ///
+    /// Stays a compare of memory with zero (as with the hooks compiled
+    /// out) because the record path loads the stamp again, volatile
+    /// ([`stamp_again`](Self::stamp_again)); sharing one load, LLVM keeps the
+    /// value in a register and the check costs a load, a test and a branch.
+    #[inline(always)]
+    pub(crate) fn is_recorded(&self) -> bool {
+        self.stamp != 0
+    }
+
+    /// The stamp, loaded again (see [`is_recorded`](Self::is_recorded)).
+    #[inline(always)]
+    pub(crate) fn stamp_again(&self) -> u64 {
+        // SAFETY: a read of a field through a valid reference.
+        unsafe { std::ptr::read_volatile(&self.stamp) }
+    }
+
+    /// Whether no task has used the end yet.
+    #[inline(always)]
+    pub(crate) fn is_unbound(&self) -> bool {
+        self.stamp == Self::UNBOUND
+    }
+
     /// The epoch of the period that last listed the end.
     #[inline]
     pub(crate) fn epoch(&self) -> u64 {
@@ -187,17 +230,41 @@ impl Recorder {
     /// end is not listed in the running period, or needs the slow path.
     #[inline(always)]
     pub(crate) fn record(&self, end: &EndMon, write: bool) -> bool {
-        let s = end.stamp;
+        let s = end.stamp_again();
         if s == self.count_stamp() {
             self.count(end.idx);
             true
         } else if s == self.ops_stamp() {
             self.push_op(end.idx, write)
         } else {
-            // Listed with nothing to record, or (stamp 0 = epoch 0) a
-            // never-listed end outside any period.
-            s == self.epoch()
+            false
         }
+    }
+
+    /// Takes back what [`record`](Self::record) recorded on the fast path for
+    /// an operation that moved no message (it blocked, or the stream was
+    /// empty, full or closed). False when that was recorded elsewhere (the
+    /// worker's log) or not at all: the caller decides.
+    #[inline]
+    pub(crate) fn leave(&self, end: &EndMon) -> bool {
+        let s = end.stamp;
+        if s == self.count_stamp() {
+            let c = &self.counts[usize::from(end.idx) & (MAX_IO - 1)];
+            c.set(c.get().wrapping_sub(1));
+            true
+        } else if s == self.ops_stamp() {
+            self.pop_op();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether the running period records no messages (messages need no
+    /// listing).
+    #[inline]
+    pub(crate) fn records_nothing(&self) -> bool {
+        self.run_kind.get() == kind::NONE
     }
 
     /// Lists `end` (of `stream`, writing if `write`) in the running period
@@ -212,7 +279,7 @@ impl Recorder {
         }
         let k = self.run_kind.get();
         if k == kind::NONE {
-            end.stamp = e;
+            // Nothing to list: the end stays at stamp 0, which `hot` matches.
             return true;
         }
         let n = self.io_len.get() as usize;
@@ -286,6 +353,68 @@ impl Recorder {
         } else {
             false
         }
+    }
+
+    /// Takes back the last key pushed (see [`leave`](Self::leave)); false
+    /// when none is held.
+    #[inline]
+    pub(crate) fn pop_op(&self) -> bool {
+        let n = self.keys_len.get();
+        debug_assert!(n > 0, "no key to take back");
+        if n == 0 {
+            return false;
+        }
+        self.keys_len.set(n - 1);
+        true
+    }
+
+    /// Entries listed in the running period (or the one that just ended).
+    #[inline]
+    pub(crate) fn io_len(&self) -> usize {
+        self.io_len.get() as usize
+    }
+
+    /// Entry `i` (below [`MAX_IO`] and [`io_len`](Self::io_len)) with its
+    /// count (zero unless `counted`), as the period's record lists it.
+    #[inline(always)]
+    pub(crate) fn entry(&self, i: usize, counted: bool) -> StreamIo {
+        let i = i & (MAX_IO - 1);
+        let c = if counted { self.counts[i].get() } else { 0 };
+        let write = self.writes.get() >> i & 1 != 0;
+        StreamIo {
+            stream: self.ids[i].get(),
+            reads: if write { 0 } else { c },
+            writes: if write { c } else { 0 },
+            woke_peer: self.woke.get() >> i & 1 != 0,
+        }
+    }
+
+    /// Zeroes the counts of the period's entries.
+    #[inline]
+    pub(crate) fn clear_counts(&self) {
+        let n = (self.io_len.get() as usize).min(MAX_IO);
+        for c in &self.counts[..n] {
+            c.set(0);
+        }
+    }
+
+    /// Forgets the period's entries (at most [`MAX_IO`]) and their counts.
+    #[inline]
+    pub(crate) fn clear_entries(&self) {
+        let n = (self.io_len.replace(0) as usize).min(MAX_IO);
+        self.writes.set(0);
+        self.woke.set(0);
+        for c in &self.counts[..n] {
+            c.set(0);
+        }
+    }
+
+    /// Adds `n` messages to entry `i`'s count (ops mode, from
+    /// [`scan_ops`](Self::scan_ops)).
+    #[inline]
+    pub(crate) fn add_count(&self, i: u16, n: u32) {
+        let c = &self.counts[usize::from(i) & (MAX_IO - 1)];
+        c.set(c.get().wrapping_add(n));
     }
 
     /// The held keys.

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::clock;
 use super::flags::MonitorFlags;
-use super::format::{Encoder, EndState, Header, Op, OpsForm, PeriodRef, Side as LogSide, StreamIo};
+use super::format::{
+    Encoder, EndState, Header, Op, OpsForm, PeriodHead, PeriodRef, Side as LogSide, StreamIo,
+};
 pub(crate) use super::period::EndMon;
 use super::period::{self, kind, Recorder, MAX_IO};
 use super::writer::LogWriter;
@@ -204,8 +206,78 @@ impl WorkerLog {
         let end = clock::now();
         let start = self.last;
         self.last = end;
-        let form = period::with(|r| {
+        let fast = period::with(|r| {
             r.end();
+            if !self.over.is_empty() || !self.ops.is_empty() {
+                return false;
+            }
+            let form = match self.run_kind {
+                kind::NONE => OpsForm::None,
+                kind::COUNT => OpsForm::None,
+                kind::OPS => {
+                    let form = r.scan_ops(|i, _, n| r.add_count(i, n));
+                    if form == OpsForm::Explicit {
+                        // Listed ops: the general path below (counts from the
+                        // list again, so undo the scan's).
+                        r.clear_counts();
+                        return false;
+                    }
+                    #[cfg(debug_assertions)]
+                    {
+                        // Check the form found on the fly against the list.
+                        let io: Vec<_> = (0..r.io_len().min(MAX_IO))
+                            .map(|i| r.entry(i, true))
+                            .collect();
+                        let mut ops = Vec::new();
+                        r.take_ops(&mut ops);
+                        let p = PeriodRef {
+                            start,
+                            end,
+                            task,
+                            end_state,
+                            io: &io,
+                            ops: &ops,
+                            op_times: &[],
+                        };
+                        debug_assert_eq!(ops_form(&p), form, "ops form for {p:?}");
+                    }
+                    r.clear_ops();
+                    form
+                }
+                _ => return false,
+            };
+            if self.has(MonitorFlags::SCHEDULER) {
+                let counted = self.run_kind != kind::NONE;
+                self.enc.period_parts(
+                    &mut self.writer,
+                    PeriodHead {
+                        start,
+                        end,
+                        task,
+                        end_state,
+                    },
+                    r.io_len().min(MAX_IO),
+                    |i| r.entry(i, counted),
+                    &[],
+                    &[],
+                    form,
+                );
+            }
+            r.clear_entries();
+            true
+        });
+        if !fast {
+            self.end_period_listed(start, end, task, end_state);
+        }
+    }
+
+    /// [`end_period`](Self::end_period) for a period whose entries or ops do
+    /// not all fit the thread-local recorder, or whose ops are listed (and in
+    /// debug builds, which check the form found on the fly).
+    #[cold]
+    #[inline(never)]
+    fn end_period_listed(&mut self, start: u64, end: u64, task: u64, end_state: EndState) {
+        let form = period::with(|r| {
             r.take_entries(&mut self.io, self.run_kind == kind::COUNT);
             if !self.over.is_empty() {
                 self.io.append(&mut self.over);
@@ -332,16 +404,39 @@ impl WorkerLog {
         r.spill(&mut self.ops);
     }
 
-    /// The last operation on `end` woke the task on the other side. That
-    /// operation listed the end in the period, if one runs.
+    /// The last operation on `end` woke the task on the other side; `end`
+    /// is listed in the running period with an entry the log holds (from
+    /// `MAX_IO` on; [`hooks::woke_peer`](super::hooks::woke_peer) marks the
+    /// others).
     pub(crate) fn woke_peer(&mut self, end: &EndMon) {
-        period::with(|r| {
-            if r.epoch() != 0 && end.epoch() == r.epoch() && end.kind() != kind::NONE {
-                r.set_woke(end.idx);
-                if let Some(s) = self.over_mut(end.idx) {
-                    s.woke_peer = true;
+        if let Some(s) = self.over_mut(end.idx) {
+            s.woke_peer = true;
+        }
+    }
+
+    /// Takes back the message that [`message`](Self::message) recorded for
+    /// an operation on `end` (listed in the running period) that moved
+    /// nothing.
+    pub(crate) fn unmessage(&mut self, end: &EndMon, write: bool) {
+        period::with(|r| match end.kind() {
+            kind::COUNT | kind::OPS => {
+                r.leave(end);
+            }
+            kind::SLOW => {
+                if self.has(MonitorFlags::MESSAGE) {
+                    r.pop_op();
+                    if self.has(MonitorFlags::MESSAGE_TIME) {
+                        self.op_times.pop();
+                    }
+                } else if let Some(s) = self.over_mut(end.idx) {
+                    if write {
+                        s.writes = s.writes.wrapping_sub(1);
+                    } else {
+                        s.reads = s.reads.wrapping_sub(1);
+                    }
                 }
             }
+            _ => {}
         })
     }
 }

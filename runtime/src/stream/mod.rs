@@ -34,10 +34,6 @@ use crate::context;
 use crate::monitor::worker_log::EndMon;
 use crate::task::BlockedOn;
 
-const UNBOUND: u8 = 0;
-const PLAIN: u8 = 1;
-const MONITORED: u8 = 2;
-
 /// The stream's reader is gone; the message was not delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("stream {0} is closed: its reader end was dropped")]
@@ -104,18 +100,16 @@ pub fn try_stream<T: Send + 'static>(
             core: core.clone(),
             tail: 0,
             head_cache: 0,
-            mode: UNBOUND,
             sent: 0,
-            mon: EndMon::default(),
+            mon: EndMon::unbound(),
         },
         Reader {
             core,
             head: 0,
             tail_cache: 0,
-            mode: UNBOUND,
             received: 0,
             poll_cursor: 0,
-            mon: EndMon::default(),
+            mon: EndMon::unbound(),
         },
     ))
 }
@@ -125,10 +119,9 @@ pub struct Writer<T: Send + 'static> {
     core: Arc<Core<T>>,
     tail: usize,
     head_cache: usize,
-    /// UNBOUND until first use; then PLAIN, or MONITORED when the run records
-    /// messages (decided once, so the per-message check is on this field).
-    mode: u8,
     sent: u64,
+    /// Unbound until first use; then the monitoring state that the one check
+    /// per operation ([`hooks::enter`](crate::hooks::enter)) compares.
     mon: EndMon,
 }
 
@@ -137,11 +130,9 @@ pub struct Reader<T: Send + 'static> {
     core: Arc<Core<T>>,
     head: usize,
     tail_cache: usize,
-    /// UNBOUND until first use; then PLAIN, or MONITORED when the run records
-    /// messages (decided once, so the per-message check is on this field).
-    mode: u8,
     received: u64,
     poll_cursor: usize,
+    /// As in [`Writer`].
     mon: EndMon,
 }
 
@@ -185,9 +176,7 @@ impl<T: Send + 'static> Writer<T> {
     // message would cost as much again.
     #[inline(always)]
     pub fn write(&mut self, v: T) -> Result<(), StreamClosed> {
-        if self.mode == UNBOUND {
-            self.bind();
-        }
+        self.enter();
         let tail = self.tail;
         if tail.wrapping_sub(self.head_cache) >= self.core.cap {
             // Acquire: pairs with the reader's Release store of head, so the
@@ -211,9 +200,6 @@ impl<T: Send + 'static> Writer<T> {
             .store(tail.wrapping_add(1), Ordering::Release);
         self.tail = tail.wrapping_add(1);
         self.sent += 1;
-        if self.mode == MONITORED {
-            crate::hooks::message(&mut self.mon, self.core.id, true);
-        }
         // Store-load barrier between our tail store and the load of the reader's
         // slot; the other half is the reader's registration fence plus the
         // worker's heavy barrier (barrier.rs).
@@ -230,8 +216,8 @@ impl<T: Send + 'static> Writer<T> {
     fn after_write_cold(&mut self, st: u8) -> Result<(), StreamClosed> {
         match st {
             WAITING => {
-                if self.core.rslot.wake() && self.mode == MONITORED {
-                    crate::hooks::woke_peer(&mut self.mon, self.core.id);
+                if self.core.rslot.wake() {
+                    crate::hooks::woke_peer(&self.mon);
                 }
                 Ok(())
             }
@@ -245,6 +231,7 @@ impl<T: Send + 'static> Writer<T> {
     fn write_full(&mut self, v: T) -> Result<(), StreamClosed> {
         loop {
             if self.core.rslot.is_closed() {
+                self.leave();
                 return Err(StreamClosed(self.core.id));
             }
             let tail = self.tail;
@@ -254,6 +241,8 @@ impl<T: Send + 'static> Writer<T> {
             }
             let peer = nonzero(self.core.reader_task.load(Ordering::Relaxed));
             self.note_owner();
+            // The message is recorded in the period it moves in.
+            self.leave();
             let core = &self.core;
             context::block(
                 &[&core.wslot],
@@ -264,21 +253,22 @@ impl<T: Send + 'static> Writer<T> {
                 || core.has_room(tail) || core.rslot.is_closed(),
                 |pending| context::note_pending(pending, core, Side::Writer),
             );
+            self.enter();
         }
     }
 
     /// Writes `v` if there is room now; never blocks.
     pub fn try_write(&mut self, v: T) -> Result<(), TryWriteError<T>> {
-        if self.mode == UNBOUND {
-            self.bind();
-        }
+        self.enter();
         if self.core.rslot.is_closed() {
+            self.leave();
             return Err(TryWriteError::Closed(v));
         }
         let tail = self.tail;
         if tail.wrapping_sub(self.head_cache) >= self.core.cap {
             self.head_cache = self.core.head.load(Ordering::Acquire);
             if tail.wrapping_sub(self.head_cache) >= self.core.cap {
+                self.leave();
                 return Err(TryWriteError::Full(v));
             }
         }
@@ -299,11 +289,34 @@ impl<T: Send + 'static> Writer<T> {
         std::mem::replace(self, new)
     }
 
+    /// The monitoring check before an operation that may move a message
+    /// (see [`hooks::enter`](crate::hooks::enter)); binds a new end.
+    #[inline(always)]
+    fn enter(&mut self) {
+        if self.mon.is_recorded() && !crate::hooks::enter(&self.mon, true) {
+            self.enter_cold();
+        }
+    }
+
     #[cold]
-    fn bind(&mut self) {
-        self.mode = if crate::hooks::on() { MONITORED } else { PLAIN };
-        self.note_owner();
-        crate::hooks::stream_bind(self.core.id, Side::Writer);
+    #[inline(never)]
+    fn enter_cold(&mut self) {
+        if self.mon.is_unbound() {
+            self.mon.stamp = crate::hooks::bind();
+            self.note_owner();
+            crate::hooks::stream_bind(self.core.id, Side::Writer);
+        }
+        if self.mon.stamp != 0 {
+            crate::hooks::enter_slow(&mut self.mon, self.core.id, true);
+        }
+    }
+
+    /// The operation after [`enter`](Self::enter) moved nothing.
+    #[inline]
+    fn leave(&self) {
+        if self.mon.stamp != 0 {
+            crate::hooks::leave(&self.mon, true);
+        }
     }
 
     fn note_owner(&self) {
@@ -340,9 +353,7 @@ impl<T: Send + 'static> Reader<T> {
     // message would cost as much again.
     #[inline(always)]
     pub fn read(&mut self) -> Option<T> {
-        if self.mode == UNBOUND {
-            self.bind();
-        }
+        self.enter();
         let head = self.head;
         if head == self.tail_cache {
             // Acquire: pairs with the writer's Release store of tail.
@@ -364,9 +375,6 @@ impl<T: Send + 'static> Reader<T> {
             .store(head.wrapping_add(1), Ordering::Release);
         self.head = head.wrapping_add(1);
         self.received += 1;
-        if self.mode == MONITORED {
-            crate::hooks::message(&mut self.mon, self.core.id, false);
-        }
         // Store-load barrier, as in Writer::push.
         barrier::light();
         if self.core.wslot.state.load(Ordering::Relaxed) == WAITING {
@@ -378,8 +386,8 @@ impl<T: Send + 'static> Reader<T> {
     #[cold]
     #[inline(never)]
     fn after_read_cold(&mut self) {
-        if self.core.wslot.wake() && self.mode == MONITORED {
-            crate::hooks::woke_peer(&mut self.mon, self.core.id);
+        if self.core.wslot.wake() {
+            crate::hooks::woke_peer(&self.mon);
         }
     }
 
@@ -396,10 +404,13 @@ impl<T: Send + 'static> Reader<T> {
                 if self.refresh() {
                     return Some(self.pop(head));
                 }
+                self.leave();
                 return None;
             }
             let peer = nonzero(self.core.writer_task.load(Ordering::Relaxed));
             self.note_owner();
+            // The message is recorded in the period it moves in.
+            self.leave();
             let core = &self.core;
             context::block(
                 &[&core.rslot],
@@ -410,6 +421,7 @@ impl<T: Send + 'static> Reader<T> {
                 || core.has_data(head) || core.wslot.is_closed(),
                 |pending| context::note_pending(pending, core, Side::Reader),
             );
+            self.enter();
         }
     }
 
@@ -421,9 +433,7 @@ impl<T: Send + 'static> Reader<T> {
 
     /// Reads a message if one is there now; never blocks.
     pub fn try_read(&mut self) -> Result<T, TryReadError> {
-        if self.mode == UNBOUND {
-            self.bind();
-        }
+        self.enter();
         let head = self.head;
         if head != self.tail_cache || self.refresh() {
             return Ok(self.pop(head));
@@ -432,8 +442,10 @@ impl<T: Send + 'static> Reader<T> {
             if self.refresh() {
                 return Ok(self.pop(head));
             }
+            self.leave();
             return Err(TryReadError::Closed);
         }
+        self.leave();
         Err(TryReadError::Empty)
     }
 
@@ -448,11 +460,33 @@ impl<T: Send + 'static> Reader<T> {
         std::mem::replace(self, new)
     }
 
+    /// As [`Writer::enter`].
+    #[inline(always)]
+    fn enter(&mut self) {
+        if self.mon.is_recorded() && !crate::hooks::enter(&self.mon, false) {
+            self.enter_cold();
+        }
+    }
+
     #[cold]
-    fn bind(&mut self) {
-        self.mode = if crate::hooks::on() { MONITORED } else { PLAIN };
-        self.note_owner();
-        crate::hooks::stream_bind(self.core.id, Side::Reader);
+    #[inline(never)]
+    fn enter_cold(&mut self) {
+        if self.mon.is_unbound() {
+            self.mon.stamp = crate::hooks::bind();
+            self.note_owner();
+            crate::hooks::stream_bind(self.core.id, Side::Reader);
+        }
+        if self.mon.stamp != 0 {
+            crate::hooks::enter_slow(&mut self.mon, self.core.id, false);
+        }
+    }
+
+    /// As [`Writer::leave`].
+    #[inline]
+    fn leave(&self) {
+        if self.mon.stamp != 0 {
+            crate::hooks::leave(&self.mon, false);
+        }
     }
 
     fn note_owner(&self) {

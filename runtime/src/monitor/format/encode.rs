@@ -208,6 +208,19 @@ pub(crate) enum OpsForm {
     Explicit,
 }
 
+/// A period's fixed part (see [`Encoder::period_parts`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PeriodHead {
+    /// When the task was dispatched (ticks).
+    pub start: u64,
+    /// When it stopped (ticks).
+    pub end: u64,
+    /// The task id.
+    pub task: u64,
+    /// Why it stopped.
+    pub end_state: EndState,
+}
+
 /// A period to encode, borrowing its lists (see [`Encoder::period`]).
 #[derive(Clone, Copy, Debug)]
 pub struct PeriodRef<'a> {
@@ -432,23 +445,61 @@ impl Encoder {
             "op io_index out of range"
         );
         let form = match form {
-            _ if !p.op_times.is_empty() => OpsForm::Check,
+            _ if !p.op_times.is_empty() => {
+                if !p.ops.is_empty() && ops_are_implied(p.io, p.ops) {
+                    OpsForm::Implied
+                } else if ops_are_interleaved(p.io, p.ops) {
+                    OpsForm::Interleaved
+                } else {
+                    OpsForm::Explicit
+                }
+            }
             OpsForm::Check if p.ops.is_empty() => OpsForm::None,
             OpsForm::Check if ops_are_implied(p.io, p.ops) => OpsForm::Implied,
             OpsForm::Check if ops_are_interleaved(p.io, p.ops) => OpsForm::Interleaved,
             OpsForm::Check => OpsForm::Explicit,
             f => f,
         };
-        let max_len =
-            PERIOD_FIXED_MAX + p.io.len() * IO_MAX + p.ops.len() * OP_MAX + p.op_times.len() * V;
-        let dstart = self.delta(p.start);
-        self.last = p.end;
-        let dur = p.end.wrapping_sub(p.start);
+        self.period_parts(
+            sink,
+            PeriodHead {
+                start: p.start,
+                end: p.end,
+                task: p.task,
+                end_state: p.end_state,
+            },
+            p.io.len(),
+            |i| p.io[i],
+            p.ops,
+            p.op_times,
+            form,
+        )
+    }
+
+    /// A period whose entries come from `io(0..n_io)` (so that the runtime
+    /// can encode them from where it keeps them, without a list); `form` is
+    /// resolved (not `Check`) unless there are `op_times`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn period_parts<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        h: PeriodHead,
+        n_io: usize,
+        io: impl Fn(usize) -> StreamIo,
+        ops: &[Op],
+        op_times: &[u64],
+        form: OpsForm,
+    ) {
+        let max_len = PERIOD_FIXED_MAX + n_io * IO_MAX + ops.len() * OP_MAX + op_times.len() * V;
+        let dstart = self.delta(h.start);
+        self.last = h.end;
+        let dur = h.end.wrapping_sub(h.start);
         emit(sink, max_len, |o| {
             o.var(dstart);
             o.var(dur);
-            o.var(p.task);
-            let io_code = match p.io.len() {
+            o.var(h.task);
+            let io_code = match n_io {
                 n @ 0..=2 => n as u8,
                 n => {
                     o.var(n as u64);
@@ -457,47 +508,48 @@ impl Encoder {
             };
             // The entry of the stream the task blocked on is marked; if there
             // is none, the stream id follows the entries.
-            let blocked = p.end_state.stream();
-            let mark = blocked.and_then(|b| p.io.iter().position(|s| s.stream == b));
-            for (i, s) in p.io.iter().enumerate() {
-                put_io(o, s, mark == Some(i));
+            let blocked = h.end_state.stream();
+            let mark = blocked.and_then(|b| (0..n_io).position(|i| io(i).stream == b));
+            for i in 0..n_io {
+                put_io(o, &io(i), mark == Some(i));
             }
             if let (Some(stream), None) = (blocked, mark) {
                 o.var(stream);
             }
-            let mode = if p.op_times.is_empty() {
+            let mode = if op_times.is_empty() {
                 match form {
                     OpsForm::None => tag::OPS_NONE,
                     OpsForm::Implied => tag::OPS_IMPLIED,
                     OpsForm::Interleaved => tag::OPS_INTERLEAVED,
                     OpsForm::Explicit | OpsForm::Check => {
-                        o.var((p.ops.len() as u64) << 3 | tag::FORM_EXPLICIT << 1);
-                        for op in p.ops {
+                        o.var((ops.len() as u64) << 3 | tag::FORM_EXPLICIT << 1);
+                        for op in ops {
                             put_op(o, op);
                         }
                         tag::OPS_LISTED
                     }
                 }
             } else {
-                if !p.ops.is_empty() && ops_are_implied(p.io, p.ops) {
+                // Timed: the caller resolved the form from the lists.
+                if form == OpsForm::Implied {
                     o.byte((tag::FORM_IMPLIED << 1 | 1) as u8);
-                } else if ops_are_interleaved(p.io, p.ops) {
+                } else if form == OpsForm::Interleaved {
                     o.byte((tag::FORM_INTERLEAVED << 1 | 1) as u8);
                 } else {
-                    o.var((p.ops.len() as u64) << 3 | tag::FORM_EXPLICIT << 1 | 1);
-                    for op in p.ops {
+                    o.var((ops.len() as u64) << 3 | tag::FORM_EXPLICIT << 1 | 1);
+                    for op in ops {
                         put_op(o, op);
                     }
                 }
-                o.var(p.op_times.len() as u64);
-                let mut prev = p.start;
-                for &t in p.op_times {
+                o.var(op_times.len() as u64);
+                let mut prev = h.start;
+                for &t in op_times {
                     o.var(zigzag(t.wrapping_sub(prev) as i64));
                     prev = t;
                 }
                 tag::OPS_LISTED
             };
-            tag::PERIOD | mode << 5 | io_code << 3 | p.end_state.code()
+            tag::PERIOD | mode << 5 | io_code << 3 | h.end_state.code()
         });
     }
 

@@ -70,8 +70,8 @@ mod record;
 pub use decode::{
     parse_log, read_log, DecodeError, DecodeErrorKind, Decoder, EndReason, Log, LogError,
 };
-pub(crate) use encode::OpsForm;
 pub use encode::{Encoder, PeriodRef, Sink, VecSink};
+pub(crate) use encode::{OpsForm, PeriodHead};
 pub use record::{
     implied_ops, interleaved_ops, EndState, Op, Record, Side, StreamIo, MAX_INTERLEAVED,
 };
