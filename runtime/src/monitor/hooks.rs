@@ -118,7 +118,8 @@ pub(crate) fn enter_slow(end: &mut EndMon, id: u64, write: bool) {
         return;
     }
     period::with(|r| {
-        if r.epoch() == 0 || !on() {
+        // A nonzero epoch means a period of a monitored run (on() holds).
+        if r.epoch() == 0 {
             // No period runs here (a thread that is not a worker): not
             // listed.
             end.stamp = EndMon::BOUND;

@@ -375,11 +375,13 @@ impl Recorder {
     }
 
     /// Entry `i` (below [`MAX_IO`] and [`io_len`](Self::io_len)) with its
-    /// count (zero unless `counted`), as the period's record lists it.
+    /// count (zero unless `counted`), as the period's record lists it; the
+    /// count is reset.
     #[inline(always)]
-    pub(crate) fn entry(&self, i: usize, counted: bool) -> StreamIo {
+    pub(crate) fn take_entry(&self, i: usize, counted: bool) -> StreamIo {
         let i = i & (MAX_IO - 1);
-        let c = if counted { self.counts[i].get() } else { 0 };
+        let c = self.counts[i].replace(0);
+        let c = if counted { c } else { 0 };
         let write = self.writes.get() >> i & 1 != 0;
         StreamIo {
             stream: self.ids[i].get(),
@@ -398,15 +400,20 @@ impl Recorder {
         }
     }
 
-    /// Forgets the period's entries (at most [`MAX_IO`]) and their counts.
+    /// The entry (below [`MAX_IO`]) of `stream`, if listed.
+    #[inline]
+    pub(crate) fn entry_of(&self, stream: u64) -> Option<usize> {
+        let n = (self.io_len.get() as usize).min(MAX_IO);
+        self.ids[..n].iter().position(|id| id.get() == stream)
+    }
+
+    /// Forgets the period's entries, whose counts [`take_entry`](Self::take_entry)
+    /// reset.
     #[inline]
     pub(crate) fn clear_entries(&self) {
-        let n = (self.io_len.replace(0) as usize).min(MAX_IO);
+        self.io_len.set(0);
         self.writes.set(0);
         self.woke.set(0);
-        for c in &self.counts[..n] {
-            c.set(0);
-        }
     }
 
     /// Adds `n` messages to entry `i`'s count (ops mode, from

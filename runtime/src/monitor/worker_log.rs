@@ -226,7 +226,11 @@ impl WorkerLog {
                     {
                         // Check the form found on the fly against the list.
                         let io: Vec<_> = (0..r.io_len().min(MAX_IO))
-                            .map(|i| r.entry(i, true))
+                            .map(|i| {
+                                let e = r.take_entry(i, true);
+                                r.add_count(i as u16, e.reads + e.writes);
+                                e
+                            })
                             .collect();
                         let mut ops = Vec::new();
                         r.take_ops(&mut ops);
@@ -246,8 +250,10 @@ impl WorkerLog {
                 }
                 _ => return false,
             };
+            let n = r.io_len().min(MAX_IO);
             if self.has(MonitorFlags::SCHEDULER) {
                 let counted = self.run_kind != kind::NONE;
+                let mark = end_state.stream().and_then(|b| r.entry_of(b));
                 self.enc.period_parts(
                     &mut self.writer,
                     PeriodHead {
@@ -256,12 +262,15 @@ impl WorkerLog {
                         task,
                         end_state,
                     },
-                    r.io_len().min(MAX_IO),
-                    |i| r.entry(i, counted),
+                    n,
+                    |i| r.take_entry(i, counted),
+                    mark,
                     &[],
                     &[],
                     form,
                 );
+            } else {
+                r.clear_counts();
             }
             r.clear_entries();
             true

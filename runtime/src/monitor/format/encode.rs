@@ -470,15 +470,20 @@ impl Encoder {
             },
             p.io.len(),
             |i| p.io[i],
+            p.end_state
+                .stream()
+                .and_then(|b| p.io.iter().position(|s| s.stream == b)),
             p.ops,
             p.op_times,
             form,
         )
     }
 
-    /// A period whose entries come from `io(0..n_io)` (so that the runtime
-    /// can encode them from where it keeps them, without a list); `form` is
-    /// resolved (not `Check`) unless there are `op_times`.
+    /// A period whose entries come from `io(0)`, ..., `io(n_io - 1)`, called
+    /// once each in order (so that the runtime can encode them from where it
+    /// keeps them, without a list); `mark` is the entry of the stream the
+    /// period blocked on, if its end state names one and an entry has it;
+    /// `form` is resolved (not `Check`) unless there are `op_times`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn period_parts<S: Sink + ?Sized>(
@@ -486,7 +491,8 @@ impl Encoder {
         sink: &mut S,
         h: PeriodHead,
         n_io: usize,
-        io: impl Fn(usize) -> StreamIo,
+        mut io: impl FnMut(usize) -> StreamIo,
+        mark: Option<usize>,
         ops: &[Op],
         op_times: &[u64],
         form: OpsForm,
@@ -509,7 +515,6 @@ impl Encoder {
             // The entry of the stream the task blocked on is marked; if there
             // is none, the stream id follows the entries.
             let blocked = h.end_state.stream();
-            let mark = blocked.and_then(|b| (0..n_io).position(|i| io(i).stream == b));
             for i in 0..n_io {
                 put_io(o, &io(i), mark == Some(i));
             }
