@@ -31,8 +31,16 @@ pub(crate) fn drop_suspended(coro: Option<crate::task::Coro>) {
     FORCED_UNWIND.with(|f| f.set(false));
 }
 
-/// Whether this thread is dropping a suspended coroutine.
-pub(crate) fn forced_unwinding() -> bool {
+/// Whether the calling task's stack is being unwound because its run ended
+/// while the task was suspended (another task failed, or a deadlock ended
+/// the run): the runtime unwinds the stack so that what the task holds is
+/// dropped.
+///
+/// A task that catches panics with [`std::panic::catch_unwind`] must let
+/// this unwind go on: when this returns true, hand the payload back with
+/// [`std::panic::resume_unwind`]. Swallowing it makes the coroutine library
+/// abort the process.
+pub fn forced_unwinding() -> bool {
     FORCED_UNWIND.with(|f| f.get())
 }
 
@@ -157,6 +165,10 @@ pub(crate) fn note_sent(n: u64) {
 
 /// Spawns a task placed by the runtime's mapping policy. Call it from inside a
 /// running task; the name is the task's place in the network (`app/stage/3`).
+///
+/// A panic in `f` ends the run with an error naming the task. If `f` catches
+/// panics itself, it must re-raise the unwind of a run that ends while the
+/// task is suspended (see [`forced_unwinding`]).
 ///
 /// # Panics
 /// Outside a rill task (use `Runtime::spawn` before the run), or when no

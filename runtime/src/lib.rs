@@ -34,7 +34,7 @@ mod worker;
 #[cfg(all(test, loom))]
 mod loom_models;
 
-pub use context::{current, spawn, spawn_on, worker_count, yield_now, TaskInfo};
+pub use context::{current, forced_unwinding, spawn, spawn_on, worker_count, yield_now, TaskInfo};
 pub use error::{BlockedTask, ConfigError, RunError, SpawnError};
 pub use mapper::{ManualTable, Mapping};
 pub use monitor::flags::MonitorFlags;

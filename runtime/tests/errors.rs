@@ -187,6 +187,54 @@ fn panic_in_the_first_task_ends_the_run() {
     }
 }
 
+/// A task that catches panics itself, suspended when another task's panic
+/// ends the run: its stack is unwound through its `catch_unwind`, which hands
+/// the unwind back (`forced_unwinding`), and the run reports the panic.
+#[test]
+fn a_task_that_catches_panics_lets_the_end_of_the_run_unwind_it() {
+    for workers in [1, 2] {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let started = Arc::new(AtomicUsize::new(0));
+        let (d, s) = (dropped.clone(), started.clone());
+        let res = run_main("catcher", workers, move || {
+            let (w, mut r) = rill::stream::<u32>(1);
+            rill::spawn("catcher/waits", move || {
+                struct Guard(Arc<AtomicUsize>);
+                impl Drop for Guard {
+                    fn drop(&mut self) {
+                        self.0.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let _g = Guard(d);
+                    s.store(1, Ordering::SeqCst);
+                    let _ = r.read();
+                }));
+                if let Err(p) = caught {
+                    if rill::forced_unwinding() {
+                        std::panic::resume_unwind(p);
+                    }
+                }
+            });
+            while started.load(Ordering::SeqCst) == 0 {
+                rill::yield_now();
+            }
+            // The stream never closes: the waiting task stays suspended.
+            std::mem::forget(w);
+            panic!("main gave up");
+        });
+        match res {
+            Err(RunError::TaskPanicked { name, .. }) => assert_eq!(name, "main"),
+            other => panic!("expected TaskPanicked, got {other:?}"),
+        }
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            1,
+            "the waiting task's stack was unwound"
+        );
+    }
+}
+
 /// A panic should end the run even while other tasks could go on running
 /// (here two tasks that pass a token back and forth for ever).
 #[test]
