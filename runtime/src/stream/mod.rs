@@ -216,7 +216,8 @@ impl<T: Send + 'static> Writer<T> {
     fn after_write_cold(&mut self, st: u8) -> Result<(), StreamClosed> {
         match st {
             WAITING => {
-                if self.core.rslot.wake() {
+                // Plain ends (stamp 0) record nothing: no call.
+                if self.core.rslot.wake() && self.mon.stamp != 0 {
                     crate::hooks::woke_peer(&self.mon);
                 }
                 Ok(())
@@ -386,7 +387,8 @@ impl<T: Send + 'static> Reader<T> {
     #[cold]
     #[inline(never)]
     fn after_read_cold(&mut self) {
-        if self.core.wslot.wake() {
+        // Plain ends (stamp 0) record nothing: no call.
+        if self.core.wslot.wake() && self.mon.stamp != 0 {
             crate::hooks::woke_peer(&self.mon);
         }
     }
