@@ -200,20 +200,10 @@ impl WorkerLocal {
                 }
             }
         }
-        loop {
-            if let Some(t) = self.next_task() {
-                self.dispatch(t);
-                continue;
-            }
-            let t0 = Instant::now();
-            let go_on = self.idle();
-            self.stats().idle += t0.elapsed();
-            if let Some(log) = self.log() {
-                log.worker_resumed();
-            }
-            if !go_on {
-                break;
-            }
+        if self.monitoring {
+            self.work::<true>();
+        } else {
+            self.work::<false>();
         }
         let mut log_bytes = 0;
         // SAFETY: the loop is over; nothing else borrows the log.
@@ -232,6 +222,29 @@ impl WorkerLocal {
         s.wall = start.elapsed();
         s.log_bytes = log_bytes;
         s
+    }
+
+    /// Runs tasks until the run is over. `MON`: whether this worker writes a
+    /// monitoring log; a loop per value, so that an unmonitored worker's
+    /// dispatch has no monitoring test at all.
+    fn work<const MON: bool>(&self) {
+        loop {
+            if let Some(t) = self.next_task() {
+                self.dispatch::<MON>(t);
+                continue;
+            }
+            let t0 = Instant::now();
+            let go_on = self.idle();
+            self.stats().idle += t0.elapsed();
+            if MON {
+                if let Some(log) = self.log() {
+                    log.worker_resumed();
+                }
+            }
+            if !go_on {
+                break;
+            }
+        }
     }
 
     #[inline]
@@ -269,7 +282,7 @@ impl WorkerLocal {
     }
 
     #[inline]
-    fn dispatch(&self, t: TaskRef) {
+    fn dispatch<const MON: bool>(&self, t: TaskRef) {
         let task = t.get();
         if task.worker.load(Ordering::Relaxed) != self.id {
             // Stolen: from now on wakers post to us.
@@ -287,7 +300,7 @@ impl WorkerLocal {
         // belongs to its waker.
         let canary_at = task.canary_at.get();
         task.transition_to_running();
-        if self.monitoring {
+        if MON {
             if let Some(log) = self.log() {
                 log.begin_period();
             }
@@ -300,7 +313,7 @@ impl WorkerLocal {
             None => unreachable!("a started task has a coroutine"),
         };
         context::set_current_task(std::ptr::null());
-        if self.monitoring {
+        if MON {
             self.end_period(task, &res);
         }
         let st = self.stats();
