@@ -112,7 +112,7 @@ pub(crate) fn bind() -> u64 {
 /// The rest of [`enter`], for a bound end: list it in the running period
 /// (on this thread, no log lookup) and record; anything else goes to
 /// [`message_cold`].
-#[inline(never)]
+#[inline]
 pub(crate) fn enter_slow(end: &mut EndMon, id: u64, write: bool) {
     if !cfg!(feature = "monitor") {
         return;
@@ -133,7 +133,7 @@ pub(crate) fn enter_slow(end: &mut EndMon, id: u64, write: bool) {
 
 /// The operation [`enter`] (or [`enter_slow`]) recorded moved nothing: take
 /// the message back. For an end with a nonzero stamp.
-#[inline(never)]
+#[inline]
 pub(crate) fn leave(end: &EndMon, write: bool) {
     if !cfg!(feature = "monitor") {
         return;
@@ -155,8 +155,8 @@ fn message_cold(end: &mut EndMon, id: u64, write: bool) {
 
 /// The last operation on `end` woke the task on the other side. That
 /// operation listed the end in the period, if one runs.
-#[cold]
-#[inline(never)]
+/// Inline into the ends' out-of-line wake paths.
+#[inline]
 pub(crate) fn woke_peer(end: &EndMon) {
     if on() {
         let over = period::with(|r| {
