@@ -31,7 +31,7 @@
 
 use std::cell::Cell;
 
-use super::format::{Op, OpsForm, StreamIo};
+use super::format::{EndIo, Op, OpsForm, StreamIo};
 
 /// Entries per period whose counts live in [`Recorder::counts`] (a power of
 /// two); later entries of a (rare) period that uses more ends count on the
@@ -378,15 +378,13 @@ impl Recorder {
     /// count (zero unless `counted`), as the period's record lists it; the
     /// count is reset.
     #[inline(always)]
-    pub(crate) fn take_entry(&self, i: usize, counted: bool) -> StreamIo {
+    pub(crate) fn take_entry(&self, i: usize, counted: bool) -> EndIo {
         let i = i & (MAX_IO - 1);
         let c = self.counts[i].replace(0);
-        let c = if counted { c } else { 0 };
-        let write = self.writes.get() >> i & 1 != 0;
-        StreamIo {
+        EndIo {
             stream: self.ids[i].get(),
-            reads: if write { 0 } else { c },
-            writes: if write { c } else { 0 },
+            count: if counted { c } else { 0 },
+            write: self.writes.get() >> i & 1 != 0,
             woke_peer: self.woke.get() >> i & 1 != 0,
         }
     }

@@ -228,8 +228,13 @@ impl WorkerLog {
                         let io: Vec<_> = (0..r.io_len().min(MAX_IO))
                             .map(|i| {
                                 let e = r.take_entry(i, true);
-                                r.add_count(i as u16, e.reads + e.writes);
-                                e
+                                r.add_count(i as u16, e.count);
+                                StreamIo {
+                                    stream: e.stream,
+                                    reads: if e.write { 0 } else { e.count },
+                                    writes: if e.write { e.count } else { 0 },
+                                    woke_peer: e.woke_peer,
+                                }
                             })
                             .collect();
                         let mut ops = Vec::new();

@@ -107,7 +107,7 @@ impl Sink for VecSink {
 /// bytes its body writes (counting every varint at its maximum length, see
 /// the `*_MAX` constants) and `emit` hands the body a slice of exactly that
 /// length, so `n` stays within the slice. Debug builds check every write.
-struct Out<'a> {
+pub(crate) struct Out<'a> {
     buf: &'a mut [u8],
     n: usize,
 }
@@ -486,12 +486,12 @@ impl Encoder {
     /// `form` is resolved (not `Check`) unless there are `op_times`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn period_parts<S: Sink + ?Sized>(
+    pub(crate) fn period_parts<S: Sink + ?Sized, E: PutIo>(
         &mut self,
         sink: &mut S,
         h: PeriodHead,
         n_io: usize,
-        mut io: impl FnMut(usize) -> StreamIo,
+        mut io: impl FnMut(usize) -> E,
         mark: Option<usize>,
         ops: &[Op],
         op_times: &[u64],
@@ -516,7 +516,7 @@ impl Encoder {
             // is none, the stream id follows the entries.
             let blocked = h.end_state.stream();
             for i in 0..n_io {
-                put_io(o, &io(i), mark == Some(i));
+                io(i).put(o, mark == Some(i));
             }
             if let (Some(stream), None) = (blocked, mark) {
                 o.var(stream);
@@ -615,6 +615,43 @@ impl Encoder {
 /// A `StreamIo` entry: header byte `b www rrr k` (b = the blocked-on stream,
 /// k = woke_peer; counts 0..=6 inline, 7 = a varint follows), stream id,
 /// then the long counts.
+/// An entry as [`Encoder::period_parts`] takes it.
+pub(crate) trait PutIo {
+    /// Writes the entry (marked if the period blocked on its stream).
+    fn put(&self, o: &mut Out<'_>, blocked_on: bool);
+}
+
+impl PutIo for StreamIo {
+    #[inline(always)]
+    fn put(&self, o: &mut Out<'_>, blocked_on: bool) {
+        put_io(o, self, blocked_on)
+    }
+}
+
+/// An entry of one stream end: its messages all go one way (what the
+/// runtime's periods hold), so the header byte is a shift, not two clamps.
+/// Encodes as the [`StreamIo`] with `count` in `reads` or `writes`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EndIo {
+    pub stream: u64,
+    pub count: u32,
+    pub write: bool,
+    pub woke_peer: bool,
+}
+
+impl PutIo for EndIo {
+    #[inline(always)]
+    fn put(&self, o: &mut Out<'_>, blocked_on: bool) {
+        let c = self.count.min(7) as u8;
+        let shift = 1 + 3 * u8::from(self.write);
+        o.byte(u8::from(blocked_on) << 7 | u8::from(self.woke_peer) | c << shift);
+        o.var(self.stream);
+        if c == 7 {
+            o.var(self.count.into());
+        }
+    }
+}
+
 #[inline(always)]
 fn put_io(o: &mut Out<'_>, s: &StreamIo, blocked_on: bool) {
     let rc = s.reads.min(7) as u8;
@@ -639,5 +676,44 @@ fn put_op(o: &mut Out<'_>, op: &Op) {
         o.byte(0x80 | u8::from(op.write));
         o.var(op.io_index.into());
         o.var(op.count.into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn bytes(f: impl FnOnce(&mut Out<'_>)) -> Vec<u8> {
+        let mut buf = vec![0u8; 64];
+        let mut o = Out {
+            buf: &mut buf,
+            n: 0,
+        };
+        f(&mut o);
+        let n = o.n;
+        buf.truncate(n);
+        buf
+    }
+
+    proptest! {
+        /// The runtime's one-sided entry encodes exactly as the general one.
+        #[test]
+        fn end_io_encodes_as_stream_io(
+            stream in any::<u64>(),
+            count in prop_oneof![0u32..20, any::<u32>()],
+            write: bool,
+            woke: bool,
+            blocked: bool,
+        ) {
+            let e = EndIo { stream, count, write, woke_peer: woke };
+            let s = StreamIo {
+                stream,
+                reads: if write { 0 } else { count },
+                writes: if write { count } else { 0 },
+                woke_peer: woke,
+            };
+            prop_assert_eq!(bytes(|o| e.put(o, blocked)), bytes(|o| s.put(o, blocked)));
+        }
     }
 }

@@ -71,7 +71,7 @@ pub use decode::{
     parse_log, read_log, DecodeError, DecodeErrorKind, Decoder, EndReason, Log, LogError,
 };
 pub use encode::{Encoder, PeriodRef, Sink, VecSink};
-pub(crate) use encode::{OpsForm, PeriodHead};
+pub(crate) use encode::{EndIo, OpsForm, PeriodHead};
 pub use record::{
     implied_ops, interleaved_ops, EndState, Op, Record, Side, StreamIo, MAX_INTERLEAVED,
 };
