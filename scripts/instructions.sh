@@ -26,6 +26,8 @@ marginal "pipe, per message per stage (depth 10, const)" 360000 \
     "$B pipe --placement const --depth 10 --messages 60000 --engine rill --workers 1 --json"
 echo "yield (whole run / 5M yields): $(( $(ic $B micro --rows yield --engine rill --workers 1 --json) / 5000000 )) instructions"
 echo "handoff (whole run / 5M messages): $(( $(ic $B micro --rows handoff --engine rill --json) / 5000000 )) instructions"
+CARGO_TARGET_DIR=target/nomon cargo build --release -q -p rill-examples --no-default-features
+echo "pipe rr, 10000 messages, hooks compiled out: $(ic target/nomon/release/rill-bench pipe --engine rill --placement rr --workers 1 --messages 10000 --json) instructions in all"
 for m in off map,worker,task,stream full; do
     rm -rf "$LOGS/run"
     echo "pipe rr, 10000 messages, --monitor $m: $(ic $B pipe --engine rill --placement rr --workers 1 --messages 10000 --monitor $m --logs "$LOGS/run" --json) instructions in all"
