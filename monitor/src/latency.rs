@@ -402,22 +402,21 @@ impl FeedTx {
     /// `stream, count << 1 | write`, then the message times.
     #[inline]
     pub(crate) fn period(&mut self, p: &PeriodHead, sc: &Scanner<'_>) {
-        let ops = sc.ops();
         let io = sc.io();
         let times = sc.op_times();
-        self.buf.extend_from_slice(&[
-            p.start,
-            p.dur(),
-            p.task,
-            (ops.len() as u64) << 32 | times.len().min(u32::MAX as usize) as u64,
-        ]);
-        for op in ops {
-            self.buf.push(io[usize::from(op.io_index)].stream);
-            self.buf
-                .push(u64::from(op.count) << 1 | u64::from(op.write));
-        }
+        let times = &times[..times.len().min(u32::MAX as usize)];
+        let head = self.buf.len();
         self.buf
-            .extend_from_slice(&times[..times.len().min(u32::MAX as usize)]);
+            .extend_from_slice(&[p.start, p.dur(), p.task, times.len() as u64]);
+        let buf = &mut self.buf;
+        let mut n = 0u64;
+        sc.for_each_op(|op| {
+            buf.push(io[usize::from(op.io_index)].stream);
+            buf.push(u64::from(op.count) << 1 | u64::from(op.write));
+            n += 1;
+        });
+        buf[head + 3] |= n << 32;
+        buf.extend_from_slice(times);
         if self.buf.len() >= CHUNK {
             self.flush();
         }

@@ -14,7 +14,7 @@ use rill::monitor::flags::MonitorFlags;
 use rill::monitor::format::{EndReason, EndState, Header, LogError, Side};
 
 use crate::latency::{feed, replay, FeedTx, RawLatency};
-use crate::scan::{damage_reason, Item, Scanner};
+use crate::scan::{Item, Scanner};
 
 /// Logs larger than this in total (bytes) get a progress bar on stderr.
 pub const PROGRESS_THRESHOLD: u64 = 64 << 20;
@@ -43,41 +43,51 @@ impl Hasher for IdHasher {
 /// A hash map keyed by ids.
 pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
-/// Dense indices for ids, with a small direct-mapped cache in front of the
-/// hash map (a worker's consecutive periods touch few tasks and streams).
-#[derive(Debug)]
+/// Dense indices for ids: a direct table for small ids (the runtime numbers
+/// tasks and streams from 1), a hash map for the rest.
+#[derive(Debug, Default)]
 pub(crate) struct IdIndex {
+    /// `index + 1` by id; 0 = not seen.
+    direct: Vec<u32>,
     map: IdMap<u64, u32>,
-    /// `(id, index + 1)`; 0 = empty.
-    cache: [(u64, u32); 64],
 }
 
-impl Default for IdIndex {
-    fn default() -> Self {
-        IdIndex {
-            map: IdMap::default(),
-            cache: [(0, 0); 64],
-        }
-    }
-}
+/// Ids below this go into the direct table (4 bytes each, grown on demand).
+const DIRECT_IDS: u64 = 1 << 20;
 
 impl IdIndex {
     /// The index of `id`; a new id gets `len` (the caller then pushes its
     /// entry) and `true`.
     #[inline]
     pub(crate) fn index(&mut self, id: u64, len: usize) -> (usize, bool) {
-        let slot = (id ^ (id >> 6)) as usize & 63;
-        let (cid, ci) = self.cache[slot];
-        if ci != 0 && cid == id {
-            return (ci as usize - 1, false);
+        match self.direct.get(id as usize) {
+            Some(&i) if i != 0 && id < DIRECT_IDS => (i as usize - 1, false),
+            _ => self.index_cold(id, len),
         }
-        let mut new = false;
-        let i = *self.map.entry(id).or_insert_with(|| {
-            new = true;
-            len as u32
-        });
-        self.cache[slot] = (id, i + 1);
-        (i as usize, new)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn index_cold(&mut self, id: u64, len: usize) -> (usize, bool) {
+        if id >= DIRECT_IDS {
+            let mut new = false;
+            let i = *self.map.entry(id).or_insert_with(|| {
+                new = true;
+                len as u32
+            });
+            return (i as usize, new);
+        }
+        let id = id as usize;
+        if id >= self.direct.len() {
+            self.direct.resize((id + 1).next_power_of_two().max(64), 0);
+        }
+        match self.direct[id] {
+            0 => {
+                self.direct[id] = len as u32 + 1;
+                (len, true)
+            }
+            i => (i as usize - 1, false),
+        }
     }
 }
 
@@ -490,22 +500,18 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
     let stop = sc.offset();
     let mut warnings = Vec::new();
     let name = file_label(&f.path);
-    let end = match sc.damaged_at() {
-        Some(offset) => {
-            let reason = damage_reason(data, offset);
-            let text = reason
-                .as_ref()
-                .map_or_else(|| "undecodable record".to_owned(), |r| r.to_string());
+    let end = match sc.end_reason() {
+        Some(EndReason::Damaged { offset, reason }) => {
             warnings.push(format!(
-                "{name}: damaged record at byte {offset}: {text}; the {} bytes from there on were skipped",
+                "{name}: damaged record at byte {offset}: {reason}; the {} bytes from there on were skipped",
                 data.len() as u64 - offset
             ));
             EndReason::Damaged {
-                offset,
-                reason: reason.unwrap_or(rill::monitor::format::DecodeErrorKind::Truncated),
+                offset: *offset,
+                reason: reason.clone(),
             }
         }
-        None => {
+        _ => {
             if stop < data.len() {
                 warnings.push(format!(
                     "{name}: records end at byte {stop} of {}: the rest is an unwritten (zero) tail, \
