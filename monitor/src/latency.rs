@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use crate::load::{IdIndex, RunLog};
-use crate::scan::{Item, PeriodHead, Scanner};
+use crate::scan::{Item, OpsKind, PeriodHead, Scanner};
 
 use crate::summary::{LatencyStats, LatencySummary, SinkLatency};
 
@@ -224,7 +224,7 @@ impl Replay {
 
     /// Applies an op; false if it is a read of a message not yet written (the
     /// task is then registered as waiting on the stream).
-    #[inline]
+    #[inline(always)]
     fn try_op(&mut self, t: u32, op: Pending) -> bool {
         let s = op.stream as usize;
         if op.write {
@@ -320,8 +320,13 @@ impl Replay {
         let timed = times.len() as u64 == n;
         raw.timed_periods += u64::from(timed);
         // The i-th message (from 1) sits at floor(dur * i / n), stepped
-        // without a division per message: q + r/n advances by dur/n.
-        let (q_step, r_step) = (dur / n, dur % n);
+        // without a division per message: q + r/n advances by dur/n. (n is
+        // mostly 1 or 2: a shift, not a division.)
+        let (q_step, r_step) = if n.is_power_of_two() {
+            (dur >> n.trailing_zeros(), dur & (n - 1))
+        } else {
+            (dur / n, dur % n)
+        };
         let (mut q, mut r) = (0u64, 0u64);
         let mut i = 0usize;
         for op in ops.chunks_exact(2) {
@@ -403,6 +408,31 @@ impl FeedTx {
     #[inline]
     pub(crate) fn period(&mut self, p: &PeriodHead, sc: &Scanner<'_>) {
         let io = sc.io();
+        if let ([] | [_] | [_, _], [], OpsKind::None | OpsKind::Implied) =
+            (io, sc.op_times(), sc.ops_kind())
+        {
+            // The common case, in one copy: at most four implied ops, no times.
+            let mut w = [0u64; 12];
+            w[0] = p.start;
+            w[1] = p.dur();
+            w[2] = p.task;
+            let mut k = 4;
+            for s in io {
+                for (count, write) in [(s.reads, 0), (s.writes, 1)] {
+                    if count > 0 {
+                        w[k] = s.stream;
+                        w[k + 1] = u64::from(count) << 1 | write;
+                        k += 2;
+                    }
+                }
+            }
+            w[3] = ((k as u64 - 4) / 2) << 32;
+            self.buf.extend_from_slice(&w[..k]);
+            if self.buf.len() >= CHUNK {
+                self.flush();
+            }
+            return;
+        }
         let times = sc.op_times();
         let times = &times[..times.len().min(u32::MAX as usize)];
         let head = self.buf.len();
@@ -445,13 +475,21 @@ impl FeedRx {
     /// The next period's start, or `None` at the end of the feed.
     #[inline]
     fn peek_start(&mut self) -> Option<u64> {
-        if self.pos >= self.buf.len() {
-            let next = self.rx.recv().ok()?;
-            let old = std::mem::replace(&mut self.buf, next);
-            let _ = self.back.try_send(old);
-            self.pos = 0;
+        match self.buf.get(self.pos) {
+            Some(&s) => Some(s),
+            None => self.refill(),
         }
-        self.buf.get(self.pos).copied()
+    }
+
+    /// Takes the next chunk; its first period's start.
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self) -> Option<u64> {
+        let next = self.rx.recv().ok()?;
+        let old = std::mem::replace(&mut self.buf, next);
+        let _ = self.back.try_send(old);
+        self.pos = 0;
+        self.buf.first().copied()
     }
 
     /// The next period's words (after [`peek_start`](Self::peek_start) said there is one).
@@ -483,12 +521,28 @@ pub(crate) fn replay(mut feeds: Vec<FeedRx>) -> RawLatency {
                 hi = j;
             }
         }
+        // The chosen feed stays the choice while its next start is below
+        // the heads before it and not above those after it (the same tie
+        // order as choosing afresh each time), as the others do not move.
+        let before = heads[..hi].iter().map(|h| h.0).min().unwrap_or(u64::MAX);
+        let after = heads[hi + 1..]
+            .iter()
+            .map(|h| h.0)
+            .min()
+            .unwrap_or(u64::MAX);
         let f = &mut feeds[heads[hi].1];
-        rp.period(f.take(), &mut raw);
-        match f.peek_start() {
-            Some(s) => heads[hi].0 = s,
-            None => {
-                heads.swap_remove(hi);
+        loop {
+            rp.period(f.take(), &mut raw);
+            match f.peek_start() {
+                Some(s) if s < before && s <= after => {}
+                Some(s) => {
+                    heads[hi].0 = s;
+                    break;
+                }
+                None => {
+                    heads.swap_remove(hi);
+                    break;
+                }
             }
         }
     }

@@ -278,7 +278,10 @@ impl<'a> Scanner<'a> {
 
     /// The next record, or `None` at the end of the data, a zero tag or a
     /// damaged record (then [`end_reason`](Self::end_reason) says why).
-    #[inline]
+    ///
+    /// Always inlined (with the period path), so that the caller's match on
+    /// the item folds into the decoding; other records are out of line.
+    #[inline(always)]
     #[allow(clippy::should_implement_trait)] // not an Iterator: periods borrow the scanner
     pub fn next(&mut self) -> Option<Item<'a>> {
         if self.end.is_some() {
@@ -328,6 +331,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A record other than a period.
+    #[inline(never)]
     fn other(&mut self, c: &mut Cur<'a>, tag: u8) -> R<Item<'a>> {
         Ok(match tag {
             tag::WORKER_START => Item::WorkerStart { t: self.time(c)? },
