@@ -411,8 +411,14 @@ impl FeedTx {
         if let ([] | [_] | [_, _], [], OpsKind::None | OpsKind::Implied) =
             (io, sc.op_times(), sc.ops_kind())
         {
-            // The common case, in one copy: at most four implied ops, no times.
-            let mut w = [0u64; 12];
+            // The common case: at most four implied ops, no times, written in
+            // place (words built on the stack and copied as vectors stall
+            // on store forwarding).
+            let len = self.buf.len();
+            self.buf.resize(len + 12, 0);
+            let Some(w) = self.buf[len..].first_chunk_mut::<12>() else {
+                unreachable!("12 words were just added");
+            };
             w[0] = p.start;
             w[1] = p.dur();
             w[2] = p.task;
@@ -427,7 +433,7 @@ impl FeedTx {
                 }
             }
             w[3] = ((k as u64 - 4) / 2) << 32;
-            self.buf.extend_from_slice(&w[..k]);
+            self.buf.truncate(len + k);
             if self.buf.len() >= CHUNK {
                 self.flush();
             }

@@ -14,7 +14,7 @@ use rill::monitor::flags::MonitorFlags;
 use rill::monitor::format::{EndReason, EndState, Header, LogError, Side};
 
 use crate::latency::{feed, replay, FeedTx, RawLatency};
-use crate::scan::{Item, Scanner};
+use crate::scan::{Item, PeriodHead, Scanner};
 
 /// Logs larger than this in total (bytes) get a progress bar on stderr.
 pub const PROGRESS_THRESHOLD: u64 = 64 << 20;
@@ -481,11 +481,19 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
     let mut sc = Scanner::new(data, f.records_start);
     let mut reported = f.records_start;
     let mut n = 0u32;
-    while let Some(item) = sc.next() {
-        if let (Item::Period(p), Some(feed)) = (&item, feed.as_mut()) {
-            feed.period(p, &sc);
+    loop {
+        // Periods are matched straight off `next` (binding the whole item
+        // first copies it through memory, with stalls).
+        match sc.next() {
+            Some(Item::Period(p)) => {
+                if let Some(feed) = feed.as_mut() {
+                    feed.period(&p, &sc);
+                }
+                agg.period(&p, &sc);
+            }
+            Some(item) => agg.item(&item),
+            None => break,
         }
-        agg.item(item, &sc);
         n = n.wrapping_add(1);
         if n & 0xffff == 0 {
             if let Some(bar) = bar {
@@ -595,47 +603,51 @@ impl Agg {
         &mut self.streams[i]
     }
 
-    #[inline]
-    fn item(&mut self, item: Item<'_>, sc: &Scanner<'_>) {
+    #[inline(always)]
+    fn period(&mut self, p: &PeriodHead, sc: &Scanner<'_>) {
         self.stats.records += 1;
-        match item {
-            Item::Period(p) => {
-                self.time(p.start, p.end.max(p.start));
-                let dur = p.dur();
-                let mut reads = 0u64;
-                let mut writes = 0u64;
-                for io in sc.io() {
-                    reads += u64::from(io.reads);
-                    writes += u64::from(io.writes);
-                    if io.reads | io.writes != 0 {
-                        let s = self.stream(io.stream);
-                        s.read += u64::from(io.reads);
-                        s.written += u64::from(io.writes);
-                    }
-                }
-                let st = &mut self.stats;
-                st.busy += dur;
-                st.dispatches += 1;
-                st.events += 1 + reads + writes;
-                st.reads += reads;
-                st.writes += writes;
-                st.timed_periods += u64::from(!sc.op_times().is_empty());
-                st.ordered_periods += u64::from(sc.ops_recorded());
-                match p.end_state {
-                    EndState::BlockedInput { stream } => self.stream(stream).reader_blocked += 1,
-                    EndState::BlockedOutput { stream } => self.stream(stream).writer_blocked += 1,
-                    _ => {}
-                }
-                let t = self.task(p.task);
-                t.busy += dur;
-                t.dispatches += 1;
-                t.reads += reads;
-                t.writes += writes;
-                if t.last_end.is_none() || p.end >= t.last_time {
-                    t.last_end = Some(p.end_state);
-                    t.last_time = p.end;
-                }
+        self.time(p.start, p.end.max(p.start));
+        let dur = p.dur();
+        let mut reads = 0u64;
+        let mut writes = 0u64;
+        for io in sc.io() {
+            reads += u64::from(io.reads);
+            writes += u64::from(io.writes);
+            if io.reads | io.writes != 0 {
+                let s = self.stream(io.stream);
+                s.read += u64::from(io.reads);
+                s.written += u64::from(io.writes);
             }
+        }
+        let st = &mut self.stats;
+        st.busy += dur;
+        st.dispatches += 1;
+        st.events += 1 + reads + writes;
+        st.reads += reads;
+        st.writes += writes;
+        st.timed_periods += u64::from(!sc.op_times().is_empty());
+        st.ordered_periods += u64::from(sc.ops_recorded());
+        match p.end_state {
+            EndState::BlockedInput { stream } => self.stream(stream).reader_blocked += 1,
+            EndState::BlockedOutput { stream } => self.stream(stream).writer_blocked += 1,
+            _ => {}
+        }
+        let t = self.task(p.task);
+        t.busy += dur;
+        t.dispatches += 1;
+        t.reads += reads;
+        t.writes += writes;
+        if t.last_end.is_none() || p.end >= t.last_time {
+            t.last_end = Some(p.end_state);
+            t.last_time = p.end;
+        }
+    }
+
+    /// A record other than a period.
+    fn item(&mut self, item: &Item<'_>) {
+        self.stats.records += 1;
+        match *item {
+            Item::Period(_) => unreachable!("periods go to Agg::period"),
             Item::WorkerWait { t, dur } => {
                 self.time(t, t.saturating_add(dur));
                 self.stats.wait += dur;

@@ -299,17 +299,25 @@ impl<'a> Scanner<'a> {
             p: self.pos + 1,
         };
         let last = self.last;
-        let item = if tag & tag::PERIOD != 0 {
-            self.period(&mut c, tag)
-        } else {
-            self.other(&mut c, tag)
-        };
-        match item {
-            Ok(item) => {
-                self.pos = c.p;
-                Some(item)
+        // Each path builds its own `Some(item)`: converting a built
+        // `Result<Item, _>` copies the item through memory with wide loads
+        // that stall on the narrow stores that just wrote it.
+        if tag & tag::PERIOD != 0 {
+            match self.period(&mut c, tag) {
+                Ok(head) => {
+                    self.pos = c.p;
+                    Some(Item::Period(head))
+                }
+                Err(reason) => self.damaged(last, reason),
             }
-            Err(reason) => self.damaged(last, reason),
+        } else {
+            match self.other(&mut c, tag) {
+                Ok(item) => {
+                    self.pos = c.p;
+                    Some(item)
+                }
+                Err(reason) => self.damaged(last, reason),
+            }
         }
     }
 
@@ -393,7 +401,7 @@ impl<'a> Scanner<'a> {
 
     /// A period (`tag` has the period bit).
     #[inline(always)]
-    fn period(&mut self, c: &mut Cur<'a>, tag_byte: u8) -> R<Item<'a>> {
+    fn period(&mut self, c: &mut Cur<'a>, tag_byte: u8) -> R<PeriodHead> {
         let start = self.time(c)?;
         let end_code = tag_byte & 7;
         let io_code = (tag_byte >> 3) & 3;
@@ -453,12 +461,12 @@ impl<'a> Scanner<'a> {
             _ => self.listed(c, start)?,
         }
         self.last = end;
-        Ok(Item::Period(PeriodHead {
+        Ok(PeriodHead {
             start,
             end,
             task,
             end_state,
-        }))
+        })
     }
 
     /// Ops mode 3: the ops header, then listed ops and times.
