@@ -366,13 +366,20 @@ const CHUNK: usize = 1 << 15;
 /// Chunks in flight per log.
 const IN_FLIGHT: usize = 4;
 
+/// Words a feed chunk keeps beyond [`CHUNK`]: room for one common period.
+const SLACK: usize = 64;
+
 /// The sending end of a log's *feed*: its periods in a compact word form,
 /// produced by the thread that scans the log and consumed by the replay, so
 /// that the replay's thread decodes no varints.
 pub(crate) struct FeedTx {
     tx: SyncSender<Vec<u64>>,
     back: Receiver<Vec<u64>>,
+    /// The chunk being filled: its first `used` words; it is kept at least
+    /// `CHUNK + SLACK` words long (zeros past `used`), so that the common
+    /// period is written in place without capacity checks.
     buf: Vec<u64>,
+    used: usize,
 }
 
 /// The receiving end of a feed.
@@ -391,7 +398,8 @@ pub(crate) fn feed() -> (FeedTx, FeedRx) {
         FeedTx {
             tx,
             back: back_rx,
-            buf: Vec::with_capacity(CHUNK + 64),
+            buf: vec![0; CHUNK + SLACK],
+            used: 0,
         },
         FeedRx {
             rx,
@@ -405,73 +413,95 @@ pub(crate) fn feed() -> (FeedTx, FeedRx) {
 impl FeedTx {
     /// Appends a period: `start, dur, task, n_ops << 32 | n_times`, then per op
     /// `stream, count << 1 | write`, then the message times.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn period(&mut self, p: &PeriodHead, sc: &Scanner<'_>) {
         let io = sc.io();
-        if let ([] | [_] | [_, _], [], OpsKind::None | OpsKind::Implied) =
-            (io, sc.op_times(), sc.ops_kind())
-        {
-            // The common case: at most four implied ops, no times, written in
-            // place (words built on the stack and copied as vectors stall
-            // on store forwarding).
-            let len = self.buf.len();
-            self.buf.resize(len + 12, 0);
-            let Some(w) = self.buf[len..].first_chunk_mut::<12>() else {
-                unreachable!("12 words were just added");
-            };
-            w[0] = p.start;
-            w[1] = p.dur();
-            w[2] = p.task;
-            let mut k = 4;
-            for s in io {
-                for (count, write) in [(s.reads, 0), (s.writes, 1)] {
-                    if count > 0 {
+        let common = matches!(
+            (io, sc.op_times(), sc.ops_kind()),
+            ([] | [_] | [_, _], [], OpsKind::None | OpsKind::Implied)
+        );
+        // At most four implied ops, no times: written in place. (Words built
+        // on the stack and copied as vectors stall on store forwarding.)
+        let room = self
+            .buf
+            .get_mut(self.used..)
+            .and_then(|b| b.first_chunk_mut::<12>());
+        match (common, room) {
+            (true, Some(w)) => {
+                w[0] = p.start;
+                w[1] = p.dur();
+                w[2] = p.task;
+                let mut k = 4;
+                for s in io {
+                    if s.reads > 0 {
                         w[k] = s.stream;
-                        w[k + 1] = u64::from(count) << 1 | write;
+                        w[k + 1] = u64::from(s.reads) << 1;
+                        k += 2;
+                    }
+                    if s.writes > 0 {
+                        w[k] = s.stream;
+                        w[k + 1] = u64::from(s.writes) << 1 | 1;
                         k += 2;
                     }
                 }
+                w[3] = ((k as u64 - 4) / 2) << 32;
+                self.used += k;
             }
-            w[3] = ((k as u64 - 4) / 2) << 32;
-            self.buf.truncate(len + k);
-            if self.buf.len() >= CHUNK {
-                self.flush();
-            }
-            return;
+            _ => self.period_general(p, sc),
         }
-        let times = sc.op_times();
-        let times = &times[..times.len().min(u32::MAX as usize)];
-        let head = self.buf.len();
-        self.buf
-            .extend_from_slice(&[p.start, p.dur(), p.task, times.len() as u64]);
-        let buf = &mut self.buf;
-        let mut n = 0u64;
-        sc.for_each_op(|op| {
-            buf.push(io[usize::from(op.io_index)].stream);
-            buf.push(u64::from(op.count) << 1 | u64::from(op.write));
-            n += 1;
-        });
-        buf[head + 3] |= n << 32;
-        buf.extend_from_slice(times);
-        if self.buf.len() >= CHUNK {
+        if self.used >= CHUNK {
             self.flush();
         }
+    }
+
+    /// [`period`](Self::period) for any period.
+    #[inline(never)]
+    fn period_general(&mut self, p: &PeriodHead, sc: &Scanner<'_>) {
+        let io = sc.io();
+        let times = sc.op_times();
+        let times = &times[..times.len().min(u32::MAX as usize)];
+        let head = self.used;
+        for w in [p.start, p.dur(), p.task, times.len() as u64] {
+            self.put(w);
+        }
+        let mut n = 0u64;
+        sc.for_each_op(|op| {
+            self.put(io[usize::from(op.io_index)].stream);
+            self.put(u64::from(op.count) << 1 | u64::from(op.write));
+            n += 1;
+        });
+        self.buf[head + 3] |= n << 32;
+        for &t in times {
+            self.put(t);
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, w: u64) {
+        match self.buf.get_mut(self.used) {
+            Some(slot) => *slot = w,
+            None => self.buf.push(w),
+        }
+        self.used += 1;
     }
 
     fn flush(&mut self) {
         let mut next = self
             .back
             .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(CHUNK + 64));
-        next.clear();
-        let full = std::mem::replace(&mut self.buf, next);
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK + SLACK));
+        // Old words past `used` are never read: no need to clear them.
+        next.resize(next.len().max(CHUNK + SLACK), 0);
+        let mut full = std::mem::replace(&mut self.buf, next);
+        full.truncate(self.used);
+        self.used = 0;
         // An error means the replay is gone (it panicked): drop the data.
         let _ = self.tx.send(full);
     }
 
     /// Sends what is left; dropping the sender ends the feed.
     pub(crate) fn finish(mut self) {
-        if !self.buf.is_empty() {
+        if self.used > 0 {
             self.flush();
         }
     }
