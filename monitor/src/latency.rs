@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use crate::load::{IdIndex, RunLog};
-use crate::scan::{Item, OpsKind, PeriodHead, Scanner};
+use crate::scan::{Item, OpsKind, ScannedPeriod, Scanner};
 
 use crate::summary::{LatencyStats, LatencySummary, SinkLatency};
 
@@ -414,7 +414,7 @@ impl FeedTx {
     /// Appends a period: `start, dur, task, n_ops << 32 | n_times`, then per op
     /// `stream, count << 1 | write`, then the message times.
     #[inline(always)]
-    pub(crate) fn period(&mut self, p: &PeriodHead, sc: &Scanner<'_>) {
+    pub(crate) fn period(&mut self, p: &ScannedPeriod, sc: &Scanner<'_>) {
         let io = sc.io();
         let common = matches!(
             (io, sc.op_times(), sc.ops_kind()),
@@ -456,7 +456,7 @@ impl FeedTx {
 
     /// [`period`](Self::period) for any period.
     #[inline(never)]
-    fn period_general(&mut self, p: &PeriodHead, sc: &Scanner<'_>) {
+    fn period_general(&mut self, p: &ScannedPeriod, sc: &Scanner<'_>) {
         let io = sc.io();
         let times = sc.op_times();
         let times = &times[..times.len().min(u32::MAX as usize)];

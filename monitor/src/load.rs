@@ -14,7 +14,7 @@ use rill::monitor::flags::MonitorFlags;
 use rill::monitor::format::{EndReason, EndState, Header, LogError, Side};
 
 use crate::latency::{feed, replay, FeedTx, RawLatency};
-use crate::scan::{Item, PeriodHead, Scanner};
+use crate::scan::{Item, ScannedPeriod, Scanner};
 
 /// Logs larger than this in total (bytes) get a progress bar on stderr.
 pub const PROGRESS_THRESHOLD: u64 = 64 << 20;
@@ -642,7 +642,7 @@ impl Agg {
     }
 
     #[inline(always)]
-    fn period(&mut self, p: &PeriodHead, sc: &Scanner<'_>) {
+    fn period(&mut self, p: &ScannedPeriod, sc: &Scanner<'_>) {
         self.stats.records += 1;
         self.time(p.start, p.end.max(p.start));
         let dur = p.dur();

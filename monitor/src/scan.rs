@@ -7,7 +7,11 @@
 //! borrowed from the data. When it meets a damaged record it stops, and
 //! [`Scanner::end_reason`] says where and why.
 
-pub use rill::monitor::format::{Item, OpsKind, PeriodHead, Scanner};
+pub use rill::monitor::format::{Item, OpsKind, ScannedPeriod, Scanner};
+
+/// The fixed fields of a period (this module's earlier name for
+/// [`ScannedPeriod`]).
+pub type PeriodHead = ScannedPeriod;
 
 use rill::monitor::format::{DecodeErrorKind, Decoder};
 

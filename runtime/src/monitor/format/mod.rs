@@ -76,7 +76,7 @@ pub use encode::{Encoder, PeriodRef, Sink, VecSink};
 pub use record::{
     implied_ops, interleaved_ops, EndState, Op, Record, Side, StreamIo, MAX_INTERLEAVED,
 };
-pub use scan::{Item, OpsKind, PeriodHead, Scanner};
+pub use scan::{Item, OpsKind, ScannedPeriod, Scanner};
 
 use super::clock::Calibration;
 use super::flags::MonitorFlags;

@@ -106,12 +106,12 @@ pub enum Item<'a> {
     },
     /// `Period`: its lists are [`Scanner::io`], [`Scanner::ops`] (or
     /// [`Scanner::for_each_op`]) and [`Scanner::op_times`].
-    Period(PeriodHead),
+    Period(ScannedPeriod),
 }
 
 /// The fixed fields of a period.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PeriodHead {
+pub struct ScannedPeriod {
     /// Dispatch time (ticks).
     pub start: u64,
     /// Stop time (ticks).
@@ -122,7 +122,7 @@ pub struct PeriodHead {
     pub end_state: EndState,
 }
 
-impl PeriodHead {
+impl ScannedPeriod {
     /// `end - start`, 0 if the clock went backwards.
     pub fn dur(&self) -> u64 {
         self.end.saturating_sub(self.start)
@@ -401,7 +401,7 @@ impl<'a> Scanner<'a> {
 
     /// A period (`tag` has the period bit).
     #[inline(always)]
-    fn period(&mut self, c: &mut Cur<'a>, tag_byte: u8) -> R<PeriodHead> {
+    fn period(&mut self, c: &mut Cur<'a>, tag_byte: u8) -> R<ScannedPeriod> {
         let start = self.time(c)?;
         let end_code = tag_byte & 7;
         let io_code = (tag_byte >> 3) & 3;
@@ -461,7 +461,7 @@ impl<'a> Scanner<'a> {
             _ => self.listed(c, start)?,
         }
         self.last = end;
-        Ok(PeriodHead {
+        Ok(ScannedPeriod {
             start,
             end,
             task,
