@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use crate::load::{IdIndex, RunLog};
-use crate::scan::{Item, PeriodHead, Scanner};
+use crate::scan::{Item, OpsKind, ScannedPeriod, Scanner};
 
 use crate::summary::{LatencyStats, LatencySummary, SinkLatency};
 
@@ -224,7 +224,7 @@ impl Replay {
 
     /// Applies an op; false if it is a read of a message not yet written (the
     /// task is then registered as waiting on the stream).
-    #[inline]
+    #[inline(always)]
     fn try_op(&mut self, t: u32, op: Pending) -> bool {
         let s = op.stream as usize;
         if op.write {
@@ -320,8 +320,13 @@ impl Replay {
         let timed = times.len() as u64 == n;
         raw.timed_periods += u64::from(timed);
         // The i-th message (from 1) sits at floor(dur * i / n), stepped
-        // without a division per message: q + r/n advances by dur/n.
-        let (q_step, r_step) = (dur / n, dur % n);
+        // without a division per message: q + r/n advances by dur/n. (n is
+        // mostly 1 or 2: a shift, not a division.)
+        let (q_step, r_step) = if n.is_power_of_two() {
+            (dur >> n.trailing_zeros(), dur & (n - 1))
+        } else {
+            (dur / n, dur % n)
+        };
         let (mut q, mut r) = (0u64, 0u64);
         let mut i = 0usize;
         for op in ops.chunks_exact(2) {
@@ -361,13 +366,20 @@ const CHUNK: usize = 1 << 15;
 /// Chunks in flight per log.
 const IN_FLIGHT: usize = 4;
 
+/// Words a feed chunk keeps beyond [`CHUNK`]: room for one common period.
+const SLACK: usize = 64;
+
 /// The sending end of a log's *feed*: its periods in a compact word form,
 /// produced by the thread that scans the log and consumed by the replay, so
 /// that the replay's thread decodes no varints.
 pub(crate) struct FeedTx {
     tx: SyncSender<Vec<u64>>,
     back: Receiver<Vec<u64>>,
+    /// The chunk being filled: its first `used` words; it is kept at least
+    /// `CHUNK + SLACK` words long (zeros past `used`), so that the common
+    /// period is written in place without capacity checks.
     buf: Vec<u64>,
+    used: usize,
 }
 
 /// The receiving end of a feed.
@@ -386,7 +398,8 @@ pub(crate) fn feed() -> (FeedTx, FeedRx) {
         FeedTx {
             tx,
             back: back_rx,
-            buf: Vec::with_capacity(CHUNK + 64),
+            buf: vec![0; CHUNK + SLACK],
+            used: 0,
         },
         FeedRx {
             rx,
@@ -400,43 +413,95 @@ pub(crate) fn feed() -> (FeedTx, FeedRx) {
 impl FeedTx {
     /// Appends a period: `start, dur, task, n_ops << 32 | n_times`, then per op
     /// `stream, count << 1 | write`, then the message times.
-    #[inline]
-    pub(crate) fn period(&mut self, p: &PeriodHead, sc: &Scanner<'_>) {
-        let ops = sc.ops();
+    #[inline(always)]
+    pub(crate) fn period(&mut self, p: &ScannedPeriod, sc: &Scanner<'_>) {
         let io = sc.io();
-        let times = sc.op_times();
-        self.buf.extend_from_slice(&[
-            p.start,
-            p.dur(),
-            p.task,
-            (ops.len() as u64) << 32 | times.len().min(u32::MAX as usize) as u64,
-        ]);
-        for op in ops {
-            self.buf.push(io[usize::from(op.io_index)].stream);
-            self.buf
-                .push(u64::from(op.count) << 1 | u64::from(op.write));
+        let common = matches!(
+            (io, sc.op_times(), sc.ops_kind()),
+            ([] | [_] | [_, _], [], OpsKind::None | OpsKind::Implied)
+        );
+        // At most four implied ops, no times: written in place. (Words built
+        // on the stack and copied as vectors stall on store forwarding.)
+        let room = self
+            .buf
+            .get_mut(self.used..)
+            .and_then(|b| b.first_chunk_mut::<12>());
+        match (common, room) {
+            (true, Some(w)) => {
+                w[0] = p.start;
+                w[1] = p.dur();
+                w[2] = p.task;
+                let mut k = 4;
+                for s in io {
+                    if s.reads > 0 {
+                        w[k] = s.stream;
+                        w[k + 1] = u64::from(s.reads) << 1;
+                        k += 2;
+                    }
+                    if s.writes > 0 {
+                        w[k] = s.stream;
+                        w[k + 1] = u64::from(s.writes) << 1 | 1;
+                        k += 2;
+                    }
+                }
+                w[3] = ((k as u64 - 4) / 2) << 32;
+                self.used += k;
+            }
+            _ => self.period_general(p, sc),
         }
-        self.buf
-            .extend_from_slice(&times[..times.len().min(u32::MAX as usize)]);
-        if self.buf.len() >= CHUNK {
+        if self.used >= CHUNK {
             self.flush();
         }
+    }
+
+    /// [`period`](Self::period) for any period.
+    #[inline(never)]
+    fn period_general(&mut self, p: &ScannedPeriod, sc: &Scanner<'_>) {
+        let io = sc.io();
+        let times = sc.op_times();
+        let times = &times[..times.len().min(u32::MAX as usize)];
+        let head = self.used;
+        for w in [p.start, p.dur(), p.task, times.len() as u64] {
+            self.put(w);
+        }
+        let mut n = 0u64;
+        sc.for_each_op(|op| {
+            self.put(io[usize::from(op.io_index)].stream);
+            self.put(u64::from(op.count) << 1 | u64::from(op.write));
+            n += 1;
+        });
+        self.buf[head + 3] |= n << 32;
+        for &t in times {
+            self.put(t);
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, w: u64) {
+        match self.buf.get_mut(self.used) {
+            Some(slot) => *slot = w,
+            None => self.buf.push(w),
+        }
+        self.used += 1;
     }
 
     fn flush(&mut self) {
         let mut next = self
             .back
             .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(CHUNK + 64));
-        next.clear();
-        let full = std::mem::replace(&mut self.buf, next);
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK + SLACK));
+        // Old words past `used` are never read: no need to clear them.
+        next.resize(next.len().max(CHUNK + SLACK), 0);
+        let mut full = std::mem::replace(&mut self.buf, next);
+        full.truncate(self.used);
+        self.used = 0;
         // An error means the replay is gone (it panicked): drop the data.
         let _ = self.tx.send(full);
     }
 
     /// Sends what is left; dropping the sender ends the feed.
     pub(crate) fn finish(mut self) {
-        if !self.buf.is_empty() {
+        if self.used > 0 {
             self.flush();
         }
     }
@@ -446,13 +511,21 @@ impl FeedRx {
     /// The next period's start, or `None` at the end of the feed.
     #[inline]
     fn peek_start(&mut self) -> Option<u64> {
-        if self.pos >= self.buf.len() {
-            let next = self.rx.recv().ok()?;
-            let old = std::mem::replace(&mut self.buf, next);
-            let _ = self.back.try_send(old);
-            self.pos = 0;
+        match self.buf.get(self.pos) {
+            Some(&s) => Some(s),
+            None => self.refill(),
         }
-        self.buf.get(self.pos).copied()
+    }
+
+    /// Takes the next chunk; its first period's start.
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self) -> Option<u64> {
+        let next = self.rx.recv().ok()?;
+        let old = std::mem::replace(&mut self.buf, next);
+        let _ = self.back.try_send(old);
+        self.pos = 0;
+        self.buf.first().copied()
     }
 
     /// The next period's words (after [`peek_start`](Self::peek_start) said there is one).
@@ -484,12 +557,28 @@ pub(crate) fn replay(mut feeds: Vec<FeedRx>) -> RawLatency {
                 hi = j;
             }
         }
+        // The chosen feed stays the choice while its next start is below
+        // the heads before it and not above those after it (the same tie
+        // order as choosing afresh each time), as the others do not move.
+        let before = heads[..hi].iter().map(|h| h.0).min().unwrap_or(u64::MAX);
+        let after = heads[hi + 1..]
+            .iter()
+            .map(|h| h.0)
+            .min()
+            .unwrap_or(u64::MAX);
         let f = &mut feeds[heads[hi].1];
-        rp.period(f.take(), &mut raw);
-        match f.peek_start() {
-            Some(s) => heads[hi].0 = s,
-            None => {
-                heads.swap_remove(hi);
+        loop {
+            rp.period(f.take(), &mut raw);
+            match f.peek_start() {
+                Some(s) if s < before && s <= after => {}
+                Some(s) => {
+                    heads[hi].0 = s;
+                    break;
+                }
+                None => {
+                    heads.swap_remove(hi);
+                    break;
+                }
             }
         }
     }

@@ -14,7 +14,7 @@ use rill::monitor::flags::MonitorFlags;
 use rill::monitor::format::{EndReason, EndState, Header, LogError, Side};
 
 use crate::latency::{feed, replay, FeedTx, RawLatency};
-use crate::scan::{damage_reason, Item, Scanner};
+use crate::scan::{Item, ScannedPeriod, Scanner};
 
 /// Logs larger than this in total (bytes) get a progress bar on stderr.
 pub const PROGRESS_THRESHOLD: u64 = 64 << 20;
@@ -43,41 +43,51 @@ impl Hasher for IdHasher {
 /// A hash map keyed by ids.
 pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
-/// Dense indices for ids, with a small direct-mapped cache in front of the
-/// hash map (a worker's consecutive periods touch few tasks and streams).
-#[derive(Debug)]
+/// Dense indices for ids: a direct table for small ids (the runtime numbers
+/// tasks and streams from 1), a hash map for the rest.
+#[derive(Debug, Default)]
 pub(crate) struct IdIndex {
+    /// `index + 1` by id; 0 = not seen.
+    direct: Vec<u32>,
     map: IdMap<u64, u32>,
-    /// `(id, index + 1)`; 0 = empty.
-    cache: [(u64, u32); 64],
 }
 
-impl Default for IdIndex {
-    fn default() -> Self {
-        IdIndex {
-            map: IdMap::default(),
-            cache: [(0, 0); 64],
-        }
-    }
-}
+/// Ids below this go into the direct table (4 bytes each, grown on demand).
+const DIRECT_IDS: u64 = 1 << 20;
 
 impl IdIndex {
     /// The index of `id`; a new id gets `len` (the caller then pushes its
     /// entry) and `true`.
     #[inline]
     pub(crate) fn index(&mut self, id: u64, len: usize) -> (usize, bool) {
-        let slot = (id ^ (id >> 6)) as usize & 63;
-        let (cid, ci) = self.cache[slot];
-        if ci != 0 && cid == id {
-            return (ci as usize - 1, false);
+        match self.direct.get(id as usize) {
+            Some(&i) if i != 0 && id < DIRECT_IDS => (i as usize - 1, false),
+            _ => self.index_cold(id, len),
         }
-        let mut new = false;
-        let i = *self.map.entry(id).or_insert_with(|| {
-            new = true;
-            len as u32
-        });
-        self.cache[slot] = (id, i + 1);
-        (i as usize, new)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn index_cold(&mut self, id: u64, len: usize) -> (usize, bool) {
+        if id >= DIRECT_IDS {
+            let mut new = false;
+            let i = *self.map.entry(id).or_insert_with(|| {
+                new = true;
+                len as u32
+            });
+            return (i as usize, new);
+        }
+        let id = id as usize;
+        if id >= self.direct.len() {
+            self.direct.resize((id + 1).next_power_of_two().max(64), 0);
+        }
+        match self.direct[id] {
+            0 => {
+                self.direct[id] = len as u32 + 1;
+                (len, true)
+            }
+            i => (i as usize - 1, false),
+        }
     }
 }
 
@@ -129,7 +139,24 @@ pub struct WorkerLog {
     pub end: EndReason,
     /// Totals over the log.
     pub stats: WorkerStats,
-    data: Vec<u8>,
+    data: Bytes,
+}
+
+/// A log file's bytes: mapped, or (where mapping fails) read.
+enum Bytes {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Read(v) => v,
+        }
+    }
 }
 
 impl fmt::Debug for WorkerLog {
@@ -307,7 +334,7 @@ pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
     let threads = cores.clamp(1, paths.len());
 
     // Read every file and check its header first: header errors stop here.
-    let files = parallel(&paths, threads, read_file)?;
+    let files = parallel(&paths, threads, |p| read_file(p))?;
     let first = &files[0].header;
     let need = MonitorFlags::SCHEDULER | MonitorFlags::STREAM | MonitorFlags::MESSAGE;
     let with_latency = opts.latency && first.flags.contains(need);
@@ -432,25 +459,46 @@ fn file_label(p: &Path) -> String {
         .unwrap_or_else(|| p.display().to_string())
 }
 
-/// A log file read into memory, its header checked.
+/// A log file mapped (or read) into memory, its header checked.
 struct RawFile {
     path: PathBuf,
-    data: Vec<u8>,
+    data: Bytes,
     header: Header,
     records_start: usize,
 }
 
-fn read_file(path: &PathBuf) -> anyhow::Result<RawFile> {
+fn read_file(path: &Path) -> anyhow::Result<RawFile> {
     let label = path.display();
-    let data = std::fs::read(path).map_err(|e| anyhow::anyhow!("{label}: cannot read: {e}"))?;
+    let data = map_or_read(path).map_err(|e| anyhow::anyhow!("{label}: cannot read: {e}"))?;
     let (header, records_start) =
         Header::parse(&data).map_err(|e: LogError| anyhow::anyhow!("{label}: {e}"))?;
     Ok(RawFile {
-        path: path.clone(),
+        path: path.to_path_buf(),
         data,
         header,
         records_start,
     })
+}
+
+/// Maps a log file for one sequential pass (no copy into fresh, zeroed
+/// memory: reading 1 GiB that way cost about a second of CPU); reads it
+/// where it cannot be mapped (empty files, special files).
+fn map_or_read(path: &Path) -> std::io::Result<Bytes> {
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.len() > 0 {
+        // SAFETY: the map is only read, as a byte slice. A log is written by
+        // its run and then left alone; a writer that shrank the file while
+        // it is mapped here (a run still going into the same directory)
+        // would end this process with SIGBUS, not with wrong data.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            // Advice only: a failure changes nothing.
+            let _ = map.advise(memmap2::Advice::Sequential);
+            return Ok(Bytes::Mapped(map));
+        }
+    }
+    let mut data = Vec::new();
+    std::io::Read::read_to_end(&mut &file, &mut data)?;
+    Ok(Bytes::Read(data))
 }
 
 /// One file after its scan.
@@ -471,11 +519,19 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
     let mut sc = Scanner::new(data, f.records_start);
     let mut reported = f.records_start;
     let mut n = 0u32;
-    while let Some(item) = sc.next() {
-        if let (Item::Period(p), Some(feed)) = (&item, feed.as_mut()) {
-            feed.period(p, &sc);
+    loop {
+        // Periods are matched straight off `next` (binding the whole item
+        // first copies it through memory, with stalls).
+        match sc.next() {
+            Some(Item::Period(p)) => {
+                if let Some(feed) = feed.as_mut() {
+                    feed.period(&p, &sc);
+                }
+                agg.period(&p, &sc);
+            }
+            Some(item) => agg.item(&item),
+            None => break,
         }
-        agg.item(item, &sc);
         n = n.wrapping_add(1);
         if n & 0xffff == 0 {
             if let Some(bar) = bar {
@@ -490,22 +546,18 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
     let stop = sc.offset();
     let mut warnings = Vec::new();
     let name = file_label(&f.path);
-    let end = match sc.damaged_at() {
-        Some(offset) => {
-            let reason = damage_reason(data, offset);
-            let text = reason
-                .as_ref()
-                .map_or_else(|| "undecodable record".to_owned(), |r| r.to_string());
+    let end = match sc.end_reason() {
+        Some(EndReason::Damaged { offset, reason }) => {
             warnings.push(format!(
-                "{name}: damaged record at byte {offset}: {text}; the {} bytes from there on were skipped",
+                "{name}: damaged record at byte {offset}: {reason}; the {} bytes from there on were skipped",
                 data.len() as u64 - offset
             ));
             EndReason::Damaged {
-                offset,
-                reason: reason.unwrap_or(rill::monitor::format::DecodeErrorKind::Truncated),
+                offset: *offset,
+                reason: reason.clone(),
             }
         }
-        None => {
+        _ => {
             if stop < data.len() {
                 warnings.push(format!(
                     "{name}: records end at byte {stop} of {}: the rest is an unwritten (zero) tail, \
@@ -589,47 +641,51 @@ impl Agg {
         &mut self.streams[i]
     }
 
-    #[inline]
-    fn item(&mut self, item: Item<'_>, sc: &Scanner<'_>) {
+    #[inline(always)]
+    fn period(&mut self, p: &ScannedPeriod, sc: &Scanner<'_>) {
         self.stats.records += 1;
-        match item {
-            Item::Period(p) => {
-                self.time(p.start, p.end.max(p.start));
-                let dur = p.dur();
-                let mut reads = 0u64;
-                let mut writes = 0u64;
-                for io in sc.io() {
-                    reads += u64::from(io.reads);
-                    writes += u64::from(io.writes);
-                    if io.reads | io.writes != 0 {
-                        let s = self.stream(io.stream);
-                        s.read += u64::from(io.reads);
-                        s.written += u64::from(io.writes);
-                    }
-                }
-                let st = &mut self.stats;
-                st.busy += dur;
-                st.dispatches += 1;
-                st.events += 1 + reads + writes;
-                st.reads += reads;
-                st.writes += writes;
-                st.timed_periods += u64::from(!sc.op_times().is_empty());
-                st.ordered_periods += u64::from(sc.ops_recorded());
-                match p.end_state {
-                    EndState::BlockedInput { stream } => self.stream(stream).reader_blocked += 1,
-                    EndState::BlockedOutput { stream } => self.stream(stream).writer_blocked += 1,
-                    _ => {}
-                }
-                let t = self.task(p.task);
-                t.busy += dur;
-                t.dispatches += 1;
-                t.reads += reads;
-                t.writes += writes;
-                if t.last_end.is_none() || p.end >= t.last_time {
-                    t.last_end = Some(p.end_state);
-                    t.last_time = p.end;
-                }
+        self.time(p.start, p.end.max(p.start));
+        let dur = p.dur();
+        let mut reads = 0u64;
+        let mut writes = 0u64;
+        for io in sc.io() {
+            reads += u64::from(io.reads);
+            writes += u64::from(io.writes);
+            if io.reads | io.writes != 0 {
+                let s = self.stream(io.stream);
+                s.read += u64::from(io.reads);
+                s.written += u64::from(io.writes);
             }
+        }
+        let st = &mut self.stats;
+        st.busy += dur;
+        st.dispatches += 1;
+        st.events += 1 + reads + writes;
+        st.reads += reads;
+        st.writes += writes;
+        st.timed_periods += u64::from(!sc.op_times().is_empty());
+        st.ordered_periods += u64::from(sc.ops_recorded());
+        match p.end_state {
+            EndState::BlockedInput { stream } => self.stream(stream).reader_blocked += 1,
+            EndState::BlockedOutput { stream } => self.stream(stream).writer_blocked += 1,
+            _ => {}
+        }
+        let t = self.task(p.task);
+        t.busy += dur;
+        t.dispatches += 1;
+        t.reads += reads;
+        t.writes += writes;
+        if t.last_end.is_none() || p.end >= t.last_time {
+            t.last_end = Some(p.end_state);
+            t.last_time = p.end;
+        }
+    }
+
+    /// A record other than a period.
+    fn item(&mut self, item: &Item<'_>) {
+        self.stats.records += 1;
+        match *item {
+            Item::Period(_) => unreachable!("periods go to Agg::period"),
             Item::WorkerWait { t, dur } => {
                 self.time(t, t.saturating_add(dur));
                 self.stats.wait += dur;

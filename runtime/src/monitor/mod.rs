@@ -3,8 +3,9 @@
 //!
 //! * [`clock`]: cheap raw-tick time stamps and their calibration.
 //! * [`flags`]: which event classes are recorded.
-//! * [`format`](mod@format): the log header and records, the allocation-free [`format::Encoder`]
-//!   and the robust [`format::Decoder`].
+//! * [`format`](mod@format): the log header and records, the allocation-free [`format::Encoder`],
+//!   the borrowing, allocation-free [`format::Scanner`] and the robust
+//!   [`format::Decoder`] of owned records built on it.
 //! * [`writer`]: [`writer::LogWriter`], a memory-mapped per-worker log file.
 //! * `hooks`, `period` and `worker_log`: what the runtime calls, the
 //!   thread-local state of the period being recorded (what a message

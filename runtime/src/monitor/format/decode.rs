@@ -1,13 +1,15 @@
-//! The read side: a streaming, never-panicking decoder.
+//! The read side: headers, errors, and the owning decoder built on the
+//! [`Scanner`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::record::{implied_ops, interleaved_ops, EndState, Op, Record, Side, StreamIo};
-use super::{tag, Header, FORMAT_VERSION, HEADER_LEN, MAGIC};
+use super::record::{Record, Side};
+use super::scan::Scanner;
+use super::{Header, FORMAT_VERSION, HEADER_LEN, MAGIC};
 use crate::monitor::clock::Calibration;
 use crate::monitor::flags::MonitorFlags;
-use crate::monitor::varint::{self, unzigzag, VarintError};
+use crate::monitor::varint::VarintError;
 
 /// Why a log file could not be opened as a rill log at all.
 #[derive(Debug, thiserror::Error)]
@@ -250,17 +252,17 @@ pub fn parse_log(data: &[u8]) -> Result<Log, LogError> {
     })
 }
 
-/// A streaming decoder: an iterator of records over a byte slice.
+/// A streaming decoder: an iterator of owned records over a byte slice.
 ///
 /// Yields `Ok` records until the end of the data or a zero tag, or one `Err`
 /// for a damaged record, then `None` forever. It never panics, always
 /// advances, and allocates only in proportion to what it actually decodes.
+/// It is a [`Scanner`] that hands out owned [`Record`]s.
 #[derive(Clone, Debug)]
 pub struct Decoder<'a> {
-    data: &'a [u8],
-    pos: usize,
-    last: u64,
-    end: Option<EndReason>,
+    sc: Scanner<'a>,
+    /// The damaged record's error was returned.
+    reported: bool,
 }
 
 impl<'a> Decoder<'a> {
@@ -269,10 +271,8 @@ impl<'a> Decoder<'a> {
     pub fn new(file: &'a [u8]) -> Result<(Header, Self), LogError> {
         let (header, start) = Header::parse(file)?;
         let dec = Decoder {
-            data: file,
-            pos: start,
-            last: 0,
-            end: None,
+            sc: Scanner::new(file, start),
+            reported: false,
         };
         Ok((header, dec))
     }
@@ -280,330 +280,48 @@ impl<'a> Decoder<'a> {
     /// A decoder over bare records (no header), e.g. a [`VecSink`](super::VecSink)'s bytes.
     pub fn records(data: &'a [u8]) -> Self {
         Decoder {
-            data,
-            pos: 0,
-            last: 0,
-            end: None,
+            sc: Scanner::new(data, 0),
+            reported: false,
         }
     }
 
     /// Offset of the next record (after the end: where decoding stopped).
     pub fn offset(&self) -> u64 {
-        self.pos as u64
+        self.sc.offset() as u64
     }
 
     /// The previous record's time, which the next one is relative to.
     pub fn last_time(&self) -> u64 {
-        self.last
+        self.sc.last_time()
     }
 
     /// Why decoding stopped, once it has.
     pub fn end_reason(&self) -> Option<&EndReason> {
-        self.end.as_ref()
+        self.sc.end_reason()
     }
-
-    fn decode_one(&mut self, tag_byte: u8) -> Result<(Record, usize), DecodeErrorKind> {
-        let mut r = In {
-            d: self.data,
-            p: self.pos + 1,
-        };
-        let mut last = self.last;
-        let mut time = |r: &mut In<'_>| -> Result<u64, DecodeErrorKind> {
-            last = last.wrapping_add(unzigzag(r.var()?) as u64);
-            Ok(last)
-        };
-        let rec = match tag_byte {
-            tag::WORKER_START => Record::WorkerStart { t: time(&mut r)? },
-            tag::WORKER_WAIT => {
-                let t = time(&mut r)?;
-                let dur = r.var()?;
-                last = t.wrapping_add(dur);
-                Record::WorkerWait { t, dur }
-            }
-            tag::WORKER_END => Record::WorkerEnd { t: time(&mut r)? },
-            tag::TASK_ASSIGN => {
-                let t = time(&mut r)?;
-                let task = r.var()?;
-                let parent = r.var()?;
-                let worker = r.u32("worker")?;
-                let len = r.count(1)?;
-                let bytes = r.bytes(len)?;
-                let name = std::str::from_utf8(bytes)
-                    .map_err(|_| DecodeErrorKind::BadUtf8)?
-                    .to_owned();
-                Record::TaskAssign {
-                    t,
-                    task,
-                    parent,
-                    worker,
-                    name,
-                }
-            }
-            tag::TASK_MIGRATE => Record::TaskMigrate {
-                t: time(&mut r)?,
-                task: r.var()?,
-                from: r.u32("from worker")?,
-                to: r.u32("to worker")?,
-            },
-            tag::STREAM_OPEN => Record::StreamOpen {
-                t: time(&mut r)?,
-                stream: r.var()?,
-                capacity: r.u32("capacity")?,
-                creator: r.var()?,
-            },
-            t @ (tag::STREAM_BIND | tag::STREAM_BIND_W) => Record::StreamBind {
-                t: time(&mut r)?,
-                stream: r.var()?,
-                task: r.var()?,
-                side: tag::side(t),
-            },
-            t @ (tag::STREAM_CLOSE | tag::STREAM_CLOSE_W) => Record::StreamClose {
-                t: time(&mut r)?,
-                stream: r.var()?,
-                side: tag::side(t),
-            },
-            t @ (tag::STREAM_REPLACE | tag::STREAM_REPLACE_W) => Record::StreamReplace {
-                t: time(&mut r)?,
-                old: r.var()?,
-                new: r.var()?,
-                side: tag::side(t),
-            },
-            t if t & tag::PERIOD != 0 => {
-                let start = time(&mut r)?;
-                let rec = period(&mut r, t, start)?;
-                if let Record::Period { end, .. } = rec {
-                    last = end;
-                }
-                rec
-            }
-            t => return Err(DecodeErrorKind::UnknownTag(t)),
-        };
-        self.last = last;
-        Ok((rec, r.p))
-    }
-}
-
-/// Decodes a period's body after its start time.
-fn period(r: &mut In<'_>, tag_byte: u8, start: u64) -> Result<Record, DecodeErrorKind> {
-    let end_code = tag_byte & 7;
-    let io_code = (tag_byte >> 3) & 3;
-    let mode = (tag_byte >> 5) & 3;
-    let dur = r.var()?;
-    let end = start.wrapping_add(dur);
-    let task = r.var()?;
-    // Each entry takes at least 2 bytes (header + stream).
-    let nio = if io_code < 3 {
-        usize::from(io_code)
-    } else {
-        r.count(2)?
-    };
-    let blocked = matches!(end_code, 1 | 2);
-    let mut mark = None;
-    let mut io = Vec::with_capacity(nio.min(64));
-    for _ in 0..nio {
-        let h = r.byte()?;
-        let stream = r.var()?;
-        if h & 0x80 != 0 {
-            if !blocked || mark.is_some() {
-                return Err(DecodeErrorKind::ReservedBits("stream entry header"));
-            }
-            mark = Some(stream);
-        }
-        let rc = (h >> 1) & 7;
-        let wc = (h >> 4) & 7;
-        let reads = if rc == 7 { r.u32("reads")? } else { rc.into() };
-        let writes = if wc == 7 { r.u32("writes")? } else { wc.into() };
-        io.push(StreamIo {
-            stream,
-            reads,
-            writes,
-            woke_peer: h & 1 != 0,
-        });
-    }
-    let blocked_on = match (blocked, mark) {
-        (false, _) => 0,
-        (true, Some(stream)) => stream,
-        (true, None) => r.var()?,
-    };
-    let end_state = match end_code {
-        0 => EndState::Yielded,
-        1 => EndState::BlockedInput { stream: blocked_on },
-        2 => EndState::BlockedOutput { stream: blocked_on },
-        3 => EndState::BlockedAny,
-        4 => EndState::Ended,
-        5 => EndState::Panicked,
-        c => return Err(DecodeErrorKind::BadEndState(c)),
-    };
-    let mut op_times = Vec::new();
-    let ops = match mode {
-        tag::OPS_NONE => Vec::new(),
-        tag::OPS_IMPLIED => implied_ops(&io).collect(),
-        tag::OPS_INTERLEAVED => interleaved(&io)?,
-        _ => {
-            let h = r.var()?;
-            let ops = match (h >> 1) & 3 {
-                tag::FORM_EXPLICIT => {
-                    let n = r.count_of(h >> 3, 1)?;
-                    read_ops(r, n, io.len())?
-                }
-                form if h >> 3 != 0 || form == 3 => {
-                    return Err(DecodeErrorKind::ReservedBits("listed ops header"))
-                }
-                tag::FORM_IMPLIED => implied_ops(&io).collect(),
-                _ => interleaved(&io)?,
-            };
-            if h & 1 != 0 {
-                let nt = r.count(1)?;
-                op_times.reserve(nt.min(256));
-                let mut prev = start;
-                for _ in 0..nt {
-                    prev = prev.wrapping_add(unzigzag(r.var()?) as u64);
-                    op_times.push(prev);
-                }
-            }
-            ops
-        }
-    };
-    Ok(Record::Period {
-        start,
-        end,
-        task,
-        end_state,
-        io,
-        ops,
-        op_times,
-    })
-}
-
-/// The ops of an interleaved period, or why its entries admit none.
-fn interleaved(io: &[StreamIo]) -> Result<Vec<Op>, DecodeErrorKind> {
-    interleaved_ops(io)
-        .map(Iterator::collect)
-        .ok_or(DecodeErrorKind::NotInterleaved)
-}
-
-fn read_ops(r: &mut In<'_>, n: usize, nio: usize) -> Result<Vec<Op>, DecodeErrorKind> {
-    let mut ops = Vec::with_capacity(n.min(256));
-    for _ in 0..n {
-        let b = r.byte()?;
-        let op = if b & 0x80 == 0 {
-            Op {
-                io_index: u16::from(b & 7),
-                write: b & 8 != 0,
-                count: u32::from(b >> 4) + 1,
-            }
-        } else {
-            if b & 0x7e != 0 {
-                return Err(DecodeErrorKind::ReservedBits("op header"));
-            }
-            Op {
-                write: b & 1 != 0,
-                io_index: r.u16("op stream index")?,
-                count: r.u32("op count")?,
-            }
-        };
-        if usize::from(op.io_index) >= nio {
-            return Err(DecodeErrorKind::BadIndex {
-                field: "op",
-                index: op.io_index.into(),
-                len: nio,
-            });
-        }
-        ops.push(op);
-    }
-    Ok(ops)
 }
 
 impl Iterator for Decoder<'_> {
     type Item = Result<Record, DecodeError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.end.is_some() {
-            return None;
+        if let Some(item) = self.sc.next() {
+            return Some(Ok(self.sc.to_record(item)));
         }
-        let tag_byte = match self.data.get(self.pos) {
-            None | Some(0) => {
-                self.end = Some(EndReason::Clean);
-                return None;
+        match self.sc.end_reason() {
+            Some(EndReason::Damaged { offset, reason }) if !self.reported => {
+                self.reported = true;
+                Some(Err(DecodeError {
+                    offset: *offset,
+                    kind: reason.clone(),
+                }))
             }
-            Some(&t) => t,
-        };
-        match self.decode_one(tag_byte) {
-            Ok((rec, next)) => {
-                debug_assert!(next > self.pos);
-                self.pos = next;
-                Some(Ok(rec))
-            }
-            Err(kind) => {
-                let offset = self.pos as u64;
-                self.end = Some(EndReason::Damaged {
-                    offset,
-                    reason: kind.clone(),
-                });
-                Some(Err(DecodeError { offset, kind }))
-            }
+            _ => None,
         }
     }
 }
 
 impl std::iter::FusedIterator for Decoder<'_> {}
-
-/// Bounds-checked reading cursor.
-struct In<'a> {
-    d: &'a [u8],
-    p: usize,
-}
-
-impl<'a> In<'a> {
-    fn remaining(&self) -> usize {
-        self.d.len().saturating_sub(self.p)
-    }
-
-    #[inline]
-    fn byte(&mut self) -> Result<u8, DecodeErrorKind> {
-        let b = *self.d.get(self.p).ok_or(DecodeErrorKind::Truncated)?;
-        self.p += 1;
-        Ok(b)
-    }
-
-    #[inline]
-    fn var(&mut self) -> Result<u64, DecodeErrorKind> {
-        let (v, n) = varint::read_u64(self.d.get(self.p..).unwrap_or(&[]))?;
-        self.p += n;
-        Ok(v)
-    }
-
-    fn u32(&mut self, field: &'static str) -> Result<u32, DecodeErrorKind> {
-        let v = self.var()?;
-        u32::try_from(v).map_err(|_| DecodeErrorKind::OutOfRange { field, value: v })
-    }
-
-    fn u16(&mut self, field: &'static str) -> Result<u16, DecodeErrorKind> {
-        let v = self.var()?;
-        u16::try_from(v).map_err(|_| DecodeErrorKind::OutOfRange { field, value: v })
-    }
-
-    /// A count of items taking at least `min_size` bytes each: larger than
-    /// the remaining data can hold means truncated (or corrupt) data.
-    fn count(&mut self, min_size: usize) -> Result<usize, DecodeErrorKind> {
-        let n = self.var()?;
-        self.count_of(n, min_size)
-    }
-
-    fn count_of(&self, n: u64, min_size: usize) -> Result<usize, DecodeErrorKind> {
-        match usize::try_from(n) {
-            Ok(n) if n <= self.remaining() / min_size => Ok(n),
-            _ => Err(DecodeErrorKind::Truncated),
-        }
-    }
-
-    fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeErrorKind> {
-        let end = self.p.checked_add(n).ok_or(DecodeErrorKind::Truncated)?;
-        let b = self.d.get(self.p..end).ok_or(DecodeErrorKind::Truncated)?;
-        self.p = end;
-        Ok(b)
-    }
-}
 
 impl Side {
     /// The side's name (`reader` / `writer`).

@@ -66,6 +66,7 @@
 mod decode;
 mod encode;
 mod record;
+mod scan;
 
 pub use decode::{
     parse_log, read_log, DecodeError, DecodeErrorKind, Decoder, EndReason, Log, LogError,
@@ -75,6 +76,7 @@ pub(crate) use encode::{EndIo, OpsForm, PeriodHead};
 pub use record::{
     implied_ops, interleaved_ops, EndState, Op, Record, Side, StreamIo, MAX_INTERLEAVED,
 };
+pub use scan::{Item, OpsKind, ScannedPeriod, Scanner};
 
 use super::clock::Calibration;
 use super::flags::MonitorFlags;
