@@ -482,14 +482,19 @@ fn read_file(path: &Path) -> anyhow::Result<RawFile> {
 
 /// Maps a log file for one sequential pass (no copy into fresh, zeroed
 /// memory: reading 1 GiB that way cost about a second of CPU); reads it
-/// where it cannot be mapped (empty files, special files).
+/// where it cannot be mapped (empty files, special files) or where its run
+/// may still be writing it.
 fn map_or_read(path: &Path) -> std::io::Result<Bytes> {
     let file = std::fs::File::open(path)?;
-    if file.metadata()?.len() > 0 {
-        // SAFETY: the map is only read, as a byte slice. A log is written by
-        // its run and then left alone; a writer that shrank the file while
-        // it is mapped here (a run still going into the same directory)
-        // would end this process with SIGBUS, not with wrong data.
+    let len = file.metadata()?.len();
+    if len > 0 && !may_be_live(&file, len) {
+        // SAFETY: the map is only read, as a byte slice. Only a file that
+        // shrinks while mapped could end this process (SIGBUS), and a log
+        // shrinks once, when its writer trims it at the end of the run: a
+        // file that was trimmed already is left alone (a later run into the
+        // same directory unlinks it and writes a new file; see the runtime's
+        // `LogWriter::create`), and files that may still be written are read
+        // instead (`may_be_live`).
         if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
             // Advice only: a failure changes nothing.
             let _ = map.advise(memmap2::Advice::Sequential);
@@ -499,6 +504,21 @@ fn map_or_read(path: &Path) -> std::io::Result<Bytes> {
     let mut data = Vec::new();
     std::io::Read::read_to_end(&mut &file, &mut data)?;
     Ok(Bytes::Read(data))
+}
+
+/// Whether `file` (of `len` bytes) may be a log its run is still writing:
+/// such a file has the writer's untrimmed size, a multiple of 4096 bytes,
+/// and ends in zeros. So does the log of a run that was killed, which is
+/// then read rather than mapped (correct, a little slower); a trimmed log
+/// ends in its last record.
+fn may_be_live(file: &std::fs::File, len: u64) -> bool {
+    use std::os::unix::fs::FileExt;
+    const N: u64 = 8;
+    let mut tail = [0u8; N as usize];
+    len % 4096 == 0
+        && len >= N
+        && file.read_exact_at(&mut tail, len - N).is_ok()
+        && tail == [0; N as usize]
 }
 
 /// One file after its scan.
@@ -927,5 +947,28 @@ impl RunLog {
     /// Total monitoring events.
     pub fn events(&self) -> u64 {
         self.workers.iter().map(|w| w.stats.events).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untrimmed_zero_tailed_files_are_read_not_mapped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let live = |bytes: &[u8]| {
+            std::fs::write(&p, bytes).unwrap();
+            let f = std::fs::File::open(&p).unwrap();
+            may_be_live(&f, bytes.len() as u64)
+        };
+        let mut page = vec![0u8; 8192];
+        page[..100].fill(7);
+        assert!(live(&page), "writer-sized, zero tail: maybe live");
+        assert!(!live(&page[..8191]), "trimmed length");
+        page[8191] = 1;
+        assert!(!live(&page), "ends in a record");
+        assert!(!live(&[]));
     }
 }

@@ -58,7 +58,8 @@ impl LogWriter {
     }
 
     /// [`create`](Self::create) with a chosen initial file size (rounded up
-    /// to at least 4 KiB).
+    /// to a multiple of 4 KiB: an untrimmed log's size always is one, which
+    /// is how rill-mon tells a log that may still be written).
     pub fn create_with_len(
         dir: &Path,
         worker: u32,
@@ -67,13 +68,20 @@ impl LogWriter {
     ) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(log_file_name(worker));
+        // A new file, never the old one truncated: a reader (rill-mon) may
+        // have the old log mapped, and shrinking a mapped file would end it
+        // with SIGBUS; unlinked, the old file lives on until it is unmapped.
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(true)
             .open(&path)?;
-        let len = initial_len.max(4096);
+        let len = initial_len.max(4096).next_multiple_of(4096);
         file.set_len(len as u64)?;
         // SAFETY: the mapping is of a file we just created and exclusively own;
         // nothing in this process writes it except through this mapping, and
@@ -229,5 +237,40 @@ impl Drop for LogWriter {
     fn drop(&mut self) {
         // Best effort: trim the file, no flush (the data is in the page cache).
         let _ = self.close(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// A new log never reuses the old file: a reader that has the old one
+    /// mapped keeps it whole.
+    #[test]
+    fn a_new_log_is_a_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = Header::new(
+            crate::monitor::flags::MonitorFlags::FULL,
+            0,
+            1,
+            crate::monitor::clock::Calibration::nanos(),
+        );
+        let w = LogWriter::create(dir.path(), 0, &header).unwrap();
+        w.finish_unsynced().unwrap();
+        let path = dir.path().join(log_file_name(0));
+        let old = std::fs::File::open(&path).unwrap();
+        let old_len = old.metadata().unwrap().len();
+        let w = LogWriter::create(dir.path(), 0, &header).unwrap();
+        assert_ne!(
+            old.metadata().unwrap().ino(),
+            std::fs::metadata(&path).unwrap().ino()
+        );
+        assert_eq!(
+            old.metadata().unwrap().len(),
+            old_len,
+            "the old file is untouched"
+        );
+        w.finish_unsynced().unwrap();
     }
 }
