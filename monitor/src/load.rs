@@ -515,7 +515,7 @@ fn may_be_live(file: &std::fs::File, len: u64) -> bool {
     use std::os::unix::fs::FileExt;
     const N: u64 = 8;
     let mut tail = [0u8; N as usize];
-    len % 4096 == 0
+    len.is_multiple_of(4096)
         && len >= N
         && file.read_exact_at(&mut tail, len - N).is_ok()
         && tail == [0; N as usize]

@@ -265,7 +265,7 @@ fn relay(mut input: Reader<Msg>, mut out: Writer<Msg>, yields: bool) {
     while let Some(m) = input.read() {
         out.write(m).expect("relay: downstream closed");
         k += 1;
-        if yields && k % 7 == 0 {
+        if yields && k.is_multiple_of(7) {
             rill::yield_now();
         }
     }
@@ -418,7 +418,7 @@ fn collect(mut readers: Vec<Reader<Msg>>, sources: usize) -> Vec<u64> {
     let mut round = 0u64;
     while let Some(i) = rill::poll(&mut readers) {
         round += 1;
-        if round % 3 == 0 {
+        if round.is_multiple_of(3) {
             // Drain what is there without blocking.
             loop {
                 match readers[i].try_read() {

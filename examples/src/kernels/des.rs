@@ -325,7 +325,7 @@ pub fn decrypt_blocks(ks: &KeySchedule, blocks: &[u64]) -> Vec<u64> {
 /// If `data.len()` is not a multiple of [`BLOCK_BYTES`].
 pub fn bytes_to_blocks(data: &[u8]) -> Vec<u64> {
     assert!(
-        data.len() % BLOCK_BYTES == 0,
+        data.len().is_multiple_of(BLOCK_BYTES),
         "length {} is not a multiple of the DES block size",
         data.len()
     );
@@ -391,7 +391,7 @@ pub fn pkcs7_unpad(data: &[u8]) -> Result<&[u8], PaddingError> {
     if data.is_empty() {
         return Err(PaddingError::Empty);
     }
-    if data.len() % BLOCK_BYTES != 0 {
+    if !data.len().is_multiple_of(BLOCK_BYTES) {
         return Err(PaddingError::NotBlockAligned(data.len()));
     }
     let n = data[data.len() - 1];
@@ -424,7 +424,7 @@ pub fn decrypt_ecb(ks: &KeySchedule, data: &[u8]) -> Result<Vec<u8>, PaddingErro
     if data.is_empty() {
         return Err(PaddingError::Empty);
     }
-    if data.len() % BLOCK_BYTES != 0 {
+    if !data.len().is_multiple_of(BLOCK_BYTES) {
         return Err(PaddingError::NotBlockAligned(data.len()));
     }
     let mut out = Vec::with_capacity(data.len());

@@ -95,7 +95,7 @@ pub(crate) fn stream_replace(side: Side, old: u64, new: u64) {
 /// with zero; where nothing is recorded that is all.
 #[inline(always)]
 pub(crate) fn enter(end: &EndMon, write: bool) -> bool {
-    cfg!(feature = "monitor") && period::with(|r| r.record(end, write))
+    cfg!(feature = "monitor") && period::record(end, write)
 }
 
 /// A task uses `end` for the first time: its stamp from now on. Plain (0)

@@ -187,6 +187,17 @@ pub(crate) fn with<R>(f: impl FnOnce(&Recorder) -> R) -> R {
     f(unsafe { &*p })
 }
 
+/// [`Recorder::record`] on this thread's recorder, without a closure: the
+/// stream ends call it on a path they mark cold (so that the check before
+/// it is laid out for the unmonitored case), where LLVM leaves closures out
+/// of line.
+#[inline(always)]
+pub(crate) fn record(end: &EndMon, write: bool) -> bool {
+    let p = REC.with(|r| r as *const Recorder);
+    // SAFETY: as in `with`.
+    unsafe { &*p }.record(end, write)
+}
+
 impl Recorder {
     /// The running dispatch's epoch (0: none).
     #[inline(always)]

@@ -470,7 +470,7 @@ impl WorkerLocal {
                 return true;
             }
             i += 1;
-            if i % 64 == 0 && Instant::now() >= spin_until {
+            if i.is_multiple_of(64) && Instant::now() >= spin_until {
                 break;
             }
             std::hint::spin_loop();
