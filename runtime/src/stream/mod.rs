@@ -290,41 +290,24 @@ impl<T: Send + 'static> Writer<T> {
         std::mem::replace(self, new)
     }
 
-    /// The monitoring check before an operation that may move a message
-    /// (see [`hooks::enter`](crate::hooks::enter)); binds a new end.
+    /// The monitoring check before an operation that may move a message;
+    /// binds a new end (see [`needs_enter_cold`]).
     #[inline(always)]
     fn enter(&mut self) {
-        if self.mon.is_recorded() {
-            // Laid out off the straight path: a plain end (monitoring off)
-            // falls through, as with the hooks compiled out. Without the
-            // hint LLVM guesses `!= 0` likely and the unmonitored fast path
-            // takes a jump per operation (about 4% of the pipe, measured).
-            std::hint::cold_path();
-            if !crate::hooks::enter(&self.mon, true) {
-                self.enter_cold();
-            }
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn enter_cold(&mut self) {
-        if self.mon.is_unbound() {
-            self.mon.stamp = crate::hooks::bind();
-            self.note_owner();
-            crate::hooks::stream_bind(self.core.id, Side::Writer);
-        }
-        if self.mon.stamp != 0 {
-            crate::hooks::enter_slow(&mut self.mon, self.core.id, true);
+        if needs_enter_cold(&self.mon, true) {
+            enter_cold(
+                &mut self.mon,
+                self.core.id,
+                Side::Writer,
+                &self.core.writer_task,
+            );
         }
     }
 
     /// The operation after [`enter`](Self::enter) moved nothing.
     #[inline]
     fn leave(&self) {
-        if self.mon.stamp != 0 {
-            crate::hooks::leave(&self.mon, true);
-        }
+        leave(&self.mon, true);
     }
 
     fn note_owner(&self) {
@@ -472,37 +455,20 @@ impl<T: Send + 'static> Reader<T> {
     /// As [`Writer::enter`].
     #[inline(always)]
     fn enter(&mut self) {
-        if self.mon.is_recorded() {
-            // Laid out off the straight path: a plain end (monitoring off)
-            // falls through, as with the hooks compiled out. Without the
-            // hint LLVM guesses `!= 0` likely and the unmonitored fast path
-            // takes a jump per operation (about 4% of the pipe, measured).
-            std::hint::cold_path();
-            if !crate::hooks::enter(&self.mon, false) {
-                self.enter_cold();
-            }
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn enter_cold(&mut self) {
-        if self.mon.is_unbound() {
-            self.mon.stamp = crate::hooks::bind();
-            self.note_owner();
-            crate::hooks::stream_bind(self.core.id, Side::Reader);
-        }
-        if self.mon.stamp != 0 {
-            crate::hooks::enter_slow(&mut self.mon, self.core.id, false);
+        if needs_enter_cold(&self.mon, false) {
+            enter_cold(
+                &mut self.mon,
+                self.core.id,
+                Side::Reader,
+                &self.core.reader_task,
+            );
         }
     }
 
     /// As [`Writer::leave`].
     #[inline]
     fn leave(&self) {
-        if self.mon.stamp != 0 {
-            crate::hooks::leave(&self.mon, false);
-        }
+        leave(&self.mon, false);
     }
 
     fn note_owner(&self) {
@@ -525,6 +491,51 @@ impl<T: Send + 'static> Iterator for Reader<T> {
     type Item = T;
     fn next(&mut self) -> Option<T> {
         self.read()
+    }
+}
+
+/// The monitoring check that starts every stream operation that may move a
+/// message (see [`hooks::enter`](crate::hooks::enter)): true when the end
+/// needs [`enter_cold`].
+#[inline(always)]
+fn needs_enter_cold(mon: &EndMon, write: bool) -> bool {
+    if mon.is_recorded() {
+        // Laid out off the straight path: a plain end (monitoring off) falls
+        // through, as with the hooks compiled out. Without the hint LLVM
+        // guesses `!= 0` likely and the unmonitored fast path takes a jump
+        // per operation (about 4% of the pipe, measured).
+        std::hint::cold_path();
+        !crate::hooks::enter(mon, write)
+    } else {
+        false
+    }
+}
+
+/// The out-of-line part of the check: binds an end no task used yet (noting
+/// the task in `owner`, the stream's record of who holds that side), then
+/// lists it in the running period if messages are recorded.
+#[cold]
+#[inline(never)]
+fn enter_cold(mon: &mut EndMon, id: u64, side: Side, owner: &std::sync::atomic::AtomicU64) {
+    if mon.is_unbound() {
+        mon.stamp = crate::hooks::bind();
+        let task = context::current_task_id();
+        if task != 0 {
+            owner.store(task, Ordering::Relaxed);
+        }
+        crate::hooks::stream_bind(id, side);
+    }
+    if mon.stamp != 0 {
+        crate::hooks::enter_slow(mon, id, side == Side::Writer);
+    }
+}
+
+/// An operation that [`needs_enter_cold`] checked moved nothing: take its
+/// message back.
+#[inline]
+fn leave(mon: &EndMon, write: bool) {
+    if mon.stamp != 0 {
+        crate::hooks::leave(mon, write);
     }
 }
 
