@@ -311,10 +311,7 @@ impl<T: Send + 'static> Writer<T> {
     }
 
     fn note_owner(&self) {
-        let id = context::current_task_id();
-        if id != 0 {
-            self.core.writer_task.store(id, Ordering::Relaxed);
-        }
+        note_owner(&self.core.writer_task);
     }
 }
 
@@ -472,10 +469,7 @@ impl<T: Send + 'static> Reader<T> {
     }
 
     fn note_owner(&self) {
-        let id = context::current_task_id();
-        if id != 0 {
-            self.core.reader_task.store(id, Ordering::Relaxed);
-        }
+        note_owner(&self.core.reader_task);
     }
 }
 
@@ -519,10 +513,7 @@ fn needs_enter_cold(mon: &EndMon, write: bool) -> bool {
 fn enter_cold(mon: &mut EndMon, id: u64, side: Side, owner: &std::sync::atomic::AtomicU64) {
     if mon.is_unbound() {
         mon.stamp = crate::hooks::bind();
-        let task = context::current_task_id();
-        if task != 0 {
-            owner.store(task, Ordering::Relaxed);
-        }
+        note_owner(owner);
         crate::hooks::stream_bind(id, side);
     }
     if mon.stamp != 0 {
@@ -536,6 +527,15 @@ fn enter_cold(mon: &mut EndMon, id: u64, side: Side, owner: &std::sync::atomic::
 fn leave(mon: &EndMon, write: bool) {
     if mon.stamp != 0 {
         crate::hooks::leave(mon, write);
+    }
+}
+
+/// Notes the running task (if any) as the holder of a stream's side, for
+/// deadlock reports.
+fn note_owner(owner: &std::sync::atomic::AtomicU64) {
+    let id = context::current_task_id();
+    if id != 0 {
+        owner.store(id, Ordering::Relaxed);
     }
 }
 
