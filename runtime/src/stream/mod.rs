@@ -510,7 +510,7 @@ fn needs_enter_cold(mon: &EndMon, write: bool) -> bool {
 /// lists it in the running period if messages are recorded.
 #[cold]
 #[inline(never)]
-fn enter_cold(mon: &mut EndMon, id: u64, side: Side, owner: &std::sync::atomic::AtomicU64) {
+fn enter_cold(mon: &mut EndMon, id: u64, side: Side, owner: &crate::sync::AtomicU64) {
     if mon.is_unbound() {
         mon.stamp = crate::hooks::bind();
         note_owner(owner);
@@ -532,7 +532,7 @@ fn leave(mon: &EndMon, write: bool) {
 
 /// Notes the running task (if any) as the holder of a stream's side, for
 /// deadlock reports.
-fn note_owner(owner: &std::sync::atomic::AtomicU64) {
+fn note_owner(owner: &crate::sync::AtomicU64) {
     let id = context::current_task_id();
     if id != 0 {
         owner.store(id, Ordering::Relaxed);
