@@ -4,13 +4,18 @@
 use rill::monitor::format::{read_log, EndReason, EndState, Record};
 use rill::{MonitorConfig, MonitorFlags, Runtime};
 
-fn pipeline(workers: usize, flags: MonitorFlags, dir: &std::path::Path) -> rill::RunStats {
-    let mut rt = Runtime::builder()
+/// A runtime on `workers` unpinned workers, monitored with `flags` into `dir`.
+fn monitored(workers: usize, flags: MonitorFlags, dir: &std::path::Path) -> Runtime {
+    Runtime::builder()
         .workers(workers)
         .pin(false)
         .monitor(MonitorConfig::new(flags, dir))
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+fn pipeline(workers: usize, flags: MonitorFlags, dir: &std::path::Path) -> rill::RunStats {
+    let mut rt = monitored(workers, flags, dir);
     rt.run_main(|| {
         let (mut w, mut r) = rill::stream::<u64>(4);
         rill::spawn("src", move || {
@@ -143,12 +148,7 @@ fn every_mode_counts_every_message() {
 fn moved_and_dropped_ends_are_counted() {
     for flags in MODES {
         let dir = tempfile::tempdir().unwrap();
-        let mut rt = Runtime::builder()
-            .workers(2)
-            .pin(false)
-            .monitor(MonitorConfig::new(flags, dir.path()))
-            .build()
-            .unwrap();
+        let mut rt = monitored(2, flags, dir.path());
         rt.run_main(|| {
             let (mut w, mut r) = rill::stream::<u64>(64);
             let (mut hand, mut take) = rill::stream::<rill::Writer<u64>>(1);
@@ -189,11 +189,7 @@ fn wide_periods_are_counted() {
     const N: usize = 45;
     for flags in MODES {
         let dir = tempfile::tempdir().unwrap();
-        let mut rt = Runtime::builder()
-            .workers(1)
-            .monitor(MonitorConfig::new(flags, dir.path()))
-            .build()
-            .unwrap();
+        let mut rt = monitored(1, flags, dir.path());
         rt.run_main(|| {
             let (mut ws, mut rs): (Vec<_>, Vec<_>) = (0..N).map(|_| rill::stream::<u64>(8)).unzip();
             for round in 0..3 {
@@ -217,11 +213,7 @@ fn wide_periods_are_counted() {
 fn long_periods_are_counted() {
     for flags in MODES {
         let dir = tempfile::tempdir().unwrap();
-        let mut rt = Runtime::builder()
-            .workers(1)
-            .monitor(MonitorConfig::new(flags, dir.path()))
-            .build()
-            .unwrap();
+        let mut rt = monitored(1, flags, dir.path());
         rt.run_main(|| {
             let (mut w, mut r) = rill::stream::<u64>(2048);
             let (mut w2, mut r2) = rill::stream::<u64>(2048);
@@ -252,12 +244,7 @@ fn operations_that_move_nothing_record_nothing() {
     for flags in MODES {
         for workers in [1, 2] {
             let dir = tempfile::tempdir().unwrap();
-            let mut rt = Runtime::builder()
-                .workers(workers)
-                .pin(false)
-                .monitor(MonitorConfig::new(flags, dir.path()))
-                .build()
-                .unwrap();
+            let mut rt = monitored(workers, flags, dir.path());
             rt.run_main(|| {
                 let (mut w, mut r) = rill::stream::<u64>(2);
                 let (mut w2, r2) = rill::stream::<u64>(2);

@@ -6,7 +6,9 @@
 //! Each dispatch has an *epoch*, a multiple of 4 unique in the process (see
 //! [`WorkerLog`](super::worker_log::WorkerLog)). A stream end that moves a
 //! message compares its [`EndMon`]'s *stamp* (the epoch of the period that
-//! listed it, plus its [`kind`] in the low bits) with this thread's stamps:
+//! listed it, plus its [`kind`] in the low bits) with this thread's stamps,
+//! before the message moves (an operation that then moves nothing takes the
+//! record back, [`Recorder::leave`]):
 //! on the first message of a period none matches, and the end lists itself
 //! in the period ([`Recorder::list`], out of line: an entry index and a kind;
 //! entries from [`MAX_IO`] on, and per-message times, go through the worker's
@@ -290,7 +292,8 @@ impl Recorder {
         }
         let k = self.run_kind.get();
         if k == kind::NONE {
-            // Nothing to list: the end stays at stamp 0, which `hot` matches.
+            // Runs that record no messages bind their ends plain (stamp 0)
+            // and never get here; there would be nothing to list.
             return true;
         }
         let n = self.io_len.get() as usize;

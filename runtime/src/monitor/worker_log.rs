@@ -430,27 +430,23 @@ impl WorkerLog {
 
     /// Takes back the message that [`message`](Self::message) recorded for
     /// an operation on `end` (listed in the running period) that moved
-    /// nothing.
+    /// nothing. Only the `SLOW` kind records here; the thread-local recorder
+    /// takes back the others itself ([`Recorder::leave`]).
     pub(crate) fn unmessage(&mut self, end: &EndMon, write: bool) {
-        period::with(|r| match end.kind() {
-            kind::COUNT | kind::OPS => {
-                r.leave(end);
+        if end.kind() != kind::SLOW {
+            return;
+        }
+        if self.has(MonitorFlags::MESSAGE) {
+            period::with(|r| r.pop_op());
+            if self.has(MonitorFlags::MESSAGE_TIME) {
+                self.op_times.pop();
             }
-            kind::SLOW => {
-                if self.has(MonitorFlags::MESSAGE) {
-                    r.pop_op();
-                    if self.has(MonitorFlags::MESSAGE_TIME) {
-                        self.op_times.pop();
-                    }
-                } else if let Some(s) = self.over_mut(end.idx) {
-                    if write {
-                        s.writes = s.writes.wrapping_sub(1);
-                    } else {
-                        s.reads = s.reads.wrapping_sub(1);
-                    }
-                }
+        } else if let Some(s) = self.over_mut(end.idx) {
+            if write {
+                s.writes = s.writes.wrapping_sub(1);
+            } else {
+                s.reads = s.reads.wrapping_sub(1);
             }
-            _ => {}
-        })
+        }
     }
 }
