@@ -16,3 +16,6 @@ cargo test --workspace
 echo "== loom models (runtime blocking protocols)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p rill --lib --release loom_models
+
+echo "== stream and stress tests again, with real fences on the fast side (no membarrier)"
+RILL_NO_MEMBARRIER=1 cargo test -p rill --test basic --test stress

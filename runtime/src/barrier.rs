@@ -62,16 +62,29 @@ pub fn init() -> bool {
     supported
 }
 
-/// The fast side's store-load barrier: a compiler fence when membarrier backs
-/// the slow side, else a real fence.
+/// The fast side's store-load barrier for a stream made with `fenced`
+/// ([`fast_side_fenced`]): a compiler fence when membarrier backs the slow
+/// side, else a real fence.
+///
+/// The choice is a field of the stream, fixed when it is made, not a load of
+/// [`MODE`]: a plain field folds into one compare with memory, where the
+/// atomic `MODE` cost a load, a compare and a jump per operation (8 of a pipe
+/// relay's 49 instructions per message).
 #[inline(always)]
-pub fn light() {
-    if cfg!(loom) || MODE.load(Ordering::Relaxed) != 1 {
+pub fn light(fenced: bool) {
+    if cfg!(loom) || fenced {
         // loom's fence under the model, std's otherwise.
+        std::hint::cold_path();
         crate::sync::fence(Ordering::SeqCst);
     } else {
         compiler_fence(Ordering::SeqCst);
     }
+}
+
+/// Whether the fast side of a stream made now must use a real fence: true
+/// under loom, or when membarrier is unavailable. Probes once.
+pub fn fast_side_fenced() -> bool {
+    cfg!(loom) || !init()
 }
 
 /// Whether [`heavy`] has any work to do (false when fences are used throughout).
@@ -85,11 +98,17 @@ pub fn heavy_needed() -> bool {
 #[cold]
 pub fn heavy() {
     if MODE.load(Ordering::Relaxed) == 1 {
-        let r = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
-        if r != 0 {
-            // Should not happen once registered; stay correct by falling back.
-            MODE.store(2, Ordering::SeqCst);
+        if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 {
+            fence(Ordering::SeqCst);
+            return;
         }
+        // Should not happen once registered. Streams made from now on fence
+        // every operation; those made before keep compiler fences on their
+        // fast side, so for them this barrier degrades to waiting: a store
+        // leaves its core's store buffer within nanoseconds, and a
+        // millisecond is far beyond that.
+        MODE.store(2, Ordering::SeqCst);
     }
+    std::thread::sleep(std::time::Duration::from_millis(1));
     fence(Ordering::SeqCst);
 }

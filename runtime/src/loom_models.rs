@@ -53,7 +53,7 @@ fn stream_read_blocking_never_loses_a_wakeup() {
             // SAFETY: single writer, position 0 of an empty ring.
             unsafe { c2.put(0, 7) };
             c2.tail.store(1, Ordering::Release);
-            barrier::light();
+            barrier::light(c2.fenced);
             if c2.rslot.state.load(Ordering::Relaxed) != IDLE {
                 c2.rslot.wake();
             }

@@ -100,14 +100,12 @@ pub fn try_stream<T: Send + 'static>(
             core: core.clone(),
             tail: 0,
             head_cache: 0,
-            sent: 0,
             mon: EndMon::unbound(),
         },
         Reader {
             core,
             head: 0,
             tail_cache: 0,
-            received: 0,
             poll_cursor: 0,
             mon: EndMon::unbound(),
         },
@@ -119,7 +117,6 @@ pub struct Writer<T: Send + 'static> {
     core: Arc<Core<T>>,
     tail: usize,
     head_cache: usize,
-    sent: u64,
     /// Unbound until first use; then the monitoring state that the one check
     /// per operation ([`hooks::enter`](crate::hooks::enter)) compares.
     mon: EndMon,
@@ -130,7 +127,6 @@ pub struct Reader<T: Send + 'static> {
     core: Arc<Core<T>>,
     head: usize,
     tail_cache: usize,
-    received: u64,
     poll_cursor: usize,
     /// As in [`Writer`].
     mon: EndMon,
@@ -140,7 +136,7 @@ impl<T: Send + 'static> std::fmt::Debug for Writer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Writer")
             .field("stream", &self.core.id)
-            .field("sent", &self.sent)
+            .field("sent", &self.sent())
             .finish()
     }
 }
@@ -149,7 +145,7 @@ impl<T: Send + 'static> std::fmt::Debug for Reader<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reader")
             .field("stream", &self.core.id)
-            .field("received", &self.received)
+            .field("received", &self.received())
             .finish()
     }
 }
@@ -162,7 +158,9 @@ impl<T: Send + 'static> Writer<T> {
 
     /// Messages written through this end.
     pub fn sent(&self) -> u64 {
-        self.sent
+        // The end's ring started at 0 and only this end moves its tail
+        // (`replace` swaps whole ends), so its position is its count.
+        self.tail as u64
     }
 
     /// The stream's capacity.
@@ -191,20 +189,21 @@ impl<T: Send + 'static> Writer<T> {
 
     #[inline(always)]
     fn push(&mut self, tail: usize, v: T) -> Result<(), StreamClosed> {
+        // The core's address in a register: read through `self.core` after
+        // the Release store or the compiler fence, LLVM would load it again.
+        let core = &*self.core;
+        let fenced = core.fenced;
         // SAFETY: we are the only writer, tail is our position and the ring has
         // room (checked by the caller against a head no later than the real one).
-        unsafe { self.core.put(tail, v) };
+        unsafe { core.put(tail, v) };
         // Release: pairs with the reader's Acquire load of tail, publishing the cell.
-        self.core
-            .tail
-            .store(tail.wrapping_add(1), Ordering::Release);
+        core.tail.store(tail.wrapping_add(1), Ordering::Release);
         self.tail = tail.wrapping_add(1);
-        self.sent += 1;
         // Store-load barrier between our tail store and the load of the reader's
         // slot; the other half is the reader's registration fence plus the
         // worker's heavy barrier (barrier.rs).
-        barrier::light();
-        let st = self.core.rslot.state.load(Ordering::Relaxed);
+        barrier::light(fenced);
+        let st = core.rslot.state.load(Ordering::Relaxed);
         if st != IDLE {
             return self.after_write_cold(st);
         }
@@ -317,7 +316,7 @@ impl<T: Send + 'static> Writer<T> {
 
 impl<T: Send + 'static> Drop for Writer<T> {
     fn drop(&mut self) {
-        context::note_sent(self.sent);
+        context::note_sent(self.sent());
         crate::hooks::stream_close(self.core.id, Side::Writer);
         self.core.wslot.close();
         self.core.rslot.wake();
@@ -332,7 +331,8 @@ impl<T: Send + 'static> Reader<T> {
 
     /// Messages read through this end.
     pub fn received(&self) -> u64 {
-        self.received
+        // As in `Writer::sent`.
+        self.head as u64
     }
 
     /// Reads the next message, suspending the task while the stream is empty.
@@ -355,17 +355,17 @@ impl<T: Send + 'static> Reader<T> {
 
     #[inline(always)]
     fn pop(&mut self, head: usize) -> T {
+        // As in `Writer::push`.
+        let core = &*self.core;
+        let fenced = core.fenced;
         // SAFETY: we are the only reader and head < tail (checked by the caller).
-        let v = unsafe { self.core.take(head) };
+        let v = unsafe { core.take(head) };
         // Release: pairs with the writer's Acquire load of head: the cell is free.
-        self.core
-            .head
-            .store(head.wrapping_add(1), Ordering::Release);
+        core.head.store(head.wrapping_add(1), Ordering::Release);
         self.head = head.wrapping_add(1);
-        self.received += 1;
         // Store-load barrier, as in Writer::push.
-        barrier::light();
-        if self.core.wslot.state.load(Ordering::Relaxed) == WAITING {
+        barrier::light(fenced);
+        if core.wslot.state.load(Ordering::Relaxed) == WAITING {
             self.after_read_cold();
         }
         v

@@ -31,6 +31,9 @@ pub(crate) struct Core<T> {
     pub(crate) id: u64,
     pub(crate) cap: usize,
     mask: usize,
+    /// The fast side's store-load barrier is a real fence (no membarrier;
+    /// see `barrier::light`). Fixed when the stream is made.
+    pub(crate) fenced: bool,
     buf: Box<[UnsafeCell<MaybeUninit<T>>]>,
     pub(crate) tail: CachePadded<AtomicUsize>,
     pub(crate) head: CachePadded<AtomicUsize>,
@@ -58,6 +61,7 @@ impl<T> Core<T> {
             id,
             cap,
             mask: n - 1,
+            fenced: crate::barrier::fast_side_fenced(),
             buf: (0..n)
                 .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
                 .collect(),
