@@ -215,8 +215,11 @@ impl<T: Send + 'static> Writer<T> {
     fn after_write_cold(&mut self, st: u8) -> Result<(), StreamClosed> {
         match st {
             WAITING => {
-                // Plain ends (stamp 0) record nothing: no call.
-                if self.core.rslot.wake() && self.mon.stamp != 0 {
+                // Plain ends (stamp 0) record nothing: decided before the
+                // wake, so that their path keeps nothing across it.
+                if self.mon.stamp == 0 {
+                    self.core.rslot.wake_unreported();
+                } else if self.core.rslot.wake() {
                     crate::hooks::woke_peer(&self.mon);
                 }
                 Ok(())
@@ -319,7 +322,7 @@ impl<T: Send + 'static> Drop for Writer<T> {
         context::note_sent(self.sent());
         crate::hooks::stream_close(self.core.id, Side::Writer);
         self.core.wslot.close();
-        self.core.rslot.wake();
+        self.core.rslot.wake_unreported();
     }
 }
 
@@ -374,8 +377,10 @@ impl<T: Send + 'static> Reader<T> {
     #[cold]
     #[inline(never)]
     fn after_read_cold(&mut self) {
-        // Plain ends (stamp 0) record nothing: no call.
-        if self.core.wslot.wake() && self.mon.stamp != 0 {
+        // As in `Writer::after_write_cold`.
+        if self.mon.stamp == 0 {
+            self.core.wslot.wake_unreported();
+        } else if self.core.wslot.wake() {
             crate::hooks::woke_peer(&self.mon);
         }
     }
@@ -477,7 +482,7 @@ impl<T: Send + 'static> Drop for Reader<T> {
     fn drop(&mut self) {
         crate::hooks::stream_close(self.core.id, Side::Reader);
         self.core.rslot.close();
-        self.core.wslot.wake();
+        self.core.wslot.wake_unreported();
     }
 }
 

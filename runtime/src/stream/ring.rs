@@ -149,7 +149,7 @@ impl<T: Send> Recheck for Core<T> {
                     && (self.tail.load(Ordering::Acquire) != self.head.load(Ordering::Acquire)
                         || self.wslot.is_closed())
                 {
-                    self.rslot.wake();
+                    self.rslot.wake_unreported();
                 }
             }
             Side::Writer => {
@@ -161,7 +161,7 @@ impl<T: Send> Recheck for Core<T> {
                         < self.cap
                         || self.rslot.is_closed())
                 {
-                    self.wslot.wake();
+                    self.wslot.wake_unreported();
                 }
             }
         }

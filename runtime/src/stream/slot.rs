@@ -86,10 +86,22 @@ impl Slot {
     }
 
     /// Wakes the registered waiter, if any. Returns true when this call moved
-    /// the task to READY and scheduled it. Callers are cold paths themselves (a
-    /// peer was found waiting), so this is inlined into them.
+    /// the task to READY and scheduled it (monitored ends record that).
     #[inline]
     pub(crate) fn wake(&self) -> bool {
+        self.wake_body()
+    }
+
+    /// [`wake`](Self::wake) for callers that record nothing: without a result
+    /// to return, the queueing of the woken task is a tail call.
+    #[inline(never)]
+    pub(crate) fn wake_unreported(&self) {
+        self.wake_body();
+    }
+
+    /// Callers are cold paths themselves (a peer was found waiting).
+    #[inline(always)]
+    fn wake_body(&self) -> bool {
         // Acquire: pairs with `register`'s Release store. Wakers of one slot
         // can race (the peer end's holder, the settles of workers that noted
         // the slot), so winning the slot takes a compare-exchange.
