@@ -41,16 +41,23 @@ impl ReadyQueue {
 /// A growable power-of-two ring: push and pop are a mask, a load and a store
 /// (VecDeque's general wrap-around handling cost four times as many
 /// instructions on the yield path).
+///
+/// Slots outside `head..tail` keep stale copies of tasks that were popped
+/// (a `TaskRef` is a plain pointer); they are never read.
 pub(crate) struct Fifo {
-    buf: Vec<Option<TaskRef>>,
+    buf: Box<[Option<TaskRef>]>,
+    /// `buf.len() - 1`; the length is a power of two.
+    mask: usize,
     head: usize,
     tail: usize,
 }
 
 impl Default for Fifo {
     fn default() -> Self {
+        let buf: Box<[Option<TaskRef>]> = vec![None; 64].into();
         Fifo {
-            buf: vec![None; 64],
+            mask: buf.len() - 1,
+            buf,
             head: 0,
             tail: 0,
         }
@@ -60,11 +67,12 @@ impl Default for Fifo {
 impl Fifo {
     #[inline(always)]
     pub(crate) fn push(&mut self, t: TaskRef) {
-        if self.tail.wrapping_sub(self.head) == self.buf.len() {
+        if self.tail.wrapping_sub(self.head) > self.mask {
             self.grow();
         }
-        let mask = self.buf.len() - 1;
-        self.buf[self.tail & mask] = Some(t);
+        let i = self.tail & self.mask;
+        // SAFETY: `mask` is the buffer's length minus one, so `i` is in bounds.
+        *unsafe { self.buf.get_unchecked_mut(i) } = Some(t);
         self.tail = self.tail.wrapping_add(1);
     }
 
@@ -73,8 +81,10 @@ impl Fifo {
         if self.head == self.tail {
             return None;
         }
-        let mask = self.buf.len() - 1;
-        let t = self.buf[self.head & mask].take();
+        let i = self.head & self.mask;
+        // SAFETY: as in `push`. The slot is in `head..tail`, so it holds the
+        // task pushed there (`Some`); the copy left behind is never read.
+        let t = *unsafe { self.buf.get_unchecked(i) };
         self.head = self.head.wrapping_add(1);
         t
     }
@@ -82,11 +92,12 @@ impl Fifo {
     #[cold]
     fn grow(&mut self) {
         let n = self.buf.len();
-        let mut nb = vec![None; n * 2];
+        let mut nb: Box<[Option<TaskRef>]> = vec![None; n * 2].into();
         for (k, slot) in nb.iter_mut().enumerate().take(n) {
-            *slot = self.buf[(self.head.wrapping_add(k)) & (n - 1)].take();
+            *slot = self.buf[self.head.wrapping_add(k) & self.mask];
         }
         self.buf = nb;
+        self.mask = 2 * n - 1;
         self.head = 0;
         self.tail = n;
     }
