@@ -1,78 +1,22 @@
-//! The fast scanner accepts exactly what the runtime's decoder accepts and
-//! yields the same records.
+//! rill-mon's scanner (the runtime's borrowing scanner, re-exported) yields
+//! exactly the records that were encoded, and on damaged or random data
+//! stops where the runtime's owning decoder stops, with the same verdict.
 
 use proptest::prelude::*;
 use rill::monitor::format::{
     implied_ops, interleaved_ops, Decoder, Encoder, EndReason, EndState, Op, Record, Side,
     StreamIo, VecSink,
 };
-use rill_monitor::scan::{Item, Scanner};
+use rill_monitor::scan::Scanner;
 
-/// The scanner's view of the data as owned records, its stop offset, and
-/// where it found damage.
+/// The scanner's records (owned through `Scanner::to_record`, which the
+/// first property checks against the records that were encoded), its stop
+/// offset, and where it found damage.
 fn scan_all(data: &[u8]) -> (Vec<Record>, usize, Option<u64>) {
     let mut sc = Scanner::new(data, 0);
     let mut out = Vec::new();
     while let Some(item) = sc.next() {
-        out.push(match item {
-            Item::WorkerStart { t } => Record::WorkerStart { t },
-            Item::WorkerWait { t, dur } => Record::WorkerWait { t, dur },
-            Item::WorkerEnd { t } => Record::WorkerEnd { t },
-            Item::TaskAssign {
-                t,
-                task,
-                parent,
-                worker,
-                name,
-            } => Record::TaskAssign {
-                t,
-                task,
-                parent,
-                worker,
-                name: name.to_owned(),
-            },
-            Item::TaskMigrate { t, task, from, to } => Record::TaskMigrate { t, task, from, to },
-            Item::StreamOpen {
-                t,
-                stream,
-                capacity,
-                creator,
-            } => Record::StreamOpen {
-                t,
-                stream,
-                capacity,
-                creator,
-            },
-            Item::StreamBind {
-                t,
-                stream,
-                side,
-                task,
-            } => Record::StreamBind {
-                t,
-                stream,
-                side,
-                task,
-            },
-            Item::StreamClose { t, stream, side } => Record::StreamClose { t, stream, side },
-            Item::StreamReplace { t, side, old, new } => {
-                Record::StreamReplace { t, side, old, new }
-            }
-            Item::Period(p) => Record::Period {
-                start: p.start,
-                end: p.end,
-                task: p.task,
-                end_state: p.end_state,
-                io: sc.io().to_vec(),
-                // The runtime's decoder leaves `ops` empty when none were stored.
-                ops: if sc.ops_recorded() {
-                    sc.ops().to_vec()
-                } else {
-                    Vec::new()
-                },
-                op_times: sc.op_times().to_vec(),
-            },
-        });
+        out.push(sc.to_record(item));
     }
     (out, sc.offset(), sc.damaged_at())
 }

@@ -333,18 +333,9 @@ impl Recorder {
     /// counts and the entry count.
     #[inline]
     pub(crate) fn take_entries(&self, io: &mut Vec<StreamIo>, counted: bool) {
-        let n = (self.io_len.replace(0) as usize).min(MAX_IO);
-        let (writes, woke) = (self.writes.replace(0), self.woke.replace(0));
-        for (i, (id, c)) in self.ids[..n].iter().zip(&self.counts[..n]).enumerate() {
-            let c = if counted { c.replace(0) } else { 0 };
-            let write = writes >> i & 1 != 0;
-            io.push(StreamIo {
-                stream: id.get(),
-                reads: if write { 0 } else { c },
-                writes: if write { c } else { 0 },
-                woke_peer: woke >> i & 1 != 0,
-            });
-        }
+        let n = self.io_len().min(MAX_IO);
+        io.extend((0..n).map(|i| StreamIo::from(self.take_entry(i, counted))));
+        self.clear_entries();
     }
 
     /// Counts one message of entry `idx` (count mode).

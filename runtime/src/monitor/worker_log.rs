@@ -229,12 +229,7 @@ impl WorkerLog {
                             .map(|i| {
                                 let e = r.take_entry(i, true);
                                 r.add_count(i as u16, e.count);
-                                StreamIo {
-                                    stream: e.stream,
-                                    reads: if e.write { 0 } else { e.count },
-                                    writes: if e.write { e.count } else { 0 },
-                                    woke_peer: e.woke_peer,
-                                }
+                                StreamIo::from(e)
                             })
                             .collect();
                         let mut ops = Vec::new();

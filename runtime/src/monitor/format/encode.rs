@@ -639,6 +639,18 @@ pub(crate) struct EndIo {
     pub woke_peer: bool,
 }
 
+impl From<EndIo> for StreamIo {
+    /// The entry as both sides: `count` in `reads` or `writes`.
+    fn from(e: EndIo) -> StreamIo {
+        StreamIo {
+            stream: e.stream,
+            reads: if e.write { 0 } else { e.count },
+            writes: if e.write { e.count } else { 0 },
+            woke_peer: e.woke_peer,
+        }
+    }
+}
+
 impl PutIo for EndIo {
     #[inline(always)]
     fn put(&self, o: &mut Out<'_>, blocked_on: bool) {
