@@ -7,10 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 R=${1:-5}
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg); repeat $R"
-cargo build --release -q -p rill-examples -p rill-monitor
-mkdir -p target/nomon
-cargo build --release -q -p rill-examples --no-default-features --target-dir target/nomon
-B=target/release/rill-bench
+# RILL_BIN=DIR takes prebuilt binaries (DIR/rill-bench, DIR/rill-mon, and
+# DIR/nomon/rill-bench built with --no-default-features) instead of cargo.
+if [[ -n "${RILL_BIN:-}" ]]; then
+  B=$RILL_BIN/rill-bench; MON=$RILL_BIN/rill-mon; NOMON=$RILL_BIN/nomon/rill-bench
+else
+  cargo build --release -q -p rill-examples -p rill-monitor
+  mkdir -p target/nomon
+  cargo build --release -q -p rill-examples --no-default-features --target-dir target/nomon
+  B=target/release/rill-bench; MON=target/release/rill-mon; NOMON=target/nomon/release/rill-bench
+fi
 echo; echo "## micro (rill, threads, tokio)"; $B micro --repeat "$R" 2>/dev/null
 for pl in const rr parts; do
   echo; echo "## pipe depth 100, 100000 messages, placement $pl"; $B pipe --placement "$pl" --repeat "$R" --workers 2 2>/dev/null
@@ -19,13 +25,13 @@ echo; echo "## ring 100 tasks, 200000 hops (rill placements parts/rr/const; peer
 $B ring --hops 200000 --repeat "$R" --workers 2 2>/dev/null
 for pl in rr const; do $B ring --engine rill --placement "$pl" --hops 200000 --repeat "$R" --workers 2 2>/dev/null | tail -1 | sed "s/^/$pl: /"; done
 echo; echo "## monitoring overhead: pipe depth 100 rr, rill, alternating builds/modes, medians of ns/op"
-python3 - "$R" <<'PY'
+python3 - "$R" "$B" "$MON" "$NOMON" <<'PY'
 import json, subprocess, statistics, sys, shutil
-R = int(sys.argv[1])
-modes = [("compiled out", "target/nomon/release/rill-bench", "off"),
-         ("off", "target/release/rill-bench", "off"),
-         ("full, no message order", "target/release/rill-bench", "map,worker,task,stream"),
-         ("full", "target/release/rill-bench", "full")]
+R, B, MON, NOMON = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+modes = [("compiled out", NOMON, "off"),
+         ("off", B, "off"),
+         ("full, no message order", B, "map,worker,task,stream"),
+         ("full", B, "full")]
 res = {m[0]: [] for m in modes}
 logb = {}
 for r in range(R):
@@ -37,7 +43,7 @@ for r in range(R):
         j = json.loads(out.strip().splitlines()[-1])
         res[name].append(j["ns_per_op"])
         if mon != "off" and r == R - 1:
-            s = json.loads(subprocess.run(["target/release/rill-mon", "summary", "target/fig-logs", "--json"],
+            s = json.loads(subprocess.run([MON, "summary", "target/fig-logs", "--json"],
                                           capture_output=True, text=True, check=True).stdout)
             logb[name] = (s["bytes"], s["events"], s["bytes_per_event"])
 base = statistics.median(res["off"])
