@@ -17,8 +17,9 @@ use loom::thread;
 use crate::barrier;
 use crate::stream::slot_api::{IDLE, WAITING};
 use crate::stream::Core;
-use crate::sync::{fence, AtomicBool, AtomicUsize};
+use crate::sync::{fence, AtomicBool};
 use crate::task::{state, Task, TaskRef};
+use crate::worker::Inbox;
 
 struct SendTask(TaskRef);
 // SAFETY: the model hands the task to the waker thread only through the slot
@@ -28,9 +29,13 @@ unsafe impl Send for SendTask {}
 unsafe impl Sync for SendTask {}
 
 fn new_task() -> SendTask {
+    task_with_id(1)
+}
+
+fn task_with_id(id: u64) -> SendTask {
     SendTask(TaskRef::new(Task::new(
         std::ptr::null(),
-        1,
+        id,
         0,
         "reader".into(),
         0,
@@ -52,10 +57,10 @@ fn stream_read_blocking_never_loses_a_wakeup() {
             // Writer::push
             // SAFETY: single writer, position 0 of an empty ring.
             unsafe { c2.put(0, 7) };
-            c2.tail.store(1, Ordering::Release);
+            c2.fwd.tail.store(1, Ordering::Release);
             barrier::light(c2.fenced);
-            if c2.rslot.state.load(Ordering::Relaxed) != IDLE {
-                c2.rslot.wake();
+            if c2.fwd.rslot.state.load(Ordering::Relaxed) != IDLE {
+                c2.fwd.rslot.wake();
             }
         });
         // Reader: the fast check failed (ring looked empty), so block.
@@ -65,11 +70,11 @@ fn stream_read_blocking_never_loses_a_wakeup() {
             got = true;
         } else {
             t.transition_to_blocked();
-            core.rslot.register(task.0.as_ptr());
+            core.fwd.rslot.register(task.0.as_ptr());
             fence(Ordering::SeqCst);
-            if core.has_data(0) || core.wslot.is_closed() {
+            if core.has_data(0) || core.back.wslot.is_closed() {
                 if t.transition_to_running_cancel() {
-                    core.rslot.unregister();
+                    core.fwd.rslot.unregister();
                     got = true;
                 }
                 // else: a waker won and will schedule us.
@@ -84,7 +89,10 @@ fn stream_read_blocking_never_loses_a_wakeup() {
                 "reader left blocked with data in the ring"
             );
         }
-        assert_eq!(core.rslot.state.load(Ordering::Relaxed) == WAITING, false);
+        assert_eq!(
+            core.fwd.rslot.state.load(Ordering::Relaxed) == WAITING,
+            false
+        );
         // SAFETY: model-owned task, freed once after every thread is done.
         unsafe { task.0.free() };
     });
@@ -100,19 +108,20 @@ fn stream_close_wakes_a_blocked_reader() {
         let c2 = core.clone();
         let closer = thread::spawn(move || {
             // Drop for Writer.
-            c2.wslot.close();
-            c2.rslot.wake();
+            c2.back.wslot.close();
+            c2.fwd.rslot.wake();
         });
         let t = task.0.get();
         let mut saw_end = false;
-        if core.wslot.is_closed() {
+        if core.back.wslot.is_closed() {
             saw_end = true;
         } else {
             t.transition_to_blocked();
-            core.rslot.register(task.0.as_ptr());
+            core.fwd.rslot.register(task.0.as_ptr());
             fence(Ordering::SeqCst);
-            if (core.has_data(0) || core.wslot.is_closed()) && t.transition_to_running_cancel() {
-                core.rslot.unregister();
+            if (core.has_data(0) || core.back.wslot.is_closed()) && t.transition_to_running_cancel()
+            {
+                core.fwd.rslot.unregister();
                 saw_end = true;
             }
         }
@@ -139,50 +148,107 @@ fn poll_has_exactly_one_winner() {
         let task = Arc::new(new_task());
         let t = task.0.get();
         t.transition_to_blocked();
-        a.rslot.register(task.0.as_ptr());
-        b.rslot.register(task.0.as_ptr());
+        a.fwd.rslot.register(task.0.as_ptr());
+        b.fwd.rslot.register(task.0.as_ptr());
         let (a2, b2) = (a.clone(), b.clone());
-        let wa = thread::spawn(move || a2.rslot.wake());
-        let wb = thread::spawn(move || b2.rslot.wake());
+        let wa = thread::spawn(move || a2.fwd.rslot.wake());
+        let wb = thread::spawn(move || b2.fwd.rslot.wake());
         let won_a = wa.join().unwrap();
         let won_b = wb.join().unwrap();
         assert!(won_a ^ won_b, "exactly one waker schedules the task");
-        a.rslot.unregister();
-        b.rslot.unregister();
+        a.fwd.rslot.unregister();
+        b.fwd.rslot.unregister();
         assert_eq!(t.state(), state::READY);
         // SAFETY: model-owned task, freed once.
         unsafe { task.0.free() };
     });
 }
 
-/// The worker park/wake protocol (worker/README.md): a poster pushes to the
-/// inbox and unparks if the worker announced sleep; the worker announces,
-/// re-checks, and parks. The worker never sleeps through a posted task.
+/// The worker park/wake protocol (worker/README.md) with the real inbox: a
+/// poster pushes (into the mail slot: the inbox is empty) and unparks the
+/// worker if it announced sleep; the worker announces, re-checks, and parks.
+/// The worker never sleeps through a posted task.
 #[test]
 fn park_wake_never_loses_a_post() {
     loom::model(|| {
-        let inbox = Arc::new(AtomicUsize::new(0));
+        let inbox = Arc::new(Inbox::new());
         let sleeping = Arc::new(AtomicBool::new(false));
         let (i2, s2) = (inbox.clone(), sleeping.clone());
         let worker = thread::spawn(move || {
             // Fall-asleep steps.
             s2.store(true, Ordering::SeqCst);
             fence(Ordering::SeqCst);
-            loop {
-                if i2.load(Ordering::SeqCst) > 0 {
-                    break;
-                }
+            while i2.is_empty() {
                 thread::park();
             }
             s2.store(false, Ordering::Relaxed);
+            let mut got = Vec::new();
+            assert!(i2.drain(|t| got.push(t)));
+            assert_eq!(got.len(), 1);
+            // SAFETY: the model's task, drained once, freed once.
+            unsafe { got[0].free() };
         });
         // Post-work steps.
-        inbox.fetch_add(1, Ordering::SeqCst);
+        inbox.push(task_with_id(1).0);
         fence(Ordering::SeqCst);
         if sleeping.load(Ordering::SeqCst) {
             worker.thread().unpark();
         }
         // If a post could be lost, loom would report this join as a deadlock.
+        worker.join().unwrap();
+    });
+}
+
+/// Two posters race for the inbox's mail slot while the worker drains and
+/// sleeps between drains: each task arrives exactly once, whichever of the
+/// slot and the queue behind it carried it, and the worker never sleeps
+/// through either post. Bounded to three preemptions (three threads with
+/// park loops are too many interleavings to explore whole).
+#[test]
+fn inbox_delivers_two_racing_posts_once() {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(|| {
+        let inbox = Arc::new(Inbox::new());
+        let sleeping = Arc::new(AtomicBool::new(false));
+        let (i2, s2) = (inbox.clone(), sleeping.clone());
+        let worker = thread::spawn(move || {
+            let mut got = Vec::new();
+            while got.len() < 2 {
+                if i2.drain(|t| got.push(t)) {
+                    continue;
+                }
+                s2.store(true, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                while i2.is_empty() {
+                    thread::park();
+                }
+                s2.store(false, Ordering::Relaxed);
+            }
+            let mut ids: Vec<u64> = got.iter().map(|t| t.get().id).collect();
+            ids.sort_unstable();
+            assert_eq!(ids, vec![1, 2]);
+            for t in got {
+                // SAFETY: model-owned tasks, each drained once, freed once.
+                unsafe { t.free() };
+            }
+        });
+        let post = |id| {
+            let (inbox, sleeping) = (inbox.clone(), sleeping.clone());
+            let t = task_with_id(id);
+            let w = worker.thread().clone();
+            thread::spawn(move || {
+                inbox.push(t.0);
+                fence(Ordering::SeqCst);
+                if sleeping.load(Ordering::SeqCst) {
+                    w.unpark();
+                }
+            })
+        };
+        let a = post(1);
+        let b = post(2);
+        a.join().unwrap();
+        b.join().unwrap();
         worker.join().unwrap();
     });
 }

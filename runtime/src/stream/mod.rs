@@ -179,7 +179,7 @@ impl<T: Send + 'static> Writer<T> {
         if tail.wrapping_sub(self.head_cache) >= self.core.cap {
             // Acquire: pairs with the reader's Release store of head, so the
             // cell we are about to overwrite has been read.
-            self.head_cache = self.core.head.load(Ordering::Acquire);
+            self.head_cache = self.core.back.head.load(Ordering::Acquire);
             if tail.wrapping_sub(self.head_cache) >= self.core.cap {
                 return self.write_full(v);
             }
@@ -197,13 +197,13 @@ impl<T: Send + 'static> Writer<T> {
         // room (checked by the caller against a head no later than the real one).
         unsafe { core.put(tail, v) };
         // Release: pairs with the reader's Acquire load of tail, publishing the cell.
-        core.tail.store(tail.wrapping_add(1), Ordering::Release);
+        core.fwd.tail.store(tail.wrapping_add(1), Ordering::Release);
         self.tail = tail.wrapping_add(1);
         // Store-load barrier between our tail store and the load of the reader's
         // slot; the other half is the reader's registration fence plus the
         // worker's heavy barrier (barrier.rs).
         barrier::light(fenced);
-        let st = core.rslot.state.load(Ordering::Relaxed);
+        let st = core.fwd.rslot.state.load(Ordering::Relaxed);
         if st != IDLE {
             return self.after_write_cold(st);
         }
@@ -218,8 +218,8 @@ impl<T: Send + 'static> Writer<T> {
                 // Plain ends (stamp 0) record nothing: decided before the
                 // wake, so that their path keeps nothing across it.
                 if self.mon.stamp == 0 {
-                    self.core.rslot.wake_unreported();
-                } else if self.core.rslot.wake() {
+                    self.core.fwd.rslot.wake_unreported();
+                } else if self.core.fwd.rslot.wake() {
                     crate::hooks::woke_peer(&self.mon);
                 }
                 Ok(())
@@ -233,13 +233,13 @@ impl<T: Send + 'static> Writer<T> {
     #[inline(never)]
     fn write_full(&mut self, v: T) -> Result<(), StreamClosed> {
         loop {
-            if self.core.rslot.is_closed() {
+            if self.core.fwd.rslot.is_closed() {
                 self.leave();
                 return Err(StreamClosed(self.core.id));
             }
             let tail = self.tail;
             if self.core.has_room(tail) {
-                self.head_cache = self.core.head.load(Ordering::Acquire);
+                self.head_cache = self.core.back.head.load(Ordering::Acquire);
                 return self.push(tail, v);
             }
             let peer = nonzero(self.core.reader_task.load(Ordering::Relaxed));
@@ -248,12 +248,12 @@ impl<T: Send + 'static> Writer<T> {
             self.leave();
             let core = &self.core;
             context::block(
-                &[&core.wslot],
+                &[&core.back.wslot],
                 BlockedOn::Output {
                     stream: core.id,
                     peer,
                 },
-                || core.has_room(tail) || core.rslot.is_closed(),
+                || core.has_room(tail) || core.fwd.rslot.is_closed(),
                 |pending| context::note_pending(pending, core, Side::Writer),
             );
             self.enter();
@@ -263,13 +263,13 @@ impl<T: Send + 'static> Writer<T> {
     /// Writes `v` if there is room now; never blocks.
     pub fn try_write(&mut self, v: T) -> Result<(), TryWriteError<T>> {
         self.enter();
-        if self.core.rslot.is_closed() {
+        if self.core.fwd.rslot.is_closed() {
             self.leave();
             return Err(TryWriteError::Closed(v));
         }
         let tail = self.tail;
         if tail.wrapping_sub(self.head_cache) >= self.core.cap {
-            self.head_cache = self.core.head.load(Ordering::Acquire);
+            self.head_cache = self.core.back.head.load(Ordering::Acquire);
             if tail.wrapping_sub(self.head_cache) >= self.core.cap {
                 self.leave();
                 return Err(TryWriteError::Full(v));
@@ -321,8 +321,8 @@ impl<T: Send + 'static> Drop for Writer<T> {
     fn drop(&mut self) {
         context::note_sent(self.sent());
         crate::hooks::stream_close(self.core.id, Side::Writer);
-        self.core.wslot.close();
-        self.core.rslot.wake_unreported();
+        self.core.back.wslot.close();
+        self.core.fwd.rslot.wake_unreported();
     }
 }
 
@@ -348,7 +348,7 @@ impl<T: Send + 'static> Reader<T> {
         let head = self.head;
         if head == self.tail_cache {
             // Acquire: pairs with the writer's Release store of tail.
-            self.tail_cache = self.core.tail.load(Ordering::Acquire);
+            self.tail_cache = self.core.fwd.tail.load(Ordering::Acquire);
             if head == self.tail_cache {
                 return self.read_empty();
             }
@@ -364,11 +364,13 @@ impl<T: Send + 'static> Reader<T> {
         // SAFETY: we are the only reader and head < tail (checked by the caller).
         let v = unsafe { core.take(head) };
         // Release: pairs with the writer's Acquire load of head: the cell is free.
-        core.head.store(head.wrapping_add(1), Ordering::Release);
+        core.back
+            .head
+            .store(head.wrapping_add(1), Ordering::Release);
         self.head = head.wrapping_add(1);
         // Store-load barrier, as in Writer::push.
         barrier::light(fenced);
-        if core.wslot.state.load(Ordering::Relaxed) == WAITING {
+        if core.back.wslot.state.load(Ordering::Relaxed) == WAITING {
             self.after_read_cold();
         }
         v
@@ -379,8 +381,8 @@ impl<T: Send + 'static> Reader<T> {
     fn after_read_cold(&mut self) {
         // As in `Writer::after_write_cold`.
         if self.mon.stamp == 0 {
-            self.core.wslot.wake_unreported();
-        } else if self.core.wslot.wake() {
+            self.core.back.wslot.wake_unreported();
+        } else if self.core.back.wslot.wake() {
             crate::hooks::woke_peer(&self.mon);
         }
     }
@@ -393,7 +395,7 @@ impl<T: Send + 'static> Reader<T> {
             if self.refresh() {
                 return Some(self.pop(head));
             }
-            if self.core.wslot.is_closed() {
+            if self.core.back.wslot.is_closed() {
                 // The writer's last tail store happened before its close.
                 if self.refresh() {
                     return Some(self.pop(head));
@@ -407,12 +409,12 @@ impl<T: Send + 'static> Reader<T> {
             self.leave();
             let core = &self.core;
             context::block(
-                &[&core.rslot],
+                &[&core.fwd.rslot],
                 BlockedOn::Input {
                     stream: core.id,
                     peer,
                 },
-                || core.has_data(head) || core.wslot.is_closed(),
+                || core.has_data(head) || core.back.wslot.is_closed(),
                 |pending| context::note_pending(pending, core, Side::Reader),
             );
             self.enter();
@@ -421,7 +423,7 @@ impl<T: Send + 'static> Reader<T> {
 
     /// Re-reads the writer's tail; true when there is something to read.
     fn refresh(&mut self) -> bool {
-        self.tail_cache = self.core.tail.load(Ordering::Acquire);
+        self.tail_cache = self.core.fwd.tail.load(Ordering::Acquire);
         self.tail_cache != self.head
     }
 
@@ -432,7 +434,7 @@ impl<T: Send + 'static> Reader<T> {
         if head != self.tail_cache || self.refresh() {
             return Ok(self.pop(head));
         }
-        if self.core.wslot.is_closed() {
+        if self.core.back.wslot.is_closed() {
             if self.refresh() {
                 return Ok(self.pop(head));
             }
@@ -445,7 +447,7 @@ impl<T: Send + 'static> Reader<T> {
 
     /// True when a read would not block: a message is there or the stream ended.
     pub fn is_ready(&mut self) -> bool {
-        self.head != self.tail_cache || self.refresh() || self.core.wslot.is_closed()
+        self.head != self.tail_cache || self.refresh() || self.core.back.wslot.is_closed()
     }
 
     /// Redirects this end to another stream. Returns the old end.
@@ -481,8 +483,8 @@ impl<T: Send + 'static> Reader<T> {
 impl<T: Send + 'static> Drop for Reader<T> {
     fn drop(&mut self) {
         crate::hooks::stream_close(self.core.id, Side::Reader);
-        self.core.rslot.close();
-        self.core.wslot.wake_unreported();
+        self.core.fwd.rslot.close();
+        self.core.back.wslot.wake_unreported();
     }
 }
 

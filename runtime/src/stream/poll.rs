@@ -35,7 +35,7 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
                 )
             })
             .collect();
-        let slots: Vec<&super::slot::Slot> = readers.iter().map(|r| &*r.core.rslot).collect();
+        let slots: Vec<&super::slot::Slot> = readers.iter().map(|r| &r.core.fwd.rslot).collect();
         let heads: Vec<usize> = readers.iter().map(|r| r.head).collect();
         context::block(
             &slots,
@@ -44,7 +44,7 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
                 readers
                     .iter()
                     .zip(&heads)
-                    .any(|(r, &h)| r.core.has_data(h) || r.core.wslot.is_closed())
+                    .any(|(r, &h)| r.core.has_data(h) || r.core.back.wslot.is_closed())
             },
             |pending| {
                 for r in readers.iter() {

@@ -17,7 +17,23 @@ pub enum Side {
     Writer,
 }
 
-/// The ring and the wait slots. Field ownership:
+/// What the writer moves and where the reader waits for it to move, on one
+/// cache line: the writer stores `tail` and then looks at `rslot` on every
+/// write, and a woken reader unregisters from `rslot` and then reads `tail`.
+/// Apart, a wake across workers moved two lines each way; together, one.
+pub(crate) struct Fwd {
+    pub(crate) tail: AtomicUsize,
+    pub(crate) rslot: Slot,
+}
+
+/// The mirror of [`Fwd`]: the reader's position and the writer's wait slot.
+pub(crate) struct Back {
+    pub(crate) head: AtomicUsize,
+    pub(crate) wslot: Slot,
+}
+
+/// The ring and the wait slots. Field ownership (`tail` and `rslot` share the
+/// line [`Fwd`], `head` and `wslot` the line [`Back`]):
 ///
 /// | field | written by | read by |
 /// | --- | --- | --- |
@@ -35,10 +51,10 @@ pub(crate) struct Core<T> {
     /// see `barrier::light`). Fixed when the stream is made.
     pub(crate) fenced: bool,
     buf: Box<[UnsafeCell<MaybeUninit<T>>]>,
-    pub(crate) tail: CachePadded<AtomicUsize>,
-    pub(crate) head: CachePadded<AtomicUsize>,
-    pub(crate) rslot: CachePadded<Slot>,
-    pub(crate) wslot: CachePadded<Slot>,
+    /// The writer's position and the reader's wait slot.
+    pub(crate) fwd: CachePadded<Fwd>,
+    /// The reader's position and the writer's wait slot.
+    pub(crate) back: CachePadded<Back>,
     pub(crate) reader_task: AtomicU64,
     pub(crate) writer_task: AtomicU64,
     /// Settle-window marks of the reader and writer sides (see
@@ -65,10 +81,14 @@ impl<T> Core<T> {
             buf: (0..n)
                 .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
                 .collect(),
-            tail: CachePadded::new(AtomicUsize::new(0)),
-            head: CachePadded::new(AtomicUsize::new(0)),
-            rslot: CachePadded::new(Slot::new()),
-            wslot: CachePadded::new(Slot::new()),
+            fwd: CachePadded::new(Fwd {
+                tail: AtomicUsize::new(0),
+                rslot: Slot::new(),
+            }),
+            back: CachePadded::new(Back {
+                head: AtomicUsize::new(0),
+                wslot: Slot::new(),
+            }),
             reader_task: AtomicU64::new(0),
             writer_task: AtomicU64::new(0),
             rmark: std::sync::atomic::AtomicU64::new(0),
@@ -102,19 +122,19 @@ impl<T> Core<T> {
 
     /// Messages in the ring, as the reader sees it.
     pub(crate) fn has_data(&self, head: usize) -> bool {
-        self.tail.load(Ordering::Acquire) != head
+        self.fwd.tail.load(Ordering::Acquire) != head
     }
 
     /// Free room, as the writer sees it.
     pub(crate) fn has_room(&self, tail: usize) -> bool {
-        tail.wrapping_sub(self.head.load(Ordering::Acquire)) < self.cap
+        tail.wrapping_sub(self.back.head.load(Ordering::Acquire)) < self.cap
     }
 }
 
 impl<T> Drop for Core<T> {
     fn drop(&mut self) {
-        let head = self.head.load(Ordering::Relaxed);
-        let tail = self.tail.load(Ordering::Relaxed);
+        let head = self.back.head.load(Ordering::Relaxed);
+        let tail = self.fwd.tail.load(Ordering::Relaxed);
         let mut i = head;
         while i != tail {
             // SAFETY: both ends are gone (we hold the last reference), and the
@@ -145,23 +165,25 @@ impl<T: Send> Recheck for Core<T> {
     fn recheck(&self, side: Side) {
         match side {
             Side::Reader => {
-                if self.rslot.state.load(Ordering::Acquire) == WAITING
-                    && (self.tail.load(Ordering::Acquire) != self.head.load(Ordering::Acquire)
-                        || self.wslot.is_closed())
+                if self.fwd.rslot.state.load(Ordering::Acquire) == WAITING
+                    && (self.fwd.tail.load(Ordering::Acquire)
+                        != self.back.head.load(Ordering::Acquire)
+                        || self.back.wslot.is_closed())
                 {
-                    self.rslot.wake_unreported();
+                    self.fwd.rslot.wake_unreported();
                 }
             }
             Side::Writer => {
-                if self.wslot.state.load(Ordering::Acquire) == WAITING
+                if self.back.wslot.state.load(Ordering::Acquire) == WAITING
                     && (self
+                        .fwd
                         .tail
                         .load(Ordering::Acquire)
-                        .wrapping_sub(self.head.load(Ordering::Acquire))
+                        .wrapping_sub(self.back.head.load(Ordering::Acquire))
                         < self.cap
-                        || self.rslot.is_closed())
+                        || self.fwd.rslot.is_closed())
                 {
-                    self.wslot.wake_unreported();
+                    self.back.wslot.wake_unreported();
                 }
             }
         }

@@ -2,6 +2,9 @@
 //! mapped to it one at a time. The park/wake protocol is in `README.md` beside
 //! this file; `park.rs` holds the shared half of it.
 
+mod inbox;
+#[cfg(all(test, loom))]
+pub(crate) use inbox::Inbox;
 mod park;
 
 use std::cell::Cell;
@@ -272,13 +275,9 @@ impl WorkerLocal {
 
     /// Moves tasks posted by other threads into the ready queue.
     fn drain_inbox(&self) -> bool {
-        let inbox = &self.shared.workers[self.id].inbox;
-        let mut any = false;
-        while let crossbeam_deque::Steal::Success(t) = inbox.steal() {
-            self.ready().push(t);
-            any = true;
-        }
-        any
+        self.shared.workers[self.id]
+            .inbox
+            .drain(|t| self.ready().push(t))
     }
 
     #[inline]

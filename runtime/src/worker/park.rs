@@ -5,7 +5,9 @@ use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::thread::Thread;
 
-use crossbeam_deque::{Injector, Stealer};
+use crossbeam_deque::Stealer;
+
+use super::inbox::Inbox;
 
 use crate::runtime::{Phase, Shared};
 use crate::sync::{fence, AtomicBool};
@@ -18,7 +20,7 @@ pub(crate) const IDLE_GEN: usize = 1 << 20;
 /// What other threads may touch of a worker.
 pub(crate) struct WorkerShared {
     /// Tasks woken or spawned for this worker by other threads.
-    pub(crate) inbox: Injector<TaskRef>,
+    pub(crate) inbox: Inbox,
     /// Set while the worker is on its way to sleep or asleep.
     pub(crate) sleeping: AtomicBool,
     /// The worker's thread, for unpark; set by the thread before it can sleep.
@@ -30,7 +32,7 @@ pub(crate) struct WorkerShared {
 impl WorkerShared {
     pub(crate) fn new(stealer: Option<Stealer<TaskRef>>) -> Self {
         WorkerShared {
-            inbox: Injector::new(),
+            inbox: Inbox::new(),
             sleeping: AtomicBool::new(false),
             thread: OnceLock::new(),
             stealer,
