@@ -41,7 +41,9 @@ pub fn monitor_config(
 fn with_info(m: Measurement, info: &RunInfo, mon: &MonitorConfig) -> Measurement {
     let m = m
         .with("monitor", mon.flags.to_string())
-        .with("dispatches", info.dispatches);
+        .with("dispatches", info.dispatches)
+        .with("parks", info.parks)
+        .with("idle_ms", info.idle.as_secs_f64() * 1e3);
     if mon.flags.is_off() {
         m
     } else {

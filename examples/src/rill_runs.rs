@@ -40,6 +40,22 @@ pub struct RunInfo {
     pub log_bytes: u64,
     /// Task dispatches.
     pub dispatches: u64,
+    /// Times a worker parked (went to sleep after spinning).
+    pub parks: u64,
+    /// Time the workers spent idle (spinning or parked), summed.
+    pub idle: Duration,
+}
+
+impl RunInfo {
+    fn of(wall: Duration, stats: &rill::RunStats) -> RunInfo {
+        RunInfo {
+            wall,
+            log_bytes: stats.log_bytes,
+            dispatches: stats.dispatches,
+            parks: stats.workers.iter().map(|w| w.parks).sum(),
+            idle: stats.workers.iter().map(|w| w.idle).sum(),
+        }
+    }
 }
 
 /// LPEL's pipe: a source, `depth - 2` relays and a sink. Returns the wall time
@@ -128,11 +144,7 @@ pub fn pipe_mon(
     if ok.load(Ordering::Relaxed) != 1 {
         bail!("pipe: the sink did not receive 0..{messages} in order");
     }
-    Ok(RunInfo {
-        wall,
-        log_bytes: stats.log_bytes,
-        dispatches: stats.dispatches,
-    })
+    Ok(RunInfo::of(wall, &stats))
 }
 
 /// LPEL's ring: one token passed around `size` tasks for `hops` hops in total.
@@ -206,11 +218,7 @@ pub fn ring_mon(
     if got != hops {
         bail!("ring: expected the token to make {hops} hops, it made {got}");
     }
-    Ok(RunInfo {
-        wall,
-        log_bytes: stats.log_bytes,
-        dispatches: stats.dispatches,
-    })
+    Ok(RunInfo::of(wall, &stats))
 }
 
 /// Micro-benchmark rows.
