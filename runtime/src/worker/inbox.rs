@@ -3,8 +3,8 @@
 //! The common case is one task in flight at a time from a given waker, as in a
 //! ping-pong between two workers. It goes through a single mail slot, one
 //! pointer on a cache line of its own: the poster claims it with one
-//! compare-exchange and the worker empties it with one swap, so a post moves
-//! one cache line between the cores. Posts that find the slot taken go to an
+//! compare-exchange and the worker empties it with a load and a plain store,
+//! so a post moves one cache line between the cores. Posts that find the slot taken go to an
 //! unbounded queue behind it (crossbeam's `Injector`, whose push and steal
 //! touch three or four lines and take several locked instructions each).
 //!
@@ -61,20 +61,28 @@ impl Inbox {
     }
 
     /// Hands every posted task to `f`, the slot's first. Only the owning
-    /// worker calls this. Returns whether there was any.
+    /// worker calls this (the slot's load-then-store relies on it). Returns
+    /// whether there was any.
     #[inline]
     pub(crate) fn drain(&self, mut f: impl FnMut(TaskRef)) -> bool {
         let mut any = false;
-        if !self.mail.load(Ordering::Relaxed).is_null() {
-            // Acquire: pairs with the Release compare-exchange in `push`.
-            let p = self.mail.swap(ptr::null_mut(), Ordering::Acquire);
-            if !p.is_null() {
-                // SAFETY: p was put in the slot by `push` from a live TaskRef
-                // whose ownership the poster gave up; the swap took it out
-                // exactly once, so we own it now.
-                f(unsafe { TaskRef::from_ptr(p) });
-                any = true;
-            }
+        // Acquire: pairs with the Release compare-exchange in `push`, so the
+        // task's fields written before the post are visible here.
+        let p = self.mail.load(Ordering::Acquire);
+        if !p.is_null() {
+            // A plain store empties the slot, not a swap: posters only
+            // compare-exchange from null, so nobody else can change the slot
+            // while it holds p, and a store does not stall this worker the way
+            // a locked instruction does. Relaxed: what it publishes ("the slot
+            // is free") carries no data, and a poster that sees it late only
+            // takes the queue instead.
+            self.mail.store(ptr::null_mut(), Ordering::Relaxed);
+            // SAFETY: p was put in the slot by `push` from a live TaskRef whose
+            // ownership the poster gave up; only this worker takes from the
+            // slot, and it emptied the slot before anyone could post again, so
+            // the task is taken exactly once and we own it now.
+            f(unsafe { TaskRef::from_ptr(p) });
+            any = true;
         }
         loop {
             match self.queue.steal() {
