@@ -21,14 +21,15 @@ fi
 machine
 echo
 python3 - "$BENCH" "$R" "$MAXW" "${SCALING_JSON:-}" <<'PY'
-import json, statistics, subprocess, sys
+import json, os, statistics, subprocess, sys
 bench, R, maxw, jpath = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 jout = open(jpath, "a") if jpath else None
 ws = [w for w in (1, 2, 4, 8, 16, 32, 64) if w <= maxw]
 
-def runs(args):
+def runs(args, env=None):
     out = subprocess.run([bench] + args + ["--json", "--repeat", str(R)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True,
+                         env=dict(os.environ, **(env or {})))
     rows = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
     if out.returncode != 0 or not rows or not all(r.get("verified", True) for r in rows):
         sys.exit(f"failed: {' '.join(args)}\n{out.stderr[-2000:]}")
@@ -73,15 +74,21 @@ for bench_name, args in [("pipe depth 100, rr placement, ns per message per stag
     print()
     print("| engine | " + " | ".join(f"W={w}" for w in ws) + " |")
     print("|---|" + "---|" * len(ws))
-    for eng in ("rill", "threads", "tokio"):
+    # rill again with a 500 us idle spin (RILL_SPIN_US): whether parking
+    # between wakes is what a row costs.
+    for eng, env in (("rill", None), ("rill, spin 500 us", {"RILL_SPIN_US": "500"}),
+                     ("threads", None), ("tokio", None)):
         cells = []
         for w in ws:
             # One OS thread per ring task whatever W is: run it once.
             if bench_name.startswith("ring") and eng == "threads" and w > 1:
                 cells.append("-")
                 continue
-            m, lo, hi = stat([r["ns_per_op"] for r in runs(args + ["--engine", eng, "--workers", str(w)])])
-            cells.append(f"{m:.1f} ({lo:.1f}-{hi:.1f})")
+            rows = runs(args + ["--engine", eng.split(",")[0], "--workers", str(w)], env)
+            m, lo, hi = stat([r["ns_per_op"] for r in rows])
+            parks = [r["parks"] for r in rows if "parks" in r]
+            cells.append(f"{m:.1f} ({lo:.1f}-{hi:.1f})"
+                         + (f", {statistics.median(parks):.0f} parks" if parks else ""))
             print(f"  {bench_name.split(',')[0]} {eng} W={w}: {m:.1f}", file=sys.stderr)
         print(f"| {eng} | " + " | ".join(cells) + " |", flush=True)
     print()

@@ -35,6 +35,14 @@ pub enum ConfigError {
     /// Zero task limit.
     #[error("max_tasks must be at least 1")]
     NoTasks,
+    /// `RILL_SPIN_US` is set to something that is not a spin time.
+    #[error("RILL_SPIN_US={value:?}: {reason}")]
+    BadSpin {
+        /// The variable's value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// Why a task could not be spawned.

@@ -38,7 +38,7 @@ pub use context::{current, forced_unwinding, spawn, spawn_on, worker_count, yiel
 pub use error::{BlockedTask, ConfigError, RunError, SpawnError};
 pub use mapper::{ManualTable, Mapping};
 pub use monitor::flags::MonitorFlags;
-pub use runtime::{Builder, Config, MonitorConfig, RunStats, Runtime};
+pub use runtime::{Builder, Config, MonitorConfig, RunStats, Runtime, DEFAULT_SPIN};
 pub use stream::{
     poll, stream, stream_default, try_stream, Reader, StreamClosed, TryReadError, TryWriteError,
     Writer,

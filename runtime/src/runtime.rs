@@ -105,8 +105,32 @@ pub struct Builder {
     capacity: usize,
     mapping: Mapping,
     max_tasks: usize,
-    spin: Duration,
+    /// None: `RILL_SPIN_US` if set, else [`DEFAULT_SPIN`].
+    spin: Option<Duration>,
     monitor: MonitorConfig,
+}
+
+/// How long an idle worker spins before it parks, unless the builder or
+/// `RILL_SPIN_US` says otherwise.
+pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
+
+/// The idle spin `RILL_SPIN_US` asks for: microseconds, a whole number up to
+/// one second; None when the variable is unset.
+fn spin_from_env(value: Option<std::ffi::OsString>) -> Result<Option<Duration>, ConfigError> {
+    let Some(v) = value else { return Ok(None) };
+    let bad = |reason: &str| ConfigError::BadSpin {
+        value: v.to_string_lossy().into_owned(),
+        reason: reason.into(),
+    };
+    let s = v.to_str().ok_or_else(|| bad("not UTF-8"))?;
+    let us: u64 = s
+        .trim()
+        .parse()
+        .map_err(|_| bad("expected a whole number of microseconds"))?;
+    if us > 1_000_000 {
+        return Err(bad("at most 1000000 (one second)"));
+    }
+    Ok(Some(Duration::from_micros(us)))
 }
 
 impl Default for Builder {
@@ -118,7 +142,7 @@ impl Default for Builder {
             capacity: 16,
             mapping: Mapping::RoundRobin,
             max_tasks: 1 << 22,
-            spin: Duration::from_micros(50),
+            spin: None,
             monitor: MonitorConfig::default(),
         }
     }
@@ -156,9 +180,13 @@ impl Builder {
         self.max_tasks = n;
         self
     }
-    /// How long an idle worker spins before it parks (default 50 µs).
+    /// How long an idle worker spins before it parks (default
+    /// [`DEFAULT_SPIN`], 50 µs, or `RILL_SPIN_US` microseconds when that is
+    /// set). Spinning longer makes a wake that comes within the spin cheap
+    /// (no futex, no sleeping core to wake) and costs an idle core that long
+    /// each time it runs out of work.
     pub fn spin(mut self, d: Duration) -> Self {
-        self.spin = d;
+        self.spin = Some(d);
         self
     }
     /// Monitoring settings.
@@ -188,6 +216,10 @@ impl Builder {
         if let Mapping::Manual(t) = &self.mapping {
             t.validate(workers)?;
         }
+        let spin = match self.spin {
+            Some(d) => d,
+            None => spin_from_env(std::env::var_os("RILL_SPIN_US"))?.unwrap_or(DEFAULT_SPIN),
+        };
         Ok(Runtime {
             cfg: Config {
                 workers,
@@ -196,7 +228,7 @@ impl Builder {
                 capacity: self.capacity,
                 mapping: self.mapping,
                 max_tasks: self.max_tasks,
-                spin: self.spin,
+                spin,
                 monitor: self.monitor,
             },
             initial: Vec::new(),
@@ -634,4 +666,22 @@ pub(crate) fn find_cycle(blocked: &[BlockedTask]) -> Vec<String> {
         }
     }
     Vec::new()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spin_env_values() {
+        let v = |s: &str| spin_from_env(Some(s.into()));
+        assert_eq!(spin_from_env(None).unwrap(), None);
+        assert_eq!(v("0").unwrap(), Some(Duration::ZERO));
+        assert_eq!(v(" 500 ").unwrap(), Some(Duration::from_micros(500)));
+        assert_eq!(v("1000000").unwrap(), Some(Duration::from_secs(1)));
+        for bad in ["", "-1", "1.5", "50us", "1000001"] {
+            let e = v(bad).unwrap_err().to_string();
+            assert!(e.starts_with("RILL_SPIN_US="), "{bad}: {e}");
+        }
+    }
 }
