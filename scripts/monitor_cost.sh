@@ -11,6 +11,8 @@
 #
 #   scripts/monitor_cost.sh [RUNS] [WORKERS]      (defaults: 7 runs, 2 workers)
 #   PLACEMENTS="const rr" scripts/monitor_cost.sh  (pipe placements; default const rr parts)
+#   RILL_BIN=DIR scripts/monitor_cost.sh           (prebuilt DIR/rill-bench and
+#                                                   DIR/nomon/rill-bench; no cargo)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -20,12 +22,17 @@ PLACEMENTS="${PLACEMENTS:-const rr parts}"
 OUT="$TARGET/rill-report/monitor-cost"
 mkdir -p "$OUT"
 
-echo "building rill-bench without monitoring hooks ..." >&2
-CARGO_TARGET_DIR="$TARGET/nomon" cargo build --release -q -p rill-examples --no-default-features >&2
-cp "$TARGET/nomon/release/rill-bench" "$OUT/rill-bench-out"
-echo "building rill-bench with monitoring hooks ..." >&2
-build_release
-cp "$BENCH" "$OUT/rill-bench-hooks"
+if [[ -n "${RILL_BIN:-}" ]]; then
+    cp "$RILL_BIN/nomon/rill-bench" "$OUT/rill-bench-out"
+    cp "$RILL_BIN/rill-bench" "$OUT/rill-bench-hooks"
+else
+    echo "building rill-bench without monitoring hooks ..." >&2
+    CARGO_TARGET_DIR="$TARGET/nomon" cargo build --release -q -p rill-examples --no-default-features >&2
+    cp "$TARGET/nomon/release/rill-bench" "$OUT/rill-bench-out"
+    echo "building rill-bench with monitoring hooks ..." >&2
+    build_release
+    cp "$BENCH" "$OUT/rill-bench-hooks"
+fi
 machine >&2
 
 ROWS="$OUT/rows.jsonl"
