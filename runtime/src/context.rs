@@ -272,6 +272,46 @@ pub(crate) fn local_worker_of(task: &Task) -> Option<&'static WorkerLocal> {
         .then_some(w)
 }
 
+/// How many times [`spin_until`] looks before it gives up: with a `pause`
+/// between looks, some microseconds, well inside the worker's own idle spin.
+const TASK_SPIN: u32 = 256;
+
+/// Before a task blocks on a stream: while its worker has nothing else to
+/// run (no ready task, nothing in the inbox), what the task waits for can
+/// only come from another thread, and the worker would spin idle anyway. So
+/// the task spins on `ready` first, for at most [`TASK_SPIN`] looks, and a
+/// message or free slot from another worker that arrives meanwhile is taken
+/// without a block, a cross-worker wake, an inbox post and a dispatch (a
+/// cross-worker round trip: about 1 µs down to about 0.3 µs here). It gives
+/// up as soon as other work appears on the worker. Returns whether `ready`
+/// came true; the caller then looks again through its normal path.
+///
+/// The time spent here is part of the task's period in the monitoring logs,
+/// as a spin-then-park lock's spin is CPU time in a profile.
+#[inline(always)]
+pub(crate) fn spin_until(ready: impl Fn() -> bool) -> bool {
+    match worker() {
+        // The common case on a busy worker: one look at its queues.
+        Some(w) if !w.has_other_work() => spin_slow(w, ready),
+        _ => false,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn spin_slow(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
+    for _ in 0..TASK_SPIN {
+        std::hint::spin_loop();
+        if ready() {
+            return true;
+        }
+        if w.has_other_work() {
+            return false;
+        }
+    }
+    false
+}
+
 /// [`schedule`] for a task of another worker or another runtime, or from a
 /// thread that is not a worker.
 #[cold]

@@ -242,6 +242,11 @@ impl<T: Send + 'static> Writer<T> {
                 self.head_cache = self.core.back.head.load(Ordering::Acquire);
                 return self.push(tail, v);
             }
+            // As in `Reader::read_empty`.
+            let core = &self.core;
+            if context::spin_until(|| core.has_room(tail) || core.fwd.rslot.is_closed()) {
+                continue;
+            }
             let peer = nonzero(self.core.reader_task.load(Ordering::Relaxed));
             self.note_owner();
             // The message is recorded in the period it moves in.
@@ -402,6 +407,13 @@ impl<T: Send + 'static> Reader<T> {
                 }
                 self.leave();
                 return None;
+            }
+            // Nothing else to run here means the message can only come from
+            // another thread: look again for a while before paying for a
+            // block, a wake and a dispatch (see `context::spin_until`).
+            let core = &self.core;
+            if context::spin_until(|| core.has_data(head) || core.back.wslot.is_closed()) {
+                continue;
             }
             let peer = nonzero(self.core.writer_task.load(Ordering::Relaxed));
             self.note_owner();

@@ -250,6 +250,13 @@ impl WorkerLocal {
         }
     }
 
+    /// Whether anything other than the running task could run here now: a
+    /// ready task, or one posted to the inbox.
+    #[inline]
+    pub(crate) fn has_other_work(&self) -> bool {
+        !self.ready().is_empty() || !self.shared.workers[self.id].inbox.is_empty()
+    }
+
     #[inline]
     fn next_task(&self) -> Option<TaskRef> {
         let n = self.since_inbox.get() + 1;
