@@ -23,6 +23,15 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
                 return Some(i);
             }
         }
+        // As in `Reader::read_empty`: spin a little first while the worker
+        // has nothing else to run.
+        let ready = |rs: &[Reader<T>]| {
+            rs.iter()
+                .any(|r| r.core.has_data(r.head) || r.core.back.wslot.is_closed())
+        };
+        if context::spin_until(|| ready(readers)) {
+            continue;
+        }
         for r in readers.iter() {
             r.note_owner();
         }
