@@ -38,7 +38,11 @@ stderr.
 
 Exit status: 0 when every run succeeded and verified, 1 when any run failed or did not \
 verify (its error is reported in its row and the other runs still run), 2 for invalid \
-arguments.";
+arguments.
+
+Environment: RILL_SPIN_US=N sets how long an idle rill worker spins before it parks \
+(microseconds, default 50); RILL_NO_MEMBARRIER=1 makes every stream operation fence \
+instead of relying on membarrier.";
 
 fn parse_at_least<T>(s: &str, min: T) -> Result<T, String>
 where
