@@ -286,8 +286,12 @@ const TASK_SPIN: u32 = 256;
 /// up as soon as other work appears on the worker. Returns whether `ready`
 /// came true; the caller then looks again through its normal path.
 ///
-/// The time spent here is part of the task's period in the monitoring logs,
-/// as a spin-then-park lock's spin is CPU time in a profile.
+/// A worker that writes a monitoring log does not spin here: the spin would
+/// be part of the task's period, so the log would show a task running where
+/// it waits, and a worker busy where it is idle (a ring across two workers
+/// logged 99.7% busy with it). Monitored runs block as they did before the
+/// spin; recording a spin as a blocked period plus a wait is the better fix,
+/// and not built yet.
 #[inline(always)]
 pub(crate) fn spin_until(ready: impl Fn() -> bool) -> bool {
     match worker() {
@@ -300,6 +304,9 @@ pub(crate) fn spin_until(ready: impl Fn() -> bool) -> bool {
 #[cold]
 #[inline(never)]
 fn spin_slow(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
+    if w.is_monitored() {
+        return false;
+    }
     for _ in 0..TASK_SPIN {
         std::hint::spin_loop();
         if ready() {

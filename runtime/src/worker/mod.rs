@@ -250,6 +250,12 @@ impl WorkerLocal {
         }
     }
 
+    /// Whether this worker writes a monitoring log.
+    #[inline]
+    pub(crate) fn is_monitored(&self) -> bool {
+        self.monitoring
+    }
+
     /// Whether anything other than the running task could run here now: a
     /// ready task, or one posted to the inbox.
     #[inline]
