@@ -272,41 +272,39 @@ pub(crate) fn local_worker_of(task: &Task) -> Option<&'static WorkerLocal> {
         .then_some(w)
 }
 
-/// How many times [`spin_until`] looks before it gives up: with a `pause`
+/// How many times [`spin_on`] looks before it gives up: with a `pause`
 /// between looks, some microseconds, well inside the worker's own idle spin.
 const TASK_SPIN: u32 = 256;
 
-/// Before a task blocks on a stream: while its worker has nothing else to
-/// run (no ready task, nothing in the inbox), what the task waits for can
-/// only come from another thread, and the worker would spin idle anyway. So
-/// the task spins on `ready` first, for at most [`TASK_SPIN`] looks, and a
-/// message or free slot from another worker that arrives meanwhile is taken
-/// without a block, a cross-worker wake, an inbox post and a dispatch (a
-/// cross-worker round trip: about 1 µs down to about 0.3 µs here). It gives
-/// up as soon as other work appears on the worker. Returns whether `ready`
-/// came true; the caller then looks again through its normal path.
+/// Before a task blocks on a stream: the current worker, if it has nothing
+/// else to run (no ready task, nothing in the inbox). Then what the task waits
+/// for can only come from another thread, and the worker would spin idle
+/// anyway, so the task may spin on it first ([`spin_on`]): a message or free
+/// slot from another worker that arrives meanwhile is taken without a block, a
+/// cross-worker wake, an inbox post and a dispatch (a cross-worker round trip:
+/// about 1 µs down to about 0.2 µs here).
 ///
-/// A worker that writes a monitoring log does not spin here: the spin would
-/// be part of the task's period, so the log would show a task running where
-/// it waits, and a worker busy where it is idle (a ring across two workers
-/// logged 99.7% busy with it). Monitored runs block as they did before the
-/// spin; recording a spin as a blocked period plus a wait is the better fix,
-/// and not built yet.
+/// On a monitored worker the caller brackets the spin with
+/// [`hooks::spin_begin`](crate::hooks::spin_begin) and
+/// [`hooks::spin_end`](crate::hooks::spin_end), which log it as what it
+/// stands for: the period ends blocked, the spin is a wait, and a new period
+/// begins. Inside one period the log would show a wait as work.
 #[inline(always)]
-pub(crate) fn spin_until(ready: impl Fn() -> bool) -> bool {
+pub(crate) fn spin_worker() -> Option<&'static WorkerLocal> {
     match worker() {
         // The common case on a busy worker: one look at its queues.
-        Some(w) if !w.has_other_work() => spin_slow(w, ready),
-        _ => false,
+        Some(w) if !w.has_other_work() => Some(w),
+        _ => None,
     }
 }
 
+/// Spins on `ready` for at most [`TASK_SPIN`] looks, giving up as soon as
+/// other work appears on `w` (see [`spin_worker`]). Returns whether `ready`
+/// came true; the caller then looks again through its normal path.
 #[cold]
 #[inline(never)]
-fn spin_slow(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
-    if w.is_monitored() {
-        return false;
-    }
+pub(crate) fn spin_on(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
+    w.count_spin();
     for _ in 0..TASK_SPIN {
         std::hint::spin_loop();
         if ready() {

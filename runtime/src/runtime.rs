@@ -243,6 +243,8 @@ pub struct RunStats {
     pub tasks_created: u64,
     /// Task dispatches.
     pub dispatches: u64,
+    /// Spins before a block (see [`WorkerStats::spins`](crate::WorkerStats::spins)).
+    pub spins: u64,
     /// Messages written (counted when writers are dropped).
     pub messages: u64,
     /// Wall time of the whole run.
@@ -542,6 +544,7 @@ impl Runtime {
                     s.tasks_created += created[i];
                     stats.tasks_created += s.tasks_created;
                     stats.dispatches += s.dispatches;
+                    stats.spins += s.spins;
                     stats.messages += s.messages;
                     stats.log_bytes += s.log_bytes;
                     stats.workers.push(s);

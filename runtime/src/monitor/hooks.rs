@@ -189,6 +189,31 @@ pub(crate) fn task_migrated(id: u64, from: usize, to: usize) {
 }
 
 /// The end state of a period from what the coroutine handed back.
+/// A task of a monitored worker is about to spin before blocking on
+/// `blocked` (`context::spin_worker`): its period ends here, as it would if it
+/// blocked.
+#[cold]
+#[inline(never)]
+pub(crate) fn spin_begin(blocked: &BlockedOn) {
+    if on() {
+        let task = context::current_task_id();
+        with_log(|l| l.end_period(task, end_state_of(true, blocked)));
+    }
+}
+
+/// The spin after [`spin_begin`] is over: it was a wait, and the task goes on
+/// in a new period, as if it had been woken and dispatched again.
+#[cold]
+#[inline(never)]
+pub(crate) fn spin_end() {
+    if on() {
+        with_log(|l| {
+            l.worker_resumed();
+            l.begin_period();
+        });
+    }
+}
+
 pub(crate) fn end_state_of(blocked: bool, on: &BlockedOn) -> EndState {
     if !blocked {
         return EndState::Yielded;

@@ -243,9 +243,25 @@ impl<T: Send + 'static> Writer<T> {
                 return self.push(tail, v);
             }
             // As in `Reader::read_empty`.
-            let core = &self.core;
-            if context::spin_until(|| core.has_room(tail) || core.fwd.rslot.is_closed()) {
-                continue;
+            if let Some(w) = context::spin_worker() {
+                let mon = w.is_monitored();
+                if mon {
+                    self.note_owner();
+                    self.leave();
+                    crate::hooks::spin_begin(&BlockedOn::Output {
+                        stream: self.core.id,
+                        peer: nonzero(self.core.reader_task.load(Ordering::Relaxed)),
+                    });
+                }
+                let core = &self.core;
+                let got = context::spin_on(w, || core.has_room(tail) || core.fwd.rslot.is_closed());
+                if mon {
+                    crate::hooks::spin_end();
+                    self.enter();
+                }
+                if got {
+                    continue;
+                }
             }
             let peer = nonzero(self.core.reader_task.load(Ordering::Relaxed));
             self.note_owner();
@@ -410,10 +426,27 @@ impl<T: Send + 'static> Reader<T> {
             }
             // Nothing else to run here means the message can only come from
             // another thread: look again for a while before paying for a
-            // block, a wake and a dispatch (see `context::spin_until`).
-            let core = &self.core;
-            if context::spin_until(|| core.has_data(head) || core.back.wslot.is_closed()) {
-                continue;
+            // block, a wake and a dispatch (see `context::spin_worker`).
+            if let Some(w) = context::spin_worker() {
+                let mon = w.is_monitored();
+                if mon {
+                    self.note_owner();
+                    self.leave();
+                    crate::hooks::spin_begin(&BlockedOn::Input {
+                        stream: self.core.id,
+                        peer: nonzero(self.core.writer_task.load(Ordering::Relaxed)),
+                    });
+                }
+                let core = &self.core;
+                let got =
+                    context::spin_on(w, || core.has_data(head) || core.back.wslot.is_closed());
+                if mon {
+                    crate::hooks::spin_end();
+                    self.enter();
+                }
+                if got {
+                    continue;
+                }
             }
             let peer = nonzero(self.core.writer_task.load(Ordering::Relaxed));
             self.note_owner();

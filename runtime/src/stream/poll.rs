@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 
 use super::{nonzero, Reader, Side};
 use crate::context;
-use crate::task::BlockedOn;
+use crate::task::{BlockedOn, TaskId};
 
 /// Waits until one of `readers` has a message or has ended, and returns its
 /// index; `None` only for an empty slice. Scans start after the last reader
@@ -29,21 +29,28 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
             rs.iter()
                 .any(|r| r.core.has_data(r.head) || r.core.back.wslot.is_closed())
         };
-        if context::spin_until(|| ready(readers)) {
-            continue;
+        if let Some(w) = context::spin_worker() {
+            let mon = w.is_monitored();
+            if mon {
+                for r in readers.iter() {
+                    r.note_owner();
+                }
+                crate::hooks::spin_begin(&BlockedOn::Any {
+                    streams: blocked_streams(readers),
+                });
+            }
+            let got = context::spin_on(w, || ready(readers));
+            if mon {
+                crate::hooks::spin_end();
+            }
+            if got {
+                continue;
+            }
         }
         for r in readers.iter() {
             r.note_owner();
         }
-        let streams = readers
-            .iter()
-            .map(|r| {
-                (
-                    r.core.id,
-                    nonzero(r.core.writer_task.load(Ordering::Relaxed)),
-                )
-            })
-            .collect();
+        let streams = blocked_streams(readers);
         let slots: Vec<&super::slot::Slot> = readers.iter().map(|r| &r.core.fwd.rslot).collect();
         let heads: Vec<usize> = readers.iter().map(|r| r.head).collect();
         context::block(
@@ -62,4 +69,17 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
             },
         );
     }
+}
+
+/// The streams a poll waits on and their writers, for `BlockedOn::Any`.
+fn blocked_streams<T: Send + 'static>(readers: &[Reader<T>]) -> Vec<(u64, Option<TaskId>)> {
+    readers
+        .iter()
+        .map(|r| {
+            (
+                r.core.id,
+                nonzero(r.core.writer_task.load(Ordering::Relaxed)),
+            )
+        })
+        .collect()
 }

@@ -43,6 +43,11 @@ pub struct WorkerStats {
     pub worker: usize,
     /// Task dispatches (resumptions).
     pub dispatches: u64,
+    /// Times a task about to block spun first, its worker having nothing else
+    /// to run (`context::spin_worker`). On a monitored worker each one is
+    /// logged as a period that ended blocked, a wait, and a new period, so
+    /// such a log holds `dispatches + spins` periods.
+    pub spins: u64,
     /// Tasks spawned from tasks on this worker (or placed here before the run).
     pub tasks_created: u64,
     /// Messages written by writers dropped on this worker.
@@ -254,6 +259,12 @@ impl WorkerLocal {
     #[inline]
     pub(crate) fn is_monitored(&self) -> bool {
         self.monitoring
+    }
+
+    /// Counts a spin before a block (see [`WorkerStats::spins`]).
+    #[inline]
+    pub(crate) fn count_spin(&self) {
+        self.stats().spins += 1;
     }
 
     /// Whether anything other than the running task could run here now: a
