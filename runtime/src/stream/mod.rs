@@ -243,25 +243,8 @@ impl<T: Send + 'static> Writer<T> {
                 return self.push(tail, v);
             }
             // As in `Reader::read_empty`.
-            if let Some(w) = context::spin_worker() {
-                let mon = w.is_monitored();
-                if mon {
-                    self.note_owner();
-                    self.leave();
-                    crate::hooks::spin_begin(&BlockedOn::Output {
-                        stream: self.core.id,
-                        peer: nonzero(self.core.reader_task.load(Ordering::Relaxed)),
-                    });
-                }
-                let core = &self.core;
-                let got = context::spin_on(w, || core.has_room(tail) || core.fwd.rslot.is_closed());
-                if mon {
-                    crate::hooks::spin_end();
-                    self.enter();
-                }
-                if got {
-                    continue;
-                }
+            if spin_first(self, |c| c.has_room(tail) || c.fwd.rslot.is_closed()) {
+                continue;
             }
             let peer = nonzero(self.core.reader_task.load(Ordering::Relaxed));
             self.note_owner();
@@ -427,26 +410,8 @@ impl<T: Send + 'static> Reader<T> {
             // Nothing else to run here means the message can only come from
             // another thread: look again for a while before paying for a
             // block, a wake and a dispatch (see `context::spin_worker`).
-            if let Some(w) = context::spin_worker() {
-                let mon = w.is_monitored();
-                if mon {
-                    self.note_owner();
-                    self.leave();
-                    crate::hooks::spin_begin(&BlockedOn::Input {
-                        stream: self.core.id,
-                        peer: nonzero(self.core.writer_task.load(Ordering::Relaxed)),
-                    });
-                }
-                let core = &self.core;
-                let got =
-                    context::spin_on(w, || core.has_data(head) || core.back.wslot.is_closed());
-                if mon {
-                    crate::hooks::spin_end();
-                    self.enter();
-                }
-                if got {
-                    continue;
-                }
+            if spin_first(self, |c| c.has_data(head) || c.back.wslot.is_closed()) {
+                continue;
             }
             let peer = nonzero(self.core.writer_task.load(Ordering::Relaxed));
             self.note_owner();
@@ -555,6 +520,83 @@ fn needs_enter_cold(mon: &EndMon, write: bool) -> bool {
     } else {
         false
     }
+}
+
+/// What [`spin_first`] needs of a stream end.
+trait SpinEnd<T> {
+    fn core(&self) -> &Core<T>;
+    /// What a block on this end would record.
+    fn blocked_on(&self) -> BlockedOn;
+    fn note_owner(&self);
+    fn leave(&self);
+    fn enter(&mut self);
+}
+
+impl<T: Send + 'static> SpinEnd<T> for Writer<T> {
+    fn core(&self) -> &Core<T> {
+        &self.core
+    }
+    fn blocked_on(&self) -> BlockedOn {
+        BlockedOn::Output {
+            stream: self.core.id,
+            peer: nonzero(self.core.reader_task.load(Ordering::Relaxed)),
+        }
+    }
+    fn note_owner(&self) {
+        Writer::note_owner(self)
+    }
+    fn leave(&self) {
+        Writer::leave(self)
+    }
+    fn enter(&mut self) {
+        Writer::enter(self)
+    }
+}
+
+impl<T: Send + 'static> SpinEnd<T> for Reader<T> {
+    fn core(&self) -> &Core<T> {
+        &self.core
+    }
+    fn blocked_on(&self) -> BlockedOn {
+        BlockedOn::Input {
+            stream: self.core.id,
+            peer: nonzero(self.core.writer_task.load(Ordering::Relaxed)),
+        }
+    }
+    fn note_owner(&self) {
+        Reader::note_owner(self)
+    }
+    fn leave(&self) {
+        Reader::leave(self)
+    }
+    fn enter(&mut self) {
+        Reader::enter(self)
+    }
+}
+
+/// The spin before a block (`context::spin_worker`), for either end: true
+/// when `ready` came true. Nothing else to run on this worker means what the
+/// end waits for can only come from another thread, so looking again for a
+/// while saves a block, a wake and a dispatch. On a monitored worker the spin
+/// is bracketed so that the log shows it as the block and wait it stands for.
+#[inline(always)]
+fn spin_first<T, E: SpinEnd<T>>(end: &mut E, ready: impl Fn(&Core<T>) -> bool) -> bool {
+    let Some(w) = context::spin_worker() else {
+        return false;
+    };
+    let mon = w.is_monitored();
+    if mon {
+        end.note_owner();
+        end.leave();
+        crate::hooks::spin_begin(&end.blocked_on());
+    }
+    let core = end.core();
+    let got = context::spin_on(w, || ready(core));
+    if mon {
+        crate::hooks::spin_end();
+        end.enter();
+    }
+    got
 }
 
 /// The out-of-line part of the check: binds an end no task used yet (noting
