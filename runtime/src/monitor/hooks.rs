@@ -188,7 +188,6 @@ pub(crate) fn task_migrated(id: u64, from: usize, to: usize) {
     }
 }
 
-/// The end state of a period from what the coroutine handed back.
 /// A task of a monitored worker is about to spin before blocking on
 /// `blocked` (`context::spin_worker`): its period ends here, as it would if it
 /// blocked.
@@ -214,6 +213,7 @@ pub(crate) fn spin_end() {
     }
 }
 
+/// The end state of a period from what the coroutine handed back.
 pub(crate) fn end_state_of(blocked: bool, on: &BlockedOn) -> EndState {
     if !blocked {
         return EndState::Yielded;

@@ -243,7 +243,9 @@ impl<T: Send + 'static> Writer<T> {
                 return self.push(tail, v);
             }
             // As in `Reader::read_empty`.
-            if spin_first(self, |c| c.has_room(tail) || c.fwd.rslot.is_closed()) {
+            if spin_first(self, |e| {
+                e.core.has_room(tail) || e.core.fwd.rslot.is_closed()
+            }) {
                 continue;
             }
             let peer = nonzero(self.core.reader_task.load(Ordering::Relaxed));
@@ -294,30 +296,6 @@ impl<T: Send + 'static> Writer<T> {
     pub fn replace(&mut self, new: Writer<T>) -> Writer<T> {
         crate::hooks::stream_replace(Side::Writer, self.core.id, new.core.id);
         std::mem::replace(self, new)
-    }
-
-    /// The monitoring check before an operation that may move a message;
-    /// binds a new end (see [`needs_enter_cold`]).
-    #[inline(always)]
-    fn enter(&mut self) {
-        if needs_enter_cold(&self.mon, true) {
-            enter_cold(
-                &mut self.mon,
-                self.core.id,
-                Side::Writer,
-                &self.core.writer_task,
-            );
-        }
-    }
-
-    /// The operation after [`enter`](Self::enter) moved nothing.
-    #[inline]
-    fn leave(&self) {
-        leave(&self.mon, true);
-    }
-
-    fn note_owner(&self) {
-        note_owner(&self.core.writer_task);
     }
 }
 
@@ -410,7 +388,9 @@ impl<T: Send + 'static> Reader<T> {
             // Nothing else to run here means the message can only come from
             // another thread: look again for a while before paying for a
             // block, a wake and a dispatch (see `context::spin_worker`).
-            if spin_first(self, |c| c.has_data(head) || c.back.wslot.is_closed()) {
+            if spin_first(self, |e| {
+                e.core.has_data(head) || e.core.back.wslot.is_closed()
+            }) {
                 continue;
             }
             let peer = nonzero(self.core.writer_task.load(Ordering::Relaxed));
@@ -465,29 +445,6 @@ impl<T: Send + 'static> Reader<T> {
         crate::hooks::stream_replace(Side::Reader, self.core.id, new.core.id);
         std::mem::replace(self, new)
     }
-
-    /// As [`Writer::enter`].
-    #[inline(always)]
-    fn enter(&mut self) {
-        if needs_enter_cold(&self.mon, false) {
-            enter_cold(
-                &mut self.mon,
-                self.core.id,
-                Side::Reader,
-                &self.core.reader_task,
-            );
-        }
-    }
-
-    /// As [`Writer::leave`].
-    #[inline]
-    fn leave(&self) {
-        leave(&self.mon, false);
-    }
-
-    fn note_owner(&self) {
-        note_owner(&self.core.reader_task);
-    }
 }
 
 impl<T: Send + 'static> Drop for Reader<T> {
@@ -522,19 +479,38 @@ fn needs_enter_cold(mon: &EndMon, write: bool) -> bool {
     }
 }
 
-/// What [`spin_first`] needs of a stream end.
-trait SpinEnd<T> {
-    fn core(&self) -> &Core<T>;
-    /// What a block on this end would record.
-    fn blocked_on(&self) -> BlockedOn;
-    fn note_owner(&self);
-    fn leave(&self);
+/// What a task may block on (a stream end, or a poll's readers), as the
+/// monitoring bracket around an operation and the spin before a block see it.
+trait Waits {
+    /// The monitoring check before an operation that may move a message;
+    /// binds a new end (see [`needs_enter_cold`]).
     fn enter(&mut self);
+    /// The operation after [`enter`](Self::enter) moved nothing.
+    fn leave(&self);
+    /// Records the running task as the holder of the end(s), for reports.
+    fn note_owner(&self);
+    /// What a block here records.
+    fn blocked_on(&self) -> BlockedOn;
 }
 
-impl<T: Send + 'static> SpinEnd<T> for Writer<T> {
-    fn core(&self) -> &Core<T> {
-        &self.core
+impl<T: Send + 'static> Waits for Writer<T> {
+    #[inline(always)]
+    fn enter(&mut self) {
+        if needs_enter_cold(&self.mon, true) {
+            enter_cold(
+                &mut self.mon,
+                self.core.id,
+                Side::Writer,
+                &self.core.writer_task,
+            );
+        }
+    }
+    #[inline]
+    fn leave(&self) {
+        leave(&self.mon, true);
+    }
+    fn note_owner(&self) {
+        note_owner(&self.core.writer_task);
     }
     fn blocked_on(&self) -> BlockedOn {
         BlockedOn::Output {
@@ -542,20 +518,26 @@ impl<T: Send + 'static> SpinEnd<T> for Writer<T> {
             peer: nonzero(self.core.reader_task.load(Ordering::Relaxed)),
         }
     }
-    fn note_owner(&self) {
-        Writer::note_owner(self)
-    }
-    fn leave(&self) {
-        Writer::leave(self)
-    }
-    fn enter(&mut self) {
-        Writer::enter(self)
-    }
 }
 
-impl<T: Send + 'static> SpinEnd<T> for Reader<T> {
-    fn core(&self) -> &Core<T> {
-        &self.core
+impl<T: Send + 'static> Waits for Reader<T> {
+    #[inline(always)]
+    fn enter(&mut self) {
+        if needs_enter_cold(&self.mon, false) {
+            enter_cold(
+                &mut self.mon,
+                self.core.id,
+                Side::Reader,
+                &self.core.reader_task,
+            );
+        }
+    }
+    #[inline]
+    fn leave(&self) {
+        leave(&self.mon, false);
+    }
+    fn note_owner(&self) {
+        note_owner(&self.core.reader_task);
     }
     fn blocked_on(&self) -> BlockedOn {
         BlockedOn::Input {
@@ -563,38 +545,28 @@ impl<T: Send + 'static> SpinEnd<T> for Reader<T> {
             peer: nonzero(self.core.writer_task.load(Ordering::Relaxed)),
         }
     }
-    fn note_owner(&self) {
-        Reader::note_owner(self)
-    }
-    fn leave(&self) {
-        Reader::leave(self)
-    }
-    fn enter(&mut self) {
-        Reader::enter(self)
-    }
 }
 
-/// The spin before a block (`context::spin_worker`), for either end: true
-/// when `ready` came true. Nothing else to run on this worker means what the
-/// end waits for can only come from another thread, so looking again for a
-/// while saves a block, a wake and a dispatch. On a monitored worker the spin
-/// is bracketed so that the log shows it as the block and wait it stands for.
+/// The spin before a block (`context::spin_worker`): true when `ready` came
+/// true. Nothing else to run on this worker means what the task waits for can
+/// only come from another thread, so looking again for a while saves a block,
+/// a wake and a dispatch. On a monitored worker the spin is bracketed so that
+/// the log shows it as the block and wait it stands for.
 #[inline(always)]
-fn spin_first<T, E: SpinEnd<T>>(end: &mut E, ready: impl Fn(&Core<T>) -> bool) -> bool {
+fn spin_first<W: Waits>(on: &mut W, ready: impl Fn(&W) -> bool) -> bool {
     let Some(w) = context::spin_worker() else {
         return false;
     };
     let mon = w.is_monitored();
     if mon {
-        end.note_owner();
-        end.leave();
-        crate::hooks::spin_begin(&end.blocked_on());
+        on.note_owner();
+        on.leave();
+        crate::hooks::spin_begin(&on.blocked_on());
     }
-    let core = end.core();
-    let got = context::spin_on(w, || ready(core));
+    let got = context::spin_on(w, || ready(on));
     if mon {
         crate::hooks::spin_end();
-        end.enter();
+        on.enter();
     }
     got
 }

@@ -2,9 +2,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{nonzero, Reader, Side};
+use super::{nonzero, spin_first, Reader, Side, Waits};
 use crate::context;
-use crate::task::{BlockedOn, TaskId};
+use crate::task::BlockedOn;
 
 /// Waits until one of `readers` has a message or has ended, and returns its
 /// index; `None` only for an empty slice. Scans start after the last reader
@@ -23,39 +23,21 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
                 return Some(i);
             }
         }
-        // As in `Reader::read_empty`: spin a little first while the worker
-        // has nothing else to run.
-        let ready = |rs: &[Reader<T>]| {
-            rs.iter()
+        // As in `Reader::read_empty`.
+        if spin_first(&mut Polled(&*readers), |p| {
+            p.0.iter()
                 .any(|r| r.core.has_data(r.head) || r.core.back.wslot.is_closed())
-        };
-        if let Some(w) = context::spin_worker() {
-            let mon = w.is_monitored();
-            if mon {
-                for r in readers.iter() {
-                    r.note_owner();
-                }
-                crate::hooks::spin_begin(&BlockedOn::Any {
-                    streams: blocked_streams(readers),
-                });
-            }
-            let got = context::spin_on(w, || ready(readers));
-            if mon {
-                crate::hooks::spin_end();
-            }
-            if got {
-                continue;
-            }
+        }) {
+            continue;
         }
-        for r in readers.iter() {
-            r.note_owner();
-        }
-        let streams = blocked_streams(readers);
+        let polled = Polled(&*readers);
+        polled.note_owner();
+        let on = polled.blocked_on();
         let slots: Vec<&super::slot::Slot> = readers.iter().map(|r| &r.core.fwd.rslot).collect();
         let heads: Vec<usize> = readers.iter().map(|r| r.head).collect();
         context::block(
             &slots,
-            BlockedOn::Any { streams },
+            on,
             || {
                 readers
                     .iter()
@@ -71,15 +53,30 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
     }
 }
 
-/// The streams a poll waits on and their writers, for `BlockedOn::Any`.
-fn blocked_streams<T: Send + 'static>(readers: &[Reader<T>]) -> Vec<(u64, Option<TaskId>)> {
-    readers
-        .iter()
-        .map(|r| {
-            (
-                r.core.id,
-                nonzero(r.core.writer_task.load(Ordering::Relaxed)),
-            )
-        })
-        .collect()
+/// A poll's readers, as one thing a task waits on.
+struct Polled<'a, T: Send + 'static>(&'a [Reader<T>]);
+
+impl<T: Send + 'static> Waits for Polled<'_, T> {
+    // A poll moves no message itself, so it has no period bracket.
+    fn enter(&mut self) {}
+    fn leave(&self) {}
+    fn note_owner(&self) {
+        for r in self.0.iter() {
+            r.note_owner();
+        }
+    }
+    fn blocked_on(&self) -> BlockedOn {
+        BlockedOn::Any {
+            streams: self
+                .0
+                .iter()
+                .map(|r| {
+                    (
+                        r.core.id,
+                        nonzero(r.core.writer_task.load(Ordering::Relaxed)),
+                    )
+                })
+                .collect(),
+        }
+    }
 }
