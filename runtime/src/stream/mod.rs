@@ -605,10 +605,12 @@ fn leave(mon: &EndMon, write: bool) {
 }
 
 /// Notes the running task (if any) as the holder of a stream's side, for
-/// deadlock reports.
+/// deadlock reports. Every block calls this; the holder rarely changes, so
+/// the line is only written when it does (a store per block kept the line
+/// moving between the two ends' cores).
 fn note_owner(owner: &crate::sync::AtomicU64) {
     let id = context::current_task_id();
-    if id != 0 {
+    if id != 0 && owner.load(Ordering::Relaxed) != id {
         owner.store(id, Ordering::Relaxed);
     }
 }

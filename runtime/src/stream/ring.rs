@@ -24,12 +24,18 @@ pub enum Side {
 pub(crate) struct Fwd {
     pub(crate) tail: AtomicUsize,
     pub(crate) rslot: Slot,
+    /// The reader side's settle-window mark (see `context::note_pending`),
+    /// not part of any protocol: written when the reader blocks, beside the
+    /// slot it registers in.
+    rmark: std::sync::atomic::AtomicU64,
 }
 
 /// The mirror of [`Fwd`]: the reader's position and the writer's wait slot.
 pub(crate) struct Back {
     pub(crate) head: AtomicUsize,
     pub(crate) wslot: Slot,
+    /// The writer side's settle-window mark, as `Fwd::rmark`.
+    wmark: std::sync::atomic::AtomicU64,
 }
 
 /// The ring and the wait slots. Field ownership (`tail` and `rslot` share the
@@ -42,25 +48,28 @@ pub(crate) struct Back {
 /// | `head` | reader (Release after taking the slot) | writer (Acquire) |
 /// | `rslot` | reader registers/closes; wakers wake | writer, after every write |
 /// | `wslot` | writer registers/closes; wakers wake | reader, after every read |
-/// | `reader_task`, `writer_task` | the side's owner, on first use and when blocking | reports |
+/// | `reader_task`, `writer_task` | the side's holder, when it changes | reports |
+///
+/// The header (`id` to `fenced`) is one cache line that only changes when a
+/// side's holder does, so both ends keep it cached. `repr(C)` keeps it
+/// together: laid out by the compiler, it shared a line with the settle
+/// marks, and a task id was stored on every block, so the peer's next
+/// operation missed on `buf`, `cap` and `mask`.
+#[repr(C)]
 pub(crate) struct Core<T> {
     pub(crate) id: u64,
     pub(crate) cap: usize,
     mask: usize,
+    buf: Box<[UnsafeCell<MaybeUninit<T>>]>,
+    pub(crate) reader_task: AtomicU64,
+    pub(crate) writer_task: AtomicU64,
     /// The fast side's store-load barrier is a real fence (no membarrier;
     /// see `barrier::light`). Fixed when the stream is made.
     pub(crate) fenced: bool,
-    buf: Box<[UnsafeCell<MaybeUninit<T>>]>,
     /// The writer's position and the reader's wait slot.
     pub(crate) fwd: CachePadded<Fwd>,
     /// The reader's position and the writer's wait slot.
     pub(crate) back: CachePadded<Back>,
-    pub(crate) reader_task: AtomicU64,
-    pub(crate) writer_task: AtomicU64,
-    /// Settle-window marks of the reader and writer sides (see
-    /// `context::note_pending`); not part of any protocol.
-    rmark: std::sync::atomic::AtomicU64,
-    wmark: std::sync::atomic::AtomicU64,
 }
 
 // SAFETY: the ring hands each T from the writer thread to the reader thread
@@ -81,18 +90,18 @@ impl<T> Core<T> {
             buf: (0..n)
                 .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
                 .collect(),
+            reader_task: AtomicU64::new(0),
+            writer_task: AtomicU64::new(0),
             fwd: CachePadded::new(Fwd {
                 tail: AtomicUsize::new(0),
                 rslot: Slot::new(),
+                rmark: std::sync::atomic::AtomicU64::new(0),
             }),
             back: CachePadded::new(Back {
                 head: AtomicUsize::new(0),
                 wslot: Slot::new(),
+                wmark: std::sync::atomic::AtomicU64::new(0),
             }),
-            reader_task: AtomicU64::new(0),
-            writer_task: AtomicU64::new(0),
-            rmark: std::sync::atomic::AtomicU64::new(0),
-            wmark: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -157,8 +166,8 @@ pub(crate) trait Recheck: Send + Sync {
 impl<T: Send> Recheck for Core<T> {
     fn pend_mark(&self, side: Side) -> &std::sync::atomic::AtomicU64 {
         match side {
-            Side::Reader => &self.rmark,
-            Side::Writer => &self.wmark,
+            Side::Reader => &self.fwd.rmark,
+            Side::Writer => &self.back.wmark,
         }
     }
 
