@@ -19,7 +19,7 @@ fn micro(c: &mut Criterion) {
         g.sample_size(10);
         for e in ENGINES {
             g.bench_with_input(BenchmarkId::from_parameter(e), &row, |b, &row| {
-                b.iter_custom(|iters| total(iters, || run_micro(e, row, 2)))
+                b.iter_custom(|iters| total(iters, || run_micro(e, row, 2, None, None)))
             });
         }
         g.finish();

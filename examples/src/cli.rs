@@ -165,7 +165,8 @@ pub struct CommonArgs {
     #[arg(long, value_name = "MODE", value_parser = monitor_flags)]
     pub monitor: Option<String>,
 
-    /// Directory where rill writes its monitoring logs; the peers ignore it.
+    /// Directory where rill writes its monitoring logs (micro: one
+    /// subdirectory per row); the peers ignore it.
     #[arg(long, value_name = "DIR")]
     pub logs: Option<PathBuf>,
 }
@@ -686,7 +687,12 @@ impl Command {
                 }
                 Ok(a.rows()
                     .into_iter()
-                    .map(|row| Job::Micro { row, workers })
+                    .map(|row| Job::Micro {
+                        row,
+                        workers,
+                        monitor: common.monitor.clone(),
+                        logs: common.logs.clone(),
+                    })
                     .collect())
             }
             _ => Ok(Vec::new()),
@@ -699,7 +705,12 @@ pub fn run_job(job: &Job, engine: Engine) -> anyhow::Result<Measurement> {
     match job {
         Job::Pipe(p) => engines::run_pipe(engine, p),
         Job::Ring(p) => engines::run_ring(engine, p),
-        Job::Micro { row, workers } => engines::run_micro(engine, *row, *workers),
+        Job::Micro {
+            row,
+            workers,
+            monitor,
+            logs,
+        } => engines::run_micro(engine, *row, *workers, monitor.as_deref(), logs.as_deref()),
     }
 }
 

@@ -41,13 +41,20 @@ pub fn run_ring(engine: Engine, p: &RingParams) -> Result<Measurement> {
 }
 
 /// Runs one micro row on `engine` with `workers` workers (for the rows that do not
-/// fix their own count).
-pub fn run_micro(engine: Engine, row: MicroRow, workers: usize) -> Result<Measurement> {
+/// fix their own count); `monitor` and `logs` as for the pipe (rill only; its
+/// logs go to `logs/ROW`).
+pub fn run_micro(
+    engine: Engine,
+    row: MicroRow,
+    workers: usize,
+    monitor: Option<&str>,
+    logs: Option<&std::path::Path>,
+) -> Result<Measurement> {
     if workers == 0 {
         return Err(anyhow!("workers must be at least 1, got 0"));
     }
     guarded(engine, || match engine {
-        Engine::Rill => rill_engine::micro(row, workers),
+        Engine::Rill => rill_engine::micro(row, workers, monitor, logs),
         Engine::Threads => peers::threads::micro(row, workers),
         Engine::Tokio => peers::tokio_rt::micro(row, workers),
     })
@@ -78,7 +85,7 @@ mod tests {
         for engine in Engine::ALL {
             assert!(run_pipe(engine, &p).is_err());
         }
-        assert!(run_micro(Engine::Threads, MicroRow::Yield, 0).is_err());
+        assert!(run_micro(Engine::Threads, MicroRow::Yield, 0, None, None).is_err());
     }
 
     #[test]

@@ -21,6 +21,10 @@ pub enum Job {
         row: MicroRow,
         /// Workers asked for (rows with their own count ignore it).
         workers: usize,
+        /// `--monitor MODE` for rill (the peers ignore it).
+        monitor: Option<String>,
+        /// `--logs DIR` for rill: each row writes into `DIR/ROW`.
+        logs: Option<std::path::PathBuf>,
     },
 }
 
@@ -74,8 +78,18 @@ impl Job {
                 "monitor": p.monitor,
                 "logs": p.logs,
             }),
-            Job::Micro { row, workers } => {
-                let mut v = json!({ "row": row.name(), "workers": row.workers(*workers) });
+            Job::Micro {
+                row,
+                workers,
+                monitor,
+                logs,
+            } => {
+                let mut v = json!({
+                    "row": row.name(),
+                    "workers": row.workers(*workers),
+                    "monitor": monitor,
+                    "logs": logs,
+                });
                 if matches!(row, MicroRow::Handoff | MicroRow::CrossWorkerRoundtrip) {
                     v["capacity"] = json!(MICRO_CAPACITY);
                 }
@@ -406,6 +420,8 @@ mod tests {
             job: Job::Micro {
                 row: MicroRow::IdleCpu,
                 workers: 8,
+                monitor: None,
+                logs: None,
             },
             engine: Engine::Threads,
             run: 0,

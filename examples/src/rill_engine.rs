@@ -92,8 +92,16 @@ pub fn ring(p: &RingParams) -> Result<Measurement> {
 }
 
 /// One micro row on rill. `yield`, `spawn` and `handoff` run on one worker,
-/// `cross_worker_roundtrip` and `idle_cpu` on two.
-pub fn micro(row: MicroRow, _workers: usize) -> Result<Measurement> {
+/// `cross_worker_roundtrip` and `idle_cpu` on two. With monitoring, the row's
+/// logs go to `LOGS/ROW` (default `rill-logs/micro/ROW`).
+pub fn micro(
+    row: MicroRow,
+    _workers: usize,
+    monitor: Option<&str>,
+    logs: Option<&Path>,
+) -> Result<Measurement> {
+    let logs = logs.map(|d| d.join(row.name()));
+    let mon = monitor_config(monitor, logs.as_deref(), &format!("micro/{}", row.name()))?;
     let n = micro_ops(row);
     let m = match row {
         MicroRow::Yield => Micro::Yield,
@@ -102,9 +110,10 @@ pub fn micro(row: MicroRow, _workers: usize) -> Result<Measurement> {
         MicroRow::CrossWorkerRoundtrip => Micro::CrossWorkerRoundtrip,
         MicroRow::IdleCpu => Micro::IdleCpu,
     };
-    let (wall, ops) = rill_runs::micro(m, n)?;
+    let (wall, ops, info) = rill_runs::micro_mon(m, n, &mon)?;
     if row == MicroRow::IdleCpu {
-        return Ok(Measurement::new(wall, 0).with("cpu_share", ops as f64 / 1e6));
+        let m = Measurement::new(wall, 0).with("cpu_share", ops as f64 / 1e6);
+        return Ok(with_info(m, &info, &mon));
     }
-    Ok(Measurement::new(wall, ops))
+    Ok(with_info(Measurement::new(wall, ops), &info, &mon))
 }

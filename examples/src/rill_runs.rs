@@ -19,10 +19,6 @@ pub enum PipePlacement {
     Parts,
 }
 
-fn runtime(workers: usize, capacity: usize) -> Result<Runtime> {
-    runtime_mon(workers, capacity, &MonitorConfig::off())
-}
-
 fn runtime_mon(workers: usize, capacity: usize, mon: &MonitorConfig) -> Result<Runtime> {
     Ok(Runtime::builder()
         .workers(workers)
@@ -239,6 +235,13 @@ pub enum Micro {
 /// Runs a micro row with `n` operations. Returns (wall time, operations); for
 /// `IdleCpu` the second value is the CPU share in parts per million.
 pub fn micro(row: Micro, n: u64) -> Result<(Duration, u64)> {
+    micro_mon(row, n, &MonitorConfig::off()).map(|(d, ops, _)| (d, ops))
+}
+
+/// [`micro`] with monitoring; also returns the run's statistics.
+pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u64, RunInfo)> {
+    let runtime = |workers, capacity| runtime_mon(workers, capacity, mon);
+    let info = |d: Duration, stats: &rill::RunStats| RunInfo::of(d, stats);
     match row {
         Micro::Yield => {
             let mut rt = runtime(1, 16)?;
@@ -251,9 +254,9 @@ pub fn micro(row: Micro, n: u64) -> Result<(Duration, u64)> {
                 }
                 *t2.lock().unwrap() = t0.elapsed();
             });
-            rt.run()?;
+            let stats = rt.run()?;
             let d = *t.lock().unwrap();
-            Ok((d, n))
+            Ok((d, n, info(d, &stats)))
         }
         Micro::Spawn => {
             let mut rt = runtime(1, 16)?;
@@ -280,12 +283,12 @@ pub fn micro(row: Micro, n: u64) -> Result<(Duration, u64)> {
                 }
                 *t2.lock().unwrap() = t0.elapsed();
             });
-            rt.run()?;
+            let stats = rt.run()?;
             if done.load(Ordering::Relaxed) != n {
                 bail!("spawn: {} of {n} tasks ran", done.load(Ordering::Relaxed));
             }
             let d = *t.lock().unwrap();
-            Ok((d, n))
+            Ok((d, n, info(d, &stats)))
         }
         Micro::Handoff => {
             let mut rt = runtime(1, 16)?;
@@ -305,12 +308,12 @@ pub fn micro(row: Micro, n: u64) -> Result<(Duration, u64)> {
                 s2.store(s, Ordering::Relaxed);
             });
             let t0 = Instant::now();
-            rt.run()?;
+            let stats = rt.run()?;
             let d = t0.elapsed();
             if sum.load(Ordering::Relaxed) != n * (n.saturating_sub(1)) / 2 {
                 bail!("handoff: wrong sum");
             }
-            Ok((d, n))
+            Ok((d, n, info(d, &stats)))
         }
         Micro::CrossWorkerRoundtrip => {
             let mut rt = runtime(2, 1)?;
@@ -334,9 +337,9 @@ pub fn micro(row: Micro, n: u64) -> Result<(Duration, u64)> {
                     }
                 }
             })?;
-            rt.run()?;
+            let stats = rt.run()?;
             let d = *t.lock().unwrap();
-            Ok((d, n))
+            Ok((d, n, info(d, &stats)))
         }
         Micro::IdleCpu => {
             let mut rt = runtime(2, 16)?;
@@ -354,8 +357,9 @@ pub fn micro(row: Micro, n: u64) -> Result<(Duration, u64)> {
                 s2.store(ppm as u64, Ordering::Relaxed);
             })?;
             let t0 = Instant::now();
-            rt.run()?;
-            Ok((t0.elapsed(), share.load(Ordering::Relaxed)))
+            let stats = rt.run()?;
+            let d = t0.elapsed();
+            Ok((d, share.load(Ordering::Relaxed), info(d, &stats)))
         }
     }
 }

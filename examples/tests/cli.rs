@@ -332,3 +332,53 @@ fn all_quick_writes_its_report() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn micro_rows_take_monitor_and_logs() {
+    use rill::monitor::format::{read_log, EndReason, Record};
+    let dir = std::env::temp_dir().join(format!("rill-cli-micro-{}", std::process::id()));
+    let out = rill_bench(&[
+        "micro",
+        "--engine",
+        "rill",
+        "--rows",
+        "cross_worker_roundtrip,idle_cpu",
+        "--monitor",
+        "full",
+        "--logs",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let rows = json_lines(&out.stdout);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for v in &rows {
+        assert_eq!(v["monitor"], "full", "{v}");
+        assert!(v["log_bytes"].as_u64().unwrap() > 0, "{v}");
+    }
+    // The round trip's ping task read every pong in its recorded periods.
+    let mut ping = None;
+    let mut reads = 0u64;
+    for w in 0..2 {
+        let log = read_log(
+            dir.join("cross_worker_roundtrip")
+                .join(format!("worker-{w}.rlog")),
+        )
+        .unwrap();
+        assert_eq!(log.end, EndReason::Clean);
+        for r in &log.records {
+            match r {
+                Record::TaskAssign { task, name, .. } if name == "micro/ping" => ping = Some(*task),
+                Record::Period { task, io, .. } if Some(*task) == ping => {
+                    reads += io.iter().map(|s| u64::from(s.reads)).sum::<u64>()
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(ping.is_some(), "no micro/ping in the logs");
+    assert_eq!(reads, 100_000, "messages read by micro/ping in its periods");
+    assert!(dir.join("idle_cpu").join("worker-1.rlog").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
