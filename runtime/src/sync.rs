@@ -33,3 +33,21 @@ impl<T> UnsafeCell<T> {
         f(self.0.get())
     }
 }
+
+/// Asks for the cache line at `p` in a writable state, ahead of a load and a
+/// write to it. A line that another core wrote last otherwise moves twice
+/// when read and then written: once shared for the load, once more to take
+/// it over for the write. A hint only (no memory access, no fault for any
+/// address); nothing under loom or on other architectures.
+#[inline(always)]
+pub(crate) fn prefetch_write<T>(p: *const T) {
+    #[cfg(all(not(loom), target_arch = "x86_64"))]
+    // SAFETY: `prefetchw` touches no architectural state: it neither reads
+    // nor writes memory as far as the program can tell, cannot fault, and
+    // leaves the flags alone. CPUs without it run the opcode as a no-op.
+    unsafe {
+        std::arch::asm!("prefetchw [{0}]", in(reg) p, options(nostack, readonly, preserves_flags));
+    }
+    #[cfg(not(all(not(loom), target_arch = "x86_64")))]
+    let _ = p;
+}

@@ -116,6 +116,9 @@ impl Slot {
         // cannot be freed: it is BLOCKED (only a winner may run it) or it is
         // spinning in `unregister` until we store IDLE below.
         let task = self.task.load(Ordering::Relaxed);
+        // The task's first line is read next and then written (its state);
+        // when the task blocked on another core, ask for it writable now.
+        crate::sync::prefetch_write(task);
         // SAFETY: as above, the pointer is alive until we store IDLE.
         let t = unsafe { &*task };
         // The common case: a task of this worker, waiting on this slot alone.

@@ -70,6 +70,9 @@ impl Inbox {
         // task's fields written before the post are visible here.
         let p = self.mail.load(Ordering::Acquire);
         if !p.is_null() {
+            // Its dispatch reads and writes the task's first line, which the
+            // poster wrote last.
+            crate::sync::prefetch_write(p);
             // A plain store empties the slot, not a swap: posters only
             // compare-exchange from null, so nobody else can change the slot
             // while it holds p, and a store does not stall this worker the way
