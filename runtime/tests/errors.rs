@@ -1159,8 +1159,8 @@ fn unguarded_overflow_child(then_block: bool) {
             let (mut w, mut r) = rill::stream::<u32>(1);
             rill::spawn("deep/unguarded", move || {
                 // Past the default 256 KiB, the guard page and the up to
-                // 64 KiB a stack's top is moved by (its colour, stack.rs).
-                let size = 256 * 1024 + 2 * 64 * 1024;
+                // 4 KiB a stack's top is moved by (its colour, stack.rs).
+                let size = 256 * 1024 + 64 * 1024;
                 recurse(stack_top(), Some(size));
                 if then_block {
                     let _ = r.read();
