@@ -74,7 +74,6 @@ pub(crate) struct WorkerLocal {
     pending: UnsafeCell<PendingList>,
     stats: UnsafeCell<WorkerStats>,
     since_settle: Cell<u32>,
-    since_inbox: Cell<u32>,
     use_barrier: bool,
     /// `shared.stealing()`, kept here to spare the wake path a load through `shared`.
     stealing: bool,
@@ -103,7 +102,6 @@ impl WorkerLocal {
                 ..Default::default()
             }),
             since_settle: Cell::new(0),
-            since_inbox: Cell::new(0),
             use_barrier,
             stealing,
             monitoring: log.is_some(),
@@ -276,17 +274,20 @@ impl WorkerLocal {
 
     #[inline]
     fn next_task(&self) -> Option<TaskRef> {
-        let n = self.since_inbox.get() + 1;
-        if n >= INBOX_EVERY {
-            self.since_inbox.set(0);
+        // Every INBOX_EVERY dispatches, counted by the statistics the loop
+        // keeps anyway (a counter of its own cost a load, a store and a
+        // compare more per dispatch).
+        if self
+            .stats()
+            .dispatches
+            .is_multiple_of(u64::from(INBOX_EVERY))
+        {
             if self.shared.phase() != Phase::Running {
                 // A task failed elsewhere (or the run deadlocked): stop even if
                 // tasks here could go on forever.
                 return None;
             }
             self.drain_inbox();
-        } else {
-            self.since_inbox.set(n);
         }
         if let Some(t) = self.ready().pop() {
             return Some(t);
@@ -307,10 +308,6 @@ impl WorkerLocal {
     #[inline]
     fn dispatch<const MON: bool>(&self, t: TaskRef) {
         let task = t.get();
-        if task.worker.load(Ordering::Relaxed) != self.id {
-            // Stolen: from now on wakers post to us.
-            task.worker.store(self.id, Ordering::Relaxed);
-        }
         // SAFETY: we own the task (it came from our queue); only we touch its
         // coroutine now, and the short borrow ends before start_task.
         let started = task.coro.with(|p| unsafe { (*p).is_some() });
@@ -516,6 +513,11 @@ impl WorkerLocal {
                 loop {
                     match st.steal() {
                         crossbeam_deque::Steal::Success(t) => {
+                            // From now on wakers post to us. Relaxed: we own
+                            // the task; whoever wakes it next learns of it
+                            // through the Release registration it makes
+                            // when it blocks, which follows this store.
+                            t.get().worker.store(self.id, Ordering::Relaxed);
                             self.stats().steals += 1;
                             crate::hooks::task_migrated(t.get().id, victim, self.id);
                             self.ready().push(t);
