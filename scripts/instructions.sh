@@ -32,3 +32,14 @@ for m in off map,worker,task,stream full; do
     rm -rf "$LOGS/run"
     echo "pipe rr, 10000 messages, --monitor $m: $(ic $B pipe --engine rill --placement rr --workers 1 --messages 10000 --monitor $m --logs "$LOGS/run" --json) instructions in all"
 done
+# A task that suspends inside a function call (rather than in its own frame)
+# pays about 30 ns per block in mispredicted returns (stream/mod.rs,
+# `Reader::read_empty`): list the places where the coroutine library's
+# suspend stayed out of line, by the source line of the blocking call.
+if command -v objdump >/dev/null && command -v addr2line >/dev/null; then
+    echo "suspend left out of line at (want: none that blocks often):"
+    objdump -d --no-show-raw-insn "$B" | awk '/call.*Yielder.*suspend/ {sub(":", "", $1); print $1}' |
+        while read -r a; do
+            addr2line -i -e "$B" "0x$a" | grep -v -e '/rustc/' -e '/runtime/src/' -e '/.cargo/' | head -1
+        done | sed "s|$PWD/||" | sort | uniq -c
+fi
