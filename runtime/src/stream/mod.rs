@@ -266,17 +266,14 @@ impl<T: Send + 'static> Writer<T> {
             }) {
                 continue;
             }
-            let peer = nonzero(self.core.reader_task.load(Ordering::Relaxed));
             self.note_owner();
             // The message is recorded in the period it moves in.
             self.leave();
+            let on = self.blocked_on();
             let core = &self.core;
             context::block(
                 &[&core.back.wslot],
-                BlockedOn::Output {
-                    stream: core.id,
-                    peer,
-                },
+                on,
                 || core.has_room(tail) || core.fwd.rslot.is_closed(),
                 |pending| context::note_pending(pending, core, Side::Writer),
             );
@@ -431,17 +428,14 @@ impl<T: Send + 'static> Reader<T> {
             }) {
                 continue;
             }
-            let peer = nonzero(self.core.writer_task.load(Ordering::Relaxed));
             self.note_owner();
             // The message is recorded in the period it moves in.
             self.leave();
+            let on = self.blocked_on();
             let core = &self.core;
             context::block(
                 &[&core.fwd.rslot],
-                BlockedOn::Input {
-                    stream: core.id,
-                    peer,
-                },
+                on,
                 || core.has_data(head) || core.back.wslot.is_closed(),
                 |pending| context::note_pending(pending, core, Side::Reader),
             );
@@ -550,6 +544,7 @@ impl<T: Send + 'static> Waits for Writer<T> {
     fn note_owner(&self) {
         note_owner(&self.core.writer_task);
     }
+    #[inline(always)]
     fn blocked_on(&self) -> BlockedOn {
         BlockedOn::Output {
             stream: self.core.id,
@@ -577,6 +572,7 @@ impl<T: Send + 'static> Waits for Reader<T> {
     fn note_owner(&self) {
         note_owner(&self.core.reader_task);
     }
+    #[inline(always)]
     fn blocked_on(&self) -> BlockedOn {
         BlockedOn::Input {
             stream: self.core.id,
