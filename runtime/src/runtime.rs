@@ -478,6 +478,7 @@ impl Runtime {
         let mon = &self.cfg.monitor;
         let mut logs: Vec<Option<WorkerLog>> = (0..n).map(|_| None).collect();
         let log_dir = (!mon.flags.is_off()).then(|| mon.log_dir());
+        let mut run_clock = None;
         if let Some(dir) = &log_dir {
             std::fs::create_dir_all(dir).map_err(|e| {
                 RunError::Start(format!(
@@ -485,7 +486,9 @@ impl Runtime {
                     dir.display()
                 ))
             })?;
-            let cal = clock::calibrate_cached();
+            let rc = clock::RunClock::start();
+            let cal = rc.cal;
+            run_clock = Some(rc);
             for (i, slot) in logs.iter_mut().enumerate() {
                 let header = Header::new(mon.flags, i as u32, n as u32, cal);
                 *slot = Some(WorkerLog::create(dir, i, &header).map_err(|e| {
@@ -555,6 +558,17 @@ impl Runtime {
             }
         }
         stats.wall = t0.elapsed();
+        if let (Some(dir), Some(rate)) = (&log_dir, run_clock.and_then(|c| c.refine())) {
+            for i in 0..n {
+                // A log whose header keeps the rate measured at the start is
+                // still right to about 2e-4 (`RunClock`), so a failure here
+                // is not worth failing the run for.
+                let _ = crate::monitor::writer::set_header_rate(
+                    &dir.join(crate::monitor::writer::log_file_name(i as u32)),
+                    rate,
+                );
+            }
+        }
         stats.log_dir = log_dir;
         let result = match shared.phase() {
             Phase::Done => Ok(stats),

@@ -2,8 +2,8 @@
 //!
 //! [`now`] returns raw *ticks*: the time stamp counter on x86_64 (a few
 //! nanoseconds per read, no system call), elsewhere nanoseconds since a
-//! process-wide origin. Logs store raw ticks; a [`Calibration`] measured once
-//! per run (and stored in every log header) converts them to nanoseconds.
+//! process-wide origin. Logs store raw ticks; a [`Calibration`] (stored in
+//! every log header, see [`RunClock`]) converts them to nanoseconds.
 //!
 //! On x86_64 the tick source assumes an invariant TSC (constant rate, synchronised
 //! across cores), which every x86_64 CPU of the last decade provides.
@@ -47,7 +47,7 @@ pub const TICKS_ARE_NANOS: bool = !cfg!(target_arch = "x86_64");
 /// How long [`calibrate`] measures the tick rate against [`Instant`].
 pub const CALIBRATION_TIME: Duration = Duration::from_millis(3);
 
-/// Conversion from raw ticks to wall-clock time, measured once per run.
+/// Conversion from raw ticks to wall-clock time, measured per run.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Calibration {
     /// Clock rate: ticks per second (1e9 when ticks are nanoseconds).
@@ -122,18 +122,84 @@ pub fn calibrate() -> Calibration {
     calibrate_for(CALIBRATION_TIME)
 }
 
-/// [`calibrate`], measuring the tick rate only the first time in a process
-/// (the rate of an invariant TSC does not change) and taking the start tick
-/// and wall-clock time now. What the runtime calls at the start of each run,
-/// so that a short run does not pay milliseconds of calibration.
-pub fn calibrate_cached() -> Calibration {
-    static RATE: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    let rate = *RATE.get_or_init(|| calibrate().ticks_per_sec);
-    let start_unix_ns = unix_now_ns();
-    Calibration {
-        ticks_per_sec: rate,
-        start_ticks: now(),
-        start_unix_ns,
+/// How long the first run of a process measures the tick rate before it
+/// starts ([`RunClock::start`]); each run then measures it again over its own
+/// length ([`RunClock::refine`]).
+pub const FIRST_CALIBRATION_TIME: Duration = Duration::from_micros(250);
+
+/// Runs shorter than this keep the rate they started with.
+pub const MIN_REFINE_SPAN: Duration = Duration::from_millis(2);
+
+/// The best tick rate measured in this process, and over how long.
+static RATE: std::sync::Mutex<Option<(f64, Duration)>> = std::sync::Mutex::new(None);
+
+/// The clock of one monitored run: a [`Calibration`] to write into the log
+/// headers when the run starts, and the paired reading it started from, so
+/// that the rate can be measured again over the whole run when it ends.
+///
+/// A run does not busy-wait milliseconds to calibrate (that was 3 ms per
+/// process, as much as a short benchmark's whole run): the first run of a
+/// process measures the rate for [`FIRST_CALIBRATION_TIME`] (a paired read
+/// is good to some tens of nanoseconds, so to about 2e-4), and every run that
+/// lasts at least [`MIN_REFINE_SPAN`] measures it again from its start to its
+/// end, which the runtime writes into the finished logs' headers. A log cut
+/// off by a crash keeps the rate it started with.
+#[derive(Clone, Copy, Debug)]
+pub struct RunClock {
+    /// The calibration the run's logs start with.
+    pub cal: Calibration,
+    start: Instant,
+    start_ticks: u64,
+}
+
+impl RunClock {
+    /// Takes the process's best rate so far (measuring it first if there is
+    /// none) and the current time.
+    pub fn start() -> Self {
+        let rate = {
+            let mut best = RATE.lock().unwrap_or_else(|e| e.into_inner());
+            best.get_or_insert_with(|| {
+                let c = calibrate_for(FIRST_CALIBRATION_TIME);
+                (c.ticks_per_sec, FIRST_CALIBRATION_TIME)
+            })
+            .0
+        };
+        let start_unix_ns = unix_now_ns();
+        let (start, start_ticks) = paired_read();
+        RunClock {
+            cal: Calibration {
+                ticks_per_sec: rate,
+                start_ticks,
+                start_unix_ns,
+            },
+            start,
+            start_ticks,
+        }
+    }
+
+    /// The tick rate measured from the run's start to now, if the run lasted
+    /// at least [`MIN_REFINE_SPAN`] and the measurement is sane; the process
+    /// keeps it for later runs when it spans longer than its best so far.
+    pub fn refine(&self) -> Option<f64> {
+        if TICKS_ARE_NANOS {
+            return None;
+        }
+        let (end, end_ticks) = paired_read();
+        let span = end.duration_since(self.start);
+        if span < MIN_REFINE_SPAN {
+            return None;
+        }
+        let rate = end_ticks.wrapping_sub(self.start_ticks) as f64 / span.as_secs_f64();
+        // A counter that stalled or jumped (a migrated VM) is not a rate.
+        let close = (rate / self.cal.ticks_per_sec - 1.0).abs() < 0.05;
+        if !rate.is_finite() || rate <= 0.0 || !close {
+            return None;
+        }
+        let mut best = RATE.lock().unwrap_or_else(|e| e.into_inner());
+        if best.is_none_or(|(_, s)| span > s) {
+            *best = Some((rate, span));
+        }
+        Some(rate)
     }
 }
 
@@ -227,6 +293,32 @@ mod tests {
             err < 0.25,
             "converted {converted} ns vs measured {measured} ns"
         );
+    }
+
+    #[test]
+    #[allow(clippy::assertions_on_constants)]
+    fn a_run_measures_the_rate_again_over_its_length() {
+        let rc = RunClock::start();
+        assert!(rc.cal.ticks_per_sec > 1e6, "{rc:?}");
+        // Shorter than MIN_REFINE_SPAN: the start rate stands.
+        if !TICKS_ARE_NANOS {
+            assert_eq!(rc.refine(), None);
+        }
+        let i0 = Instant::now();
+        while i0.elapsed() < MIN_REFINE_SPAN + Duration::from_millis(1) {
+            std::hint::spin_loop();
+        }
+        match rc.refine() {
+            None => assert!(TICKS_ARE_NANOS, "a 3 ms run refines the rate"),
+            Some(rate) => {
+                let err = (rate / rc.cal.ticks_per_sec - 1.0).abs();
+                assert!(err < 0.01, "{rate} against {}", rc.cal.ticks_per_sec);
+                // The process keeps the longer measurement for the next run
+                // (or a longer one, from a test running beside this one).
+                let next = RunClock::start();
+                assert!((next.cal.ticks_per_sec / rate - 1.0).abs() < 0.01);
+            }
+        }
     }
 
     #[test]

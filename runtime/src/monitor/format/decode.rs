@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::record::{Record, Side};
 use super::scan::Scanner;
-use super::{Header, FORMAT_VERSION, HEADER_LEN, MAGIC};
+use super::{Header, FORMAT_VERSION, HEADER_LEN, HEADER_RATE_AT, MAGIC};
 use crate::monitor::clock::Calibration;
 use crate::monitor::flags::MonitorFlags;
 use crate::monitor::varint::VarintError;
@@ -100,7 +100,7 @@ impl Header {
             worker: u32_at(16).ok_or_else(truncated)?,
             worker_count: u32_at(20).ok_or_else(truncated)?,
             calibration: Calibration {
-                ticks_per_sec: f64::from_bits(u64_at(24).ok_or_else(truncated)?),
+                ticks_per_sec: f64::from_bits(u64_at(HEADER_RATE_AT).ok_or_else(truncated)?),
                 start_ticks: u64_at(32).ok_or_else(truncated)?,
                 start_unix_ns: u64_at(40).ok_or_else(truncated)?,
             },

@@ -87,6 +87,10 @@ pub const MAGIC: [u8; 8] = *b"RILLLOG\0";
 pub const FORMAT_VERSION: u16 = 2;
 /// Size of the header this build writes.
 pub const HEADER_LEN: usize = 48;
+/// Where the header keeps the tick rate (an `f64`, little-endian), which a
+/// finished run may rewrite with a better measurement
+/// ([`set_header_rate`](crate::monitor::writer::set_header_rate)).
+pub const HEADER_RATE_AT: usize = 24;
 
 /// Tag bytes.
 mod tag {
@@ -178,7 +182,8 @@ impl Header {
         b[12..16].copy_from_slice(&self.flags.bits().to_le_bytes());
         b[16..20].copy_from_slice(&self.worker.to_le_bytes());
         b[20..24].copy_from_slice(&self.worker_count.to_le_bytes());
-        b[24..32].copy_from_slice(&self.calibration.ticks_per_sec.to_bits().to_le_bytes());
+        b[HEADER_RATE_AT..HEADER_RATE_AT + 8]
+            .copy_from_slice(&self.calibration.ticks_per_sec.to_bits().to_le_bytes());
         b[32..40].copy_from_slice(&self.calibration.start_ticks.to_le_bytes());
         b[40..48].copy_from_slice(&self.calibration.start_unix_ns.to_le_bytes());
         b
