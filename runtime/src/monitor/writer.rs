@@ -8,7 +8,7 @@
 //! a file whose tail is zeros, which readers take as the clean end.
 //! The mapping is advised random access, so that the kernel faults in only
 //! the pages written rather than reading ahead blocks of the sparse file
-//! ([`no_readahead`]).
+//! (`no_readahead`).
 
 use std::fs::{File, OpenOptions};
 use std::io;
