@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::MmapMut;
 
-use super::format::{Header, Sink, HEADER_LEN, HEADER_RATE_AT};
+use super::format::{Header, Sink, HEADER_LEN, HEADER_RATE_AT, MAGIC};
 
 /// Initial file size.
 pub const INITIAL_LEN: usize = 4 << 20;
@@ -56,10 +56,13 @@ pub struct LogWriter {
 /// Rewrites the tick rate in the header of the finished log at `path` (see
 /// [`RunClock::refine`](crate::monitor::clock::RunClock::refine)).
 pub fn set_header_rate(path: &Path, ticks_per_sec: f64) -> io::Result<()> {
-    use std::io::{Seek, SeekFrom, Write};
-    let mut f = OpenOptions::new().write(true).open(path)?;
-    if f.metadata()?.len() < HEADER_LEN as u64 {
-        return Err(io::Error::other("the log is shorter than its header"));
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let mut f = OpenOptions::new().read(true).write(true).open(path)?;
+    let mut head = [0u8; HEADER_LEN];
+    // Only a rill log's header is rewritten (the file could have been
+    // replaced while the run went on).
+    if f.read_exact(&mut head).is_err() || head[..MAGIC.len()] != MAGIC {
+        return Err(io::Error::other("not a rill log"));
     }
     f.seek(SeekFrom::Start(HEADER_RATE_AT as u64))?;
     f.write_all(&ticks_per_sec.to_bits().to_le_bytes())
@@ -320,10 +323,14 @@ mod tests {
             (h.calibration.start_ticks, h.calibration.start_unix_ns),
             (7, 11)
         );
-        // A file too short to be a log is refused, not extended.
+        // A file too short to be a log, or another file, is left alone.
         let short = dir.path().join("short.rlog");
         std::fs::write(&short, b"RILL").unwrap();
         assert!(set_header_rate(&short, 1e9).is_err());
         assert_eq!(std::fs::read(&short).unwrap(), b"RILL");
+        let other = dir.path().join("other.rlog");
+        std::fs::write(&other, [7u8; 64]).unwrap();
+        assert!(set_header_rate(&other, 1e9).is_err());
+        assert_eq!(std::fs::read(&other).unwrap(), [7u8; 64]);
     }
 }
