@@ -10,16 +10,12 @@
 #   e.g. scripts/ab.sh 12 old=/tmp/rill-bench-old new=target/release/rill-bench
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-[[ $# -ge 2 ]] || { sed -n '2,10p' "$0" >&2; exit 2; }
+ab_args "$0" "$@"
 machine
 python3 - "$@" <<'PY'
 import json, os, statistics, subprocess, sys
 rounds = int(sys.argv[1])
 bins = [a.split("=", 1) for a in sys.argv[2:]]
-for name, exe in bins:
-    if not os.access(exe, os.X_OK):
-        print(f"{name}: {exe} is not an executable", file=sys.stderr)
-        sys.exit(2)
 runs = {
     "roundtrip": ["micro", "--rows", "cross_worker_roundtrip"],
     "yield": ["micro", "--rows", "yield"],

@@ -10,15 +10,12 @@
 #   MODES=counts ROWS="pipe const,ring const 500k" scripts/monitor_ab.sh 5 old=A new=B
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-[[ $# -ge 2 ]] || { sed -n '2,10p' "$0" >&2; exit 2; }
+ab_args "$0" "$@"
 machine
 python3 - "$@" <<'PY'
 import json, os, shutil, statistics, subprocess, sys, tempfile
 rounds = int(sys.argv[1])
 bins = [a.split("=", 1) for a in sys.argv[2:]]
-for name, exe in bins:
-    if not os.access(exe, os.X_OK):
-        sys.exit(f"{name}: {exe} is not an executable")
 rows = {
     "pipe rr": ["pipe", "--placement", "rr"],
     "pipe const": ["pipe", "--placement", "const"],

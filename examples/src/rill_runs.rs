@@ -241,7 +241,6 @@ pub fn micro(row: Micro, n: u64) -> Result<(Duration, u64)> {
 /// [`micro`] with monitoring; also returns the run's statistics.
 pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u64, RunInfo)> {
     let runtime = |workers, capacity| runtime_mon(workers, capacity, mon);
-    let info = |d: Duration, stats: &rill::RunStats| RunInfo::of(d, stats);
     match row {
         Micro::Yield => {
             let mut rt = runtime(1, 16)?;
@@ -256,7 +255,7 @@ pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u
             });
             let stats = rt.run()?;
             let d = *t.lock().unwrap();
-            Ok((d, n, info(d, &stats)))
+            Ok((d, n, RunInfo::of(d, &stats)))
         }
         Micro::Spawn => {
             let mut rt = runtime(1, 16)?;
@@ -288,7 +287,7 @@ pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u
                 bail!("spawn: {} of {n} tasks ran", done.load(Ordering::Relaxed));
             }
             let d = *t.lock().unwrap();
-            Ok((d, n, info(d, &stats)))
+            Ok((d, n, RunInfo::of(d, &stats)))
         }
         Micro::Handoff => {
             let mut rt = runtime(1, 16)?;
@@ -313,7 +312,7 @@ pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u
             if sum.load(Ordering::Relaxed) != n * (n.saturating_sub(1)) / 2 {
                 bail!("handoff: wrong sum");
             }
-            Ok((d, n, info(d, &stats)))
+            Ok((d, n, RunInfo::of(d, &stats)))
         }
         Micro::CrossWorkerRoundtrip => {
             let mut rt = runtime(2, 1)?;
@@ -339,7 +338,7 @@ pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u
             })?;
             let stats = rt.run()?;
             let d = *t.lock().unwrap();
-            Ok((d, n, info(d, &stats)))
+            Ok((d, n, RunInfo::of(d, &stats)))
         }
         Micro::IdleCpu => {
             let mut rt = runtime(2, 16)?;
@@ -359,7 +358,7 @@ pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u
             let t0 = Instant::now();
             let stats = rt.run()?;
             let d = t0.elapsed();
-            Ok((d, share.load(Ordering::Relaxed), info(d, &stats)))
+            Ok((d, share.load(Ordering::Relaxed), RunInfo::of(d, &stats)))
         }
     }
 }
