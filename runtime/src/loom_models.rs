@@ -252,3 +252,30 @@ fn inbox_delivers_two_racing_posts_once() {
         worker.join().unwrap();
     });
 }
+
+/// Count mode's hand-over of a stream end (`monitor/binding.rs`): the old
+/// holder's worker counts the binding while the new holder cuts it and then
+/// writes. Whatever the interleaving, the old binding counts exactly the two
+/// messages its holder wrote, never the new holder's.
+#[test]
+fn a_cut_binding_counts_only_its_holders_messages() {
+    use crate::monitor::binding::Binding;
+    use crate::stream::Side;
+    loom::model(|| {
+        let core = std::sync::Arc::new(Core::<u32>::new(1, 4));
+        let b = std::sync::Arc::new(Binding::new(core.clone(), Side::Writer, 1, 0));
+        // The old holder wrote two messages (their cells do not matter here).
+        core.fwd.tail.store(2, Ordering::Release);
+        let (b2, c2) = (b.clone(), core.clone());
+        let new_holder = thread::spawn(move || {
+            // enter_slow's cut at the end's position, then Writer::push.
+            b2.cut(2);
+            c2.fwd.tail.store(3, Ordering::Release);
+        });
+        let (first, _, _) = b.take();
+        new_holder.join().unwrap();
+        let (rest, _, over) = b.take();
+        assert_eq!((first, rest), (2, 0), "the old holder's count");
+        assert!(over, "a cut binding is over");
+    });
+}

@@ -119,6 +119,8 @@ pub(crate) struct Task {
     pub stack_lo: Cell<usize>,
     /// Size of the guard page (0 when unguarded).
     pub stack_guard: Cell<usize>,
+    /// Count-mode monitoring: the task's tag and stream-end bindings.
+    pub mon: crate::monitor::binding::TaskMon,
 }
 
 impl Task {
@@ -135,6 +137,7 @@ impl Task {
             canary_at: Cell::new(0),
             stack_lo: Cell::new(0),
             stack_guard: Cell::new(0),
+            mon: Default::default(),
             id,
             name,
             worker: AtomicUsize::new(worker),

@@ -189,6 +189,77 @@ fn moved_and_dropped_ends_are_counted() {
     }
 }
 
+/// Messages written per task on `stream`, over all logs in `dir`.
+fn writes_per_task(
+    dir: &std::path::Path,
+    workers: usize,
+    stream: u64,
+) -> std::collections::BTreeMap<u64, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for w in 0..workers {
+        let log = read_log(dir.join(format!("worker-{w}.rlog"))).unwrap();
+        for r in &log.records {
+            if let Record::Period { task, io, .. } = r {
+                for x in io.iter().filter(|x| x.stream == stream) {
+                    *m.entry(*task).or_default() += u64::from(x.writes);
+                }
+            }
+        }
+    }
+    m.retain(|_, n| *n > 0);
+    m
+}
+
+/// Each message counts for the task that moved it, also when a used end
+/// goes to another task and comes back (count mode cuts the old holder's
+/// binding where the new one takes over).
+#[test]
+fn messages_count_for_the_task_that_moved_them() {
+    use std::sync::{Arc, Mutex};
+    for flags in MODES {
+        for workers in [1, 2] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut rt = monitored(workers, flags, dir.path());
+            let ids = Arc::new(Mutex::new([0u64; 2]));
+            let stream = Arc::new(Mutex::new(0u64));
+            let (ids2, stream2) = (ids.clone(), stream.clone());
+            rt.run_main(move || {
+                let (mut w, mut r) = rill::stream::<u64>(64);
+                *stream2.lock().unwrap() = w.id();
+                let (mut hand, mut take) = rill::stream::<rill::Writer<u64>>(1);
+                let (mut back, mut got) = rill::stream::<rill::Writer<u64>>(1);
+                let ids3 = ids2.clone();
+                rill::spawn("first", move || {
+                    ids3.lock().unwrap()[0] = rill::current().unwrap().id;
+                    for i in 0..3 {
+                        w.write(i).unwrap();
+                    }
+                    hand.write(w).unwrap();
+                    let mut w = got.read().unwrap();
+                    for i in 5..12 {
+                        w.write(i).unwrap();
+                    }
+                });
+                rill::spawn("second", move || {
+                    ids2.lock().unwrap()[1] = rill::current().unwrap().id;
+                    let mut w = take.read().unwrap();
+                    w.write(3).unwrap();
+                    w.write(4).unwrap();
+                    back.write(w).unwrap();
+                    rill::yield_now();
+                });
+                let got: Vec<u64> = std::iter::from_fn(|| r.read()).collect();
+                assert_eq!(got, (0..12).collect::<Vec<_>>());
+            })
+            .unwrap();
+            let [first, second] = *ids.lock().unwrap();
+            let per = writes_per_task(dir.path(), workers, *stream.lock().unwrap());
+            let want = std::collections::BTreeMap::from([(first, 10), (second, 2)]);
+            assert_eq!(per, want, "{flags} on {workers} worker(s)");
+        }
+    }
+}
+
 /// A period that uses more stream ends than the fast path holds.
 #[test]
 fn wide_periods_are_counted() {

@@ -9,12 +9,14 @@
 //! thread-local worker pointer; threads that are not workers record nothing.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
+use super::binding::Binding;
 use super::format::EndState;
-use super::period::{self, EndMon};
+use super::period::{self, kind, EndMon};
 use super::worker_log::WorkerLog;
 use crate::context;
-use crate::stream::Side;
+use crate::stream::{Recheck, Side};
 use crate::task::BlockedOn;
 
 /// Runs in this process that monitor; hooks do nothing while it is 0.
@@ -98,49 +100,68 @@ pub(crate) fn enter(end: &EndMon, write: bool) -> bool {
     cfg!(feature = "monitor") && period::record(end, write)
 }
 
-/// A task uses `end` for the first time: its stamp from now on. Plain (0)
-/// unless a period that records messages runs here.
-#[cold]
-pub(crate) fn bind() -> u64 {
-    if on() && period::with(|r| r.epoch() != 0 && !r.records_nothing()) {
-        EndMon::BOUND
-    } else {
-        0
-    }
-}
-
-/// The rest of [`enter`], for a bound end: list it in the running period
-/// (on this thread, no log lookup) and record; anything else goes to
-/// [`message_cold`].
+/// The rest of [`enter`], for an end whose stamp is not this thread's
+/// [`fast`](period::fast) one and that [`enter`] did not record: `at` is
+/// the end's position and `core` makes a keep-alive handle of its stream.
+///
+/// - No period that records messages runs here: the end becomes plain (0)
+///   and leaves its binding, if any.
+/// - Count mode: the end leaves its binding (the old holder counts up to
+///   `at`) and is bound to the running task, with its tag as stamp.
+/// - Otherwise: list it in the running period (on this thread, no log
+///   lookup) and record; anything else goes to [`message_cold`].
 #[inline]
-pub(crate) fn enter_slow(end: &mut EndMon, id: u64, write: bool) {
+pub(crate) fn enter_slow(
+    end: &mut EndMon,
+    id: u64,
+    side: Side,
+    at: usize,
+    core: &dyn Fn() -> Arc<dyn Recheck>,
+) {
     if !cfg!(feature = "monitor") {
+        end.stamp = 0;
         return;
     }
-    period::with(|r| {
-        // A nonzero epoch means a period of a monitored run (on() holds).
-        if r.epoch() == 0 {
-            // No period runs here (a thread that is not a worker): not
-            // listed.
-            end.stamp = EndMon::BOUND;
-        } else if r.records_nothing() {
+    let write = side == Side::Writer;
+    period::with(|r| match r.run_kind() {
+        // A period that records messages means a monitored run (on() holds).
+        kind::NONE => {
+            end.unbind(at);
             end.stamp = 0;
-        } else if !(r.list(end, id, write) && r.record(end, write)) {
-            message_cold(end, id, write)
+        }
+        kind::COUNT => {
+            end.unbind(at);
+            let task = context::current_task_ptr();
+            if task.is_null() {
+                end.stamp = 0;
+                return;
+            }
+            let b = Arc::new(Binding::new(core(), side, id, at));
+            // SAFETY: a counting period runs on this thread, so the current
+            // task pointer is the running task's, alive while it runs.
+            unsafe { &*task }.mon.push(b.clone());
+            end.bind = Some(b);
+            end.stamp = r.fast();
+        }
+        _ => {
+            end.unbind(at);
+            if !(r.list(end, id, write) && r.record(end, write)) {
+                message_cold(end, id, write)
+            }
         }
     })
 }
 
 /// The operation [`enter`] (or [`enter_slow`]) recorded moved nothing: take
-/// the message back. For an end with a nonzero stamp.
+/// the message back. For an end whose stamp is not the thread's fast one.
 #[inline]
-pub(crate) fn leave(end: &EndMon, write: bool) {
+pub(crate) fn leave(end: &EndMon) {
     if !cfg!(feature = "monitor") {
         return;
     }
     period::with(|r| {
         if !r.leave(end) && on() && r.epoch() != 0 && end.epoch() == r.epoch() {
-            with_log(|l| l.unmessage(end, write));
+            with_log(|l| l.unmessage(end));
         }
     })
 }
@@ -159,6 +180,12 @@ fn message_cold(end: &mut EndMon, id: u64, write: bool) {
 #[inline]
 pub(crate) fn woke_peer(end: &EndMon) {
     if on() {
+        if let Some(b) = &end.bind {
+            // Count mode: the end is bound to the running task (its
+            // operation just now made sure of that).
+            b.set_woke();
+            return;
+        }
         let over = period::with(|r| {
             let listed = r.epoch() != 0 && end.epoch() == r.epoch() && end.kind() != 0;
             if listed {
@@ -195,7 +222,13 @@ pub(crate) fn task_migrated(id: u64, from: usize, to: usize) {
 #[inline(never)]
 pub(crate) fn spin_begin(blocked: &BlockedOn) {
     if on() {
-        let task = context::current_task_id();
+        let task = context::current_task_ptr();
+        if task.is_null() {
+            return;
+        }
+        // SAFETY: a task spins inside its own dispatch, so the current task
+        // pointer is its own, alive while it runs.
+        let task = unsafe { &*task };
         with_log(|l| l.end_period(task, end_state_of(true, blocked)));
     }
 }
@@ -206,9 +239,15 @@ pub(crate) fn spin_begin(blocked: &BlockedOn) {
 #[inline(never)]
 pub(crate) fn spin_end() {
     if on() {
+        let task = context::current_task_ptr();
+        if task.is_null() {
+            return;
+        }
+        // SAFETY: as in `spin_begin`.
+        let task = unsafe { &*task };
         with_log(|l| {
             l.worker_resumed();
-            l.begin_period();
+            l.begin_period(task);
         });
     }
 }

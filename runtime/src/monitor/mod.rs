@@ -12,6 +12,7 @@
 //!   touches), and the per-worker log state behind it. How a period is
 //!   recorded, and why nothing dangles, is in `README.md` beside this file.
 
+pub(crate) mod binding;
 pub mod clock;
 pub mod flags;
 pub mod format;

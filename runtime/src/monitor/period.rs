@@ -3,27 +3,31 @@
 //! so that recording a message is a few fs-relative loads and stores inline
 //! at the call site, with no function call and no pointer chase.
 //!
-//! Each dispatch has an *epoch*, a multiple of 4 unique in the process (see
-//! [`WorkerLog`](super::worker_log::WorkerLog)). A stream end that moves a
-//! message compares its [`EndMon`]'s *stamp* (the epoch of the period that
-//! listed it, plus its [`kind`] in the low bits) with this thread's stamps,
-//! before the message moves (an operation that then moves nothing takes the
-//! record back, [`Recorder::leave`]):
-//! on the first message of a period none matches, and the end lists itself
-//! in the period ([`Recorder::list`], out of line: an entry index and a kind;
-//! entries from [`MAX_IO`] on, and per-message times, go through the worker's
-//! log); after that each message is one of:
+//! Every stream operation compares its end's [`EndMon`] stamp with this
+//! thread's [`fast`] stamp; equal means nothing more to do. That is every
+//! operation with monitoring off (both 0) and in count mode (the end is
+//! bound to the running task, whose tag is both; its messages are counted
+//! from the ring's positions at the period's end, `binding.rs`). Otherwise
+//! (a new end, an end that changed hands, or ops mode, whose fast stamp no
+//! end has) the operation goes out of line.
 //!
-//! * count mode (`stream` without `message`): one increment of the entry's
-//!   counter in [`Recorder::counts`];
-//! * ops mode (`message`): its key (`entry << 1 | write`) appended to
-//!   [`Recorder::keys`]; at the period's end one pass finds the op runs'
-//!   form (a relay's read-one-write-one is found in a compare per message,
-//!   its counts in O(1)) and the entries' counts.
+//! Ops mode (`message`): each dispatch has an *epoch*, a multiple of 4
+//! unique in the process (see [`WorkerLog`](super::worker_log::WorkerLog)).
+//! An end that moves a message compares its stamp (the epoch of the period
+//! that listed it, plus its [`kind`] in the low bits) with the thread's ops
+//! stamp before the message moves (an operation that then moves nothing
+//! takes the record back, [`Recorder::leave`]): on the first message of a
+//! period they differ, and the end lists itself in the period
+//! ([`Recorder::list`], out of line: an entry index and a kind; entries from
+//! [`MAX_IO`] on, and per-message times, go through the worker's log); after
+//! that each message appends its key (`entry << 1 | write`) to
+//! [`Recorder::keys`], and at the period's end one pass finds the op runs'
+//! form (a relay's read-one-write-one is found in a compare per message, its
+//! counts in O(1)) and the entries' counts.
 //!
 //! Nothing here points into a stream end, so an end that is dropped, or moved
 //! to another task or worker, in the middle of a period leaves nothing
-//! dangling: its messages so far are counted here, and where it goes next it
+//! dangling: its messages so far are recorded here, and where it goes next it
 //! lists itself again under that period's epoch.
 //!
 //! Who may touch what: everything is thread-local; the worker owning the
@@ -32,7 +36,9 @@
 //! and the stream ends used by the running task fill it in between.
 
 use std::cell::Cell;
+use std::sync::Arc;
 
+use super::binding::Binding;
 use super::format::{EndIo, Op, OpsForm, StreamIo};
 
 /// Entries per period whose counts live in [`Recorder::counts`] (a power of
@@ -52,51 +58,62 @@ pub(crate) mod kind {
     pub(crate) const COUNT: u64 = 1;
     /// Append message keys to [`Recorder::keys`](super::Recorder::keys).
     pub(crate) const OPS: u64 = 2;
-    /// The out-of-line path: per-message times, or an entry beyond
-    /// [`MAX_IO`](super::MAX_IO) in count mode.
+    /// The out-of-line path: per-message times.
     pub(crate) const SLOW: u64 = 3;
 }
 
-/// Per-end monitoring state kept in each stream end: the stamp (epoch and
-/// kind) of the period that last listed the end, and its entry there.
+/// Per-end monitoring state kept in each stream end: its *stamp*, which
+/// every operation on the end compares with this thread's [`fast`] one.
 ///
-/// Three stamps are not epochs (which are at least `1 << 40`):
-/// - 0 (the default): *plain*, an end whose messages are not recorded (it
-///   was bound where the run records no messages); its stream operations
-///   make one compare with zero, as with the hooks compiled out;
+/// - 0 (the default): *plain*, an end last used where no messages are
+///   recorded (monitoring off, or not in a task); with monitoring off that
+///   is the thread's fast stamp, so the compare is all an operation pays;
 /// - [`UNBOUND`](Self::UNBOUND): a new end that no task used yet;
-/// - [`BOUND`](Self::BOUND): an end whose messages are recorded, not listed
-///   in any running period.
-#[derive(Debug, Default, Clone, Copy)]
+/// - a task's *tag* (at least `1 << 62`, low bits `01`): count mode, the end
+///   is bound to that task through `bind` (`binding.rs`);
+/// - `epoch | kind` (an epoch is at least `1 << 40` and below `1 << 62`):
+///   the period that last listed the end, with `idx` its entry there.
+#[derive(Debug, Default)]
 pub(crate) struct EndMon {
     pub(crate) stamp: u64,
     pub(crate) idx: u16,
+    /// Count mode: the end's binding to the task whose tag is the stamp
+    /// (`binding.rs`).
+    pub(crate) bind: Option<Arc<Binding>>,
 }
 
 impl EndMon {
     /// The stamp of an end no task has used yet.
     pub(crate) const UNBOUND: u64 = 1;
-    /// The stamp of an end whose messages are recorded, between periods.
-    pub(crate) const BOUND: u64 = 2;
 
     /// A new end's state: unbound.
     pub(crate) const fn unbound() -> Self {
         EndMon {
             stamp: Self::UNBOUND,
             idx: 0,
+            bind: None,
         }
     }
 
-    /// Whether the end's stream operations need more than this check: its
-    /// stamp is not 0 (plain).
+    /// Ends the end's binding, if it has one: a new holder takes over at
+    /// position `at` (or nobody does, and nothing moves from there).
+    #[inline]
+    pub(crate) fn unbind(&mut self, at: usize) {
+        if let Some(b) = self.bind.take() {
+            b.cut(at);
+        }
+    }
+
+    /// Whether the end's stream operations need nothing more than this
+    /// check: its stamp is this thread's [`fast`] one (0, plain, with
+    /// monitoring off; the running task's tag in count mode).
     ///
-    /// Stays a compare of memory with zero (as with the hooks compiled
-    /// out) because the record path loads the stamp again, volatile
-    /// ([`stamp_again`](Self::stamp_again)); sharing one load, LLVM keeps the
-    /// value in a register and the check costs a load, a test and a branch.
+    /// Stays a compare with memory because the record path loads the stamp
+    /// again, volatile ([`stamp_again`](Self::stamp_again)); sharing one
+    /// load, LLVM keeps the value in a register across the operation.
     #[inline(always)]
-    pub(crate) fn is_recorded(&self) -> bool {
-        self.stamp != 0
+    pub(crate) fn is_fast(&self) -> bool {
+        self.stamp == fast()
     }
 
     /// The stamp, loaded again (see [`is_recorded`](Self::is_recorded)).
@@ -129,9 +146,11 @@ impl EndMon {
 pub(crate) struct Recorder {
     /// The running dispatch's epoch; 0 when none runs on this thread.
     epoch: Cell<u64>,
-    /// `epoch | COUNT` when the running period counts messages, else
-    /// `u64::MAX` (no end's stamp).
-    count_stamp: Cell<u64>,
+    /// The stamp of an end whose operations need no work here: 0 (plain)
+    /// outside periods and in periods that record no messages, the running
+    /// task's tag in count mode (`binding.rs`), `u64::MAX` (no end's stamp)
+    /// where every message is recorded. Compared by every stream operation.
+    fast: Cell<u64>,
     /// `epoch | OPS` when the running period records op runs, else `u64::MAX`.
     ops_stamp: Cell<u64>,
     /// How ends record in the running period (a [`kind`]).
@@ -162,7 +181,7 @@ thread_local! {
     static REC: Recorder = const {
         Recorder {
             epoch: Cell::new(0),
-            count_stamp: Cell::new(u64::MAX),
+            fast: Cell::new(0),
             ops_stamp: Cell::new(u64::MAX),
             run_kind: Cell::new(kind::NONE),
             io_len: Cell::new(0),
@@ -189,6 +208,17 @@ pub(crate) fn with<R>(f: impl FnOnce(&Recorder) -> R) -> R {
     f(unsafe { &*p })
 }
 
+/// The stamp with which a stream operation needs nothing more (see
+/// `Recorder::fast`); 0 with the hooks compiled out.
+#[inline(always)]
+pub(crate) fn fast() -> u64 {
+    if cfg!(feature = "monitor") {
+        REC.with(|r| r.fast.get())
+    } else {
+        0
+    }
+}
+
 /// [`Recorder::record`] on this thread's recorder, without a closure: the
 /// stream ends call it on a path they mark cold (so that the check before
 /// it is laid out for the unmonitored case), where LLVM leaves closures out
@@ -207,10 +237,21 @@ impl Recorder {
         self.epoch.get()
     }
 
-    /// The stamp of ends listed for counting in the running period.
+    /// See [`fast`].
     #[inline(always)]
-    pub(crate) fn count_stamp(&self) -> u64 {
-        self.count_stamp.get()
+    pub(crate) fn fast(&self) -> u64 {
+        self.fast.get()
+    }
+
+    /// How ends record in the running period (a [`kind`]; `NONE` when no
+    /// period runs).
+    #[inline(always)]
+    pub(crate) fn run_kind(&self) -> u64 {
+        if self.epoch() == 0 {
+            kind::NONE
+        } else {
+            self.run_kind.get()
+        }
     }
 
     /// The stamp of ends listed for op runs in the running period.
@@ -219,15 +260,22 @@ impl Recorder {
         self.ops_stamp.get()
     }
 
-    /// A dispatch with `epoch` (a nonzero multiple of 4) begins on this
-    /// thread; its ends record as `run_kind` says.
+    /// A dispatch with `epoch` (a nonzero multiple of 4) of the task tagged
+    /// `tag` begins on this thread; its ends record as `run_kind` says.
     #[inline]
-    pub(crate) fn begin(&self, epoch: u64, run_kind: u64) {
+    pub(crate) fn begin(&self, epoch: u64, run_kind: u64, tag: u64) {
         debug_assert!(epoch != 0 && epoch & 3 == 0);
         self.epoch.set(epoch);
-        let stamp = |k| if run_kind == k { epoch | k } else { u64::MAX };
-        self.count_stamp.set(stamp(kind::COUNT));
-        self.ops_stamp.set(stamp(kind::OPS));
+        self.ops_stamp.set(if run_kind == kind::OPS {
+            epoch | kind::OPS
+        } else {
+            u64::MAX
+        });
+        self.fast.set(match run_kind {
+            kind::NONE => 0,
+            kind::COUNT => tag,
+            _ => u64::MAX,
+        });
         self.run_kind.set(run_kind);
     }
 
@@ -235,23 +283,15 @@ impl Recorder {
     #[inline]
     pub(crate) fn end(&self) {
         self.epoch.set(0);
-        self.count_stamp.set(u64::MAX);
         self.ops_stamp.set(u64::MAX);
+        self.fast.set(0);
     }
 
     /// Records a message of a listed end on the fast path; false when the
     /// end is not listed in the running period, or needs the slow path.
     #[inline(always)]
     pub(crate) fn record(&self, end: &EndMon, write: bool) -> bool {
-        let s = end.stamp_again();
-        if s == self.count_stamp() {
-            self.count(end.idx);
-            true
-        } else if s == self.ops_stamp() {
-            self.push_op(end.idx, write)
-        } else {
-            false
-        }
+        end.stamp_again() == self.ops_stamp() && self.push_op(end.idx, write)
     }
 
     /// Takes back what [`record`](Self::record) recorded on the fast path for
@@ -260,24 +300,7 @@ impl Recorder {
     /// worker's log) or not at all: the caller decides.
     #[inline]
     pub(crate) fn leave(&self, end: &EndMon) -> bool {
-        let s = end.stamp;
-        if s == self.count_stamp() {
-            let c = &self.counts[usize::from(end.idx) & (MAX_IO - 1)];
-            c.set(c.get().wrapping_sub(1));
-            true
-        } else if s == self.ops_stamp() {
-            self.pop_op();
-            true
-        } else {
-            false
-        }
-    }
-
-    /// Whether the running period records no messages (messages need no
-    /// listing).
-    #[inline]
-    pub(crate) fn records_nothing(&self) -> bool {
-        self.run_kind.get() == kind::NONE
+        end.stamp == self.ops_stamp() && self.pop_op()
     }
 
     /// Lists `end` (of `stream`, writing if `write`) in the running period
@@ -336,13 +359,6 @@ impl Recorder {
         let n = self.io_len().min(MAX_IO);
         io.extend((0..n).map(|i| StreamIo::from(self.take_entry(i, counted))));
         self.clear_entries();
-    }
-
-    /// Counts one message of entry `idx` (count mode).
-    #[inline(always)]
-    pub(crate) fn count(&self, idx: u16) {
-        let c = &self.counts[usize::from(idx) & (MAX_IO - 1)];
-        c.set(c.get().wrapping_add(1));
     }
 
     /// Records one message of entry `idx` (ops mode); false when the key
@@ -625,8 +641,8 @@ mod tests {
     #[test]
     fn entries_and_counts_clear_when_taken() {
         with(|r| {
-            r.begin(4, kind::COUNT);
-            let mut ends = [EndMon::default(); 3];
+            r.begin(4, kind::OPS, 0);
+            let mut ends: [EndMon; 3] = Default::default();
             for (i, end) in ends.iter_mut().enumerate() {
                 assert!(r.list(end, 10 + i as u64, i == 1));
             }
@@ -639,6 +655,8 @@ mod tests {
             r.set_woke(1);
             r.end();
             assert!(!r.record(&ends[0], false), "no period: not recorded");
+            assert_eq!(r.scan_ops(|i, _, n| r.add_count(i, n)), OpsForm::Implied);
+            r.clear_ops();
             let mut io = Vec::new();
             r.take_entries(&mut io, true);
             let want = |stream, reads, writes, woke_peer| StreamIo {
@@ -656,7 +674,7 @@ mod tests {
                 ]
             );
             io.clear();
-            r.begin(8, kind::COUNT);
+            r.begin(8, kind::OPS, 0);
             assert!(r.list(&mut ends[0], 10, false));
             r.end();
             r.take_entries(&mut io, true);

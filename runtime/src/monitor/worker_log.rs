@@ -10,12 +10,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::clock;
 use super::flags::MonitorFlags;
 use super::format::{
-    Encoder, EndState, Header, Op, OpsForm, PeriodHead, PeriodRef, Side as LogSide, StreamIo,
+    Encoder, EndIo, EndState, Header, Op, OpsForm, PeriodHead, PeriodRef, Side as LogSide, StreamIo,
 };
 pub(crate) use super::period::EndMon;
 use super::period::{self, kind, Recorder, MAX_IO};
 use super::writer::LogWriter;
 use crate::stream::Side;
+use crate::task::Task;
 
 /// Logs created in this process so far; each takes the next as the top bits
 /// of its epochs, so that no two dispatches in the process share an epoch
@@ -83,6 +84,8 @@ pub(crate) struct WorkerLog {
     /// The period's op runs (spilled from the thread-local list, then all).
     ops: Vec<Op>,
     op_times: Vec<u64>,
+    /// Count mode: the entries of the period that ended.
+    ends: Vec<EndIo>,
 }
 
 pub(crate) fn log_side(s: Side) -> LogSide {
@@ -108,6 +111,7 @@ impl WorkerLog {
             over: Vec::new(),
             ops: Vec::with_capacity(64),
             op_times: Vec::new(),
+            ends: Vec::with_capacity(8),
         })
     }
 
@@ -193,19 +197,29 @@ impl WorkerLog {
         }
     }
 
-    /// A dispatch begins.
+    /// A dispatch of `task` begins.
     #[inline]
-    pub(crate) fn begin_period(&mut self) {
+    pub(crate) fn begin_period(&mut self, task: &Task) {
         self.epoch += 4;
-        period::with(|r| r.begin(self.epoch, self.run_kind));
+        let tag = if self.run_kind == kind::COUNT {
+            task.mon.tag()
+        } else {
+            0
+        };
+        period::with(|r| r.begin(self.epoch, self.run_kind, tag));
     }
 
     /// The dispatch of `task` ended in `end_state`: write its record.
     #[inline]
-    pub(crate) fn end_period(&mut self, task: u64, end_state: EndState) {
+    pub(crate) fn end_period(&mut self, task: &Task, end_state: EndState) {
         let end = clock::now();
         let start = self.last;
         self.last = end;
+        if self.run_kind == kind::COUNT {
+            period::with(Recorder::end);
+            return self.end_period_counted(start, end, task, end_state);
+        }
+        let task = task.id;
         let fast = period::with(|r| {
             r.end();
             if !self.over.is_empty() || !self.ops.is_empty() {
@@ -213,7 +227,6 @@ impl WorkerLog {
             }
             let form = match self.run_kind {
                 kind::NONE => OpsForm::None,
-                kind::COUNT => OpsForm::None,
                 kind::OPS => {
                     let form = r.scan_ops(|i, _, n| r.add_count(i, n));
                     if form == OpsForm::Explicit {
@@ -280,6 +293,67 @@ impl WorkerLog {
         }
     }
 
+    /// [`end_period`](Self::end_period) in count mode: each of the task's
+    /// bindings gives what its end moved since the task's last period
+    /// (`binding.rs`); the record lists those that moved a message, woke
+    /// the peer or are the stream the task blocked on.
+    #[inline]
+    fn end_period_counted(&mut self, start: u64, end: u64, task: &Task, end_state: EndState) {
+        let blocked = end_state.stream();
+        let head = PeriodHead {
+            start,
+            end,
+            task: task.id,
+            end_state,
+        };
+        if task.mon.len() <= 2 {
+            // One pass, no list: every relay and ring task.
+            if self.has(MonitorFlags::SCHEDULER) {
+                self.enc.period_two(&mut self.writer, head, |out| {
+                    task.mon.take_all(|b, count, woke_peer| {
+                        if count != 0 || woke_peer || blocked == Some(b.stream) {
+                            out.put(EndIo {
+                                stream: b.stream,
+                                count,
+                                write: b.write,
+                                woke_peer,
+                            });
+                        }
+                    })
+                });
+            } else {
+                task.mon.take_all(|_, _, _| {});
+            }
+            return;
+        }
+        let ends = &mut self.ends;
+        task.mon.take_all(|b, count, woke_peer| {
+            if count != 0 || woke_peer || blocked == Some(b.stream) {
+                ends.push(EndIo {
+                    stream: b.stream,
+                    count,
+                    write: b.write,
+                    woke_peer,
+                });
+            }
+        });
+        if self.has(MonitorFlags::SCHEDULER) {
+            let mark = blocked.and_then(|s| self.ends.iter().position(|e| e.stream == s));
+            let ends = &self.ends;
+            self.enc.period_parts(
+                &mut self.writer,
+                head,
+                ends.len(),
+                |i| ends[i],
+                mark,
+                &[],
+                &[],
+                OpsForm::None,
+            );
+        }
+        self.ends.clear();
+    }
+
     /// [`end_period`](Self::end_period) for a period whose entries or ops do
     /// not all fit the thread-local recorder, or whose ops are listed (and in
     /// debug builds, which check the form found on the fly).
@@ -287,7 +361,7 @@ impl WorkerLog {
     #[inline(never)]
     fn end_period_listed(&mut self, start: u64, end: u64, task: u64, end_state: EndState) {
         let form = period::with(|r| {
-            r.take_entries(&mut self.io, self.run_kind == kind::COUNT);
+            r.take_entries(&mut self.io, false);
             if !self.over.is_empty() {
                 self.io.append(&mut self.over);
             }
@@ -353,10 +427,10 @@ impl WorkerLog {
                 ..StreamIo::default()
             });
         }
-        let k = match self.run_kind {
-            _ if idx > usize::from(u16::MAX) => kind::NONE,
-            kind::COUNT => kind::SLOW,
-            k => k,
+        let k = if idx > usize::from(u16::MAX) {
+            kind::NONE
+        } else {
+            self.run_kind
         };
         end.stamp = epoch | k;
         end.idx = idx as u16;
@@ -377,20 +451,11 @@ impl WorkerLog {
                 return;
             }
             match end.kind() {
-                kind::COUNT => r.count(end.idx),
                 kind::OPS => self.push_op(r, end.idx, write),
                 kind::SLOW => {
-                    if self.has(MonitorFlags::MESSAGE) {
-                        self.push_op(r, end.idx, write);
-                        if self.has(MonitorFlags::MESSAGE_TIME) {
-                            self.op_times.push(clock::now());
-                        }
-                    } else if let Some(s) = self.over_mut(end.idx) {
-                        if write {
-                            s.writes = s.writes.wrapping_add(1);
-                        } else {
-                            s.reads = s.reads.wrapping_add(1);
-                        }
+                    self.push_op(r, end.idx, write);
+                    if self.has(MonitorFlags::MESSAGE_TIME) {
+                        self.op_times.push(clock::now());
                     }
                 }
                 _ => {}
@@ -427,21 +492,13 @@ impl WorkerLog {
     /// an operation on `end` (listed in the running period) that moved
     /// nothing. Only the `SLOW` kind records here; the thread-local recorder
     /// takes back the others itself ([`Recorder::leave`]).
-    pub(crate) fn unmessage(&mut self, end: &EndMon, write: bool) {
+    pub(crate) fn unmessage(&mut self, end: &EndMon) {
         if end.kind() != kind::SLOW {
             return;
         }
-        if self.has(MonitorFlags::MESSAGE) {
-            period::with(|r| r.pop_op());
-            if self.has(MonitorFlags::MESSAGE_TIME) {
-                self.op_times.pop();
-            }
-        } else if let Some(s) = self.over_mut(end.idx) {
-            if write {
-                s.writes = s.writes.wrapping_sub(1);
-            } else {
-                s.reads = s.reads.wrapping_sub(1);
-            }
+        period::with(|r| r.pop_op());
+        if self.has(MonitorFlags::MESSAGE_TIME) {
+            self.op_times.pop();
         }
     }
 }

@@ -499,9 +499,10 @@ impl<T: Send + 'static> Iterator for Reader<T> {
 /// needs [`enter_cold`].
 #[inline(always)]
 fn needs_enter_cold(mon: &EndMon, write: bool) -> bool {
-    if mon.is_recorded() {
-        // Laid out off the straight path: a plain end (monitoring off) falls
-        // through, as with the hooks compiled out. Without the hint LLVM
+    if !mon.is_fast() {
+        // Laid out off the straight path: an end that needs nothing more
+        // (monitoring off, or count mode) falls through, as with the hooks
+        // compiled out. Without the hint LLVM
         // guesses `!= 0` likely and the unmonitored fast path takes a jump
         // per operation (about 4% of the pipe, measured).
         std::hint::cold_path();
@@ -529,17 +530,12 @@ impl<T: Send + 'static> Waits for Writer<T> {
     #[inline(always)]
     fn enter(&mut self) {
         if needs_enter_cold(&self.mon, true) {
-            enter_cold(
-                &mut self.mon,
-                self.core.id,
-                Side::Writer,
-                &self.core.writer_task,
-            );
+            enter_cold(&mut self.mon, &self.core, Side::Writer, self.tail);
         }
     }
     #[inline]
     fn leave(&self) {
-        leave(&self.mon, true);
+        leave(&self.mon);
     }
     fn note_owner(&self) {
         note_owner(&self.core.writer_task);
@@ -557,17 +553,12 @@ impl<T: Send + 'static> Waits for Reader<T> {
     #[inline(always)]
     fn enter(&mut self) {
         if needs_enter_cold(&self.mon, false) {
-            enter_cold(
-                &mut self.mon,
-                self.core.id,
-                Side::Reader,
-                &self.core.reader_task,
-            );
+            enter_cold(&mut self.mon, &self.core, Side::Reader, self.head);
         }
     }
     #[inline]
     fn leave(&self) {
-        leave(&self.mon, false);
+        leave(&self.mon);
     }
     fn note_owner(&self) {
         note_owner(&self.core.reader_task);
@@ -606,16 +597,22 @@ fn spin_first<W: Waits>(on: &mut W, ready: impl Fn(&W) -> bool) -> bool {
 }
 
 /// The out-of-line part of the check: binds an end no task used yet (noting
-/// the task in `owner`, the stream's record of who holds that side), then
-/// lists it in the running period if messages are recorded.
+/// the task as the holder of its side, for reports), then has monitoring
+/// bind it to the running task or list it in the running period
+/// ([`hooks::enter_slow`](crate::hooks::enter_slow)); `at` is the end's
+/// position.
 #[cold]
 #[inline(never)]
-fn enter_cold(mon: &mut EndMon, id: u64, side: Side, owner: &crate::sync::AtomicU64) {
+fn enter_cold<T: Send + 'static>(mon: &mut EndMon, core: &Arc<Core<T>>, side: Side, at: usize) {
     if mon.is_unbound() {
-        bind_end(mon, id, side, owner);
+        let owner = match side {
+            Side::Reader => &core.reader_task,
+            Side::Writer => &core.writer_task,
+        };
+        bind_end(mon, core.id, side, owner);
     }
-    if mon.stamp != 0 {
-        crate::hooks::enter_slow(mon, id, side == Side::Writer);
+    if !mon.is_fast() {
+        crate::hooks::enter_slow(mon, core.id, side, at, &|| core.clone());
     }
 }
 
@@ -624,7 +621,7 @@ fn enter_cold(mon: &mut EndMon, id: u64, side: Side, owner: &crate::sync::Atomic
 #[cold]
 #[inline(never)]
 fn bind_end(mon: &mut EndMon, id: u64, side: Side, owner: &crate::sync::AtomicU64) {
-    mon.stamp = crate::hooks::bind();
+    mon.stamp = 0;
     note_owner(owner);
     crate::hooks::stream_bind(id, side);
 }
@@ -632,9 +629,9 @@ fn bind_end(mon: &mut EndMon, id: u64, side: Side, owner: &crate::sync::AtomicU6
 /// An operation that [`needs_enter_cold`] checked moved nothing: take its
 /// message back.
 #[inline]
-fn leave(mon: &EndMon, write: bool) {
-    if mon.stamp != 0 {
-        crate::hooks::leave(mon, write);
+fn leave(mon: &EndMon) {
+    if !mon.is_fast() {
+        crate::hooks::leave(mon);
     }
 }
 

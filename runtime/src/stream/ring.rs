@@ -161,9 +161,19 @@ pub(crate) trait Recheck: Send + Sync {
     fn recheck(&self, side: Side);
     /// The side's settle-window mark.
     fn pend_mark(&self, side: Side) -> &std::sync::atomic::AtomicU64;
+    /// The side's position: messages written (`tail`) or read (`head`)
+    /// so far, as its end last published them.
+    fn position(&self, side: Side) -> &AtomicUsize;
 }
 
 impl<T: Send> Recheck for Core<T> {
+    fn position(&self, side: Side) -> &AtomicUsize {
+        match side {
+            Side::Reader => &self.back.head,
+            Side::Writer => &self.fwd.tail,
+        }
+    }
+
     fn pend_mark(&self, side: Side) -> &std::sync::atomic::AtomicU64 {
         match side {
             Side::Reader => &self.fwd.rmark,

@@ -322,7 +322,7 @@ impl WorkerLocal {
         task.transition_to_running();
         if MON {
             if let Some(log) = self.log() {
-                log.begin_period();
+                log.begin_period(task);
             }
         }
         context::set_current_task(task);
@@ -410,7 +410,7 @@ impl WorkerLocal {
             CoroutineResult::Return(true) => EndState::Panicked,
         };
         if let Some(log) = self.log() {
-            log.end_period(task.id, state);
+            log.end_period(task, state);
         }
     }
 

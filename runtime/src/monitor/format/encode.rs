@@ -558,6 +558,42 @@ impl Encoder {
         });
     }
 
+    /// A period of at most two entries with no ops (count mode), whose
+    /// entries `fill` passes to [`Ends::put`] as it finds them: the same
+    /// bytes as [`period_parts`](Self::period_parts) with those entries,
+    /// written in one pass with no list in between.
+    #[inline(always)]
+    pub(crate) fn period_two<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        h: PeriodHead,
+        fill: impl FnOnce(&mut Ends<'_, '_>),
+    ) {
+        let max_len = PERIOD_FIXED_MAX + 2 * IO_MAX;
+        let dstart = self.delta(h.start);
+        self.last = h.end;
+        let dur = h.end.wrapping_sub(h.start);
+        emit(sink, max_len, |o| {
+            o.var(dstart);
+            o.var(dur);
+            o.var(h.task);
+            let blocked = h.end_state.stream();
+            let mut ends = Ends {
+                o,
+                blocked,
+                n: 0,
+                marked: false,
+            };
+            fill(&mut ends);
+            let (n, marked) = (ends.n, ends.marked);
+            debug_assert!(n <= 2, "period_two with {n} entries");
+            if let (Some(stream), false) = (blocked, marked) {
+                o.var(stream);
+            }
+            tag::PERIOD | tag::OPS_NONE << 5 | n.min(2) << 3 | h.end_state.code()
+        });
+    }
+
     /// Encodes any record (the convenience form of the calls above).
     pub fn record<S: Sink + ?Sized>(&mut self, sink: &mut S, rec: &Record) {
         match *rec {
@@ -625,6 +661,30 @@ impl PutIo for StreamIo {
     #[inline(always)]
     fn put(&self, o: &mut Out<'_>, blocked_on: bool) {
         put_io(o, self, blocked_on)
+    }
+}
+
+/// Where [`Encoder::period_two`] takes its entries.
+pub(crate) struct Ends<'o, 'b> {
+    o: &'o mut Out<'b>,
+    blocked: Option<u64>,
+    n: u8,
+    marked: bool,
+}
+
+impl Ends<'_, '_> {
+    /// Writes the next entry (at most two in all); the first of the stream
+    /// the period blocked on is marked.
+    #[inline(always)]
+    pub(crate) fn put(&mut self, e: EndIo) {
+        if self.n >= 2 {
+            debug_assert!(false, "period_two takes two entries");
+            return;
+        }
+        let mark = !self.marked && self.blocked == Some(e.stream);
+        self.marked |= mark;
+        self.n += 1;
+        e.put(self.o, mark);
     }
 }
 

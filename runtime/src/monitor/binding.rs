@@ -1,0 +1,197 @@
+//! Count mode (`stream` without `message`): messages counted from the ring's
+//! positions, not one by one.
+//!
+//! A task's first operation on a stream end in a counting period *binds* the
+//! end to the task: a [`Binding`] is shared by the end (its [`EndMon`]) and
+//! the task's [`TaskMon`], and the end's stamp becomes the task's *tag*. From
+//! then on the end's operations compare their stamp with this thread's
+//! ([`period::fast`](super::period::fast)), find it equal and do nothing more,
+//! as with monitoring off. At each of the task's period ends the worker reads
+//! every binding's side position in the ring: what moved since the last read
+//! is the period's count for that end.
+//!
+//! Moves. An end that another task (or thread) uses next has a stamp that is
+//! not that task's tag, so its first operation there goes the slow way, which
+//! *cuts* the old binding at the end's position (Release, before the new
+//! holder moves anything) and binds the end anew. The old task counts up to
+//! the cut: its period end loads the position (Acquire) and then the cut, so
+//! a position that includes a move of the new holder comes with the cut that
+//! preceded it. An end that is dropped leaves its binding with the task alone
+//! (a strong count of 1); the task counts what is left and forgets it.
+//!
+//! Nothing dangles: a binding keeps the stream's core alive, and the position
+//! it reads is a field of that core.
+//!
+//! [`EndMon`]: super::period::EndMon
+
+use std::cell::{Cell, UnsafeCell};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize as StdAtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::stream::{Recheck, Side};
+use crate::sync::AtomicUsize;
+
+/// An end's cut position while it has none.
+const NO_CUT: usize = usize::MAX;
+
+/// Tags handed out so far, from `1 << 62` in steps of 4 with the low bits
+/// `01`: never 0 (plain) or `UNBOUND`, and above every epoch
+/// (`log number << 40`).
+static TAGS: AtomicU64 = AtomicU64::new(1 << 62);
+
+/// One stream end bound to one task (see the module documentation).
+pub(crate) struct Binding {
+    /// The end's side position in the stream's core (`tail` for a writer,
+    /// `head` for a reader), which only the end's holder advances.
+    pos: NonNull<AtomicUsize>,
+    /// Keeps the core, and so `pos`, alive.
+    _core: Arc<dyn Recheck>,
+    pub(crate) stream: u64,
+    pub(crate) write: bool,
+    /// The position at the task's last count. Only the task's worker of the
+    /// moment touches it, between the task's periods (Relaxed: ordered by
+    /// the hand-over of the task itself).
+    last: StdAtomicUsize,
+    /// The end's last operation in this period woke the peer (set and
+    /// cleared by the task's worker, as `last`).
+    woke: AtomicBool,
+    /// Where the next holder took over ([`NO_CUT`] while none did); written
+    /// once, Release, by that holder before its first move.
+    cut: AtomicUsize,
+}
+
+// SAFETY: `pos` points into the core that `_core` keeps alive, and it is only
+// used for loads of an atomic, which any thread may make. The other fields
+// are Send and Sync.
+unsafe impl Send for Binding {}
+// SAFETY: as above.
+unsafe impl Sync for Binding {}
+
+impl Binding {
+    /// A binding of `core`'s `side` (stream `stream`), whose end stands at
+    /// `at` now.
+    pub(crate) fn new(core: Arc<dyn Recheck>, side: Side, stream: u64, at: usize) -> Binding {
+        let pos = NonNull::from(core.position(side));
+        Binding {
+            pos,
+            _core: core,
+            stream,
+            write: side == Side::Writer,
+            last: StdAtomicUsize::new(at),
+            woke: AtomicBool::new(false),
+            cut: AtomicUsize::new(NO_CUT),
+        }
+    }
+
+    /// Another holder takes the end over at position `at`: the task this
+    /// was bound to counts up to there.
+    pub(crate) fn cut(&self, at: usize) {
+        // Release: pairs with the Acquire load of the position in `take`
+        // (through the new holder's later Release stores of it) and with the
+        // Acquire load of the cut there.
+        self.cut.store(at, Ordering::Release);
+    }
+
+    /// The end's last operation woke the peer.
+    pub(crate) fn set_woke(&self) {
+        self.woke.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the binding is over (see [`take`](Self::take)). Between the
+    /// task's periods only a new holder moves the end, after its cut, so a
+    /// binding found over after `take` has nothing more to count.
+    pub(crate) fn is_over(self: &Arc<Self>) -> bool {
+        Arc::strong_count(self) == 1 || self.cut.load(Ordering::Relaxed) != NO_CUT
+    }
+
+    /// The messages moved since the last call, whether the end woke its peer
+    /// in that time, and whether the binding is over (cut, or its end was
+    /// dropped): then the task forgets it.
+    #[inline]
+    pub(crate) fn take(self: &Arc<Self>) -> (u32, bool, bool) {
+        // The end was dropped if the task holds the last reference; its
+        // position then never moves again.
+        let dropped = Arc::strong_count(self) == 1;
+        // SAFETY: `pos` is valid while `_core` lives (see the type).
+        // Acquire: pairs with the Release stores of the position; a position
+        // stored by a new holder comes with its earlier cut, loaded next.
+        let now = unsafe { self.pos.as_ref() }.load(Ordering::Acquire);
+        let cut = self.cut.load(Ordering::Acquire);
+        let at = if cut == NO_CUT { now } else { cut };
+        // Loads and stores, not swaps: a swap is a locked instruction, and
+        // nothing else writes these (see the fields).
+        let last = self.last.load(Ordering::Relaxed);
+        self.last.store(at, Ordering::Relaxed);
+        let woke = self.woke.load(Ordering::Relaxed);
+        if woke {
+            self.woke.store(false, Ordering::Relaxed);
+        }
+        (at.wrapping_sub(last) as u32, woke, dropped || cut != NO_CUT)
+    }
+}
+
+impl std::fmt::Debug for Binding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Binding")
+            .field("stream", &self.stream)
+            .field("write", &self.write)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A task's part of count mode: its tag and its bindings. Touched only by
+/// the thread running the task, or its worker between its periods, one at a
+/// time (the hand-over of the task orders them).
+#[derive(Default)]
+pub(crate) struct TaskMon {
+    tag: Cell<u64>,
+    binds: UnsafeCell<Vec<Arc<Binding>>>,
+}
+
+impl TaskMon {
+    /// The task's tag, made at its first counting period.
+    #[inline]
+    pub(crate) fn tag(&self) -> u64 {
+        let t = self.tag.get();
+        if t != 0 {
+            return t;
+        }
+        // Relaxed: only uniqueness matters, which the RMW gives.
+        let t = TAGS.fetch_add(4, Ordering::Relaxed) | 1;
+        self.tag.set(t);
+        t
+    }
+
+    /// The number of bindings.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        // SAFETY: as in `push`.
+        unsafe { &*self.binds.get() }.len()
+    }
+
+    /// Adds a binding.
+    pub(crate) fn push(&self, b: Arc<Binding>) {
+        // SAFETY: only one thread touches the task's bindings at a time (see
+        // the type), and neither this nor `take_all` lends them out.
+        unsafe { &mut *self.binds.get() }.push(b);
+    }
+
+    /// Calls `f(binding, count, woke_peer)` for each binding with what
+    /// [`Binding::take`] gives, then forgets the bindings that are over.
+    #[inline]
+    pub(crate) fn take_all(&self, mut f: impl FnMut(&Binding, u32, bool)) {
+        // SAFETY: as in `push`; `f` gets a shared reference to one binding,
+        // not the list, so it cannot reach the list while it is borrowed.
+        let binds = unsafe { &mut *self.binds.get() };
+        let mut over = false;
+        for b in binds.iter() {
+            let (count, woke, done) = b.take();
+            f(b, count, woke);
+            over |= done;
+        }
+        if over {
+            binds.retain(|b| !b.is_over());
+        }
+    }
+}
