@@ -123,33 +123,50 @@ pub(crate) fn enter_slow(
         return;
     }
     let write = side == Side::Writer;
-    period::with(|r| match r.run_kind() {
+    // SAFETY: the recorder lives as long as this thread (see `period::with`)
+    // and the reference does not leave this function.
+    let r = unsafe { &*period::current() };
+    match r.run_kind() {
         // A period that records messages means a monitored run (on() holds).
         kind::NONE => {
             end.unbind(at);
             end.stamp = 0;
         }
-        kind::COUNT => {
-            end.unbind(at);
-            let task = context::current_task_ptr();
-            if task.is_null() {
-                end.stamp = 0;
-                return;
-            }
-            let b = Arc::new(Binding::new(core(), side, id, at));
-            // SAFETY: a counting period runs on this thread, so the current
-            // task pointer is the running task's, alive while it runs.
-            unsafe { &*task }.mon.push(b.clone());
-            end.bind = Some(b);
-            end.stamp = r.fast();
-        }
+        kind::COUNT => bind_counted(end, id, side, at, core, r.fast()),
         _ => {
             end.unbind(at);
             if !(r.list(end, id, write) && r.record(end, write)) {
                 message_cold(end, id, write)
             }
         }
-    })
+    }
+}
+
+/// [`enter_slow`] in count mode: the end leaves its binding (the old holder
+/// counts up to `at`) and is bound to the running task, whose tag is `tag`.
+/// Out of line, so that ops mode's listing stays inline in `enter_slow`.
+#[cold]
+#[inline(never)]
+fn bind_counted(
+    end: &mut EndMon,
+    id: u64,
+    side: Side,
+    at: usize,
+    core: &dyn Fn() -> Arc<dyn Recheck>,
+    tag: u64,
+) {
+    end.unbind(at);
+    let task = context::current_task_ptr();
+    if task.is_null() {
+        end.stamp = 0;
+        return;
+    }
+    let b = Arc::new(Binding::new(core(), side, id, at));
+    // SAFETY: a counting period runs on this thread, so the current task
+    // pointer is the running task's, alive while it runs.
+    unsafe { &*task }.mon.push(b.clone());
+    end.bind = Some(b);
+    end.stamp = tag;
 }
 
 /// The operation [`enter`] (or [`enter_slow`]) recorded moved nothing: take

@@ -208,6 +208,14 @@ pub(crate) fn with<R>(f: impl FnOnce(&Recorder) -> R) -> R {
     f(unsafe { &*p })
 }
 
+/// This thread's recorder, as a pointer (no closure, for the out-of-line
+/// paths where LLVM would not inline one). Valid on this thread while it
+/// lives; never to be sent to another.
+#[inline(always)]
+pub(crate) fn current() -> *const Recorder {
+    REC.with(|r| r as *const Recorder)
+}
+
 /// The stamp with which a stream operation needs nothing more (see
 /// `Recorder::fast`); 0 with the hooks compiled out.
 #[inline(always)]
