@@ -29,6 +29,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize as StdAtomicUsize, Ordering};
 use std::sync::Arc;
 
+use super::format::EndIo;
 use crate::stream::{Recheck, Side};
 use crate::sync::AtomicUsize;
 
@@ -175,6 +176,23 @@ impl TaskMon {
         // SAFETY: only one thread touches the task's bindings at a time (see
         // the type), and neither this nor `take_all` lends them out.
         unsafe { &mut *self.binds.get() }.push(b);
+    }
+
+    /// Calls `f` with the period's entry of each binding that moved a
+    /// message, woke its peer or is of `blocked`, the stream the task
+    /// blocked on; see [`take_all`](Self::take_all).
+    #[inline(always)]
+    pub(crate) fn take_ends(&self, blocked: Option<u64>, mut f: impl FnMut(EndIo)) {
+        self.take_all(|b, count, woke_peer| {
+            if count != 0 || woke_peer || blocked == Some(b.stream) {
+                f(EndIo {
+                    stream: b.stream,
+                    count,
+                    write: b.write,
+                    woke_peer,
+                });
+            }
+        })
     }
 
     /// Calls `f(binding, count, woke_peer)` for each binding with what

@@ -85,16 +85,17 @@ pub(crate) fn stream_replace(side: Side, old: u64, new: u64) {
 }
 
 /// The monitoring check at the start of a stream operation that may move a
-/// message through `end`, whose stamp is not 0 (see [`EndMon`]): records the
-/// message (a counter increment or a key append, on this thread) if the end
-/// is listed in the running period. False when the end needs [`bind`] or
-/// [`enter_slow`]: it is unbound, or not listed in the running period, or
-/// its message goes to the worker's log.
+/// message through `end`, whose stamp is not this thread's fast one (see
+/// [`EndMon`]): records the message (a key append, on this thread) if the
+/// end is listed in the running ops-mode period. False when the end needs
+/// [`enter_slow`]: it is unbound, bound to another task or not listed in the
+/// running period, or its message goes to the worker's log.
 ///
 /// The message is recorded before it moves; an operation that moves nothing
 /// (it blocks, or finds the stream empty, full or closed) calls [`leave`].
 /// So each stream operation makes one check, a compare of the end's stamp
-/// with zero; where nothing is recorded that is all.
+/// with the thread's fast stamp; with monitoring off or in count mode that
+/// is all.
 #[inline(always)]
 pub(crate) fn enter(end: &EndMon, write: bool) -> bool {
     cfg!(feature = "monitor") && period::record(end, write)

@@ -310,16 +310,7 @@ impl WorkerLog {
             // One pass, no list: every relay and ring task.
             if self.has(MonitorFlags::SCHEDULER) {
                 self.enc.period_two(&mut self.writer, head, |out| {
-                    task.mon.take_all(|b, count, woke_peer| {
-                        if count != 0 || woke_peer || blocked == Some(b.stream) {
-                            out.put(EndIo {
-                                stream: b.stream,
-                                count,
-                                write: b.write,
-                                woke_peer,
-                            });
-                        }
-                    })
+                    task.mon.take_ends(blocked, |e| out.put(e))
                 });
             } else {
                 task.mon.take_all(|_, _, _| {});
@@ -327,16 +318,7 @@ impl WorkerLog {
             return;
         }
         let ends = &mut self.ends;
-        task.mon.take_all(|b, count, woke_peer| {
-            if count != 0 || woke_peer || blocked == Some(b.stream) {
-                ends.push(EndIo {
-                    stream: b.stream,
-                    count,
-                    write: b.write,
-                    woke_peer,
-                });
-            }
-        });
+        task.mon.take_ends(blocked, |e| ends.push(e));
         if self.has(MonitorFlags::SCHEDULER) {
             let mark = blocked.and_then(|s| self.ends.iter().position(|e| e.stream == s));
             let ends = &self.ends;

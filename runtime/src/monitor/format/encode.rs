@@ -498,13 +498,7 @@ impl Encoder {
         form: OpsForm,
     ) {
         let max_len = PERIOD_FIXED_MAX + n_io * IO_MAX + ops.len() * OP_MAX + op_times.len() * V;
-        let dstart = self.delta(h.start);
-        self.last = h.end;
-        let dur = h.end.wrapping_sub(h.start);
-        emit(sink, max_len, |o| {
-            o.var(dstart);
-            o.var(dur);
-            o.var(h.task);
+        self.emit_period(sink, h, max_len, |o| {
             let io_code = match n_io {
                 n @ 0..=2 => n as u8,
                 n => {
@@ -558,6 +552,28 @@ impl Encoder {
         });
     }
 
+    /// A period record of at most `max_len` bytes: its start (a delta from
+    /// the last record), duration and task, then what `rest` writes; `rest`
+    /// returns the tag.
+    #[inline(always)]
+    fn emit_period<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        h: PeriodHead,
+        max_len: usize,
+        rest: impl FnOnce(&mut Out<'_>) -> u8,
+    ) {
+        let dstart = self.delta(h.start);
+        self.last = h.end;
+        let dur = h.end.wrapping_sub(h.start);
+        emit(sink, max_len, |o| {
+            o.var(dstart);
+            o.var(dur);
+            o.var(h.task);
+            rest(o)
+        });
+    }
+
     /// A period of at most two entries with no ops (count mode), whose
     /// entries `fill` passes to [`Ends::put`] as it finds them: the same
     /// bytes as [`period_parts`](Self::period_parts) with those entries,
@@ -569,14 +585,7 @@ impl Encoder {
         h: PeriodHead,
         fill: impl FnOnce(&mut Ends<'_, '_>),
     ) {
-        let max_len = PERIOD_FIXED_MAX + 2 * IO_MAX;
-        let dstart = self.delta(h.start);
-        self.last = h.end;
-        let dur = h.end.wrapping_sub(h.start);
-        emit(sink, max_len, |o| {
-            o.var(dstart);
-            o.var(dur);
-            o.var(h.task);
+        self.emit_period(sink, h, PERIOD_FIXED_MAX + 2 * IO_MAX, |o| {
             let blocked = h.end_state.stream();
             let mut ends = Ends {
                 o,
