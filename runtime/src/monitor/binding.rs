@@ -132,6 +132,23 @@ impl Binding {
     }
 }
 
+impl Binding {
+    /// [`take`](Self::take) as a period's entry: `None` unless the end
+    /// moved a message, woke its peer or is of `blocked`, the stream the
+    /// task blocked on; and whether the binding is over.
+    #[inline(always)]
+    fn entry(self: &Arc<Self>, blocked: Option<u64>) -> (Option<EndIo>, bool) {
+        let (count, woke_peer, over) = self.take();
+        let e = (count != 0 || woke_peer || blocked == Some(self.stream)).then_some(EndIo {
+            stream: self.stream,
+            count,
+            write: self.write,
+            woke_peer,
+        });
+        (e, over)
+    }
+}
+
 impl std::fmt::Debug for Binding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Binding")
@@ -164,13 +181,6 @@ impl TaskMon {
         t
     }
 
-    /// The number of bindings.
-    #[inline]
-    pub(crate) fn len(&self) -> usize {
-        // SAFETY: as in `push`.
-        unsafe { &*self.binds.get() }.len()
-    }
-
     /// Adds a binding.
     pub(crate) fn push(&self, b: Arc<Binding>) {
         // SAFETY: only one thread touches the task's bindings at a time (see
@@ -193,6 +203,34 @@ impl TaskMon {
                 });
             }
         })
+    }
+
+    /// The period's entries of a task with at most two bindings, as
+    /// [`take_ends`](Self::take_ends) finds them (`None` for one it leaves
+    /// out), in binding order; `None`, with nothing taken, for a task with
+    /// more. Straight-line code for the relay and ring tasks that every
+    /// dispatch of a counted pipe runs.
+    #[inline(always)]
+    pub(crate) fn take_two(&self, blocked: Option<u64>) -> Option<[Option<EndIo>; 2]> {
+        // SAFETY: as in `push`; nothing here lends the list out.
+        let binds = unsafe { &mut *self.binds.get() };
+        let (a, b, over) = match binds.as_slice() {
+            [] => (None, None, false),
+            [x] => {
+                let (a, over) = x.entry(blocked);
+                (a, None, over)
+            }
+            [x, y] => {
+                let (a, over_a) = x.entry(blocked);
+                let (b, over_b) = y.entry(blocked);
+                (a, b, over_a | over_b)
+            }
+            _ => return None,
+        };
+        if over {
+            binds.retain(|b| !b.is_over());
+        }
+        Some([a, b])
     }
 
     /// Calls `f(binding, count, woke_peer)` for each binding with what

@@ -306,14 +306,10 @@ impl WorkerLog {
             task: task.id,
             end_state,
         };
-        if task.mon.len() <= 2 {
+        if let Some(ends) = task.mon.take_two(blocked) {
             // One pass, no list: every relay and ring task.
             if self.has(MonitorFlags::SCHEDULER) {
-                self.enc.period_two(&mut self.writer, head, |out| {
-                    task.mon.take_ends(blocked, |e| out.put(e))
-                });
-            } else {
-                task.mon.take_all(|_, _, _| {});
+                self.enc.period_two(&mut self.writer, head, ends);
             }
             return;
         }

@@ -574,32 +574,30 @@ impl Encoder {
         });
     }
 
-    /// A period of at most two entries with no ops (count mode), whose
-    /// entries `fill` passes to [`Ends::put`] as it finds them: the same
-    /// bytes as [`period_parts`](Self::period_parts) with those entries,
-    /// written in one pass with no list in between.
+    /// A period of at most two entries with no ops (count mode): the same
+    /// bytes as [`period_parts`](Self::period_parts) with the entries of
+    /// `ends` that are there, in one pass with no list in between.
     #[inline(always)]
     pub(crate) fn period_two<S: Sink + ?Sized>(
         &mut self,
         sink: &mut S,
         h: PeriodHead,
-        fill: impl FnOnce(&mut Ends<'_, '_>),
+        ends: [Option<EndIo>; 2],
     ) {
         self.emit_period(sink, h, PERIOD_FIXED_MAX + 2 * IO_MAX, |o| {
             let blocked = h.end_state.stream();
-            let mut ends = Ends {
-                o,
-                blocked,
-                n: 0,
-                marked: false,
-            };
-            fill(&mut ends);
-            let (n, marked) = (ends.n, ends.marked);
-            debug_assert!(n <= 2, "period_two with {n} entries");
+            let mut n = 0;
+            let mut marked = false;
+            for e in ends.into_iter().flatten() {
+                let mark = !marked && blocked == Some(e.stream);
+                marked |= mark;
+                n += 1;
+                e.put(o, mark);
+            }
             if let (Some(stream), false) = (blocked, marked) {
                 o.var(stream);
             }
-            tag::PERIOD | tag::OPS_NONE << 5 | n.min(2) << 3 | h.end_state.code()
+            tag::PERIOD | tag::OPS_NONE << 5 | n << 3 | h.end_state.code()
         });
     }
 
@@ -670,30 +668,6 @@ impl PutIo for StreamIo {
     #[inline(always)]
     fn put(&self, o: &mut Out<'_>, blocked_on: bool) {
         put_io(o, self, blocked_on)
-    }
-}
-
-/// Where [`Encoder::period_two`] takes its entries.
-pub(crate) struct Ends<'o, 'b> {
-    o: &'o mut Out<'b>,
-    blocked: Option<u64>,
-    n: u8,
-    marked: bool,
-}
-
-impl Ends<'_, '_> {
-    /// Writes the next entry (at most two in all); the first of the stream
-    /// the period blocked on is marked.
-    #[inline(always)]
-    pub(crate) fn put(&mut self, e: EndIo) {
-        if self.n >= 2 {
-            debug_assert!(false, "period_two takes two entries");
-            return;
-        }
-        let mark = !self.marked && self.blocked == Some(e.stream);
-        self.marked |= mark;
-        self.n += 1;
-        e.put(self.o, mark);
     }
 }
 
@@ -795,6 +769,46 @@ mod tests {
                 woke_peer: woke,
             };
             prop_assert_eq!(bytes(|o| e.put(o, blocked)), bytes(|o| s.put(o, blocked)));
+        }
+
+        /// Count mode's one-pass record of at most two entries is the same
+        /// bytes as the general encoder's with the entries that are there,
+        /// the first of the blocked stream marked.
+        #[test]
+        fn period_two_encodes_as_period_parts(
+            start in 0u64..1 << 40,
+            dur in prop_oneof![0u64..300, any::<u32>().prop_map(u64::from)],
+            task in 0u64..1 << 20,
+            state in 0u8..6,
+            blocked in 0u64..4,
+            ends in proptest::array::uniform2(proptest::option::of(
+                (0u64..4, prop_oneof![0u32..9, any::<u32>()], any::<bool>(), any::<bool>())
+            )),
+        ) {
+            let end_state = match state {
+                0 => EndState::Yielded,
+                1 => EndState::BlockedInput { stream: blocked },
+                2 => EndState::BlockedOutput { stream: blocked },
+                3 => EndState::BlockedAny,
+                4 => EndState::Ended,
+                _ => EndState::Panicked,
+            };
+            let ends = ends.map(|e| e.map(|(stream, count, write, woke_peer)| EndIo {
+                stream,
+                count,
+                write,
+                woke_peer,
+            }));
+            let h = PeriodHead { start, end: start + dur, task, end_state };
+            let mut two = VecSink::new();
+            Encoder::new().period_two(&mut two, h, ends);
+            let listed: Vec<EndIo> = ends.into_iter().flatten().collect();
+            let mark = end_state.stream().and_then(|b| listed.iter().position(|e| e.stream == b));
+            let mut parts = VecSink::new();
+            Encoder::new().period_parts(
+                &mut parts, h, listed.len(), |i| listed[i], mark, &[], &[], OpsForm::None,
+            );
+            prop_assert_eq!(two.bytes(), parts.bytes());
         }
     }
 }
