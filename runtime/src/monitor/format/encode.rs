@@ -588,11 +588,20 @@ impl Encoder {
             let blocked = h.end_state.stream();
             let mut n = 0;
             let mut marked = false;
-            for e in ends.into_iter().flatten() {
+            // Each entry on its own, not a loop over the array: a loop keeps
+            // the array in memory, stores and loads for every record.
+            let [a, b] = ends;
+            let mut put = |e: EndIo| {
                 let mark = !marked && blocked == Some(e.stream);
                 marked |= mark;
                 n += 1;
                 e.put(o, mark);
+            };
+            if let Some(e) = a {
+                put(e);
+            }
+            if let Some(e) = b {
+                put(e);
             }
             if let (Some(stream), false) = (blocked, marked) {
                 o.var(stream);
