@@ -58,7 +58,7 @@ for r in rows:
             v = res[(r, m, name)]
             cells.append(f"{statistics.median(v):.2f} ({min(v):.1f}-{max(v):.1f})")
         print(f"| {r} | {m} | " + " | ".join(cells) + " |")
-if "off" in modes:
+if "off" in modes and len(modes) > 1:
     print("\n| row | build | " + " | ".join(f"{m}/off" for m in modes if m != "off") + " |")
     print("|---|---|" + "---|" * (len(modes) - 1))
     for r in rows:
