@@ -240,14 +240,8 @@ fn arb_period() -> impl Strategy<Value = Record> {
                 } else {
                     other_stream
                 };
-                let end_state = match end_kind {
-                    0 => EndState::Yielded,
-                    1 => EndState::BlockedInput { stream: blocked_on },
-                    2 => EndState::BlockedOutput { stream: blocked_on },
-                    3 => EndState::BlockedAny,
-                    4 => EndState::Ended,
-                    _ => EndState::Panicked,
-                };
+                let end_state =
+                    EndState::from_code(end_kind, blocked_on).expect("codes 0 to 5 are states");
                 let mut io = io;
                 let ops = match ops_kind {
                     0 => Vec::new(),

@@ -130,9 +130,7 @@ impl Binding {
         }
         (at.wrapping_sub(last) as u32, woke, dropped || cut != NO_CUT)
     }
-}
 
-impl Binding {
     /// [`take`](Self::take) as a period's entry: `None` unless the end
     /// moved a message, woke its peer or is of `blocked`, the stream the
     /// task blocked on; and whether the binding is over.
@@ -184,25 +182,29 @@ impl TaskMon {
     /// Adds a binding.
     pub(crate) fn push(&self, b: Arc<Binding>) {
         // SAFETY: only one thread touches the task's bindings at a time (see
-        // the type), and neither this nor `take_all` lends them out.
+        // the type), and neither this nor `take_ends` lends them out.
         unsafe { &mut *self.binds.get() }.push(b);
     }
 
     /// Calls `f` with the period's entry of each binding that moved a
     /// message, woke its peer or is of `blocked`, the stream the task
-    /// blocked on; see [`take_all`](Self::take_all).
-    #[inline(always)]
+    /// blocked on ([`Binding::entry`]), then forgets the bindings that are
+    /// over.
+    #[inline]
     pub(crate) fn take_ends(&self, blocked: Option<u64>, mut f: impl FnMut(EndIo)) {
-        self.take_all(|b, count, woke_peer| {
-            if count != 0 || woke_peer || blocked == Some(b.stream) {
-                f(EndIo {
-                    stream: b.stream,
-                    count,
-                    write: b.write,
-                    woke_peer,
-                });
+        // SAFETY: as in `push`; `f` gets entries, not the list.
+        let binds = unsafe { &mut *self.binds.get() };
+        let mut over = false;
+        for b in binds.iter() {
+            let (e, done) = b.entry(blocked);
+            if let Some(e) = e {
+                f(e);
             }
-        })
+            over |= done;
+        }
+        if over {
+            binds.retain(|b| !b.is_over());
+        }
     }
 
     /// The period's entries of a task with at most two bindings, as
@@ -231,23 +233,5 @@ impl TaskMon {
             binds.retain(|b| !b.is_over());
         }
         Some([a, b])
-    }
-
-    /// Calls `f(binding, count, woke_peer)` for each binding with what
-    /// [`Binding::take`] gives, then forgets the bindings that are over.
-    #[inline]
-    pub(crate) fn take_all(&self, mut f: impl FnMut(&Binding, u32, bool)) {
-        // SAFETY: as in `push`; `f` gets a shared reference to one binding,
-        // not the list, so it cannot reach the list while it is borrowed.
-        let binds = unsafe { &mut *self.binds.get() };
-        let mut over = false;
-        for b in binds.iter() {
-            let (count, woke, done) = b.take();
-            f(b, count, woke);
-            over |= done;
-        }
-        if over {
-            binds.retain(|b| !b.is_over());
-        }
     }
 }

@@ -794,14 +794,7 @@ mod tests {
                 (0u64..4, prop_oneof![0u32..9, any::<u32>()], any::<bool>(), any::<bool>())
             )),
         ) {
-            let end_state = match state {
-                0 => EndState::Yielded,
-                1 => EndState::BlockedInput { stream: blocked },
-                2 => EndState::BlockedOutput { stream: blocked },
-                3 => EndState::BlockedAny,
-                4 => EndState::Ended,
-                _ => EndState::Panicked,
-            };
+            let end_state = EndState::from_code(state, blocked).expect("codes 0 to 5 are states");
             let ends = ends.map(|e| e.map(|(stream, count, write, woke_peer)| EndIo {
                 stream,
                 count,

@@ -45,6 +45,21 @@ impl EndState {
         }
     }
 
+    /// The end state of tag code `code` ([`code`](Self::code)), with
+    /// `stream` as the blocked-on stream where the state names one; `None`
+    /// for a code no state has.
+    pub fn from_code(code: u8, stream: u64) -> Option<EndState> {
+        Some(match code {
+            0 => EndState::Yielded,
+            1 => EndState::BlockedInput { stream },
+            2 => EndState::BlockedOutput { stream },
+            3 => EndState::BlockedAny,
+            4 => EndState::Ended,
+            5 => EndState::Panicked,
+            _ => return None,
+        })
+    }
+
     /// The stream the task blocked on, if any.
     pub fn stream(self) -> Option<u64> {
         match self {

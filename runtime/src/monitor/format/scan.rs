@@ -443,15 +443,8 @@ impl<'a> Scanner<'a> {
             (true, Some(stream)) => stream,
             (true, None) => c.var()?,
         };
-        let end_state = match end_code {
-            0 => EndState::Yielded,
-            1 => EndState::BlockedInput { stream: blocked_on },
-            2 => EndState::BlockedOutput { stream: blocked_on },
-            3 => EndState::BlockedAny,
-            4 => EndState::Ended,
-            5 => EndState::Panicked,
-            code => return Err(DecodeErrorKind::BadEndState(code)),
-        };
+        let end_state = EndState::from_code(end_code, blocked_on)
+            .ok_or(DecodeErrorKind::BadEndState(end_code))?;
         self.ops_ready = false;
         self.op_times.clear();
         match mode {
