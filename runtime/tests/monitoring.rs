@@ -384,3 +384,40 @@ fn operations_that_move_nothing_record_nothing() {
         }
     }
 }
+
+/// An end first used outside any run (here by the test's thread, before the
+/// monitored runtime exists) still counts for the task that uses it next:
+/// only a task of an unmonitored run makes an end plain, which no check of
+/// a monitored run would look past.
+#[test]
+fn ends_used_before_the_run_count_in_its_tasks() {
+    use std::sync::{Arc, Mutex};
+    for flags in MODES {
+        for workers in [1, 2] {
+            let dir = tempfile::tempdir().unwrap();
+            let (mut w, mut r) = rill::stream::<u64>(16);
+            for i in 0..3 {
+                w.write(i).unwrap();
+            }
+            assert_eq!(r.read(), Some(0));
+            let stream = w.id();
+            let writer = Arc::new(Mutex::new(0u64));
+            let writer2 = writer.clone();
+            let mut rt = monitored(workers, flags, dir.path());
+            rt.spawn("late-writer", move || {
+                *writer2.lock().unwrap() = rill::current().unwrap().id;
+                for i in 3..8 {
+                    w.write(i).unwrap();
+                }
+            });
+            rt.run_main(move || {
+                let got: Vec<u64> = std::iter::from_fn(|| r.read()).collect();
+                assert_eq!(got, (1..8).collect::<Vec<_>>());
+            })
+            .unwrap();
+            let per = writes_per_task(dir.path(), workers, stream);
+            let want = std::collections::BTreeMap::from([(*writer.lock().unwrap(), 5)]);
+            assert_eq!(per, want, "{flags} on {workers} worker(s)");
+        }
+    }
+}

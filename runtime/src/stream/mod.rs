@@ -227,9 +227,9 @@ impl<T: Send + 'static> Writer<T> {
     fn after_write_cold(&mut self, st: u8) -> Result<(), StreamClosed> {
         match st {
             WAITING => {
-                // Plain ends (stamp 0) record nothing: decided before the
+                // Plain and quiet ends record nothing: decided before the
                 // wake, so that their path keeps nothing across it.
-                if self.mon.stamp == 0 {
+                if self.mon.records_nothing() {
                     self.core.fwd.rslot.wake_unreported();
                 } else if self.core.fwd.rslot.wake() {
                     crate::hooks::woke_peer(&self.mon);
@@ -378,7 +378,7 @@ impl<T: Send + 'static> Reader<T> {
     #[inline(never)]
     fn after_read_cold(&mut self) {
         // As in `Writer::after_write_cold`.
-        if self.mon.stamp == 0 {
+        if self.mon.records_nothing() {
             self.core.back.wslot.wake_unreported();
         } else if self.core.back.wslot.wake() {
             crate::hooks::woke_peer(&self.mon);
@@ -497,16 +497,19 @@ impl<T: Send + 'static> Iterator for Reader<T> {
 /// The monitoring check that starts every stream operation that may move a
 /// message (see [`hooks::enter`](crate::hooks::enter)): true when the end
 /// needs [`enter_cold`].
+///
+/// A plain end (an unmonitored run's) stops at the compare with 0, the
+/// same code as with the hooks compiled out: no thread-local is read. The
+/// rest (count mode's compare with the thread's fast stamp, ops mode's
+/// record) is laid out off the straight path.
 #[inline(always)]
 fn needs_enter_cold(mon: &EndMon, write: bool) -> bool {
-    if !mon.is_fast() {
-        // Laid out off the straight path: an end that needs nothing more
-        // (monitoring off, or count mode) falls through, as with the hooks
-        // compiled out. Without the hint LLVM
-        // guesses `!= 0` likely and the unmonitored fast path takes a jump
-        // per operation (about 4% of the pipe, measured).
+    if !mon.is_plain() {
+        // Without the hint LLVM guesses `!= 0` likely and the unmonitored
+        // fast path takes a jump per operation (about 4% of the pipe,
+        // measured).
         std::hint::cold_path();
-        !crate::hooks::enter(mon, write)
+        !mon.is_fast_here() && !crate::hooks::enter(mon, write)
     } else {
         false
     }
@@ -526,11 +529,32 @@ trait Waits {
     fn blocked_on(&self) -> BlockedOn;
 }
 
+impl<T: Send + 'static> Writer<T> {
+    /// [`enter_cold`] on this end. A method on the whole end, so that the
+    /// check before it addresses the stamp from the end's own pointer
+    /// (which the operation holds anyway) rather than from a pointer to the
+    /// stamp, which LLVM kept in a register of its own or on the stack.
+    #[cold]
+    #[inline(never)]
+    fn enter_cold(&mut self) {
+        enter_cold(&mut self.mon, &self.core, Side::Writer, self.tail);
+    }
+}
+
+impl<T: Send + 'static> Reader<T> {
+    /// As [`Writer::enter_cold`].
+    #[cold]
+    #[inline(never)]
+    fn enter_cold(&mut self) {
+        enter_cold(&mut self.mon, &self.core, Side::Reader, self.head);
+    }
+}
+
 impl<T: Send + 'static> Waits for Writer<T> {
     #[inline(always)]
     fn enter(&mut self) {
         if needs_enter_cold(&self.mon, true) {
-            enter_cold(&mut self.mon, &self.core, Side::Writer, self.tail);
+            self.enter_cold();
         }
     }
     #[inline]
@@ -553,7 +577,7 @@ impl<T: Send + 'static> Waits for Reader<T> {
     #[inline(always)]
     fn enter(&mut self) {
         if needs_enter_cold(&self.mon, false) {
-            enter_cold(&mut self.mon, &self.core, Side::Reader, self.head);
+            self.enter_cold();
         }
     }
     #[inline]
@@ -601,8 +625,7 @@ fn spin_first<W: Waits>(on: &mut W, ready: impl Fn(&W) -> bool) -> bool {
 /// bind it to the running task or list it in the running period
 /// ([`hooks::enter_slow`](crate::hooks::enter_slow)); `at` is the end's
 /// position.
-#[cold]
-#[inline(never)]
+#[inline(always)]
 fn enter_cold<T: Send + 'static>(mon: &mut EndMon, core: &Arc<Core<T>>, side: Side, at: usize) {
     if mon.is_unbound() {
         let owner = match side {
@@ -621,7 +644,9 @@ fn enter_cold<T: Send + 'static>(mon: &mut EndMon, core: &Arc<Core<T>>, side: Si
 #[cold]
 #[inline(never)]
 fn bind_end(mon: &mut EndMon, id: u64, side: Side, owner: &crate::sync::AtomicU64) {
-    mon.stamp = 0;
+    // Not plain: that stamp is only for ends used by an unmonitored run's
+    // tasks, which `enter_slow` gives it on such a worker.
+    mon.stamp = EndMon::QUIET;
     note_owner(owner);
     crate::hooks::stream_bind(id, side);
 }
@@ -631,8 +656,17 @@ fn bind_end(mon: &mut EndMon, id: u64, side: Side, owner: &crate::sync::AtomicU6
 #[inline]
 fn leave(mon: &EndMon) {
     if !mon.is_fast() {
-        crate::hooks::leave(mon);
+        leave_cold(mon);
     }
+}
+
+/// The rest of [`leave`], out of line: inlined into every blocking path, it
+/// kept a pointer to the end's stamp alive across the writer's loop, and
+/// the write's check loaded the stamp through it (spilled to the stack).
+#[cold]
+#[inline(never)]
+fn leave_cold(mon: &EndMon) {
+    crate::hooks::leave(mon);
 }
 
 /// Notes the running task (if any) as the holder of a stream's side, for
