@@ -105,9 +105,8 @@ pub(crate) fn enter(end: &EndMon, write: bool) -> bool {
 /// [`fast`](period::fast) one and that [`enter`] did not record: `at` is
 /// the end's position and `core` makes a keep-alive handle of its stream.
 ///
-/// - No period that records messages runs here: the end takes the stamp
-///   that is fast on this thread (plain, 0, on an unmonitored run's worker,
-///   else [`EndMon::QUIET`]) and leaves its binding, if any.
+/// - No period that records messages runs here: the end becomes plain (0)
+///   and leaves its binding, if any.
 /// - Count mode: the end leaves its binding (the old holder counts up to
 ///   `at`) and is bound to the running task, with its tag as stamp.
 /// - Otherwise: list it in the running period (on this thread, no log
@@ -137,10 +136,7 @@ pub(crate) fn enter_slow(
         // A period that records messages means a monitored run (on() holds).
         kind::NONE => {
             end.unbind(at);
-            // 0 (plain) on an unmonitored run's worker, else QUIET: the
-            // stamp that is fast on this thread.
-            debug_assert!(r.fast() == 0 || r.fast() == EndMon::QUIET);
-            end.stamp = r.fast();
+            end.stamp = 0;
         }
         kind::COUNT => bind_counted(end, id, side, at, core, r.fast()),
         _ => {
@@ -168,7 +164,7 @@ fn bind_counted(
     end.unbind(at);
     let task = context::current_task_ptr();
     if task.is_null() {
-        end.stamp = EndMon::QUIET;
+        end.stamp = 0;
         return;
     }
     let b = Arc::new(Binding::new(core(), side, id, at));

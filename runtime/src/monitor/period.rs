@@ -3,15 +3,13 @@
 //! so that recording a message is a few fs-relative loads and stores inline
 //! at the call site, with no function call and no pointer chase.
 //!
-//! Every stream operation compares its end's [`EndMon`] stamp with 0, and
-//! if it is not, with this thread's [`fast`] stamp; either equal means
-//! nothing more to do. The first is every operation of an unmonitored
-//! run's task (the same compare as with the hooks compiled out); the second
-//! every operation in count mode (the end is bound to the running task,
-//! whose tag is both; its messages are counted from the ring's positions at
-//! the period's end, `binding.rs`) and outside tasks ([`EndMon::QUIET`]).
-//! Otherwise (a new end, an end that changed hands, or ops mode, whose fast
-//! stamp no end has) the operation goes out of line.
+//! Every stream operation compares its end's [`EndMon`] stamp with this
+//! thread's [`fast`] stamp; equal means nothing more to do. That is every
+//! operation with monitoring off (both 0) and in count mode (the end is
+//! bound to the running task, whose tag is both; its messages are counted
+//! from the ring's positions at the period's end, `binding.rs`). Otherwise
+//! (a new end, an end that changed hands, or ops mode, whose fast stamp no
+//! end has) the operation goes out of line.
 //!
 //! Ops mode (`message`): each dispatch has an *epoch*, a multiple of 4
 //! unique in the process (see [`WorkerLog`](super::worker_log::WorkerLog)).
@@ -67,15 +65,9 @@ pub(crate) mod kind {
 /// Per-end monitoring state kept in each stream end: its *stamp*, which
 /// every operation on the end compares with this thread's [`fast`] one.
 ///
-/// - 0: *plain*, an end last used by a task of an unmonitored run (a worker
-///   thread whose fast stamp is 0); its operations stop at the compare
-///   with 0, the same check as with the hooks compiled out. An end stays
-///   plain if it later moves to a monitored run (two runs sharing a stream):
-///   its messages there are not recorded;
-/// - [`QUIET`](Self::QUIET): an end last used where nothing is recorded in
-///   a monitored context, or outside any worker's task (a thread's fast
-///   stamp unless a period says otherwise); a task of a monitored run that
-///   uses it next still binds or lists it;
+/// - 0 (the default): *plain*, an end last used where no messages are
+///   recorded (monitoring off, or not in a task); with monitoring off that
+///   is the thread's fast stamp, so the compare is all an operation pays;
 /// - [`UNBOUND`](Self::UNBOUND): a new end that no task used yet;
 /// - a task's *tag* (at least `1 << 62`, low bits `01`): count mode, the end
 ///   is bound to that task through `bind` (`binding.rs`);
@@ -93,10 +85,6 @@ pub(crate) struct EndMon {
 impl EndMon {
     /// The stamp of an end no task has used yet.
     pub(crate) const UNBOUND: u64 = 1;
-    /// The stamp of an end used where nothing is recorded, in a monitored
-    /// run or outside tasks (see the type); the fast stamp of every thread
-    /// outside a period, except an unmonitored run's workers (0).
-    pub(crate) const QUIET: u64 = 2;
 
     /// A new end's state: unbound.
     pub(crate) const fn unbound() -> Self {
@@ -117,36 +105,15 @@ impl EndMon {
     }
 
     /// Whether the end's stream operations need nothing more than this
-    /// check: the end is plain (0), or its stamp is this thread's [`fast`]
-    /// one (the running task's tag in count mode, [`QUIET`](Self::QUIET)
-    /// outside tasks).
+    /// check: its stamp is this thread's [`fast`] one (0, plain, with
+    /// monitoring off; the running task's tag in count mode).
+    ///
+    /// Stays a compare with memory because the record path loads the stamp
+    /// again, volatile ([`stamp_again`](Self::stamp_again)); sharing one
+    /// load, LLVM keeps the value in a register across the operation.
     #[inline(always)]
     pub(crate) fn is_fast(&self) -> bool {
-        self.is_plain() || self.is_fast_here()
-    }
-
-    /// The first half of [`is_fast`](Self::is_fast): the end belongs to an
-    /// unmonitored run. A compare with 0, no thread-local, as with the
-    /// hooks compiled out.
-    #[inline(always)]
-    pub(crate) fn is_plain(&self) -> bool {
-        self.stamp == 0
-    }
-
-    /// The second half of [`is_fast`](Self::is_fast): the stamp is this
-    /// thread's fast one. Loads the stamp again (volatile), so that LLVM
-    /// does not keep the first half's load in a register for it: the first
-    /// half stays one compare of memory with 0.
-    #[inline(always)]
-    pub(crate) fn is_fast_here(&self) -> bool {
-        self.stamp_again() == fast()
-    }
-
-    /// Whether the end's operations record nothing, not even a wake of the
-    /// peer: plain or [`QUIET`](Self::QUIET).
-    #[inline(always)]
-    pub(crate) fn records_nothing(&self) -> bool {
-        self.stamp == 0 || self.stamp == Self::QUIET
+        self.stamp == fast()
     }
 
     /// The stamp, loaded again (see [`is_recorded`](Self::is_recorded)).
@@ -179,12 +146,10 @@ impl EndMon {
 pub(crate) struct Recorder {
     /// The running dispatch's epoch; 0 when none runs on this thread.
     epoch: Cell<u64>,
-    /// The stamp of an end whose operations need no work here:
-    /// [`EndMon::QUIET`] outside periods and in periods that record no
-    /// messages (0 on an unmonitored run's worker, [`unmonitored_worker`]),
-    /// the running task's tag in count mode (`binding.rs`), `u64::MAX` (no
-    /// end's stamp) where every message is recorded. Compared by every
-    /// stream operation on an end that is not plain.
+    /// The stamp of an end whose operations need no work here: 0 (plain)
+    /// outside periods and in periods that record no messages, the running
+    /// task's tag in count mode (`binding.rs`), `u64::MAX` (no end's stamp)
+    /// where every message is recorded. Compared by every stream operation.
     fast: Cell<u64>,
     /// `epoch | OPS` when the running period records op runs, else `u64::MAX`.
     ops_stamp: Cell<u64>,
@@ -216,7 +181,7 @@ thread_local! {
     static REC: Recorder = const {
         Recorder {
             epoch: Cell::new(0),
-            fast: Cell::new(EndMon::QUIET),
+            fast: Cell::new(0),
             ops_stamp: Cell::new(u64::MAX),
             run_kind: Cell::new(kind::NONE),
             io_len: Cell::new(0),
@@ -249,15 +214,6 @@ pub(crate) fn with<R>(f: impl FnOnce(&Recorder) -> R) -> R {
 #[inline(always)]
 pub(crate) fn current() -> *const Recorder {
     REC.with(|r| r as *const Recorder)
-}
-
-/// A worker of an unmonitored run starts (`on`) or ends its loop: while it
-/// runs, its fast stamp is 0, so that the ends its tasks use become plain
-/// and their operations stop at the compare with 0.
-pub(crate) fn unmonitored_worker(on: bool) {
-    if cfg!(feature = "monitor") {
-        REC.with(|r| r.fast.set(if on { 0 } else { EndMon::QUIET }));
-    }
 }
 
 /// The stamp with which a stream operation needs nothing more (see
@@ -324,7 +280,7 @@ impl Recorder {
             u64::MAX
         });
         self.fast.set(match run_kind {
-            kind::NONE => EndMon::QUIET,
+            kind::NONE => 0,
             kind::COUNT => tag,
             _ => u64::MAX,
         });
@@ -336,7 +292,7 @@ impl Recorder {
     pub(crate) fn end(&self) {
         self.epoch.set(0);
         self.ops_stamp.set(u64::MAX);
-        self.fast.set(EndMon::QUIET);
+        self.fast.set(0);
     }
 
     /// Records a message of a listed end on the fast path; false when the

@@ -227,9 +227,9 @@ impl<T: Send + 'static> Writer<T> {
     fn after_write_cold(&mut self, st: u8) -> Result<(), StreamClosed> {
         match st {
             WAITING => {
-                // Plain and quiet ends record nothing: decided before the
+                // Plain ends (stamp 0) record nothing: decided before the
                 // wake, so that their path keeps nothing across it.
-                if self.mon.records_nothing() {
+                if self.mon.stamp == 0 {
                     self.core.fwd.rslot.wake_unreported();
                 } else if self.core.fwd.rslot.wake() {
                     crate::hooks::woke_peer(&self.mon);
@@ -378,7 +378,7 @@ impl<T: Send + 'static> Reader<T> {
     #[inline(never)]
     fn after_read_cold(&mut self) {
         // As in `Writer::after_write_cold`.
-        if self.mon.records_nothing() {
+        if self.mon.stamp == 0 {
             self.core.back.wslot.wake_unreported();
         } else if self.core.back.wslot.wake() {
             crate::hooks::woke_peer(&self.mon);
@@ -497,19 +497,16 @@ impl<T: Send + 'static> Iterator for Reader<T> {
 /// The monitoring check that starts every stream operation that may move a
 /// message (see [`hooks::enter`](crate::hooks::enter)): true when the end
 /// needs [`enter_cold`].
-///
-/// A plain end (an unmonitored run's) stops at the compare with 0, the
-/// same code as with the hooks compiled out: no thread-local is read. The
-/// rest (count mode's compare with the thread's fast stamp, ops mode's
-/// record) is laid out off the straight path.
 #[inline(always)]
 fn needs_enter_cold(mon: &EndMon, write: bool) -> bool {
-    if !mon.is_plain() {
-        // Without the hint LLVM guesses `!= 0` likely and the unmonitored
-        // fast path takes a jump per operation (about 4% of the pipe,
-        // measured).
+    if !mon.is_fast() {
+        // Laid out off the straight path: an end that needs nothing more
+        // (monitoring off, or count mode) falls through, as with the hooks
+        // compiled out. Without the hint LLVM
+        // guesses `!= 0` likely and the unmonitored fast path takes a jump
+        // per operation (about 4% of the pipe, measured).
         std::hint::cold_path();
-        !mon.is_fast_here() && !crate::hooks::enter(mon, write)
+        !crate::hooks::enter(mon, write)
     } else {
         false
     }
@@ -533,7 +530,7 @@ impl<T: Send + 'static> Writer<T> {
     /// [`enter_cold`] on this end. A method on the whole end, so that the
     /// check before it addresses the stamp from the end's own pointer
     /// (which the operation holds anyway) rather than from a pointer to the
-    /// stamp, which LLVM kept in a register of its own or on the stack.
+    /// stamp, which LLVM kept in a register of its own, or on the stack.
     #[cold]
     #[inline(never)]
     fn enter_cold(&mut self) {
@@ -644,9 +641,7 @@ fn enter_cold<T: Send + 'static>(mon: &mut EndMon, core: &Arc<Core<T>>, side: Si
 #[cold]
 #[inline(never)]
 fn bind_end(mon: &mut EndMon, id: u64, side: Side, owner: &crate::sync::AtomicU64) {
-    // Not plain: that stamp is only for ends used by an unmonitored run's
-    // tasks, which `enter_slow` gives it on such a worker.
-    mon.stamp = EndMon::QUIET;
+    mon.stamp = 0;
     note_owner(owner);
     crate::hooks::stream_bind(id, side);
 }
@@ -661,8 +656,7 @@ fn leave(mon: &EndMon) {
 }
 
 /// The rest of [`leave`], out of line: inlined into every blocking path, it
-/// kept a pointer to the end's stamp alive across the writer's loop, and
-/// the write's check loaded the stamp through it (spilled to the stack).
+/// kept a pointer to the end's stamp alive across the writer's loop.
 #[cold]
 #[inline(never)]
 fn leave_cold(mon: &EndMon) {

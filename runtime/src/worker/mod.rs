@@ -198,9 +198,6 @@ impl WorkerLocal {
         let start = Instant::now();
         context::set_current_worker(self);
         crate::overflow::enter_worker();
-        if !self.monitoring {
-            crate::monitor::period::unmonitored_worker(true);
-        }
         if let Some(log) = self.log() {
             log.worker_start();
             for (id, worker, name) in &self.shared.initial_assigns {
@@ -225,9 +222,6 @@ impl WorkerLocal {
                     self.id
                 ))),
             }
-        }
-        if !self.monitoring {
-            crate::monitor::period::unmonitored_worker(false);
         }
         context::set_current_worker(std::ptr::null());
         let mut s = self.stats().clone();
