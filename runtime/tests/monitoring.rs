@@ -387,8 +387,7 @@ fn operations_that_move_nothing_record_nothing() {
 
 /// An end first used outside any run (here by the test's thread, before the
 /// monitored runtime exists) still counts for the task that uses it next:
-/// only a task of an unmonitored run makes an end plain, which no check of
-/// a monitored run would look past.
+/// the stamp its first use gave it must not pass a monitored task's check.
 #[test]
 fn ends_used_before_the_run_count_in_its_tasks() {
     use std::sync::{Arc, Mutex};
