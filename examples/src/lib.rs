@@ -1,7 +1,7 @@
 //! Stream benchmarks on rill and their peer baselines, and the `rill-bench`
 //! command that runs them side by side.
 //!
-//! - [`bench`]: parameters, measurements and verifiers shared by every engine.
+//! - [`bench`](mod@bench): parameters, measurements and verifiers shared by every engine.
 //! - [`engines`]: one entry point per benchmark, dispatching on the engine.
 //! - [`rill_engine`]: the benchmarks on rill, adapting [`rill_runs`].
 //! - [`rill_runs`]: the rill networks themselves, with plain parameters.

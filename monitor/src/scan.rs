@@ -1,6 +1,6 @@
 //! The allocation-free record scanner the analysis passes use: the runtime's
 //! [`rill::monitor::format::Scanner`], which its owning
-//! [`Decoder`](rill::monitor::format::Decoder) is built on too.
+//! [`rill::monitor::format::Decoder`] is built on too.
 //!
 //! It decodes records into buffers it reuses (a period's stream entries,
 //! ops and op times stay valid until the next call), and task names are

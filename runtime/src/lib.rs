@@ -1,13 +1,13 @@
 //! rill: a user-mode lightweight-task stream runtime, in the style of LPEL.
 //!
 //! Tasks are stackful coroutines mapped onto worker threads (one per core,
-//! pinned). They talk over bounded single-writer single-reader [streams](stream),
+//! pinned). They talk over bounded single-writer single-reader [streams](mod@stream),
 //! and block only on them: reading an empty stream, writing a full one, or
 //! polling several. A runtime ends its run when every task has ended, and
 //! reports a deadlock (with the waiting cycle) instead of hanging.
 //!
 //! Where things live: [`task`] (control block and state word), `stack` (the
-//! stack pool), [`stream`] (rings, ends, poll), `worker` (threads, park/wake),
+//! stack pool), [`stream`](mod@stream) (rings, ends, poll), `worker` (threads, park/wake),
 //! `scheduler` (ready queues), [`mapper`] (placement policies), `runtime`
 //! (builder and run), `context` (the current task: spawn, yield), `barrier`
 //! (the asymmetric store-load barrier), `overflow` (stack-overflow reports),

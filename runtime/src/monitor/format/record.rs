@@ -45,7 +45,7 @@ impl EndState {
         }
     }
 
-    /// The end state of tag code `code` ([`code`](Self::code)), with
+    /// The end state of tag code `code` (what the encoder writes for it), with
     /// `stream` as the blocked-on stream where the state names one; `None`
     /// for a code no state has.
     pub fn from_code(code: u8, stream: u64) -> Option<EndState> {
