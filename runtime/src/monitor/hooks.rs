@@ -177,7 +177,12 @@ fn bind_counted(
 
 /// The operation [`enter`] (or [`enter_slow`]) recorded moved nothing: take
 /// the message back. For an end whose stamp is not the thread's fast one.
-#[inline]
+///
+/// Out of line: inlined into every blocking path of a stream end, it kept a
+/// pointer to the end's stamp alive across the writer's loop, and the
+/// write's check loaded the stamp through it.
+#[cold]
+#[inline(never)]
 pub(crate) fn leave(end: &EndMon) {
     if !cfg!(feature = "monitor") {
         return;

@@ -651,16 +651,8 @@ fn bind_end(mon: &mut EndMon, id: u64, side: Side, owner: &crate::sync::AtomicU6
 #[inline]
 fn leave(mon: &EndMon) {
     if !mon.is_fast() {
-        leave_cold(mon);
+        crate::hooks::leave(mon);
     }
-}
-
-/// The rest of [`leave`], out of line: inlined into every blocking path, it
-/// kept a pointer to the end's stamp alive across the writer's loop.
-#[cold]
-#[inline(never)]
-fn leave_cold(mon: &EndMon) {
-    crate::hooks::leave(mon);
 }
 
 /// Notes the running task (if any) as the holder of a stream's side, for
