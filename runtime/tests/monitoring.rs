@@ -420,3 +420,135 @@ fn ends_used_before_the_run_count_in_its_tasks() {
         }
     }
 }
+
+/// The log gives back the order of a task's reads and writes exactly, period
+/// after period, however its periods begin (a task keeps its ends' entries
+/// across periods, and a period's record lists them in the order its ops
+/// need) and while it opens more streams than its entries hold: a mixer of
+/// four streams and many of its own, and a relay after it whose periods
+/// often begin with the write it blocked on.
+#[test]
+fn full_mode_keeps_each_tasks_message_order() {
+    use std::sync::{Arc, Mutex};
+    // The mixer's script: 0/1 read input a/b, 2/3 write output c/d, 4 a
+    // stream of its own, written once and read back.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let script: Vec<u8> = (0..3000)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 40 == 39 {
+                4
+            } else {
+                (x % 4) as u8
+            }
+        })
+        .collect();
+    let reads_of = |k| script.iter().filter(|&&s| s == k).count() as u64;
+    let (na, nb) = (reads_of(0), reads_of(1));
+    for flags in [MonitorFlags::FULL, MonitorFlags::ALL] {
+        for workers in [1, 2] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut rt = monitored(workers, flags, dir.path());
+            let done = Arc::new(Mutex::new((0u64, Vec::new())));
+            let relayed = Arc::new(Mutex::new((0u64, Vec::new())));
+            let (done2, relayed2) = (done.clone(), relayed.clone());
+            let script = script.clone();
+            rt.run_main(move || {
+                let (mut wa, mut ra) = rill::stream::<u64>(2);
+                let (mut wb, mut rb) = rill::stream::<u64>(2);
+                let (mut wc, mut rc) = rill::stream::<u64>(2);
+                let (mut wd, mut rd) = rill::stream::<u64>(2);
+                let (mut we, mut re) = rill::stream::<u64>(1);
+                rill::spawn("feed-a", move || (0..na).for_each(|i| wa.write(i).unwrap()));
+                rill::spawn("feed-b", move || (0..nb).for_each(|i| wb.write(i).unwrap()));
+                rill::spawn("relay-c", move || {
+                    let mut did = Vec::new();
+                    while let Some(v) = rc.read() {
+                        did.push((rc.id(), false));
+                        we.write(v).unwrap();
+                        did.push((we.id(), true));
+                    }
+                    *relayed2.lock().unwrap() = (rill::current().unwrap().id, did);
+                });
+                rill::spawn("drain-e", move || while re.read().is_some() {});
+                rill::spawn("drain-d", move || while rd.read().is_some() {});
+                rill::spawn("mixer", move || {
+                    let mut did = Vec::new();
+                    for &s in &script {
+                        match s {
+                            0 => {
+                                ra.read().unwrap();
+                                did.push((ra.id(), false));
+                            }
+                            1 => {
+                                rb.read().unwrap();
+                                did.push((rb.id(), false));
+                            }
+                            2 => {
+                                wc.write(1).unwrap();
+                                did.push((wc.id(), true));
+                            }
+                            3 => {
+                                wd.write(1).unwrap();
+                                did.push((wd.id(), true));
+                            }
+                            _ => {
+                                let (mut w, mut r) = rill::stream::<u64>(1);
+                                w.write(1).unwrap();
+                                did.push((w.id(), true));
+                                r.read().unwrap();
+                                did.push((r.id(), false));
+                            }
+                        }
+                    }
+                    *done2.lock().unwrap() = (rill::current().unwrap().id, did);
+                });
+            })
+            .unwrap();
+            for (name, done) in [("mixer", &done), ("relay", &relayed)] {
+                let (task, did) = std::mem::take(&mut *done.lock().unwrap());
+                let logged = logged_ops(dir.path(), workers, task);
+                let at = format!("{name}, {flags} on {workers} worker(s)");
+                assert_eq!(logged.len(), did.len(), "{at}");
+                let first_diff = logged.iter().zip(&did).position(|(a, b)| a != b);
+                assert_eq!(first_diff, None, "{at}");
+            }
+        }
+    }
+}
+
+/// The reads and writes of `task` as its periods in the logs of `dir` give
+/// them, in order: (stream, write) per message.
+fn logged_ops(dir: &std::path::Path, workers: usize, task: u64) -> Vec<(u64, bool)> {
+    let mut periods = Vec::new();
+    for w in 0..workers {
+        let log = read_log(dir.join(format!("worker-{w}.rlog"))).unwrap();
+        for r in log.records {
+            if let Record::Period {
+                start,
+                task: t,
+                io,
+                ops,
+                ..
+            } = r
+            {
+                if t == task {
+                    periods.push((start, io, ops));
+                }
+            }
+        }
+    }
+    periods.sort_by_key(|p| p.0);
+    assert!(periods.len() > 100, "task {task} blocks often");
+    periods
+        .iter()
+        .flat_map(|(_, io, ops)| {
+            ops.iter().flat_map(|op| {
+                let s = io[usize::from(op.io_index)].stream;
+                std::iter::repeat_n((s, op.write), op.count as usize)
+            })
+        })
+        .collect()
+}

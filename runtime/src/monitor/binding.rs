@@ -30,16 +30,26 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize as StdAtomicUsize, Or
 use std::sync::Arc;
 
 use super::format::EndIo;
+use super::task_entries::TaskEntries;
 use crate::stream::{Recheck, Side};
 use crate::sync::AtomicUsize;
 
 /// An end's cut position while it has none.
 const NO_CUT: usize = usize::MAX;
 
-/// Tags handed out so far, from `1 << 62` in steps of 4 with the low bits
-/// `01`: never 0 (plain) or `UNBOUND`, and above every epoch
+/// The next tag ([`new_tag`]), from `1 << 62` in steps of 4: with any kind
+/// in the low bits never 0 (plain) or `UNBOUND`, and above every epoch
 /// (`log number << 40`).
 static TAGS: AtomicU64 = AtomicU64::new(1 << 62);
+
+/// A new tag, unique in the process: at least `1 << 62`, low bits 0. Count
+/// mode's task tags add [`kind::COUNT`](super::period::kind::COUNT); ops
+/// mode's task bases (`task_entries.rs`) add the run's kind to it in their
+/// ends' stamps.
+pub(crate) fn new_tag() -> u64 {
+    // Relaxed: only uniqueness matters, which the RMW gives.
+    TAGS.fetch_add(4, Ordering::Relaxed)
+}
 
 /// One stream end bound to one task (see the module documentation).
 pub(crate) struct Binding {
@@ -156,13 +166,16 @@ impl std::fmt::Debug for Binding {
     }
 }
 
-/// A task's part of count mode: its tag and its bindings. Touched only by
+/// A task's part of monitoring: count mode's tag and bindings, and ops
+/// mode's entries. Touched only by
 /// the thread running the task, or its worker between its periods, one at a
 /// time (the hand-over of the task orders them).
 #[derive(Default)]
 pub(crate) struct TaskMon {
     tag: Cell<u64>,
     binds: UnsafeCell<Vec<Arc<Binding>>>,
+    /// Ops mode's entries (`task_entries.rs`).
+    pub(crate) entries: TaskEntries,
 }
 
 impl TaskMon {
@@ -173,8 +186,7 @@ impl TaskMon {
         if t != 0 {
             return t;
         }
-        // Relaxed: only uniqueness matters, which the RMW gives.
-        let t = TAGS.fetch_add(4, Ordering::Relaxed) | 1;
+        let t = new_tag() | super::period::kind::COUNT;
         self.tag.set(t);
         t
     }

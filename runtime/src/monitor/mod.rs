@@ -18,6 +18,7 @@ pub mod flags;
 pub mod format;
 pub(crate) mod hooks;
 pub(crate) mod period;
+pub(crate) mod task_entries;
 pub mod varint;
 pub(crate) mod worker_log;
 pub mod writer;

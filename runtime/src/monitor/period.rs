@@ -164,6 +164,9 @@ pub(crate) struct Recorder {
     writes: Cell<u32>,
     /// Bit i: entry i woke the task on the other side.
     woke: Cell<u32>,
+    /// Bit i: entry i moved a message (ops mode, set by
+    /// [`add_count`](Self::add_count)).
+    moved: Cell<u32>,
     /// Messages per entry in count mode, for entries below [`MAX_IO`].
     /// Zero between periods.
     counts: [Cell<u32>; MAX_IO],
@@ -188,6 +191,7 @@ thread_local! {
             ids: [const { Cell::new(0) }; MAX_IO],
             writes: Cell::new(0),
             woke: Cell::new(0),
+            moved: Cell::new(0),
             counts: [const { Cell::new(0) }; MAX_IO],
             keys_len: Cell::new(0),
             keys: [const { Cell::new(0) }; MAX_KEYS],
@@ -331,24 +335,95 @@ impl Recorder {
         if k == kind::SLOW || n >= MAX_IO {
             return false;
         }
-        self.add_entry(stream, write);
+        let i = self.add_entry(stream, write);
         end.stamp = e | k;
-        end.idx = n as u16;
+        end.idx = i as u16;
         true
     }
 
     /// Adds an entry for `stream` (writing if `write`) to the running
-    /// period; returns its index. Entries from [`MAX_IO`] on only count here:
-    /// the caller keeps them.
+    /// period, or finds the one it has (an end that went to another task and
+    /// came back, `task_entries.rs`); returns its index. Entries from
+    /// [`MAX_IO`] on only count here: the caller keeps them.
     #[inline]
     pub(crate) fn add_entry(&self, stream: u64, write: bool) -> usize {
         let n = self.io_len.get() as usize;
+        let writes = self.writes.get();
+        let listed = self.ids[..n.min(MAX_IO)]
+            .iter()
+            .enumerate()
+            .position(|(i, id)| id.get() == stream && (writes >> i & 1 != 0) == write);
+        if let Some(i) = listed {
+            return i;
+        }
         if let Some(id) = self.ids.get(n) {
             id.set(stream);
             self.writes.set(self.writes.get() | u32::from(write) << n);
         }
         self.io_len.set(n as u32 + 1);
         n
+    }
+
+    /// Loads a task's entries (`task_entries.rs`) for its period: `ids`, at
+    /// most [`MAX_IO`], with a bit per writing end in `writes`.
+    #[inline]
+    pub(crate) fn load_entries(&self, ids: &[u64], writes: u32) {
+        debug_assert!(ids.len() <= MAX_IO && self.io_len() == 0);
+        for (c, &id) in self.ids.iter().zip(ids) {
+            c.set(id);
+        }
+        self.io_len.set(ids.len().min(MAX_IO) as u32);
+        self.writes.set(writes);
+    }
+
+    /// Appends the ids of the entries listed after the first `ids.len()`
+    /// (below [`MAX_IO`]) to `ids`.
+    #[inline]
+    pub(crate) fn save_entries(&self, ids: &mut Vec<u64>) {
+        let n = self.io_len().min(MAX_IO);
+        if let Some(new) = self.ids.get(ids.len()..n) {
+            ids.extend(new.iter().map(Cell::get));
+        }
+    }
+
+    /// Bit i: entry i (below [`MAX_IO`]) is a writing end.
+    #[inline]
+    pub(crate) fn writes(&self) -> u32 {
+        self.writes.get()
+    }
+
+    /// The entries (below [`MAX_IO`]) that the period's record lists: those
+    /// that moved a message or woke their peer, and the first of `blocked`,
+    /// the stream the task blocked on.
+    #[inline]
+    pub(crate) fn keep(&self, blocked: Option<u64>) -> u32 {
+        let b = blocked
+            .and_then(|b| self.entry_of(b))
+            .map_or(0, |i| 1u32 << i);
+        self.moved.get() | self.woke.get() | b
+    }
+
+    /// [`keep`](Self::keep) and the entries in record order (`lead` first,
+    /// `task_entries::Order`) for a period of at most two entries, taken as
+    /// [`take_entry`](Self::take_entry) does (`None` for one left out);
+    /// `None`, with nothing taken, for a period with more. Straight-line
+    /// code for the relay and ring tasks, as count mode's `TaskMon::take_two`.
+    #[inline(always)]
+    pub(crate) fn take_two(
+        &self,
+        lead: Option<usize>,
+        blocked: Option<u64>,
+    ) -> Option<[Option<EndIo>; 2]> {
+        let n = self.io_len();
+        if n > 2 {
+            return None;
+        }
+        let b0 = n > 0 && blocked == Some(self.ids[0].get());
+        let b1 = n > 1 && !b0 && blocked == Some(self.ids[1].get());
+        let keep = self.moved.get() | self.woke.get() | u32::from(b0) | u32::from(b1) << 1;
+        let take = |i: usize| (i < n && keep >> i & 1 != 0).then(|| self.take_entry(i, true));
+        let (e0, e1) = (take(0), take(1));
+        Some(if lead == Some(1) { [e1, e0] } else { [e0, e1] })
     }
 
     /// Entry `idx` (below [`MAX_IO`]) woke the task on the other side.
@@ -441,14 +516,17 @@ impl Recorder {
         self.io_len.set(0);
         self.writes.set(0);
         self.woke.set(0);
+        self.moved.set(0);
     }
 
     /// Adds `n` messages to entry `i`'s count (ops mode, from
     /// [`scan_ops`](Self::scan_ops)).
     #[inline]
     pub(crate) fn add_count(&self, i: u16, n: u32) {
-        let c = &self.counts[usize::from(i) & (MAX_IO - 1)];
+        let i = usize::from(i) & (MAX_IO - 1);
+        let c = &self.counts[i];
         c.set(c.get().wrapping_add(n));
+        self.moved.set(self.moved.get() | 1 << i);
     }
 
     /// The held keys.
@@ -484,8 +562,16 @@ impl Recorder {
     /// `f(entry, write, count)` for its op runs (or, for an interleaved list,
     /// the two runs it interleaves) and says which form the list has, so
     /// that the common forms need no op list at all. Leaves the keys.
+    ///
+    /// The forms hold for the entries in the record's order: the entry of
+    /// the first message (the *lead*, returned with the form) first, then
+    /// the others in entry order. So a relay's period that begins with the
+    /// write it blocked on is implied or interleaved too, although its
+    /// entries stay in the task's order (`task_entries.rs`). Ops that need
+    /// another order are listed (`Explicit`), and the listed path puts the
+    /// entries in the order of first use.
     #[inline]
-    pub(crate) fn scan_ops(&self, mut f: impl FnMut(u16, bool, u32)) -> OpsForm {
+    pub(crate) fn scan_ops(&self, mut f: impl FnMut(u16, bool, u32)) -> (OpsForm, Option<usize>) {
         let keys = self.held();
         let n = keys.len();
         let (Some(a), Some(b)) = (keys.first().map(Cell::get), keys.get(1).map(Cell::get)) else {
@@ -493,28 +579,32 @@ impl Recorder {
                 Some(k) => {
                     let op = op_of(k.get());
                     f(op.io_index, op.write, 1);
-                    OpsForm::Implied
+                    (OpsForm::Implied, Some(usize::from(op.io_index)))
                 }
-                None => OpsForm::None,
+                None => (OpsForm::None, None),
             };
         };
-        // Interleaved: one message at a time between two keys, the lower
-        // first (the order of implied runs), at least three (two are
-        // implied). Then a gets the odd message.
-        if a < b && n > 2 && alternates(keys, a, b) {
+        // Interleaved: one message at a time between two keys, at least
+        // three (two are implied), a first. Then a gets the odd message. The
+        // record lists a's entry first; if that is b's too, a must be its
+        // read (an entry's implied runs are its reads, then its writes).
+        if n > 2 && (a < b || a >> 1 != b >> 1) && alternates(keys, a, b) {
             let (x, y) = (op_of(a), op_of(b));
             f(x.io_index, x.write, n.div_ceil(2) as u32);
             f(y.io_index, y.write, (n / 2) as u32);
-            return OpsForm::Interleaved;
+            return (OpsForm::Interleaved, Some(usize::from(x.io_index)));
         }
-        // Implied: keys never decrease (one run per entry and side, in entry
-        // order, reads before writes).
+        // Implied: one run per entry and side, in record order (the lead,
+        // a's entry, first, then entry order), reads before writes: the keys'
+        // ranks in that order never decrease.
+        let lead = a >> 1;
+        let rank = |k: u32| if k >> 1 == lead { k & 1 } else { k + 2 };
         let mut implied = true;
         let (mut key, mut count) = (a, 0u32);
         for k in keys {
             let k = k.get();
             if k != key {
-                implied &= k > key;
+                implied &= rank(k) > rank(key);
                 let op = op_of(key);
                 f(op.io_index, op.write, count);
                 (key, count) = (k, 0);
@@ -524,9 +614,9 @@ impl Recorder {
         let op = op_of(key);
         f(op.io_index, op.write, count);
         if implied {
-            OpsForm::Implied
+            (OpsForm::Implied, Some(lead as usize))
         } else {
-            OpsForm::Explicit
+            (OpsForm::Explicit, None)
         }
     }
 
@@ -594,7 +684,7 @@ mod tests {
         });
     }
 
-    fn scan(keys: &[(u16, bool)]) -> (OpsForm, Vec<Op>) {
+    fn scan(keys: &[(u16, bool)]) -> ((OpsForm, Option<usize>), Vec<Op>) {
         with(|r| {
             for &(i, w) in keys {
                 assert!(r.push_op(i, w));
@@ -630,20 +720,48 @@ mod tests {
 
     #[test]
     fn scan_finds_the_form() {
-        let (r0, w1) = ((0, false), (1, true));
-        assert_eq!(scan(&[]), (OpsForm::None, vec![]));
-        assert_eq!(scan(&[r0]), (OpsForm::Implied, vec![Op::read(0, 1)]));
+        let (r0, w1, w0) = ((0, false), (1, true), (0, true));
+        let implied = (OpsForm::Implied, Some(0));
+        assert_eq!(scan(&[]), ((OpsForm::None, None), vec![]));
+        assert_eq!(scan(&[r0]), (implied, vec![Op::read(0, 1)]));
         assert_eq!(
             scan(&[r0, r0, w1]),
-            (OpsForm::Implied, vec![Op::read(0, 2), Op::write(1, 1)])
+            (implied, vec![Op::read(0, 2), Op::write(1, 1)])
         );
         assert_eq!(
             scan(&[r0, w1, r0, w1, r0]),
-            (OpsForm::Interleaved, vec![Op::read(0, 3), Op::write(1, 2)])
+            (
+                (OpsForm::Interleaved, Some(0)),
+                vec![Op::read(0, 3), Op::write(1, 2)]
+            )
         );
-        // The higher key first: listed.
-        assert_eq!(scan(&[w1, r0, w1]).0, OpsForm::Explicit);
-        assert_eq!(scan(&[r0, w1, w1, r0]).0, OpsForm::Explicit);
+        // The higher entry first: interleaved, led by it (a relay's period
+        // that begins with the write it blocked on).
+        assert_eq!(
+            scan(&[w1, r0, w1, r0]),
+            (
+                (OpsForm::Interleaved, Some(1)),
+                vec![Op::write(1, 2), Op::read(0, 2)]
+            )
+        );
+        // One entry's write before its read: its implied runs are the other
+        // way round, so listed.
+        assert_eq!(scan(&[w0, r0, w0]).0, (OpsForm::Explicit, None));
+        assert_eq!(scan(&[r0, w0, r0]).0, (OpsForm::Interleaved, Some(0)));
+        // Two are implied, led by the first; a broken alternation is listed.
+        assert_eq!(
+            scan(&[w1, w1, r0]),
+            (
+                (OpsForm::Implied, Some(1)),
+                vec![Op::write(1, 2), Op::read(0, 1)]
+            )
+        );
+        assert_eq!(scan(&[r0, w1, w1, r0]).0, (OpsForm::Explicit, None));
+        // Past the lead, entry order.
+        let (r2, w3) = ((2, false), (3, true));
+        assert_eq!(scan(&[w3, r0, r2]).0, (OpsForm::Implied, Some(3)));
+        assert_eq!(scan(&[w3, r2, r0]).0, (OpsForm::Explicit, None));
+        assert_eq!(scan(&[w1, r0, r0, w1]).0, (OpsForm::Explicit, None));
     }
 
     #[test]
@@ -663,7 +781,10 @@ mod tests {
             r.set_woke(1);
             r.end();
             assert!(!r.record(&ends[0], false), "no period: not recorded");
-            assert_eq!(r.scan_ops(|i, _, n| r.add_count(i, n)), OpsForm::Implied);
+            assert_eq!(
+                r.scan_ops(|i, _, n| r.add_count(i, n)),
+                (OpsForm::Implied, Some(0))
+            );
             r.clear_ops();
             let mut io = Vec::new();
             r.take_entries(&mut io, true);

@@ -14,6 +14,7 @@ use super::format::{
 };
 pub(crate) use super::period::EndMon;
 use super::period::{self, kind, Recorder, MAX_IO};
+use super::task_entries;
 use super::writer::LogWriter;
 use crate::stream::Side;
 use crate::task::Task;
@@ -36,6 +37,7 @@ fn add(io: &mut [StreamIo], i: u16, write: bool, n: u32) {
 }
 
 /// The form of a period's ops, found from the list (debug checks).
+#[cfg(debug_assertions)]
 fn ops_form(p: &PeriodRef<'_>) -> OpsForm {
     use super::format::{implied_ops, interleaved_ops};
     if p.ops.is_empty() {
@@ -47,6 +49,36 @@ fn ops_form(p: &PeriodRef<'_>) -> OpsForm {
     } else {
         OpsForm::Explicit
     }
+}
+
+/// Checks the form found on the fly for the period `h` against its op list,
+/// with the entries in the record's `order` (debug builds). Leaves the
+/// counts as they were; takes the keys.
+#[cfg(debug_assertions)]
+fn check_form(r: &Recorder, h: PeriodHead, order: task_entries::Order, form: OpsForm) {
+    let io: Vec<_> = order
+        .entries()
+        .map(|i| {
+            let e = r.take_entry(i, true);
+            r.add_count(i as u16, e.count);
+            StreamIo::from(e)
+        })
+        .collect();
+    let mut ops = Vec::new();
+    r.take_ops(&mut ops);
+    for op in &mut ops {
+        op.io_index = order.position(usize::from(op.io_index)) as u16;
+    }
+    let p = PeriodRef {
+        start: h.start,
+        end: h.end,
+        task: h.task,
+        end_state: h.end_state,
+        io: &io,
+        ops: &ops,
+        op_times: &[],
+    };
+    debug_assert_eq!(ops_form(&p), form, "ops form for {p:?}");
 }
 
 /// How ends record messages in a run with `flags` (a [`kind`]).
@@ -86,6 +118,9 @@ pub(crate) struct WorkerLog {
     op_times: Vec<u64>,
     /// Count mode: the entries of the period that ended.
     ends: Vec<EndIo>,
+    /// Scratch for `task_entries::renumber`.
+    perm: Vec<u32>,
+    io_out: Vec<StreamIo>,
 }
 
 pub(crate) fn log_side(s: Side) -> LogSide {
@@ -112,6 +147,8 @@ impl WorkerLog {
             ops: Vec::with_capacity(64),
             op_times: Vec::new(),
             ends: Vec::with_capacity(8),
+            perm: Vec::new(),
+            io_out: Vec::with_capacity(8),
         })
     }
 
@@ -197,16 +234,17 @@ impl WorkerLog {
         }
     }
 
-    /// A dispatch of `task` begins.
+    /// A dispatch of `task` begins. In ops mode its epoch is the task's
+    /// base, and the task's entries are loaded (`task_entries.rs`).
     #[inline]
     pub(crate) fn begin_period(&mut self, task: &Task) {
         self.epoch += 4;
-        let tag = if self.run_kind == kind::COUNT {
-            task.mon.tag()
-        } else {
-            0
-        };
-        period::with(|r| r.begin(self.epoch, self.run_kind, tag));
+        let k = self.run_kind;
+        period::with(|r| match k {
+            kind::COUNT => r.begin(self.epoch, k, task.mon.tag()),
+            kind::NONE => r.begin(self.epoch, k, 0),
+            _ => r.begin(task.mon.entries.load(r), k, 0),
+        });
     }
 
     /// The dispatch of `task` ended in `end_state`: write its record.
@@ -219,16 +257,27 @@ impl WorkerLog {
             period::with(Recorder::end);
             return self.end_period_counted(start, end, task, end_state);
         }
+        let entries = &task.mon.entries;
         let task = task.id;
+        let head = PeriodHead {
+            start,
+            end,
+            task,
+            end_state,
+        };
         let fast = period::with(|r| {
             r.end();
+            if self.run_kind != kind::NONE {
+                entries.save(r);
+            }
             if !self.over.is_empty() || !self.ops.is_empty() {
                 return false;
             }
-            let form = match self.run_kind {
-                kind::NONE => OpsForm::None,
+            let blocked = end_state.stream();
+            let (form, lead) = match self.run_kind {
+                kind::NONE => (OpsForm::None, None),
                 kind::OPS => {
-                    let form = r.scan_ops(|i, _, n| r.add_count(i, n));
+                    let (form, lead) = r.scan_ops(|i, _, n| r.add_count(i, n));
                     if form == OpsForm::Explicit {
                         // Listed ops: the general path below (counts from the
                         // list again, so undo the scan's).
@@ -236,54 +285,19 @@ impl WorkerLog {
                         return false;
                     }
                     #[cfg(debug_assertions)]
-                    {
-                        // Check the form found on the fly against the list.
-                        let io: Vec<_> = (0..r.io_len().min(MAX_IO))
-                            .map(|i| {
-                                let e = r.take_entry(i, true);
-                                r.add_count(i as u16, e.count);
-                                StreamIo::from(e)
-                            })
-                            .collect();
-                        let mut ops = Vec::new();
-                        r.take_ops(&mut ops);
-                        let p = PeriodRef {
-                            start,
-                            end,
-                            task,
-                            end_state,
-                            io: &io,
-                            ops: &ops,
-                            op_times: &[],
-                        };
-                        debug_assert_eq!(ops_form(&p), form, "ops form for {p:?}");
-                    }
+                    check_form(r, head, task_entries::order(lead, r.keep(blocked)), form);
                     r.clear_ops();
-                    form
+                    (form, lead)
                 }
                 _ => return false,
             };
-            let n = r.io_len().min(MAX_IO);
-            if self.has(MonitorFlags::SCHEDULER) {
-                let counted = self.run_kind != kind::NONE;
-                let mark = end_state.stream().and_then(|b| r.entry_of(b));
-                self.enc.period_parts(
-                    &mut self.writer,
-                    PeriodHead {
-                        start,
-                        end,
-                        task,
-                        end_state,
-                    },
-                    n,
-                    |i| r.take_entry(i, counted),
-                    mark,
-                    &[],
-                    &[],
-                    form,
-                );
-            } else {
+            if !self.has(MonitorFlags::SCHEDULER) {
                 r.clear_counts();
+            } else if let Some(ends) = r.take_two(lead, blocked) {
+                // One pass, no list: every relay and ring task.
+                self.enc.period_two(&mut self.writer, head, ends, form);
+            } else {
+                self.period_entries(r, head, lead, form);
             }
             r.clear_entries();
             true
@@ -291,6 +305,37 @@ impl WorkerLog {
         if !fast {
             self.end_period_listed(start, end, task, end_state);
         }
+    }
+
+    /// [`end_period`](Self::end_period)'s record of an ops-mode period with
+    /// more than two entries whose ops need no list: the entries it keeps
+    /// in record order (`task_entries::Order`). Out of line, so that the
+    /// period of one or two entries stays small enough to inline the
+    /// encoder.
+    #[inline(never)]
+    fn period_entries(
+        &mut self,
+        r: &Recorder,
+        head: PeriodHead,
+        lead: Option<usize>,
+        form: OpsForm,
+    ) {
+        let blocked = head.end_state.stream();
+        let order = task_entries::order(lead, r.keep(blocked));
+        let mark = blocked
+            .and_then(|b| r.entry_of(b))
+            .map(|i| order.position(i));
+        let mut listed = order.entries();
+        self.enc.period_parts(
+            &mut self.writer,
+            head,
+            order.len(),
+            |_| r.take_entry(listed.next().unwrap_or(0), true),
+            mark,
+            &[],
+            &[],
+            form,
+        );
     }
 
     /// [`end_period`](Self::end_period) in count mode: each of the task's
@@ -309,7 +354,8 @@ impl WorkerLog {
         if let Some(ends) = task.mon.take_two(blocked) {
             // One pass, no list: every relay and ring task.
             if self.has(MonitorFlags::SCHEDULER) {
-                self.enc.period_two(&mut self.writer, head, ends);
+                self.enc
+                    .period_two(&mut self.writer, head, ends, OpsForm::None);
             }
             return;
         }
@@ -333,8 +379,10 @@ impl WorkerLog {
     }
 
     /// [`end_period`](Self::end_period) for a period whose entries or ops do
-    /// not all fit the thread-local recorder, or whose ops are listed (and in
-    /// debug builds, which check the form found on the fly).
+    /// not all fit the thread-local recorder, or whose ops are listed, or
+    /// with message times: the entries and ops are gathered into lists,
+    /// the entries put in the order of their first op (the task's idle ones
+    /// left out, `task_entries::renumber`), and the encoder finds the form.
     #[cold]
     #[inline(never)]
     fn end_period_listed(&mut self, start: u64, end: u64, task: u64, end_state: EndState) {
@@ -344,21 +392,18 @@ impl WorkerLog {
                 self.io.append(&mut self.over);
             }
             match self.run_kind {
-                kind::OPS if self.ops.is_empty() => {
-                    let io = &mut self.io;
-                    let form = r.scan_ops(|i, write, n| add(io, i, write, n));
-                    if form == OpsForm::Explicit || cfg!(debug_assertions) {
-                        r.take_ops(&mut self.ops);
-                    } else {
-                        r.clear_ops();
-                    }
-                    form
-                }
                 kind::OPS | kind::SLOW => {
                     r.take_ops(&mut self.ops);
                     for op in &self.ops {
                         add(&mut self.io, op.io_index, op.write, op.count);
                     }
+                    task_entries::renumber(
+                        &mut self.io,
+                        &mut self.ops,
+                        end_state.stream(),
+                        &mut self.perm,
+                        &mut self.io_out,
+                    );
                     OpsForm::Check
                 }
                 _ => OpsForm::None,
@@ -374,11 +419,6 @@ impl WorkerLog {
                 ops: &self.ops,
                 op_times: &self.op_times,
             };
-            // Debug builds keep the ops to check the form found on the fly.
-            debug_assert!(
-                form == OpsForm::Check || form == OpsForm::None || ops_form(&p) == form,
-                "ops form {form:?} for {p:?}"
-            );
             self.enc.period_as(&mut self.writer, &p, form);
         }
         self.io.clear();

@@ -240,8 +240,10 @@ impl LogWriter {
     }
 }
 
+// Always inlined: every record goes through both, and a period's record
+// path is large enough that LLVM otherwise calls them.
 impl Sink for LogWriter {
-    #[inline]
+    #[inline(always)]
     fn reserve(&mut self, max_len: usize) -> &mut [u8] {
         self.reserved = max_len;
         let end = self.pos + max_len;
@@ -251,7 +253,7 @@ impl Sink for LogWriter {
         &mut self.map[self.pos..end]
     }
 
-    #[inline]
+    #[inline(always)]
     fn commit(&mut self, len: usize) {
         assert!(len <= self.reserved, "commit beyond reservation");
         self.reserved = 0;

@@ -566,48 +566,71 @@ impl Encoder {
         let dstart = self.delta(h.start);
         self.last = h.end;
         let dur = h.end.wrapping_sub(h.start);
-        emit(sink, max_len, |o| {
-            o.var(dstart);
-            o.var(dur);
-            o.var(h.task);
-            rest(o)
-        });
+        emit(
+            sink,
+            max_len,
+            #[inline(always)]
+            |o| {
+                o.var(dstart);
+                o.var(dur);
+                o.var(h.task);
+                rest(o)
+            },
+        );
     }
 
-    /// A period of at most two entries with no ops (count mode): the same
-    /// bytes as [`period_parts`](Self::period_parts) with the entries of
-    /// `ends` that are there, in one pass with no list in between.
+    /// A period of at most two entries whose ops need no list (`form` is
+    /// `None`, `Implied` or `Interleaved`): the same bytes as
+    /// [`period_parts`](Self::period_parts) with the entries of `ends` that
+    /// are there, in one pass with no list in between. Count mode, and ops
+    /// mode's tasks of one or two entries.
     #[inline(always)]
     pub(crate) fn period_two<S: Sink + ?Sized>(
         &mut self,
         sink: &mut S,
         h: PeriodHead,
         ends: [Option<EndIo>; 2],
+        form: OpsForm,
     ) {
-        self.emit_period(sink, h, PERIOD_FIXED_MAX + 2 * IO_MAX, |o| {
-            let blocked = h.end_state.stream();
-            let mut n = 0;
-            let mut marked = false;
-            // Each entry on its own, not a loop over the array: a loop keeps
-            // the array in memory, stores and loads for every record.
-            let [a, b] = ends;
-            let mut put = |e: EndIo| {
-                let mark = !marked && blocked == Some(e.stream);
-                marked |= mark;
-                n += 1;
-                e.put(o, mark);
-            };
-            if let Some(e) = a {
-                put(e);
-            }
-            if let Some(e) = b {
-                put(e);
-            }
-            if let (Some(stream), false) = (blocked, marked) {
-                o.var(stream);
-            }
-            tag::PERIOD | tag::OPS_NONE << 5 | n << 3 | h.end_state.code()
-        });
+        debug_assert!(matches!(
+            form,
+            OpsForm::None | OpsForm::Implied | OpsForm::Interleaved
+        ));
+        self.emit_period(
+            sink,
+            h,
+            PERIOD_FIXED_MAX + 2 * IO_MAX,
+            #[inline(always)]
+            |o| {
+                let blocked = h.end_state.stream();
+                let mut n = 0;
+                let mut marked = false;
+                // Each entry on its own, not a loop over the array: a loop keeps
+                // the array in memory, stores and loads for every record.
+                let [a, b] = ends;
+                let mut put = |e: EndIo| {
+                    let mark = !marked && blocked == Some(e.stream);
+                    marked |= mark;
+                    n += 1;
+                    e.put(o, mark);
+                };
+                if let Some(e) = a {
+                    put(e);
+                }
+                if let Some(e) = b {
+                    put(e);
+                }
+                if let (Some(stream), false) = (blocked, marked) {
+                    o.var(stream);
+                }
+                let mode = match form {
+                    OpsForm::Implied => tag::OPS_IMPLIED,
+                    OpsForm::Interleaved => tag::OPS_INTERLEAVED,
+                    _ => tag::OPS_NONE,
+                };
+                tag::PERIOD | mode << 5 | n << 3 | h.end_state.code()
+            },
+        );
     }
 
     /// Encodes any record (the convenience form of the calls above).
@@ -793,6 +816,11 @@ mod tests {
             ends in proptest::array::uniform2(proptest::option::of(
                 (0u64..4, prop_oneof![0u32..9, any::<u32>()], any::<bool>(), any::<bool>())
             )),
+            form in prop_oneof![
+                Just(OpsForm::None),
+                Just(OpsForm::Implied),
+                Just(OpsForm::Interleaved)
+            ],
         ) {
             let end_state = EndState::from_code(state, blocked).expect("codes 0 to 5 are states");
             let ends = ends.map(|e| e.map(|(stream, count, write, woke_peer)| EndIo {
@@ -803,12 +831,12 @@ mod tests {
             }));
             let h = PeriodHead { start, end: start + dur, task, end_state };
             let mut two = VecSink::new();
-            Encoder::new().period_two(&mut two, h, ends);
+            Encoder::new().period_two(&mut two, h, ends, form);
             let listed: Vec<EndIo> = ends.into_iter().flatten().collect();
             let mark = end_state.stream().and_then(|b| listed.iter().position(|e| e.stream == b));
             let mut parts = VecSink::new();
             Encoder::new().period_parts(
-                &mut parts, h, listed.len(), |i| listed[i], mark, &[], &[], OpsForm::None,
+                &mut parts, h, listed.len(), |i| listed[i], mark, &[], &[], form,
             );
             prop_assert_eq!(two.bytes(), parts.bytes());
         }
