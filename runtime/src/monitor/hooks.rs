@@ -97,8 +97,8 @@ pub(crate) fn stream_replace(side: Side, old: u64, new: u64) {
 /// with the thread's fast stamp; with monitoring off or in count mode that
 /// is all.
 #[inline(always)]
-pub(crate) fn enter(end: &EndMon, write: bool) -> bool {
-    cfg!(feature = "monitor") && period::record(end, write)
+pub(crate) fn enter(end: &EndMon) -> bool {
+    cfg!(feature = "monitor") && period::record(end)
 }
 
 /// The rest of [`enter`], for an end whose stamp is not this thread's
@@ -141,7 +141,7 @@ pub(crate) fn enter_slow(
         kind::COUNT => bind_counted(end, id, side, at, core, r.fast()),
         _ => {
             end.unbind(at);
-            if !(r.list(end, id, write) && r.record(end, write)) {
+            if !(r.list(end, id, write) && r.record(end)) {
                 message_cold(end, id, write)
             }
         }

@@ -77,6 +77,9 @@ pub(crate) mod kind {
 pub(crate) struct EndMon {
     pub(crate) stamp: u64,
     pub(crate) idx: u16,
+    /// `idx << 1 | write`, the key of its messages ([`Recorder::keys`]),
+    /// kept beside `idx` so that recording a message stores it as it is.
+    pub(crate) key: u32,
     /// Count mode: the end's binding to the task whose tag is the stamp
     /// (`binding.rs`).
     pub(crate) bind: Option<Arc<Binding>>,
@@ -91,6 +94,7 @@ impl EndMon {
         EndMon {
             stamp: Self::UNBOUND,
             idx: 0,
+            key: 0,
             bind: None,
         }
     }
@@ -121,6 +125,13 @@ impl EndMon {
     pub(crate) fn stamp_again(&self) -> u64 {
         // SAFETY: a read of a field through a valid reference.
         unsafe { std::ptr::read_volatile(&self.stamp) }
+    }
+
+    /// Sets the end's entry: index `idx`, written if `write`.
+    #[inline]
+    pub(crate) fn set_entry(&mut self, idx: u16, write: bool) {
+        self.idx = idx;
+        self.key = u32::from(idx) << 1 | u32::from(write);
     }
 
     /// Whether no task has used the end yet.
@@ -236,10 +247,10 @@ pub(crate) fn fast() -> u64 {
 /// it is laid out for the unmonitored case), where LLVM leaves closures out
 /// of line.
 #[inline(always)]
-pub(crate) fn record(end: &EndMon, write: bool) -> bool {
+pub(crate) fn record(end: &EndMon) -> bool {
     let p = REC.with(|r| r as *const Recorder);
     // SAFETY: as in `with`.
-    unsafe { &*p }.record(end, write)
+    unsafe { &*p }.record(end)
 }
 
 impl Recorder {
@@ -302,8 +313,8 @@ impl Recorder {
     /// Records a message of a listed end on the fast path; false when the
     /// end is not listed in the running period, or needs the slow path.
     #[inline(always)]
-    pub(crate) fn record(&self, end: &EndMon, write: bool) -> bool {
-        end.stamp_again() == self.ops_stamp() && self.push_op(end.idx, write)
+    pub(crate) fn record(&self, end: &EndMon) -> bool {
+        end.stamp_again() == self.ops_stamp() && self.push_key(end.key)
     }
 
     /// Takes back what [`record`](Self::record) recorded on the fast path for
@@ -337,7 +348,7 @@ impl Recorder {
         }
         let i = self.add_entry(stream, write);
         end.stamp = e | k;
-        end.idx = i as u16;
+        end.set_entry(i as u16, write);
         true
     }
 
@@ -444,19 +455,28 @@ impl Recorder {
         self.clear_entries();
     }
 
-    /// Records one message of entry `idx` (ops mode); false when the key
-    /// list is full and the caller must [`spill`](Self::spill) first.
+    /// Records one message by its key (`entry << 1 | write`, ops mode);
+    /// false when the key list is full and the caller must
+    /// [`spill`](Self::spill) first.
     #[inline(always)]
     #[must_use]
-    pub(crate) fn push_op(&self, idx: u16, write: bool) -> bool {
+    pub(crate) fn push_key(&self, key: u32) -> bool {
         let n = self.keys_len.get() as usize;
         if let Some(k) = self.keys.get(n) {
-            k.set(u32::from(idx) << 1 | u32::from(write));
+            k.set(key);
             self.keys_len.set(n as u32 + 1);
             true
         } else {
             false
         }
+    }
+
+    /// Records one message of entry `idx` (ops mode); false when the key
+    /// list is full and the caller must [`spill`](Self::spill) first.
+    #[inline(always)]
+    #[must_use]
+    pub(crate) fn push_op(&self, idx: u16, write: bool) -> bool {
+        self.push_key(u32::from(idx) << 1 | u32::from(write))
     }
 
     /// Takes back the last key pushed (see [`leave`](Self::leave)); false
@@ -775,12 +795,12 @@ mod tests {
             assert!(!r.list(&mut ends[0], 10, false), "listed once a period");
             for (end, n) in ends.iter().zip([1, 0, 2]) {
                 for _ in 0..n {
-                    assert!(r.record(end, false));
+                    assert!(r.record(end));
                 }
             }
             r.set_woke(1);
             r.end();
-            assert!(!r.record(&ends[0], false), "no period: not recorded");
+            assert!(!r.record(&ends[0]), "no period: not recorded");
             assert_eq!(
                 r.scan_ops(|i, _, n| r.add_count(i, n)),
                 (OpsForm::Implied, Some(0))

@@ -451,7 +451,7 @@ impl WorkerLog {
             self.run_kind
         };
         end.stamp = epoch | k;
-        end.idx = idx as u16;
+        end.set_entry(idx as u16, write);
         true
     }
 

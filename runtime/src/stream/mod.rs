@@ -498,7 +498,7 @@ impl<T: Send + 'static> Iterator for Reader<T> {
 /// message (see [`hooks::enter`](crate::hooks::enter)): true when the end
 /// needs [`enter_cold`].
 #[inline(always)]
-fn needs_enter_cold(mon: &EndMon, write: bool) -> bool {
+fn needs_enter_cold(mon: &EndMon) -> bool {
     if !mon.is_fast() {
         // Laid out off the straight path: an end that needs nothing more
         // (monitoring off, or count mode) falls through, as with the hooks
@@ -506,7 +506,7 @@ fn needs_enter_cold(mon: &EndMon, write: bool) -> bool {
         // guesses `!= 0` likely and the unmonitored fast path takes a jump
         // per operation (about 4% of the pipe, measured).
         std::hint::cold_path();
-        !crate::hooks::enter(mon, write)
+        !crate::hooks::enter(mon)
     } else {
         false
     }
@@ -550,7 +550,7 @@ impl<T: Send + 'static> Reader<T> {
 impl<T: Send + 'static> Waits for Writer<T> {
     #[inline(always)]
     fn enter(&mut self) {
-        if needs_enter_cold(&self.mon, true) {
+        if needs_enter_cold(&self.mon) {
             self.enter_cold();
         }
     }
@@ -573,7 +573,7 @@ impl<T: Send + 'static> Waits for Writer<T> {
 impl<T: Send + 'static> Waits for Reader<T> {
     #[inline(always)]
     fn enter(&mut self) {
-        if needs_enter_cold(&self.mon, false) {
+        if needs_enter_cold(&self.mon) {
             self.enter_cold();
         }
     }
