@@ -552,3 +552,72 @@ fn logged_ops(dir: &std::path::Path, workers: usize, task: u64) -> Vec<(u64, boo
         })
         .collect()
 }
+
+/// Tasks that move between workers (work stealing) keep their message order
+/// in the log: what a task records goes to the recorder of the worker that
+/// runs it at that moment, never to the one it ran on before.
+#[test]
+fn stolen_tasks_keep_their_message_order() {
+    use std::sync::{Arc, Mutex};
+    const CHAINS: usize = 8;
+    const MESSAGES: u64 = 3000;
+    for flags in [MonitorFlags::FULL, MonitorFlags::ALL] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rt = Runtime::builder()
+            .workers(2)
+            .pin(false)
+            .mapping(rill::Mapping::Steal)
+            .monitor(MonitorConfig::new(flags, dir.path()))
+            .build()
+            .unwrap();
+        let relays = Arc::new(Mutex::new(Vec::new()));
+        let relays2 = relays.clone();
+        rt.run_main(move || {
+            for _ in 0..CHAINS {
+                let (mut w, mut r) = rill::stream::<u64>(2);
+                let (mut w2, mut r2) = rill::stream::<u64>(1);
+                rill::spawn("src", move || {
+                    (0..MESSAGES).for_each(|i| w.write(i).unwrap())
+                });
+                let relays3 = relays2.clone();
+                rill::spawn("relay", move || {
+                    let mut did = Vec::new();
+                    while let Some(v) = r.read() {
+                        did.push((r.id(), false));
+                        if v % 7 == 0 {
+                            rill::yield_now();
+                        }
+                        w2.write(v).unwrap();
+                        did.push((w2.id(), true));
+                    }
+                    let me = rill::current().unwrap().id;
+                    relays3.lock().unwrap().push((me, did));
+                });
+                rill::spawn("sink", move || {
+                    let mut n = 0;
+                    while r2.read().is_some() {
+                        n += 1;
+                    }
+                    assert_eq!(n, MESSAGES);
+                });
+            }
+        })
+        .unwrap();
+        let migrations: usize = (0..2)
+            .map(|w| {
+                let log = read_log(dir.path().join(format!("worker-{w}.rlog"))).unwrap();
+                log.records
+                    .iter()
+                    .filter(|r| matches!(r, Record::TaskMigrate { .. }))
+                    .count()
+            })
+            .sum();
+        assert!(migrations > 0, "{flags}: no task was stolen");
+        for (task, did) in std::mem::take(&mut *relays.lock().unwrap()) {
+            let logged = logged_ops(dir.path(), 2, task);
+            assert_eq!(logged.len(), did.len(), "task {task}, {flags}");
+            let first_diff = logged.iter().zip(&did).position(|(a, b)| a != b);
+            assert_eq!(first_diff, None, "task {task}, {flags}");
+        }
+    }
+}

@@ -12,12 +12,13 @@
 //! end has) the operation goes out of line.
 //!
 //! Ops mode (`message`): each dispatch has an *epoch*, a multiple of 4
-//! unique in the process (see [`WorkerLog`](super::worker_log::WorkerLog)).
-//! An end that moves a message compares its stamp (the epoch of the period
-//! that listed it, plus its [`kind`] in the low bits) with the thread's ops
-//! stamp before the message moves (an operation that then moves nothing
-//! takes the record back, [`Recorder::leave`]): on the first message of a
-//! period they differ, and the end lists itself in the period
+//! unique to the running task in the process: its *base*, under which its
+//! entries stay listed from one of its periods to the next
+//! (`task_entries.rs`). An end that moves a message compares its stamp (the
+//! epoch under which it was listed, plus its [`kind`] in the low bits) with
+//! the thread's ops stamp before the message moves (an operation that then
+//! moves nothing takes the record back, [`Recorder::leave`]): on the first
+//! message of a task they differ, and the end lists itself
 //! ([`Recorder::list`], out of line: an entry index and a kind; entries from
 //! [`MAX_IO`] on, and per-message times, go through the worker's log); after
 //! that each message appends its key (`entry << 1 | write`) to
@@ -28,7 +29,7 @@
 //! Nothing here points into a stream end, so an end that is dropped, or moved
 //! to another task or worker, in the middle of a period leaves nothing
 //! dangling: its messages so far are recorded here, and where it goes next it
-//! lists itself again under that period's epoch.
+//! lists itself again under that task's base.
 //!
 //! Who may touch what: everything is thread-local; the worker owning the
 //! thread resets it at each dispatch ([`begin`](Recorder::begin) /
@@ -71,8 +72,10 @@ pub(crate) mod kind {
 /// - [`UNBOUND`](Self::UNBOUND): a new end that no task used yet;
 /// - a task's *tag* (at least `1 << 62`, low bits `01`): count mode, the end
 ///   is bound to that task through `bind` (`binding.rs`);
-/// - `epoch | kind` (an epoch is at least `1 << 40` and below `1 << 62`):
-///   the period that last listed the end, with `idx` its entry there.
+/// - `epoch | kind`: ops mode, the end is listed with entry `idx` under
+///   that epoch (a task's base, at least `1 << 62`, low bits `00`; in `NONE`
+///   and `COUNT` runs a period's epoch is at least `1 << 40` and below
+///   `1 << 62`, but no end is listed there).
 #[derive(Debug, Default)]
 pub(crate) struct EndMon {
     pub(crate) stamp: u64,
@@ -183,6 +186,10 @@ pub(crate) struct Recorder {
     counts: [Cell<u32>; MAX_IO],
     /// Messages held in `keys`.
     keys_len: Cell<u32>,
+    /// The address of this thread's `keys`, set at every dispatch. The
+    /// stream operations inlined into a task's code push keys through it
+    /// rather than indexing `keys`, see [`push_key`](Self::push_key).
+    keys_at: Cell<*const Cell<u32>>,
     /// A key (`entry << 1 | write`) per message in ops mode, in order; the
     /// first `keys_len` are this period's latest (earlier ones spilled into
     /// the worker's log as op runs).
@@ -205,6 +212,7 @@ thread_local! {
             moved: Cell::new(0),
             counts: [const { Cell::new(0) }; MAX_IO],
             keys_len: Cell::new(0),
+            keys_at: Cell::new(std::ptr::null()),
             keys: [const { Cell::new(0) }; MAX_KEYS],
         }
     };
@@ -289,6 +297,7 @@ impl Recorder {
     pub(crate) fn begin(&self, epoch: u64, run_kind: u64, tag: u64) {
         debug_assert!(epoch != 0 && epoch & 3 == 0);
         self.epoch.set(epoch);
+        self.keys_at.set(self.keys.as_ptr());
         self.ops_stamp.set(if run_kind == kind::OPS {
             epoch | kind::OPS
         } else {
@@ -461,22 +470,50 @@ impl Recorder {
     #[inline(always)]
     #[must_use]
     pub(crate) fn push_key(&self, key: u32) -> bool {
+        // Through `keys_at`, a pointer loaded from this thread's recorder
+        // with every push, not by indexing `keys`: this is inlined into the
+        // task's code, which may go on on another thread after any block or
+        // yield, and LLVM takes a thread-local's address to be the same
+        // all through a function. Indexing `keys` there, it took the
+        // array's address once at the task's start and kept it on the
+        // stack, so a stolen task pushed its keys into the recorder of the
+        // worker it had left (`tests/monitoring.rs::
+        // stolen_tasks_keep_their_message_order`). Plain loads of the
+        // recorder's fields (this one, `keys_len`, the stamps) are each
+        // made relative to the thread pointer at the load.
+        let n = self.keys_len.get() as usize;
+        if n >= MAX_KEYS {
+            return false;
+        }
+        let at = self.keys_at.get();
+        debug_assert!(
+            std::ptr::eq(at, self.keys.as_ptr()),
+            "keys_at is this thread's key list"
+        );
+        // SAFETY: `at` is this thread's `keys` (set by `begin` on this
+        // thread, before any period's key can be pushed: outside a period
+        // the ops stamp matches no end), `n` is below its length, and the
+        // cells are only touched from this thread.
+        unsafe { (*at.add(n)).set(key) };
+        self.keys_len.set(n as u32 + 1);
+        true
+    }
+
+    /// Records one message of entry `idx` (ops mode); false when the key
+    /// list is full and the caller must [`spill`](Self::spill) first. For
+    /// the worker's log, never inlined into a task's code (see
+    /// [`push_key`](Self::push_key)).
+    #[inline(always)]
+    #[must_use]
+    pub(crate) fn push_op(&self, idx: u16, write: bool) -> bool {
         let n = self.keys_len.get() as usize;
         if let Some(k) = self.keys.get(n) {
-            k.set(key);
+            k.set(u32::from(idx) << 1 | u32::from(write));
             self.keys_len.set(n as u32 + 1);
             true
         } else {
             false
         }
-    }
-
-    /// Records one message of entry `idx` (ops mode); false when the key
-    /// list is full and the caller must [`spill`](Self::spill) first.
-    #[inline(always)]
-    #[must_use]
-    pub(crate) fn push_op(&self, idx: u16, write: bool) -> bool {
-        self.push_key(u32::from(idx) << 1 | u32::from(write))
     }
 
     /// Takes back the last key pushed (see [`leave`](Self::leave)); false
