@@ -253,7 +253,10 @@ pub(crate) struct TaskRef(NonNull<Task>);
 // current-task pointer is re-read after every resume), and (3) user code cannot
 // hold a `thread_local!` borrow across a blocking call, since `LocalKey::with`
 // scopes the borrow to a closure, inside which a blocking rill call would need a
-// `'static` capture of the borrowed value. What remains possible, and is stated
+// `'static` capture of the borrowed value. The compiler may still keep a
+// thread-local's address across a suspension, as it takes a function to run
+// on one thread; the monitoring words read in task code therefore go
+// through `asm!` (`monitor/tls.rs`). What remains possible, and is stated
 // in the docs of `Mapping::Steal`, is code that caches a thread id or a raw
 // pointer to thread-local data across a read or write; such code must not use
 // work stealing.

@@ -519,6 +519,30 @@ fn full_mode_keeps_each_tasks_message_order() {
     }
 }
 
+/// Messages `task` moved per (stream, write), over all logs in `dir`.
+fn moved_per_task(
+    dir: &std::path::Path,
+    workers: usize,
+    task: u64,
+) -> std::collections::BTreeMap<(u64, bool), u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for w in 0..workers {
+        let log = read_log(dir.join(format!("worker-{w}.rlog"))).unwrap();
+        for r in &log.records {
+            if let Record::Period { task: t, io, .. } = r {
+                if *t == task {
+                    for x in io {
+                        *m.entry((x.stream, false)).or_default() += u64::from(x.reads);
+                        *m.entry((x.stream, true)).or_default() += u64::from(x.writes);
+                    }
+                }
+            }
+        }
+    }
+    m.retain(|_, n| *n > 0);
+    m
+}
+
 /// The reads and writes of `task` as its periods in the logs of `dir` give
 /// them, in order: (stream, write) per message.
 fn logged_ops(dir: &std::path::Path, workers: usize, task: u64) -> Vec<(u64, bool)> {
@@ -553,15 +577,16 @@ fn logged_ops(dir: &std::path::Path, workers: usize, task: u64) -> Vec<(u64, boo
         .collect()
 }
 
-/// Tasks that move between workers (work stealing) keep their message order
-/// in the log: what a task records goes to the recorder of the worker that
-/// runs it at that moment, never to the one it ran on before.
+/// Tasks that move between workers (work stealing) keep their messages and
+/// their order in the log: what a task records goes to the recorder of the
+/// worker that runs it at that moment, never to the one it ran on before
+/// (`src/monitor/tls.rs`).
 #[test]
 fn stolen_tasks_keep_their_message_order() {
     use std::sync::{Arc, Mutex};
     const CHAINS: usize = 8;
     const MESSAGES: u64 = 3000;
-    for flags in [MonitorFlags::FULL, MonitorFlags::ALL] {
+    for flags in MODES {
         let dir = tempfile::tempdir().unwrap();
         let mut rt = Runtime::builder()
             .workers(2)
@@ -582,6 +607,7 @@ fn stolen_tasks_keep_their_message_order() {
                 let relays3 = relays2.clone();
                 rill::spawn("relay", move || {
                     let mut did = Vec::new();
+                    let ids = (r.id(), w2.id());
                     while let Some(v) = r.read() {
                         did.push((r.id(), false));
                         if v % 7 == 0 {
@@ -591,7 +617,7 @@ fn stolen_tasks_keep_their_message_order() {
                         did.push((w2.id(), true));
                     }
                     let me = rill::current().unwrap().id;
-                    relays3.lock().unwrap().push((me, did));
+                    relays3.lock().unwrap().push((me, ids, did));
                 });
                 rill::spawn("sink", move || {
                     let mut n = 0;
@@ -603,17 +629,29 @@ fn stolen_tasks_keep_their_message_order() {
             }
         })
         .unwrap();
-        let migrations: usize = (0..2)
-            .map(|w| {
-                let log = read_log(dir.path().join(format!("worker-{w}.rlog"))).unwrap();
-                log.records
-                    .iter()
-                    .filter(|r| matches!(r, Record::TaskMigrate { .. }))
-                    .count()
-            })
-            .sum();
-        assert!(migrations > 0, "{flags}: no task was stolen");
-        for (task, did) in std::mem::take(&mut *relays.lock().unwrap()) {
+        // A task that ran on both workers was stolen.
+        let ran_on = |w: usize| -> std::collections::BTreeSet<u64> {
+            let log = read_log(dir.path().join(format!("worker-{w}.rlog"))).unwrap();
+            log.records
+                .iter()
+                .filter_map(|r| match r {
+                    Record::Period { task, .. } => Some(*task),
+                    _ => None,
+                })
+                .collect()
+        };
+        let moved = ran_on(0).intersection(&ran_on(1)).count();
+        assert!(moved > 0, "{flags}: no task was stolen");
+        for (task, (input, output), did) in std::mem::take(&mut *relays.lock().unwrap()) {
+            let moved = moved_per_task(dir.path(), 2, task);
+            let want = std::collections::BTreeMap::from([
+                ((input, false), MESSAGES),
+                ((output, true), MESSAGES),
+            ]);
+            assert_eq!(moved, want, "task {task}, {flags}");
+            if !flags.contains(MonitorFlags::MESSAGE) {
+                continue;
+            }
             let logged = logged_ops(dir.path(), 2, task);
             assert_eq!(logged.len(), did.len(), "task {task}, {flags}");
             let first_diff = logged.iter().zip(&did).position(|(a, b)| a != b);

@@ -41,6 +41,7 @@ use std::sync::Arc;
 
 use super::binding::Binding;
 use super::format::{EndIo, Op, OpsForm, StreamIo};
+use super::tls;
 
 /// Entries per period whose counts live in [`Recorder::counts`] (a power of
 /// two); later entries of a (rare) period that uses more ends count on the
@@ -120,7 +121,11 @@ impl EndMon {
     /// load, LLVM keeps the value in a register across the operation.
     #[inline(always)]
     pub(crate) fn is_fast(&self) -> bool {
-        self.stamp == fast()
+        if cfg!(feature = "monitor") {
+            tls::is_fast(self.stamp)
+        } else {
+            self.stamp == 0
+        }
     }
 
     /// The stamp, loaded again (see [`is_recorded`](Self::is_recorded)).
@@ -160,13 +165,6 @@ impl EndMon {
 pub(crate) struct Recorder {
     /// The running dispatch's epoch; 0 when none runs on this thread.
     epoch: Cell<u64>,
-    /// The stamp of an end whose operations need no work here: 0 (plain)
-    /// outside periods and in periods that record no messages, the running
-    /// task's tag in count mode (`binding.rs`), `u64::MAX` (no end's stamp)
-    /// where every message is recorded. Compared by every stream operation.
-    fast: Cell<u64>,
-    /// `epoch | OPS` when the running period records op runs, else `u64::MAX`.
-    ops_stamp: Cell<u64>,
     /// How ends record in the running period (a [`kind`]).
     run_kind: Cell<u64>,
     /// Entries listed in the running period (those from [`MAX_IO`] on are
@@ -186,10 +184,6 @@ pub(crate) struct Recorder {
     counts: [Cell<u32>; MAX_IO],
     /// Messages held in `keys`.
     keys_len: Cell<u32>,
-    /// The address of this thread's `keys`, set at every dispatch. The
-    /// stream operations inlined into a task's code push keys through it
-    /// rather than indexing `keys`, see [`push_key`](Self::push_key).
-    keys_at: Cell<*const Cell<u32>>,
     /// A key (`entry << 1 | write`) per message in ops mode, in order; the
     /// first `keys_len` are this period's latest (earlier ones spilled into
     /// the worker's log as op runs).
@@ -202,8 +196,6 @@ thread_local! {
     static REC: Recorder = const {
         Recorder {
             epoch: Cell::new(0),
-            fast: Cell::new(0),
-            ops_stamp: Cell::new(u64::MAX),
             run_kind: Cell::new(kind::NONE),
             io_len: Cell::new(0),
             ids: [const { Cell::new(0) }; MAX_IO],
@@ -212,7 +204,6 @@ thread_local! {
             moved: Cell::new(0),
             counts: [const { Cell::new(0) }; MAX_IO],
             keys_len: Cell::new(0),
-            keys_at: Cell::new(std::ptr::null()),
             keys: [const { Cell::new(0) }; MAX_KEYS],
         }
     };
@@ -239,12 +230,17 @@ pub(crate) fn current() -> *const Recorder {
     REC.with(|r| r as *const Recorder)
 }
 
-/// The stamp with which a stream operation needs nothing more (see
-/// `Recorder::fast`); 0 with the hooks compiled out.
+/// The stamp with which a stream operation needs nothing more: 0 (plain)
+/// outside periods and in periods that record no messages, the running
+/// task's tag in count mode (`binding.rs`), `u64::MAX` (no end's stamp)
+/// where every message is recorded; 0 with the hooks compiled out. Every
+/// stream operation compares its end's stamp with it, inline in the task's
+/// code, so it is read as `tls.rs` says (never through an address kept
+/// across a suspension).
 #[inline(always)]
 pub(crate) fn fast() -> u64 {
     if cfg!(feature = "monitor") {
-        REC.with(|r| r.fast.get())
+        tls::fast()
     } else {
         0
     }
@@ -253,12 +249,21 @@ pub(crate) fn fast() -> u64 {
 /// [`Recorder::record`] on this thread's recorder, without a closure: the
 /// stream ends call it on a path they mark cold (so that the check before
 /// it is laid out for the unmonitored case), where LLVM leaves closures out
-/// of line.
+/// of line. Inlined into a task's code, so the recorder is found as
+/// `tls.rs` says, afresh at each call; false on a thread that has not
+/// recorded a period yet.
 #[inline(always)]
 pub(crate) fn record(end: &EndMon) -> bool {
-    let p = REC.with(|r| r as *const Recorder);
-    // SAFETY: as in `with`.
-    unsafe { &*p }.record(end)
+    if !tls::is_ops(end.stamp_again()) {
+        return false;
+    }
+    let p = tls::recorder();
+    debug_assert!(!p.is_null(), "an ops stamp is set after the recorder");
+    // SAFETY: the thread's ops stamp matched an end's, so a period began on
+    // this thread (a new thread's ops stamp, 0, is reached by no end: see
+    // `tls::ops`), and `begin` set the recorder's address first; the
+    // recorder lives as long as the thread (see `with`).
+    unsafe { &*p }.push_key(end.key)
 }
 
 impl Recorder {
@@ -271,7 +276,7 @@ impl Recorder {
     /// See [`fast`].
     #[inline(always)]
     pub(crate) fn fast(&self) -> u64 {
-        self.fast.get()
+        fast()
     }
 
     /// How ends record in the running period (a [`kind`]; `NONE` when no
@@ -288,7 +293,7 @@ impl Recorder {
     /// The stamp of ends listed for op runs in the running period.
     #[inline(always)]
     pub(crate) fn ops_stamp(&self) -> u64 {
-        self.ops_stamp.get()
+        tls::ops()
     }
 
     /// A dispatch with `epoch` (a nonzero multiple of 4) of the task tagged
@@ -297,13 +302,13 @@ impl Recorder {
     pub(crate) fn begin(&self, epoch: u64, run_kind: u64, tag: u64) {
         debug_assert!(epoch != 0 && epoch & 3 == 0);
         self.epoch.set(epoch);
-        self.keys_at.set(self.keys.as_ptr());
-        self.ops_stamp.set(if run_kind == kind::OPS {
+        tls::set_recorder(self);
+        tls::set_ops(if run_kind == kind::OPS {
             epoch | kind::OPS
         } else {
             u64::MAX
         });
-        self.fast.set(match run_kind {
+        tls::set_fast(match run_kind {
             kind::NONE => 0,
             kind::COUNT => tag,
             _ => u64::MAX,
@@ -315,15 +320,15 @@ impl Recorder {
     #[inline]
     pub(crate) fn end(&self) {
         self.epoch.set(0);
-        self.ops_stamp.set(u64::MAX);
-        self.fast.set(0);
+        tls::set_ops(u64::MAX);
+        tls::set_fast(0);
     }
 
     /// Records a message of a listed end on the fast path; false when the
     /// end is not listed in the running period, or needs the slow path.
     #[inline(always)]
     pub(crate) fn record(&self, end: &EndMon) -> bool {
-        end.stamp_again() == self.ops_stamp() && self.push_key(end.key)
+        tls::is_ops(end.stamp_again()) && self.push_key(end.key)
     }
 
     /// Takes back what [`record`](Self::record) recorded on the fast path for
@@ -470,39 +475,17 @@ impl Recorder {
     #[inline(always)]
     #[must_use]
     pub(crate) fn push_key(&self, key: u32) -> bool {
-        // Through `keys_at`, a pointer loaded from this thread's recorder
-        // with every push, not by indexing `keys`: this is inlined into the
-        // task's code, which may go on on another thread after any block or
-        // yield, and LLVM takes a thread-local's address to be the same
-        // all through a function. Indexing `keys` there, it took the
-        // array's address once at the task's start and kept it on the
-        // stack, so a stolen task pushed its keys into the recorder of the
-        // worker it had left (`tests/monitoring.rs::
-        // stolen_tasks_keep_their_message_order`). Plain loads of the
-        // recorder's fields (this one, `keys_len`, the stamps) are each
-        // made relative to the thread pointer at the load.
         let n = self.keys_len.get() as usize;
-        if n >= MAX_KEYS {
+        let Some(k) = self.keys.get(n) else {
             return false;
-        }
-        let at = self.keys_at.get();
-        debug_assert!(
-            std::ptr::eq(at, self.keys.as_ptr()),
-            "keys_at is this thread's key list"
-        );
-        // SAFETY: `at` is this thread's `keys` (set by `begin` on this
-        // thread, before any period's key can be pushed: outside a period
-        // the ops stamp matches no end), `n` is below its length, and the
-        // cells are only touched from this thread.
-        unsafe { (*at.add(n)).set(key) };
+        };
+        k.set(key);
         self.keys_len.set(n as u32 + 1);
         true
     }
 
     /// Records one message of entry `idx` (ops mode); false when the key
-    /// list is full and the caller must [`spill`](Self::spill) first. For
-    /// the worker's log, never inlined into a task's code (see
-    /// [`push_key`](Self::push_key)).
+    /// list is full and the caller must [`spill`](Self::spill) first.
     #[inline(always)]
     #[must_use]
     pub(crate) fn push_op(&self, idx: u16, write: bool) -> bool {
