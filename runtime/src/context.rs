@@ -1,5 +1,7 @@
 //! The thread-local "where am I": the task running on this thread and its
 //! worker, and the operations that need them (spawn, yield, block, schedule).
+//! The two pointers are thread-local words read afresh at each use, also in
+//! a task's code that goes on on another thread after a block (`tls.rs`).
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -13,11 +15,8 @@ use crate::task::{BlockedOn, Suspend, Task, TaskId, TaskRef};
 use crate::worker::WorkerLocal;
 
 thread_local! {
-    // Const-initialised and without destructors: each access is one
-    // thread-pointer-relative load, and the overflow handler may read them.
-    static TASK: Cell<*const Task> = const { Cell::new(std::ptr::null()) };
-    static WORKER: Cell<*const WorkerLocal> = const { Cell::new(std::ptr::null()) };
-    // Set while this thread drops a suspended coroutine (see `drop_suspended`).
+    // Const-initialised and without a destructor. Set while this thread
+    // drops a suspended coroutine (see `drop_suspended`).
     static FORCED_UNWIND: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -80,21 +79,21 @@ pub(crate) fn note_pending<T: Recheck + 'static>(
 
 #[inline(always)]
 pub(crate) fn current_task_ptr() -> *const Task {
-    TASK.with(|c| c.get())
+    crate::tls::task()
 }
 
 #[inline(always)]
 pub(crate) fn set_current_task(t: *const Task) {
-    TASK.with(|c| c.set(t));
+    crate::tls::set_task(t);
 }
 
 #[inline(always)]
 pub(crate) fn current_worker_ptr() -> *const WorkerLocal {
-    WORKER.with(|c| c.get())
+    crate::tls::worker()
 }
 
 pub(crate) fn set_current_worker(w: *const WorkerLocal) {
-    WORKER.with(|c| c.set(w));
+    crate::tls::set_worker(w);
 }
 
 /// Id of the running task, 0 outside tasks.

@@ -29,6 +29,7 @@ mod stack;
 pub mod stream;
 mod sync;
 pub mod task;
+mod tls;
 mod worker;
 
 #[cfg(all(test, loom))]

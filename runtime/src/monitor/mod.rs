@@ -19,7 +19,6 @@ pub mod format;
 pub(crate) mod hooks;
 pub(crate) mod period;
 pub(crate) mod task_entries;
-pub(crate) mod tls;
 pub mod varint;
 pub(crate) mod worker_log;
 pub mod writer;

@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use super::binding::Binding;
 use super::format::{EndIo, Op, OpsForm, StreamIo};
-use super::tls;
+use crate::tls;
 
 /// Entries per period whose counts live in [`Recorder::counts`] (a power of
 /// two); later entries of a (rare) period that uses more ends count on the

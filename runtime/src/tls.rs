@@ -1,0 +1,220 @@
+//! The thread-local words that code inlined into a task's body reads: the
+//! running task and worker (`context.rs`), and monitoring's fast stamp, ops
+//! stamp and recorder (`monitor/period.rs`).
+//!
+//! A task's code runs on the thread of whichever worker runs the task, and
+//! that may change at each block or yield (work stealing, migration). LLVM
+//! takes a thread-local's address to be the same all through a function, so
+//! it may compute the address once in a task's code and keep using it after
+//! a suspension, on another thread. It did, with `thread_local!`: a ring
+//! task kept the monitoring recorder's address in a register from its first
+//! operation on and compared its ends' stamps with the stamp of the worker
+//! it had left; a stolen task pushed its message keys into that worker's key
+//! list (`tests/monitoring.rs::stolen_tasks_keep_their_message_order`).
+//!
+//! On x86-64 Linux these words are read and written by `asm!` blocks, which
+//! the compiler must run each time the program reaches them (they are not
+//! `pure`, so never hoisted, merged or kept), addressing the words at their
+//! fixed offset from the thread pointer (`@tpoff`, the local-exec model of
+//! an executable's own thread-locals). A read is one instruction, as the
+//! load of a `thread_local!` is; the stamp checks compare with the word in
+//! memory and branch to a label block, one `cmp` and one `jne`. The words
+//! are defined here in `.tbss`, zero in every new thread. (A shared object
+//! cannot use `@tpoff`: a build of rill into one fails to link.)
+//!
+//! Elsewhere the words are `thread_local!` cells, with the hazard above:
+//! work stealing there relies on the compiler not keeping their addresses.
+
+/// Declares the words: per word a getter, a setter, the type (a `u64` or a
+/// raw pointer, zero in a new thread) and the symbol.
+macro_rules! words {
+    ($($(#[$doc:meta])* $get:ident, $set:ident: $ty:ty = $sym:literal;)*) => {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        std::arch::global_asm!(
+            ".pushsection .tbss.__rill_tls_v1,\"awT\",@nobits",
+            ".p2align 3",
+            $(
+                concat!(".globl ", $sym),
+                concat!(".type ", $sym, ",@object"),
+                concat!(".size ", $sym, ",8"),
+                concat!($sym, ":"),
+                ".zero 8",
+            )*
+            ".popsection",
+        );
+
+        $(
+            $(#[$doc])*
+            #[inline(always)]
+            #[allow(dead_code)]
+            pub(crate) fn $get() -> $ty {
+                #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+                {
+                    let v: $ty;
+                    // SAFETY: a load of this thread's word defined above, at
+                    // its offset from the thread pointer (fs base); it reads
+                    // nothing else.
+                    unsafe {
+                        std::arch::asm!(
+                            concat!("movq %fs:", $sym, "@tpoff, {0}"),
+                            out(reg) v,
+                            options(att_syntax, nostack, preserves_flags, readonly)
+                        )
+                    };
+                    v
+                }
+                #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+                {
+                    fallback::$get.with(std::cell::Cell::get)
+                }
+            }
+
+            #[inline(always)]
+            #[allow(dead_code)]
+            pub(crate) fn $set(v: $ty) {
+                #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+                {
+                    // SAFETY: a store to this thread's word defined above; no
+                    // other memory is touched, and only this thread uses it.
+                    unsafe {
+                        std::arch::asm!(
+                            concat!("movq {0}, %fs:", $sym, "@tpoff"),
+                            in(reg) v,
+                            options(att_syntax, nostack, preserves_flags)
+                        )
+                    };
+                }
+                #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+                {
+                    fallback::$get.with(|c| c.set(v))
+                }
+            }
+        )*
+
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        #[allow(non_upper_case_globals)]
+        mod fallback {
+            use super::*;
+            thread_local! {
+                $(pub(super) static $get: std::cell::Cell<$ty> =
+                    const { std::cell::Cell::new(zero()) };)*
+            }
+        }
+    };
+}
+
+/// Zero of a word's type.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+const fn zero<T: Zero>() -> T {
+    T::ZERO
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+trait Zero {
+    const ZERO: Self;
+}
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+impl Zero for u64 {
+    const ZERO: u64 = 0;
+}
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+impl<T> Zero for *const T {
+    const ZERO: *const T = std::ptr::null();
+}
+
+use crate::monitor::period::Recorder;
+use crate::task::Task;
+use crate::worker::WorkerLocal;
+
+words! {
+    /// The task running on this thread (null outside tasks).
+    task, set_task: *const Task = "__rill_tls_task_v1";
+    /// The worker whose loop runs on this thread (null on other threads).
+    worker, set_worker: *const WorkerLocal = "__rill_tls_worker_v1";
+    /// Monitoring's fast stamp (`monitor/period.rs`).
+    fast, set_fast: u64 = "__rill_tls_fast_v1";
+    /// Monitoring's ops stamp (`monitor/period.rs`). 0 in a new thread,
+    /// where no end reaches a compare with it: its fast stamp is 0 too,
+    /// which every plain end has.
+    ops, set_ops: u64 = "__rill_tls_ops_v1";
+    /// Monitoring's recorder on this thread, null before its first period.
+    recorder, set_recorder: *const Recorder = "__rill_tls_recorder_v1";
+}
+
+/// Whether `stamp` is this thread's fast stamp: the check of every stream
+/// operation, a compare of `stamp` with the word in memory and a branch.
+#[inline(always)]
+pub(crate) fn is_fast(stamp: u64) -> bool {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        // SAFETY: as in the getters; the branch goes to the label block,
+        // which returns from this function.
+        unsafe {
+            std::arch::asm!(
+                "cmpq %fs:__rill_tls_fast_v1@tpoff, {0}",
+                "jne {1}",
+                in(reg) stamp,
+                label {
+                    return false;
+                },
+                options(att_syntax, nostack, readonly)
+            )
+        };
+        true
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        stamp == fast()
+    }
+}
+
+/// Whether `stamp` is this thread's ops stamp, as [`is_fast`].
+#[inline(always)]
+pub(crate) fn is_ops(stamp: u64) -> bool {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        // SAFETY: as in `is_fast`.
+        unsafe {
+            std::arch::asm!(
+                "cmpq %fs:__rill_tls_ops_v1@tpoff, {0}",
+                "jne {1}",
+                in(reg) stamp,
+                label {
+                    return false;
+                },
+                options(att_syntax, nostack, readonly)
+            )
+        };
+        true
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        stamp == ops()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_per_thread_and_start_at_zero() {
+        set_fast(7);
+        let r = 0x1000 as *const Recorder;
+        set_recorder(r);
+        assert_eq!(fast(), 7);
+        assert!(is_fast(7) && !is_fast(8));
+        assert_eq!(recorder(), r);
+        std::thread::spawn(|| {
+            assert_eq!((fast(), ops()), (0, 0));
+            assert!(recorder().is_null() && task().is_null() && worker().is_null());
+            set_ops(9);
+            assert!(is_ops(9) && !is_ops(0));
+        })
+        .join()
+        .unwrap();
+        assert_eq!(fast(), 7);
+        set_fast(0);
+        set_recorder(std::ptr::null());
+    }
+}
