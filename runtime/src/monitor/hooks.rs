@@ -5,7 +5,7 @@
 //! load of [`ACTIVE`] (the number of runs with monitoring on in this
 //! process). Without the `monitor` cargo feature the branch is `false` at
 //! compile time and every hook vanishes. When a run monitors, the hook finds
-//! the worker's [`WorkerLog`](super::worker_log::WorkerLog) through the
+//! the worker's [`WorkerLog`] through the
 //! thread-local worker pointer; threads that are not workers record nothing.
 
 use std::sync::atomic::{AtomicUsize, Ordering};

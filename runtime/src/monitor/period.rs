@@ -128,7 +128,7 @@ impl EndMon {
         }
     }
 
-    /// The stamp, loaded again (see [`is_recorded`](Self::is_recorded)).
+    /// The stamp, loaded again (see [`is_fast`](Self::is_fast)).
     #[inline(always)]
     pub(crate) fn stamp_again(&self) -> u64 {
         // SAFETY: a read of a field through a valid reference.

@@ -10,7 +10,7 @@
 //! - [`Reader::read`] suspends the task while the ring is empty
 //!   (blocked-by-input) and returns `None` once the writer is gone and the ring
 //!   is drained (end of stream).
-//! - [`poll`] waits on several readers at once (blocked-by-any).
+//! - [`poll`](fn@poll) waits on several readers at once (blocked-by-any).
 //! - `try_` variants never block.
 //!
 //! On the fast path (the peer is not blocked) a read or a write is a few plain
@@ -22,7 +22,7 @@
 //! inline (a large one, or one marked `#[inline(never)]`), each block costs
 //! about 30 ns more on the machines measured, because the CPU then
 //! mispredicts the returns around the switch (`Reader::read_empty` has the
-//! figures). [`poll`] is a function of its own that the compiler may or may
+//! figures). [`poll`](fn@poll) is a function of its own that the compiler may or may
 //! not inline into its caller (it did in this repository's applications).
 //! `scripts/instructions.sh` lists the blocking sites where the suspend
 //! stayed a call.
