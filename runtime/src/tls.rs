@@ -141,57 +141,53 @@ words! {
     recorder, set_recorder: *const Recorder = "__rill_tls_recorder_v1";
 }
 
-/// Whether `stamp` is this thread's fast stamp: the check of every stream
-/// operation, a compare of `stamp` with the word in memory and a branch.
-#[inline(always)]
-pub(crate) fn is_fast(stamp: u64) -> bool {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    {
-        // SAFETY: as in the getters; the branch goes to the label block,
-        // which returns from this function.
-        unsafe {
-            std::arch::asm!(
-                "cmpq %fs:__rill_tls_fast_v1@tpoff, {0}",
-                "jne {1}",
-                in(reg) stamp,
-                label {
-                    return false;
-                },
-                options(att_syntax, nostack, readonly)
-            )
-        };
-        true
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-    {
-        stamp == fast()
-    }
+/// Declares `fn $name(stamp: u64) -> bool`: whether `stamp` equals the word
+/// `$sym` (read by `$get` off x86-64 Linux), a compare of `stamp` with the
+/// word in memory and a branch to a label block.
+macro_rules! equals_word {
+    ($(#[$doc:meta])* $name:ident, $get:ident, $sym:literal) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub(crate) fn $name(stamp: u64) -> bool {
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            {
+                // SAFETY: as in the getters; the branch goes to the label
+                // block, which returns from this function.
+                unsafe {
+                    std::arch::asm!(
+                        concat!("cmpq %fs:", $sym, "@tpoff, {0}"),
+                        "jne {1}",
+                        in(reg) stamp,
+                        label {
+                            return false;
+                        },
+                        options(att_syntax, nostack, readonly)
+                    )
+                };
+                true
+            }
+            #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+            {
+                stamp == $get()
+            }
+        }
+    };
 }
 
-/// Whether `stamp` is this thread's ops stamp, as [`is_fast`].
-#[inline(always)]
-pub(crate) fn is_ops(stamp: u64) -> bool {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    {
-        // SAFETY: as in `is_fast`.
-        unsafe {
-            std::arch::asm!(
-                "cmpq %fs:__rill_tls_ops_v1@tpoff, {0}",
-                "jne {1}",
-                in(reg) stamp,
-                label {
-                    return false;
-                },
-                options(att_syntax, nostack, readonly)
-            )
-        };
-        true
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-    {
-        stamp == ops()
-    }
-}
+equals_word!(
+    /// Whether `stamp` is this thread's fast stamp: the check of every
+    /// stream operation.
+    is_fast,
+    fast,
+    "__rill_tls_fast_v1"
+);
+
+equals_word!(
+    /// Whether `stamp` is this thread's ops stamp.
+    is_ops,
+    ops,
+    "__rill_tls_ops_v1"
+);
 
 #[cfg(test)]
 mod tests {
