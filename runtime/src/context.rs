@@ -4,7 +4,6 @@
 //! a task's code that goes on on another thread after a block (`tls.rs`).
 
 use std::borrow::Cow;
-use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -14,20 +13,14 @@ use crate::stream::{Recheck, Side};
 use crate::task::{BlockedOn, Suspend, Task, TaskId, TaskRef};
 use crate::worker::WorkerLocal;
 
-thread_local! {
-    // Const-initialised and without a destructor. Set while this thread
-    // drops a suspended coroutine (see `drop_suspended`).
-    static FORCED_UNWIND: Cell<bool> = const { Cell::new(false) };
-}
-
 /// Drops a task's coroutine that may be suspended. corosensei unwinds a
 /// suspended coroutine's stack with a panic of its own; the task boundary's
 /// `catch_unwind` sees this flag and passes that panic on instead of taking
 /// it for the task's.
 pub(crate) fn drop_suspended(coro: Option<crate::task::Coro>) {
-    FORCED_UNWIND.with(|f| f.set(true));
+    crate::tls::set_forced_unwind(1);
     drop(coro);
-    FORCED_UNWIND.with(|f| f.set(false));
+    crate::tls::set_forced_unwind(0);
 }
 
 /// Whether the calling task's stack is being unwound because its run ended
@@ -40,7 +33,7 @@ pub(crate) fn drop_suspended(coro: Option<crate::task::Coro>) {
 /// [`std::panic::resume_unwind`]. Swallowing it makes the coroutine library
 /// abort the process.
 pub fn forced_unwinding() -> bool {
-    FORCED_UNWIND.with(|f| f.get())
+    crate::tls::forced_unwind() != 0
 }
 
 /// Stream sides whose registration a peer on another core may have missed,

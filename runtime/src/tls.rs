@@ -1,6 +1,6 @@
 //! The thread-local words that code inlined into a task's body reads: the
-//! running task and worker (`context.rs`), and monitoring's fast stamp, ops
-//! stamp and recorder (`monitor/period.rs`).
+//! running task and worker and the forced-unwind flag (`context.rs`), and
+//! monitoring's fast stamp, ops stamp and recorder (`monitor/period.rs`).
 //!
 //! A task's code runs on the thread of whichever worker runs the task, and
 //! that may change at each block or yield (work stealing, migration). LLVM
@@ -131,6 +131,10 @@ words! {
     task, set_task: *const Task = "__rill_tls_task_v1";
     /// The worker whose loop runs on this thread (null on other threads).
     worker, set_worker: *const WorkerLocal = "__rill_tls_worker_v1";
+    /// 1 while this thread drops a suspended coroutine, whose stack then
+    /// unwinds (`context::drop_suspended`); read by the task's boundary
+    /// after the task's code, which may have begun on another thread.
+    forced_unwind, set_forced_unwind: u64 = "__rill_tls_forced_unwind_v1";
     /// Monitoring's fast stamp (`monitor/period.rs`).
     fast, set_fast: u64 = "__rill_tls_fast_v1";
     /// Monitoring's ops stamp (`monitor/period.rs`). 0 in a new thread,

@@ -601,11 +601,13 @@ fn stolen_tasks_keep_their_message_order() {
             for _ in 0..CHAINS {
                 let (mut w, mut r) = rill::stream::<u64>(2);
                 let (mut w2, mut r2) = rill::stream::<u64>(1);
-                rill::spawn("src", move || {
+                // Every task starts on worker 0, so that worker 1 steals.
+                rill::spawn_on(0, "src", move || {
                     (0..MESSAGES).for_each(|i| w.write(i).unwrap())
-                });
+                })
+                .unwrap();
                 let relays3 = relays2.clone();
-                rill::spawn("relay", move || {
+                rill::spawn_on(0, "relay", move || {
                     let mut did = Vec::new();
                     let ids = (r.id(), w2.id());
                     while let Some(v) = r.read() {
@@ -618,14 +620,16 @@ fn stolen_tasks_keep_their_message_order() {
                     }
                     let me = rill::current().unwrap().id;
                     relays3.lock().unwrap().push((me, ids, did));
-                });
-                rill::spawn("sink", move || {
+                })
+                .unwrap();
+                rill::spawn_on(0, "sink", move || {
                     let mut n = 0;
                     while r2.read().is_some() {
                         n += 1;
                     }
                     assert_eq!(n, MESSAGES);
-                });
+                })
+                .unwrap();
             }
         })
         .unwrap();
