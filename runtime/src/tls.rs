@@ -19,17 +19,20 @@
 //! an executable's own thread-locals). A read is one instruction, as the
 //! load of a `thread_local!` is; the stamp checks compare with the word in
 //! memory and branch to a label block, one `cmp` and one `jne`. The words
-//! are defined here in `.tbss`, zero in every new thread. (A shared object
-//! cannot use `@tpoff`: a build of rill into one fails to link.)
+//! are defined here in `.tbss`, zero in every new thread.
 //!
 //! Elsewhere the words are `thread_local!` cells, with the hazard above:
 //! work stealing there relies on the compiler not keeping their addresses.
+//! A shared object cannot use `@tpoff` (the linker refuses it: "relocation
+//! R_X86_64_TPOFF32 ... cannot be used with -shared"); to build rill into
+//! one, choose the cells with `RUSTFLAGS="--cfg rill_thread_local_words"`,
+//! and with them the hazard.
 
 /// Declares the words: per word a getter, a setter, the type (a `u64` or a
 /// raw pointer, zero in a new thread) and the symbol.
 macro_rules! words {
     ($($(#[$doc:meta])* $get:ident, $set:ident: $ty:ty = $sym:literal;)*) => {
-        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words)))]
         std::arch::global_asm!(
             ".pushsection .tbss.__rill_tls_v1,\"awT\",@nobits",
             ".p2align 3",
@@ -48,7 +51,7 @@ macro_rules! words {
             #[inline(always)]
             #[allow(dead_code)]
             pub(crate) fn $get() -> $ty {
-                #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+                #[cfg(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words)))]
                 {
                     let v: $ty;
                     // SAFETY: a load of this thread's word defined above, at
@@ -63,7 +66,7 @@ macro_rules! words {
                     };
                     v
                 }
-                #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+                #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
                 {
                     fallback::$get.with(std::cell::Cell::get)
                 }
@@ -72,7 +75,7 @@ macro_rules! words {
             #[inline(always)]
             #[allow(dead_code)]
             pub(crate) fn $set(v: $ty) {
-                #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+                #[cfg(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words)))]
                 {
                     // SAFETY: a store to this thread's word defined above; no
                     // other memory is touched, and only this thread uses it.
@@ -84,14 +87,14 @@ macro_rules! words {
                         )
                     };
                 }
-                #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+                #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
                 {
                     fallback::$get.with(|c| c.set(v))
                 }
             }
         )*
 
-        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
         #[allow(non_upper_case_globals)]
         mod fallback {
             use super::*;
@@ -104,20 +107,20 @@ macro_rules! words {
 }
 
 /// Zero of a word's type.
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
 const fn zero<T: Zero>() -> T {
     T::ZERO
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
 trait Zero {
     const ZERO: Self;
 }
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
 impl Zero for u64 {
     const ZERO: u64 = 0;
 }
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
 impl<T> Zero for *const T {
     const ZERO: *const T = std::ptr::null();
 }
@@ -153,7 +156,7 @@ macro_rules! equals_word {
         $(#[$doc])*
         #[inline(always)]
         pub(crate) fn $name(stamp: u64) -> bool {
-            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words)))]
             {
                 // SAFETY: as in the getters; the branch goes to the label
                 // block, which returns from this function.
@@ -170,7 +173,7 @@ macro_rules! equals_word {
                 };
                 true
             }
-            #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+            #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
             {
                 stamp == $get()
             }
