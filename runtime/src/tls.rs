@@ -98,31 +98,28 @@ macro_rules! words {
         #[allow(non_upper_case_globals)]
         mod fallback {
             use super::*;
+
+            /// Zero of a word's type.
+            const fn zero<T: Zero>() -> T {
+                T::ZERO
+            }
+
+            trait Zero {
+                const ZERO: Self;
+            }
+            impl Zero for u64 {
+                const ZERO: u64 = 0;
+            }
+            impl<T> Zero for *const T {
+                const ZERO: *const T = std::ptr::null();
+            }
+
             thread_local! {
                 $(pub(super) static $get: std::cell::Cell<$ty> =
                     const { std::cell::Cell::new(zero()) };)*
             }
         }
     };
-}
-
-/// Zero of a word's type.
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
-const fn zero<T: Zero>() -> T {
-    T::ZERO
-}
-
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
-trait Zero {
-    const ZERO: Self;
-}
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
-impl Zero for u64 {
-    const ZERO: u64 = 0;
-}
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
-impl<T> Zero for *const T {
-    const ZERO: *const T = std::ptr::null();
 }
 
 use crate::monitor::period::Recorder;
