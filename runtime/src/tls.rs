@@ -21,23 +21,33 @@
 //! memory and branch to a label block, one `cmp` and one `jne`. The words
 //! are defined here in `.tbss`, zero in every new thread.
 //!
+//! A shared object cannot use `@tpoff` (the linker refuses it: "relocation
+//! R_X86_64_TPOFF32 ... cannot be used with -shared"). To build rill into
+//! one, set `RUSTFLAGS="--cfg rill_tls_shared"`: the words are then found
+//! through the GOT (`@gottpoff`, the initial-exec model), one instruction
+//! more per read, and the stamp checks compare in Rust. Such an object puts
+//! all its thread-locals (about 2.7 KiB with monitoring's recorder) in the
+//! static TLS block: linked at start-up it loads as is, but `dlopen` (a
+//! Python extension, say) finds too little room there unless glibc is given
+//! more, `GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536`; otherwise it
+//! fails with "cannot allocate memory in static TLS block". (Checked with a
+//! cdylib loaded by Python's ctypes: 8 relay chains under work stealing and
+//! full monitoring, 16,000 messages through.)
+//!
 //! Elsewhere the words are `thread_local!` cells, with the hazard above:
 //! work stealing there relies on the compiler not keeping their addresses.
-//! A shared object cannot use `@tpoff` (the linker refuses it: "relocation
-//! R_X86_64_TPOFF32 ... cannot be used with -shared"); to build rill into
-//! one, choose the cells with `RUSTFLAGS="--cfg rill_thread_local_words"`,
-//! and with them the hazard.
 
 /// Declares the words: per word a getter, a setter, the type (a `u64` or a
 /// raw pointer, zero in a new thread) and the symbol.
 macro_rules! words {
     ($($(#[$doc:meta])* $get:ident, $set:ident: $ty:ty = $sym:literal;)*) => {
-        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words)))]
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         std::arch::global_asm!(
             ".pushsection .tbss.__rill_tls_v1,\"awT\",@nobits",
             ".p2align 3",
             $(
                 concat!(".globl ", $sym),
+                concat!(".hidden ", $sym),
                 concat!(".type ", $sym, ",@object"),
                 concat!(".size ", $sym, ",8"),
                 concat!($sym, ":"),
@@ -51,7 +61,7 @@ macro_rules! words {
             #[inline(always)]
             #[allow(dead_code)]
             pub(crate) fn $get() -> $ty {
-                #[cfg(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words)))]
+                #[cfg(all(target_arch = "x86_64", target_os = "linux", not(rill_tls_shared)))]
                 {
                     let v: $ty;
                     // SAFETY: a load of this thread's word defined above, at
@@ -66,7 +76,22 @@ macro_rules! words {
                     };
                     v
                 }
-                #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
+                #[cfg(all(target_arch = "x86_64", target_os = "linux", rill_tls_shared))]
+                {
+                    let v: $ty;
+                    // SAFETY: loads the word's offset from the thread pointer
+                    // from the GOT, then this thread's word at that offset.
+                    unsafe {
+                        std::arch::asm!(
+                            concat!("movq ", $sym, "@gottpoff(%rip), {0}"),
+                            "movq %fs:({0}), {0}",
+                            out(reg) v,
+                            options(att_syntax, nostack, preserves_flags, readonly)
+                        )
+                    };
+                    v
+                }
+                #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
                 {
                     fallback::$get.with(std::cell::Cell::get)
                 }
@@ -75,7 +100,7 @@ macro_rules! words {
             #[inline(always)]
             #[allow(dead_code)]
             pub(crate) fn $set(v: $ty) {
-                #[cfg(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words)))]
+                #[cfg(all(target_arch = "x86_64", target_os = "linux", not(rill_tls_shared)))]
                 {
                     // SAFETY: a store to this thread's word defined above; no
                     // other memory is touched, and only this thread uses it.
@@ -87,14 +112,27 @@ macro_rules! words {
                         )
                     };
                 }
-                #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
+                #[cfg(all(target_arch = "x86_64", target_os = "linux", rill_tls_shared))]
+                {
+                    // SAFETY: as above, the offset loaded from the GOT first.
+                    unsafe {
+                        std::arch::asm!(
+                            concat!("movq ", $sym, "@gottpoff(%rip), {1}"),
+                            "movq {0}, %fs:({1})",
+                            in(reg) v,
+                            out(reg) _,
+                            options(att_syntax, nostack, preserves_flags)
+                        )
+                    };
+                }
+                #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
                 {
                     fallback::$get.with(|c| c.set(v))
                 }
             }
         )*
 
-        #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
         #[allow(non_upper_case_globals)]
         mod fallback {
             use super::*;
@@ -153,7 +191,7 @@ macro_rules! equals_word {
         $(#[$doc])*
         #[inline(always)]
         pub(crate) fn $name(stamp: u64) -> bool {
-            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words)))]
+            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(rill_tls_shared)))]
             {
                 // SAFETY: as in the getters; the branch goes to the label
                 // block, which returns from this function.
@@ -170,7 +208,7 @@ macro_rules! equals_word {
                 };
                 true
             }
-            #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_thread_local_words))))]
+            #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(rill_tls_shared))))]
             {
                 stamp == $get()
             }
