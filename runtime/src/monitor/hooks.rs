@@ -217,9 +217,9 @@ pub(crate) fn woke_peer(end: &EndMon) {
         let over = period::with(|r| {
             let listed = r.epoch() != 0 && end.epoch() == r.epoch() && end.kind() != 0;
             if listed {
-                r.set_woke(end.idx);
+                r.set_woke(end.idx());
             }
-            listed && usize::from(end.idx) >= period::MAX_IO
+            listed && usize::from(end.idx()) >= period::MAX_IO
         });
         if over {
             with_log(|l| l.woke_peer(end));

@@ -73,16 +73,15 @@ pub(crate) mod kind {
 /// - [`UNBOUND`](Self::UNBOUND): a new end that no task used yet;
 /// - a task's *tag* (at least `1 << 62`, low bits `01`): count mode, the end
 ///   is bound to that task through `bind` (`binding.rs`);
-/// - `epoch | kind`: ops mode, the end is listed with entry `idx` under
+/// - `epoch | kind`: ops mode, the end is listed with entry `idx()` under
 ///   that epoch (a task's base, at least `1 << 62`, low bits `00`; in `NONE`
 ///   and `COUNT` runs a period's epoch is at least `1 << 40` and below
 ///   `1 << 62`, but no end is listed there).
 #[derive(Debug, Default)]
 pub(crate) struct EndMon {
     pub(crate) stamp: u64,
-    pub(crate) idx: u16,
-    /// `idx << 1 | write`, the key of its messages ([`Recorder::keys`]),
-    /// kept beside `idx` so that recording a message stores it as it is.
+    /// `entry << 1 | write`: the key of its messages ([`Recorder::keys`]),
+    /// kept whole so that recording a message stores it as it is.
     pub(crate) key: u32,
     /// Count mode: the end's binding to the task whose tag is the stamp
     /// (`binding.rs`).
@@ -97,7 +96,6 @@ impl EndMon {
     pub(crate) const fn unbound() -> Self {
         EndMon {
             stamp: Self::UNBOUND,
-            idx: 0,
             key: 0,
             bind: None,
         }
@@ -138,8 +136,13 @@ impl EndMon {
     /// Sets the end's entry: index `idx`, written if `write`.
     #[inline]
     pub(crate) fn set_entry(&mut self, idx: u16, write: bool) {
-        self.idx = idx;
         self.key = u32::from(idx) << 1 | u32::from(write);
+    }
+
+    /// The end's entry index in the period (or task) that listed it.
+    #[inline]
+    pub(crate) fn idx(&self) -> u16 {
+        (self.key >> 1) as u16
     }
 
     /// Whether no task has used the end yet.
@@ -428,9 +431,10 @@ impl Recorder {
         self.moved.get() | self.woke.get() | b
     }
 
-    /// [`keep`](Self::keep) and the entries in record order (`lead` first,
-    /// `task_entries::Order`) for a period of at most two entries, taken as
-    /// [`take_entry`](Self::take_entry) does (`None` for one left out);
+    /// The entries [`keep`](Self::keep) selects, in record order (`lead`
+    /// first, `task_entries::Order`), for a period of at most two entries,
+    /// taken as [`take_entry`](Self::take_entry) does (`None` for one left
+    /// out);
     /// `None`, with nothing taken, for a period with more. Straight-line
     /// code for the relay and ring tasks, as count mode's `TaskMon::take_two`.
     #[inline(always)]
@@ -443,9 +447,7 @@ impl Recorder {
         if n > 2 {
             return None;
         }
-        let b0 = n > 0 && blocked == Some(self.ids[0].get());
-        let b1 = n > 1 && !b0 && blocked == Some(self.ids[1].get());
-        let keep = self.moved.get() | self.woke.get() | u32::from(b0) | u32::from(b1) << 1;
+        let keep = self.keep(blocked);
         let take = |i: usize| (i < n && keep >> i & 1 != 0).then(|| self.take_entry(i, true));
         let (e0, e1) = (take(0), take(1));
         Some(if lead == Some(1) { [e1, e0] } else { [e0, e1] })
@@ -484,19 +486,11 @@ impl Recorder {
         true
     }
 
-    /// Records one message of entry `idx` (ops mode); false when the key
-    /// list is full and the caller must [`spill`](Self::spill) first.
-    #[inline(always)]
+    /// [`push_key`](Self::push_key) by entry and side (the tests' form).
+    #[cfg(test)]
     #[must_use]
     pub(crate) fn push_op(&self, idx: u16, write: bool) -> bool {
-        let n = self.keys_len.get() as usize;
-        if let Some(k) = self.keys.get(n) {
-            k.set(u32::from(idx) << 1 | u32::from(write));
-            self.keys_len.set(n as u32 + 1);
-            true
-        } else {
-            false
-        }
+        self.push_key(u32::from(idx) << 1 | u32::from(write))
     }
 
     /// Takes back the last key pushed (see [`leave`](Self::leave)); false

@@ -469,9 +469,9 @@ impl WorkerLog {
                 return;
             }
             match end.kind() {
-                kind::OPS => self.push_op(r, end.idx, write),
+                kind::OPS => self.push_key(r, end.key),
                 kind::SLOW => {
-                    self.push_op(r, end.idx, write);
+                    self.push_key(r, end.key);
                     if self.has(MonitorFlags::MESSAGE_TIME) {
                         self.op_times.push(clock::now());
                     }
@@ -481,12 +481,13 @@ impl WorkerLog {
         })
     }
 
-    /// One op on the thread-local list, spilling it here when it is full.
+    /// One op (its key) on the thread-local list, spilling it here when it
+    /// is full.
     #[inline]
-    fn push_op(&mut self, r: &Recorder, idx: u16, write: bool) {
-        if !r.push_op(idx, write) {
+    fn push_key(&mut self, r: &Recorder, key: u32) {
+        if !r.push_key(key) {
             self.spill(r);
-            let pushed = r.push_op(idx, write);
+            let pushed = r.push_key(key);
             debug_assert!(pushed, "a spilled op list has room");
         }
     }
@@ -501,7 +502,7 @@ impl WorkerLog {
     /// `MAX_IO` on; [`hooks::woke_peer`](super::hooks::woke_peer) marks the
     /// others).
     pub(crate) fn woke_peer(&mut self, end: &EndMon) {
-        if let Some(s) = self.over_mut(end.idx) {
+        if let Some(s) = self.over_mut(end.idx()) {
             s.woke_peer = true;
         }
     }
