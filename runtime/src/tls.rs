@@ -19,7 +19,7 @@
 //! an executable's own thread-locals). A read is one instruction, as the
 //! load of a `thread_local!` is; the stamp checks compare with the word in
 //! memory and branch to a label block, one `cmp` and one `jne`. The words
-//! are defined here in `.tbss`, zero in every new thread.
+//! are defined here in `.tdata`, with their values in a new thread.
 //!
 //! A shared object cannot use `@tpoff` (the linker refuses it: "relocation
 //! R_X86_64_TPOFF32 ... cannot be used with -shared"). To build rill into
@@ -38,23 +38,24 @@
 //! work stealing there relies on the compiler not keeping their addresses.
 
 /// Declares the words: per word a getter, a setter, the type (a `u64` or a
-/// raw pointer, zero in a new thread) and the symbol.
+/// raw pointer), the symbol and the value in a new thread.
 macro_rules! words {
-    ($($(#[$doc:meta])* $get:ident, $set:ident: $ty:ty = $sym:literal;)*) => {
-        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        std::arch::global_asm!(
-            ".pushsection .tbss.__rill_tls_v1,\"awT\",@nobits",
-            ".p2align 3",
-            $(
+    ($($(#[$doc:meta])* $get:ident, $set:ident: $ty:ty = $sym:literal, $init:expr;)*) => {
+        $(
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            std::arch::global_asm!(
+                ".pushsection .tdata.__rill_tls_v1,\"awT\",@progbits",
+                ".p2align 3",
                 concat!(".globl ", $sym),
                 concat!(".hidden ", $sym),
                 concat!(".type ", $sym, ",@object"),
                 concat!(".size ", $sym, ",8"),
                 concat!($sym, ":"),
-                ".zero 8",
-            )*
-            ".popsection",
-        );
+                ".quad {init}",
+                ".popsection",
+                init = const ($init) as u64,
+            );
+        )*
 
         $(
             $(#[$doc])*
@@ -137,24 +138,9 @@ macro_rules! words {
         mod fallback {
             use super::*;
 
-            /// Zero of a word's type.
-            const fn zero<T: Zero>() -> T {
-                T::ZERO
-            }
-
-            trait Zero {
-                const ZERO: Self;
-            }
-            impl Zero for u64 {
-                const ZERO: u64 = 0;
-            }
-            impl<T> Zero for *const T {
-                const ZERO: *const T = std::ptr::null();
-            }
-
             thread_local! {
                 $(pub(super) static $get: std::cell::Cell<$ty> =
-                    const { std::cell::Cell::new(zero()) };)*
+                    const { std::cell::Cell::new(($init) as $ty) };)*
             }
         }
     };
@@ -166,21 +152,21 @@ use crate::worker::WorkerLocal;
 
 words! {
     /// The task running on this thread (null outside tasks).
-    task, set_task: *const Task = "__rill_tls_task_v1";
+    task, set_task: *const Task = "__rill_tls_task_v1", 0;
     /// The worker whose loop runs on this thread (null on other threads).
-    worker, set_worker: *const WorkerLocal = "__rill_tls_worker_v1";
+    worker, set_worker: *const WorkerLocal = "__rill_tls_worker_v1", 0;
     /// 1 while this thread drops a suspended coroutine, whose stack then
     /// unwinds (`context::drop_suspended`); read by the task's boundary
     /// after the task's code, which may have begun on another thread.
-    forced_unwind, set_forced_unwind: u64 = "__rill_tls_forced_unwind_v1";
+    forced_unwind, set_forced_unwind: u64 = "__rill_tls_forced_unwind_v1", 0;
     /// Monitoring's fast stamp (`monitor/period.rs`).
-    fast, set_fast: u64 = "__rill_tls_fast_v1";
-    /// Monitoring's ops stamp (`monitor/period.rs`). 0 in a new thread,
-    /// where no end reaches a compare with it: its fast stamp is 0 too,
-    /// which every plain end has.
-    ops, set_ops: u64 = "__rill_tls_ops_v1";
+    fast, set_fast: u64 = "__rill_tls_fast_v1", 0;
+    /// Monitoring's ops stamp (`monitor/period.rs`). `u64::MAX` in a new
+    /// thread, as between periods: no end's stamp (a plain end's, 0, reaches
+    /// the compare when its side's hint is not armed with its address).
+    ops, set_ops: u64 = "__rill_tls_ops_v1", u64::MAX;
     /// Monitoring's recorder on this thread, null before its first period.
-    recorder, set_recorder: *const Recorder = "__rill_tls_recorder_v1";
+    recorder, set_recorder: *const Recorder = "__rill_tls_recorder_v1", 0;
 }
 
 /// Declares `fn $name(stamp: u64) -> bool`: whether `stamp` equals the word
@@ -236,7 +222,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn words_are_per_thread_and_start_at_zero() {
+    fn words_are_per_thread_and_start_at_their_initial_values() {
         set_fast(7);
         let r = 0x1000 as *const Recorder;
         set_recorder(r);
@@ -244,7 +230,8 @@ mod tests {
         assert!(is_fast(7) && !is_fast(8));
         assert_eq!(recorder(), r);
         std::thread::spawn(|| {
-            assert_eq!((fast(), ops()), (0, 0));
+            assert_eq!((fast(), ops()), (0, u64::MAX));
+            assert!(!is_ops(0), "a plain end's stamp is no ops stamp");
             assert!(recorder().is_null() && task().is_null() && worker().is_null());
             set_ops(9);
             assert!(is_ops(9) && !is_ops(0));

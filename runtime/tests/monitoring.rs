@@ -260,6 +260,61 @@ fn messages_count_for_the_task_that_moved_them() {
     }
 }
 
+/// An end handed to a task on another worker while the task it was bound to
+/// goes on running (its side's monitoring hint armed with the end's old
+/// address, `monitor/hint.rs`): the new holder's messages count for the new
+/// holder, in every mode.
+#[test]
+fn ends_handed_over_while_their_holder_runs_count_for_the_new_holder() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    for flags in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rt = monitored(2, flags, dir.path());
+        let ids = Arc::new(Mutex::new([0u64; 2]));
+        let stream = Arc::new(Mutex::new(0u64));
+        let (ids2, stream2) = (ids.clone(), stream.clone());
+        rt.run_main(move || {
+            let (mut w, mut r) = rill::stream::<u64>(64);
+            *stream2.lock().unwrap() = w.id();
+            let (mut hand, mut take) = rill::stream::<rill::Writer<u64>>(1);
+            let done = Arc::new(AtomicBool::new(false));
+            let done2 = done.clone();
+            let ids3 = ids2.clone();
+            rill::spawn_on(0, "first", move || {
+                ids3.lock().unwrap()[0] = rill::current().unwrap().id;
+                for i in 0..3 {
+                    w.write(i).unwrap();
+                }
+                hand.write(w).unwrap();
+                // Still in the same period: wait, without blocking, for the
+                // other worker to write through the end.
+                let start = std::time::Instant::now();
+                while !done.load(Ordering::Acquire) {
+                    assert!(start.elapsed().as_secs() < 20, "second never wrote");
+                    std::hint::spin_loop();
+                }
+            })
+            .unwrap();
+            rill::spawn_on(1, "second", move || {
+                ids2.lock().unwrap()[1] = rill::current().unwrap().id;
+                let mut w = take.read().unwrap();
+                w.write(3).unwrap();
+                w.write(4).unwrap();
+                done2.store(true, Ordering::Release);
+            })
+            .unwrap();
+            let got: Vec<u64> = std::iter::from_fn(|| r.read()).collect();
+            assert_eq!(got, (0..5).collect::<Vec<_>>());
+        })
+        .unwrap();
+        let [first, second] = *ids.lock().unwrap();
+        let per = writes_per_task(dir.path(), 2, *stream.lock().unwrap());
+        let want = std::collections::BTreeMap::from([(first, 3), (second, 2)]);
+        assert_eq!(per, want, "{flags}");
+    }
+}
+
 /// A period that uses more stream ends than the fast path holds.
 #[test]
 fn wide_periods_are_counted() {

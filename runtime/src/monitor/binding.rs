@@ -19,8 +19,15 @@
 //! preceded it. An end that is dropped leaves its binding with the task alone
 //! (a strong count of 1); the task counts what is left and forgets it.
 //!
+//! The hint. While the task runs, each binding's side *hint* (`hint.rs`)
+//! holds the end's address, so that the end's operations skip monitoring
+//! with one compare; the task's worker arms the hints of its bindings at
+//! each period's start ([`TaskMon::arm`]) and disarms them at its end
+//! ([`Binding::take`]), so that an end that another task uses next finds
+//! its hint disarmed (or not its address) and goes the slow way above.
+//!
 //! Nothing dangles: a binding keeps the stream's core alive, and the position
-//! it reads is a field of that core.
+//! and hint it touches are fields of that core.
 //!
 //! [`EndMon`]: super::period::EndMon
 
@@ -30,6 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize as StdAtomicUsize, Or
 use std::sync::Arc;
 
 use super::format::EndIo;
+use super::hint::Hint;
 use super::task_entries::TaskEntries;
 use crate::stream::{Recheck, Side};
 use crate::sync::AtomicUsize;
@@ -56,7 +64,13 @@ pub(crate) struct Binding {
     /// The end's side position in the stream's core (`tail` for a writer,
     /// `head` for a reader), which only the end's holder advances.
     pos: NonNull<AtomicUsize>,
-    /// Keeps the core, and so `pos`, alive.
+    /// The side's hint in the stream's core (`hint.rs`).
+    hint: NonNull<Hint>,
+    /// The end's address when it last armed the hint (0: never). Written by
+    /// the end's holder when it arms the hint, read by the task's worker at
+    /// the task's period starts (Relaxed: a hint only, see `hint.rs`).
+    addr: StdAtomicUsize,
+    /// Keeps the core, and so `pos` and `hint`, alive.
     _core: Arc<dyn Recheck>,
     pub(crate) stream: u64,
     pub(crate) write: bool,
@@ -72,8 +86,9 @@ pub(crate) struct Binding {
     cut: AtomicUsize,
 }
 
-// SAFETY: `pos` points into the core that `_core` keeps alive, and it is only
-// used for loads of an atomic, which any thread may make. The other fields
+// SAFETY: `pos` and `hint` point into the core that `_core` keeps alive, and
+// they are only used for loads and stores of atomics, which any thread may
+// make. The other fields
 // are Send and Sync.
 unsafe impl Send for Binding {}
 // SAFETY: as above.
@@ -84,8 +99,11 @@ impl Binding {
     /// `at` now.
     pub(crate) fn new(core: Arc<dyn Recheck>, side: Side, stream: u64, at: usize) -> Binding {
         let pos = NonNull::from(core.position(side));
+        let hint = NonNull::from(core.hint(side));
         Binding {
             pos,
+            hint,
+            addr: StdAtomicUsize::new(0),
             _core: core,
             stream,
             write: side == Side::Writer,
@@ -104,6 +122,26 @@ impl Binding {
         self.cut.store(at, Ordering::Release);
     }
 
+    /// The end, now at `addr`, armed its side's hint: the task arms it with
+    /// that address at its next period starts.
+    #[inline]
+    pub(crate) fn set_addr(&self, addr: usize) {
+        self.addr.store(addr, Ordering::Relaxed);
+    }
+
+    /// Arms the side's hint with the end's last address, if it has one: the
+    /// task's period starts. A binding that another holder cut arms an
+    /// address that holder's end no longer has (a moved end), so it only
+    /// sends that end's next operation the slow way once more (`hint.rs`).
+    #[inline]
+    fn arm(&self) {
+        let addr = self.addr.load(Ordering::Relaxed);
+        if addr != 0 {
+            // SAFETY: `hint` is valid while `_core` lives (see the type).
+            unsafe { self.hint.as_ref() }.arm(addr);
+        }
+    }
+
     /// The end's last operation woke the peer.
     pub(crate) fn set_woke(&self) {
         self.woke.store(true, Ordering::Relaxed);
@@ -118,9 +156,13 @@ impl Binding {
 
     /// The messages moved since the last call, whether the end woke its peer
     /// in that time, and whether the binding is over (cut, or its end was
-    /// dropped): then the task forgets it.
+    /// dropped): then the task forgets it. Called at each of the task's
+    /// period ends, it disarms the side's hint: an end that another task
+    /// uses before this one's next period goes the slow way.
     #[inline]
     pub(crate) fn take(self: &Arc<Self>) -> (u32, bool, bool) {
+        // SAFETY: `hint` is valid while `_core` lives (see the type).
+        unsafe { self.hint.as_ref() }.disarm();
         // The end was dropped if the task holds the last reference; its
         // position then never moves again.
         let dropped = Arc::strong_count(self) == 1;
@@ -196,6 +238,16 @@ impl TaskMon {
         // SAFETY: only one thread touches the task's bindings at a time (see
         // the type), and neither this nor `take_ends` lends them out.
         unsafe { &mut *self.binds.get() }.push(b);
+    }
+
+    /// A period of the task begins: arms the hints of its bindings
+    /// ([`Binding::arm`]), so that their ends' operations skip monitoring.
+    #[inline]
+    pub(crate) fn arm(&self) {
+        // SAFETY: as in `push`; nothing here lends the list out.
+        for b in unsafe { &*self.binds.get() } {
+            b.arm();
+        }
     }
 
     /// Calls `f` with the period's entry of each binding that moved a

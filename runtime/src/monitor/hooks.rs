@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use super::binding::Binding;
 use super::format::EndState;
+use super::hint::Hint;
 use super::period::{self, kind, EndMon};
 use super::worker_log::WorkerLog;
 use crate::context;
@@ -144,6 +145,44 @@ pub(crate) fn enter_slow(
             if !(r.list(end, id, write) && r.record(end)) {
                 message_cold(end, id, write)
             }
+        }
+    }
+}
+
+/// After the slow way of an operation on `end` (now at `addr`, with side
+/// hint `hint`): arms the hint when the end may skip monitoring from now
+/// on (`hint.rs`): on a thread that records nothing about streams, for good;
+/// in count mode, for an end bound to the running task, until the task's
+/// period ends (its binding keeps the address for the task's next periods).
+/// Inlined into the ends' out-of-line `enter_cold`.
+#[inline(always)]
+pub(crate) fn arm(end: &EndMon, hint: &Hint, addr: usize) {
+    if !cfg!(feature = "monitor") || !end.is_fast() {
+        return;
+    }
+    // SAFETY: the recorder lives as long as this thread (see `period::with`)
+    // and the reference does not leave this function.
+    let r = unsafe { &*period::current() };
+    let arm = match r.run_kind() {
+        kind::COUNT => end.bind.is_some(),
+        // A period of a run that records nothing about streams: nothing
+        // to record here, ever.
+        kind::NONE if r.epoch() != 0 => true,
+        // No period on this thread: a worker of a run that does not
+        // monitor, or a thread outside runs (whose end may go on to a task
+        // of a monitored run without moving, so only while none monitors).
+        kind::NONE => {
+            let w = context::current_worker_ptr();
+            // SAFETY: the worker pointer is valid while its loop runs on this
+            // thread.
+            !on() || (!w.is_null() && !unsafe { &*w }.is_monitored())
+        }
+        _ => false,
+    };
+    if arm {
+        hint.arm(addr);
+        if let Some(b) = &end.bind {
+            b.set_addr(addr);
         }
     }
 }

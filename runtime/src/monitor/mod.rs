@@ -16,6 +16,7 @@ pub(crate) mod binding;
 pub mod clock;
 pub mod flags;
 pub mod format;
+pub(crate) mod hint;
 pub(crate) mod hooks;
 pub(crate) mod period;
 pub(crate) mod task_entries;

@@ -263,7 +263,7 @@ pub(crate) fn record(end: &EndMon) -> bool {
     let p = tls::recorder();
     debug_assert!(!p.is_null(), "an ops stamp is set after the recorder");
     // SAFETY: the thread's ops stamp matched an end's, so a period began on
-    // this thread (a new thread's ops stamp, 0, is reached by no end: see
+    // this thread (a new thread's ops stamp, `u64::MAX`, is no end's: see
     // `tls::ops`), and `begin` set the recorder's address first; the
     // recorder lives as long as the thread (see `with`).
     unsafe { &*p }.push_key(end.key)

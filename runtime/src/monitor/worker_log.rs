@@ -241,7 +241,10 @@ impl WorkerLog {
         self.epoch += 4;
         let k = self.run_kind;
         period::with(|r| match k {
-            kind::COUNT => r.begin(self.epoch, k, task.mon.tag()),
+            kind::COUNT => {
+                task.mon.arm();
+                r.begin(self.epoch, k, task.mon.tag())
+            }
             kind::NONE => r.begin(self.epoch, k, 0),
             _ => r.begin(task.mon.entries.load(r), k, 0),
         });

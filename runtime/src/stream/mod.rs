@@ -185,25 +185,36 @@ impl<T: Send + 'static> Writer<T> {
     // message would cost as much again.
     #[inline(always)]
     pub fn write(&mut self, v: T) -> Result<(), StreamClosed> {
-        self.enter();
+        let core = self.enter_core();
+        // SAFETY: `core` is the target of `self.core`, which `self` keeps
+        // alive and nothing in this call replaces (the monitoring check only
+        // touches the end's monitoring state).
+        let core = unsafe { &*core };
         let tail = self.tail;
-        if tail.wrapping_sub(self.head_cache) >= self.core.cap {
+        if tail.wrapping_sub(self.head_cache) >= core.cap {
             // Acquire: pairs with the reader's Release store of head, so the
             // cell we are about to overwrite has been read.
-            self.head_cache = self.core.back.head.load(Ordering::Acquire);
-            if tail.wrapping_sub(self.head_cache) >= self.core.cap {
+            self.head_cache = core.back.head.load(Ordering::Acquire);
+            if tail.wrapping_sub(self.head_cache) >= core.cap {
                 std::hint::cold_path();
                 return self.write_full(v);
             }
         }
-        self.push(tail, v)
+        self.push_to(core, tail, v)
     }
 
     #[inline(always)]
     fn push(&mut self, tail: usize, v: T) -> Result<(), StreamClosed> {
-        // The core's address in a register: read through `self.core` after
-        // the Release store or the compiler fence, LLVM would load it again.
-        let core = &*self.core;
+        let core = Arc::as_ptr(&self.core);
+        // SAFETY: as in `write`.
+        self.push_to(unsafe { &*core }, tail, v)
+    }
+
+    /// [`push`](Self::push) into `core`, this end's (the caller's pointer
+    /// to it, kept in a register: read through `self.core` after the
+    /// Release store or the compiler fence, LLVM would load it again).
+    #[inline(always)]
+    fn push_to(&mut self, core: &Core<T>, tail: usize, v: T) -> Result<(), StreamClosed> {
         let fenced = core.fenced;
         // SAFETY: we are the only writer, tail is our position and the ring has
         // room (checked by the caller against a head no later than the real one).
@@ -341,23 +352,31 @@ impl<T: Send + 'static> Reader<T> {
     // message would cost as much again.
     #[inline(always)]
     pub fn read(&mut self) -> Option<T> {
-        self.enter();
+        let core = self.enter_core();
+        // SAFETY: as in `Writer::write`.
+        let core = unsafe { &*core };
         let head = self.head;
         if head == self.tail_cache {
             // Acquire: pairs with the writer's Release store of tail.
-            self.tail_cache = self.core.fwd.tail.load(Ordering::Acquire);
+            self.tail_cache = core.fwd.tail.load(Ordering::Acquire);
             if head == self.tail_cache {
                 // No `cold_path` hint here, unlike `write`: see `read_empty`.
                 return self.read_empty();
             }
         }
-        Some(self.pop(head))
+        Some(self.pop_from(core, head))
     }
 
     #[inline(always)]
     fn pop(&mut self, head: usize) -> T {
-        // As in `Writer::push`.
-        let core = &*self.core;
+        let core = Arc::as_ptr(&self.core);
+        // SAFETY: as in `Writer::write`.
+        self.pop_from(unsafe { &*core }, head)
+    }
+
+    /// [`pop`](Self::pop) from `core`, this end's (as `Writer::push_to`).
+    #[inline(always)]
+    fn pop_from(&mut self, core: &Core<T>, head: usize) -> T {
         let fenced = core.fenced;
         // SAFETY: we are the only reader and head < tail (checked by the caller).
         let v = unsafe { core.take(head) };
@@ -495,11 +514,18 @@ impl<T: Send + 'static> Iterator for Reader<T> {
 }
 
 /// The monitoring check that starts every stream operation that may move a
-/// message (see [`hooks::enter`](crate::hooks::enter)): true when the end
-/// needs [`enter_cold`].
+/// message: true when the end needs [`enter_cold`]. `lets` is the compare
+/// of the end's side hint with its address (`monitor/hint.rs`); with the
+/// hooks compiled out, the end's stamp is compared with 0 instead (so that
+/// an unbound end still notes its holder).
 #[inline(always)]
-fn needs_enter_cold(mon: &EndMon) -> bool {
-    if !mon.is_fast() {
+fn needs_enter_cold(lets: impl FnOnce() -> bool, mon: &EndMon) -> bool {
+    let plain = if cfg!(feature = "monitor") {
+        lets()
+    } else {
+        mon.stamp == 0
+    };
+    if !plain {
         // Laid out off the straight path: an end that needs nothing more
         // (monitoring off, or count mode) falls through, as with the hooks
         // compiled out. Without the hint LLVM
@@ -535,6 +561,8 @@ impl<T: Send + 'static> Writer<T> {
     #[inline(never)]
     fn enter_cold(&mut self) {
         enter_cold(&mut self.mon, &self.core, Side::Writer, self.tail);
+        let addr = self as *const Self as usize;
+        crate::hooks::arm(&self.mon, &self.core.fwd.whint, addr);
     }
 }
 
@@ -544,15 +572,46 @@ impl<T: Send + 'static> Reader<T> {
     #[inline(never)]
     fn enter_cold(&mut self) {
         enter_cold(&mut self.mon, &self.core, Side::Reader, self.head);
+        let addr = self as *const Self as usize;
+        crate::hooks::arm(&self.mon, &self.core.back.rhint, addr);
+    }
+}
+
+impl<T: Send + 'static> Writer<T> {
+    /// [`Waits::enter`], returning the pointer to the core that the check
+    /// loaded, so that the operation after it addresses the core from the
+    /// same load (LLVM would load `self.core` again after the check, whose
+    /// out-of-line path takes the whole end).
+    #[inline(always)]
+    fn enter_core(&mut self) -> *const Core<T> {
+        let core = Arc::as_ptr(&self.core);
+        let addr = self as *const Self as usize;
+        // SAFETY: `self.core` keeps the core alive.
+        if needs_enter_cold(|| unsafe { &*core }.writer_lets(addr), &self.mon) {
+            self.enter_cold();
+        }
+        core
+    }
+}
+
+impl<T: Send + 'static> Reader<T> {
+    /// As [`Writer::enter_core`].
+    #[inline(always)]
+    fn enter_core(&mut self) -> *const Core<T> {
+        let core = Arc::as_ptr(&self.core);
+        let addr = self as *const Self as usize;
+        // SAFETY: `self.core` keeps the core alive.
+        if needs_enter_cold(|| unsafe { &*core }.reader_lets(addr), &self.mon) {
+            self.enter_cold();
+        }
+        core
     }
 }
 
 impl<T: Send + 'static> Waits for Writer<T> {
     #[inline(always)]
     fn enter(&mut self) {
-        if needs_enter_cold(&self.mon) {
-            self.enter_cold();
-        }
+        self.enter_core();
     }
     #[inline]
     fn leave(&self) {
@@ -573,9 +632,7 @@ impl<T: Send + 'static> Waits for Writer<T> {
 impl<T: Send + 'static> Waits for Reader<T> {
     #[inline(always)]
     fn enter(&mut self) {
-        if needs_enter_cold(&self.mon) {
-            self.enter_cold();
-        }
+        self.enter_core();
     }
     #[inline]
     fn leave(&self) {

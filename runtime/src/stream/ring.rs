@@ -6,6 +6,8 @@ use std::sync::atomic::Ordering;
 use crossbeam_utils::CachePadded;
 
 use super::slot::{Slot, WAITING};
+use crate::monitor::hint::hint_lets;
+pub(crate) use crate::monitor::hint::Hint;
 use crate::sync::{AtomicU64, AtomicUsize, UnsafeCell};
 
 /// Which end of a stream.
@@ -21,8 +23,13 @@ pub enum Side {
 /// cache line: the writer stores `tail` and then looks at `rslot` on every
 /// write, and a woken reader unregisters from `rslot` and then reads `tail`.
 /// Apart, a wake across workers moved two lines each way; together, one.
+/// `repr(C)`, so that the hint has a fixed offset (see [`Core::WHINT`]).
+#[repr(C)]
 pub(crate) struct Fwd {
     pub(crate) tail: AtomicUsize,
+    /// The writer's monitoring *hint* ([`Hint`]), beside the tail it stores
+    /// on every write.
+    pub(crate) whint: Hint,
     pub(crate) rslot: Slot,
     /// The reader side's settle-window mark (see `context::note_pending`),
     /// not part of any protocol: written when the reader blocks, beside the
@@ -31,8 +38,11 @@ pub(crate) struct Fwd {
 }
 
 /// The mirror of [`Fwd`]: the reader's position and the writer's wait slot.
+#[repr(C)]
 pub(crate) struct Back {
     pub(crate) head: AtomicUsize,
+    /// The reader's monitoring hint, as [`Fwd::whint`].
+    pub(crate) rhint: Hint,
     pub(crate) wslot: Slot,
     /// The writer side's settle-window mark, as `Fwd::rmark`.
     wmark: std::sync::atomic::AtomicU64,
@@ -80,6 +90,63 @@ unsafe impl<T: Send> Send for Core<T> {}
 unsafe impl<T: Send> Sync for Core<T> {}
 
 impl<T> Core<T> {
+    /// Byte offset of the writer's hint in the core (the padding puts the
+    /// value at the start of its `CachePadded`; `Core::new` checks it).
+    const WHINT: usize = std::mem::offset_of!(Core<T>, fwd) + std::mem::offset_of!(Fwd, whint);
+    /// Byte offset of the reader's hint, as [`WHINT`](Self::WHINT).
+    const RHINT: usize = std::mem::offset_of!(Core<T>, back) + std::mem::offset_of!(Back, rhint);
+
+    /// Where an `Arc`'s pointer is, in bytes before the core it holds: the
+    /// two counts, padded to the core's alignment. Only the code's quality
+    /// depends on it: [`writer_lets`](Self::writer_lets) addresses the hint
+    /// at this much before the core plus this much more, which is the hint
+    /// whatever the value; when it is right, that base is the pointer an
+    /// end loads from its `Arc`, which the operation goes on to use.
+    const ARC_OFF: usize = {
+        let a = std::mem::align_of::<Core<T>>();
+        let counts = 2 * std::mem::size_of::<usize>();
+        if a > counts {
+            a
+        } else {
+            counts
+        }
+    };
+
+    /// This core's address less [`ARC_OFF`](Self::ARC_OFF).
+    #[inline(always)]
+    fn arc_base(&self) -> *const u8 {
+        (self as *const Self)
+            .cast::<u8>()
+            .wrapping_sub(Self::ARC_OFF)
+    }
+
+    /// Whether the writer at `addr` may skip monitoring: its side's hint
+    /// holds `addr` (`monitor/hint.rs`), in one compare.
+    #[inline(always)]
+    pub(crate) fn writer_lets(&self, addr: usize) -> bool {
+        debug_assert_eq!(self.hint_offset(Side::Writer), Self::WHINT);
+        // SAFETY: `WHINT` is the offset of `fwd.whint` in the core, so the
+        // address compared is that hint's, live while `self` is.
+        unsafe { hint_lets!(self.arc_base(), Self::ARC_OFF + Self::WHINT, addr) }
+    }
+
+    /// Whether the reader at `addr` may skip monitoring.
+    #[inline(always)]
+    pub(crate) fn reader_lets(&self, addr: usize) -> bool {
+        debug_assert_eq!(self.hint_offset(Side::Reader), Self::RHINT);
+        // SAFETY: as in `writer_lets`, for `back.rhint`.
+        unsafe { hint_lets!(self.arc_base(), Self::ARC_OFF + Self::RHINT, addr) }
+    }
+
+    /// Where the side's hint really is, in bytes from the core's start.
+    fn hint_offset(&self, side: Side) -> usize {
+        let h = match side {
+            Side::Reader => &self.back.rhint,
+            Side::Writer => &self.fwd.whint,
+        };
+        h as *const Hint as usize - self as *const Self as usize
+    }
+
     pub(crate) fn new(id: u64, cap: usize) -> Core<T> {
         let n = cap.next_power_of_two();
         Core {
@@ -94,11 +161,13 @@ impl<T> Core<T> {
             writer_task: AtomicU64::new(0),
             fwd: CachePadded::new(Fwd {
                 tail: AtomicUsize::new(0),
+                whint: Hint::new(),
                 rslot: Slot::new(),
                 rmark: std::sync::atomic::AtomicU64::new(0),
             }),
             back: CachePadded::new(Back {
                 head: AtomicUsize::new(0),
+                rhint: Hint::new(),
                 wslot: Slot::new(),
                 wmark: std::sync::atomic::AtomicU64::new(0),
             }),
@@ -164,6 +233,8 @@ pub(crate) trait Recheck: Send + Sync {
     /// The side's position: messages written (`tail`) or read (`head`)
     /// so far, as its end last published them.
     fn position(&self, side: Side) -> &AtomicUsize;
+    /// The side's monitoring hint.
+    fn hint(&self, side: Side) -> &Hint;
 }
 
 impl<T: Send> Recheck for Core<T> {
@@ -171,6 +242,13 @@ impl<T: Send> Recheck for Core<T> {
         match side {
             Side::Reader => &self.back.head,
             Side::Writer => &self.fwd.tail,
+        }
+    }
+
+    fn hint(&self, side: Side) -> &Hint {
+        match side {
+            Side::Reader => &self.back.rhint,
+            Side::Writer => &self.fwd.whint,
         }
     }
 
