@@ -3,13 +3,14 @@
 //! so that recording a message is a few fs-relative loads and stores inline
 //! at the call site, with no function call and no pointer chase.
 //!
-//! Every stream operation compares its end's [`EndMon`] stamp with this
-//! thread's [`fast`] stamp; equal means nothing more to do. That is every
-//! operation with monitoring off (both 0) and in count mode (the end is
-//! bound to the running task, whose tag is both; its messages are counted
-//! from the ring's positions at the period's end, `binding.rs`). Otherwise
-//! (a new end, an end that changed hands, or ops mode, whose fast stamp no
-//! end has) the operation goes out of line.
+//! A stream operation whose side's hint (`hint.rs`) holds its end's address
+//! does nothing more: every operation with monitoring off, and in count mode
+//! on an end bound to the running task (its messages are counted from the
+//! ring's positions at the period's end, `binding.rs`). The others compare
+//! the end's [`EndMon`] stamp with this thread's ops stamp (ops mode records
+//! the message there) and then with its [`fast`] stamp: equal means the end
+//! only needs its hint armed again (it moved within its task); otherwise (a
+//! new end, an end that changed hands) the operation goes out of line.
 //!
 //! Ops mode (`message`): each dispatch has an *epoch*, a multiple of 4
 //! unique to the running task in the process: its *base*, under which its
@@ -64,8 +65,9 @@ pub(crate) mod kind {
     pub(crate) const SLOW: u64 = 3;
 }
 
-/// Per-end monitoring state kept in each stream end: its *stamp*, which
-/// every operation on the end compares with this thread's [`fast`] one.
+/// Per-end monitoring state kept in each stream end: its *stamp*, which an
+/// operation that its side's hint does not let through (`hint.rs`) compares
+/// with this thread's [`fast`] one.
 ///
 /// - 0 (the default): *plain*, an end last used where no messages are
 ///   recorded (monitoring off, or not in a task); with monitoring off that
