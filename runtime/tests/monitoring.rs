@@ -210,27 +210,62 @@ fn writes_per_task(
     m
 }
 
+/// The two tasks of a hand-over test and the stream whose writer they pass
+/// between them: each notes its task id, and the test compares each one's
+/// logged writes on the stream with what it wrote.
+#[derive(Clone, Default)]
+struct HandOver {
+    ids: std::sync::Arc<std::sync::Mutex<[u64; 2]>>,
+    stream: std::sync::Arc<std::sync::Mutex<u64>>,
+}
+
+impl HandOver {
+    /// The stream whose writes are counted.
+    fn set_stream(&self, id: u64) {
+        *self.stream.lock().unwrap() = id;
+    }
+
+    /// The running task is holder `i` (0: first, 1: second).
+    fn note_holder(&self, i: usize) {
+        self.ids.lock().unwrap()[i] = rill::current().unwrap().id;
+    }
+
+    /// Logged writes per task on the stream, and what they should be: the
+    /// first holder's `first` and the second's `second`.
+    fn writes(
+        &self,
+        dir: &std::path::Path,
+        workers: usize,
+        first: u64,
+        second: u64,
+    ) -> [std::collections::BTreeMap<u64, u64>; 2] {
+        let [a, b] = *self.ids.lock().unwrap();
+        let per = writes_per_task(dir, workers, *self.stream.lock().unwrap());
+        [
+            per,
+            std::collections::BTreeMap::from([(a, first), (b, second)]),
+        ]
+    }
+}
+
 /// Each message counts for the task that moved it, also when a used end
 /// goes to another task and comes back (count mode cuts the old holder's
 /// binding where the new one takes over).
 #[test]
 fn messages_count_for_the_task_that_moved_them() {
-    use std::sync::{Arc, Mutex};
     for flags in MODES {
         for workers in [1, 2] {
             let dir = tempfile::tempdir().unwrap();
             let mut rt = monitored(workers, flags, dir.path());
-            let ids = Arc::new(Mutex::new([0u64; 2]));
-            let stream = Arc::new(Mutex::new(0u64));
-            let (ids2, stream2) = (ids.clone(), stream.clone());
+            let h = HandOver::default();
+            let (h1, h2) = (h.clone(), h.clone());
             rt.run_main(move || {
                 let (mut w, mut r) = rill::stream::<u64>(64);
-                *stream2.lock().unwrap() = w.id();
+                h1.set_stream(w.id());
                 let (mut hand, mut take) = rill::stream::<rill::Writer<u64>>(1);
                 let (mut back, mut got) = rill::stream::<rill::Writer<u64>>(1);
-                let ids3 = ids2.clone();
                 rill::spawn("first", move || {
-                    ids3.lock().unwrap()[0] = rill::current().unwrap().id;
+                    h1.note_holder(0);
                     for i in 0..3 {
                         w.write(i).unwrap();
                     }
@@ -241,7 +276,7 @@ fn messages_count_for_the_task_that_moved_them() {
                     }
                 });
                 rill::spawn("second", move || {
-                    ids2.lock().unwrap()[1] = rill::current().unwrap().id;
+                    h2.note_holder(1);
                     let mut w = take.read().unwrap();
                     w.write(3).unwrap();
                     w.write(4).unwrap();
@@ -252,9 +287,7 @@ fn messages_count_for_the_task_that_moved_them() {
                 assert_eq!(got, (0..12).collect::<Vec<_>>());
             })
             .unwrap();
-            let [first, second] = *ids.lock().unwrap();
-            let per = writes_per_task(dir.path(), workers, *stream.lock().unwrap());
-            let want = std::collections::BTreeMap::from([(first, 10), (second, 2)]);
+            let [per, want] = h.writes(dir.path(), workers, 10, 2);
             assert_eq!(per, want, "{flags} on {workers} worker(s)");
         }
     }
@@ -267,22 +300,20 @@ fn messages_count_for_the_task_that_moved_them() {
 #[test]
 fn ends_handed_over_while_their_holder_runs_count_for_the_new_holder() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
     for flags in MODES {
         let dir = tempfile::tempdir().unwrap();
         let mut rt = monitored(2, flags, dir.path());
-        let ids = Arc::new(Mutex::new([0u64; 2]));
-        let stream = Arc::new(Mutex::new(0u64));
-        let (ids2, stream2) = (ids.clone(), stream.clone());
+        let h = HandOver::default();
+        let (h1, h2) = (h.clone(), h.clone());
         rt.run_main(move || {
             let (mut w, mut r) = rill::stream::<u64>(64);
-            *stream2.lock().unwrap() = w.id();
+            h1.set_stream(w.id());
             let (mut hand, mut take) = rill::stream::<rill::Writer<u64>>(1);
             let done = Arc::new(AtomicBool::new(false));
             let done2 = done.clone();
-            let ids3 = ids2.clone();
             rill::spawn_on(0, "first", move || {
-                ids3.lock().unwrap()[0] = rill::current().unwrap().id;
+                h1.note_holder(0);
                 for i in 0..3 {
                     w.write(i).unwrap();
                 }
@@ -297,7 +328,7 @@ fn ends_handed_over_while_their_holder_runs_count_for_the_new_holder() {
             })
             .unwrap();
             rill::spawn_on(1, "second", move || {
-                ids2.lock().unwrap()[1] = rill::current().unwrap().id;
+                h2.note_holder(1);
                 let mut w = take.read().unwrap();
                 w.write(3).unwrap();
                 w.write(4).unwrap();
@@ -308,9 +339,7 @@ fn ends_handed_over_while_their_holder_runs_count_for_the_new_holder() {
             assert_eq!(got, (0..5).collect::<Vec<_>>());
         })
         .unwrap();
-        let [first, second] = *ids.lock().unwrap();
-        let per = writes_per_task(dir.path(), 2, *stream.lock().unwrap());
-        let want = std::collections::BTreeMap::from([(first, 3), (second, 2)]);
+        let [per, want] = h.writes(dir.path(), 2, 3, 2);
         assert_eq!(per, want, "{flags}");
     }
 }

@@ -514,14 +514,15 @@ impl<T: Send + 'static> Iterator for Reader<T> {
 }
 
 /// The monitoring check that starts every stream operation that may move a
-/// message: true when the end needs [`enter_cold`]. `lets` is the compare
-/// of the end's side hint with its address (`monitor/hint.rs`); with the
-/// hooks compiled out, the end's stamp is compared with 0 instead (so that
-/// an unbound end still notes its holder).
+/// message through the end of `side` at `addr`, whose core is `core`: true
+/// when the end needs [`enter_cold`]. With the hooks in, a compare of the
+/// side's hint with the end's address (`monitor/hint.rs`); compiled out, of
+/// the end's stamp with 0 (so that an unbound end still notes its holder).
 #[inline(always)]
-fn needs_enter_cold(lets: impl FnOnce() -> bool, mon: &EndMon) -> bool {
+fn needs_enter_cold<T>(core: *const Core<T>, side: Side, addr: usize, mon: &EndMon) -> bool {
     let plain = if cfg!(feature = "monitor") {
-        lets()
+        // SAFETY: the caller's end keeps its core alive.
+        unsafe { &*core }.lets(side, addr)
     } else {
         mon.stamp == 0
     };
@@ -552,61 +553,42 @@ trait Waits {
     fn blocked_on(&self) -> BlockedOn;
 }
 
-impl<T: Send + 'static> Writer<T> {
-    /// [`enter_cold`] on this end. A method on the whole end, so that the
-    /// check before it addresses the stamp from the end's own pointer
-    /// (which the operation holds anyway) rather than from a pointer to the
-    /// stamp, which LLVM kept in a register of its own, or on the stack.
-    #[cold]
-    #[inline(never)]
-    fn enter_cold(&mut self) {
-        enter_cold(&mut self.mon, &self.core, Side::Writer, self.tail);
-        let addr = self as *const Self as usize;
-        crate::hooks::arm(&self.mon, &self.core.fwd.whint, addr);
-    }
-}
+/// The monitoring entry of an end type (`$end`, on `$side`, whose position
+/// is the field `$pos`):
+///
+/// - `enter_core`: [`Waits::enter`], returning the pointer to the core that
+///   the check loaded, so that the operation after it addresses the core
+///   from the same load (LLVM would load `self.core` again after the check,
+///   whose out-of-line path takes the whole end);
+/// - `enter_cold`: [`enter_cold`] on the end. A method on the whole end, so
+///   that the check before it needs nothing but the end's pointer (which the
+///   operation holds anyway) and the core's, not a pointer to the end's
+///   monitoring state, which LLVM kept in a register of its own, or on the
+///   stack.
+macro_rules! end_entry {
+    ($end:ident, $side:expr, $pos:ident) => {
+        impl<T: Send + 'static> $end<T> {
+            #[inline(always)]
+            fn enter_core(&mut self) -> *const Core<T> {
+                let core = Arc::as_ptr(&self.core);
+                if needs_enter_cold(core, $side, self as *const Self as usize, &self.mon) {
+                    self.enter_cold();
+                }
+                core
+            }
 
-impl<T: Send + 'static> Reader<T> {
-    /// As [`Writer::enter_cold`].
-    #[cold]
-    #[inline(never)]
-    fn enter_cold(&mut self) {
-        enter_cold(&mut self.mon, &self.core, Side::Reader, self.head);
-        let addr = self as *const Self as usize;
-        crate::hooks::arm(&self.mon, &self.core.back.rhint, addr);
-    }
-}
-
-impl<T: Send + 'static> Writer<T> {
-    /// [`Waits::enter`], returning the pointer to the core that the check
-    /// loaded, so that the operation after it addresses the core from the
-    /// same load (LLVM would load `self.core` again after the check, whose
-    /// out-of-line path takes the whole end).
-    #[inline(always)]
-    fn enter_core(&mut self) -> *const Core<T> {
-        let core = Arc::as_ptr(&self.core);
-        let addr = self as *const Self as usize;
-        // SAFETY: `self.core` keeps the core alive.
-        if needs_enter_cold(|| unsafe { &*core }.writer_lets(addr), &self.mon) {
-            self.enter_cold();
+            #[cold]
+            #[inline(never)]
+            fn enter_cold(&mut self) {
+                let addr = self as *const Self as usize;
+                enter_cold(&mut self.mon, &self.core, $side, self.$pos, addr);
+            }
         }
-        core
-    }
+    };
 }
 
-impl<T: Send + 'static> Reader<T> {
-    /// As [`Writer::enter_core`].
-    #[inline(always)]
-    fn enter_core(&mut self) -> *const Core<T> {
-        let core = Arc::as_ptr(&self.core);
-        let addr = self as *const Self as usize;
-        // SAFETY: `self.core` keeps the core alive.
-        if needs_enter_cold(|| unsafe { &*core }.reader_lets(addr), &self.mon) {
-            self.enter_cold();
-        }
-        core
-    }
-}
+end_entry!(Writer, Side::Writer, tail);
+end_entry!(Reader, Side::Reader, head);
 
 impl<T: Send + 'static> Waits for Writer<T> {
     #[inline(always)]
@@ -677,10 +659,18 @@ fn spin_first<W: Waits>(on: &mut W, ready: impl Fn(&W) -> bool) -> bool {
 /// The out-of-line part of the check: binds an end no task used yet (noting
 /// the task as the holder of its side, for reports), then has monitoring
 /// bind it to the running task or list it in the running period
-/// ([`hooks::enter_slow`](crate::hooks::enter_slow)); `at` is the end's
-/// position.
+/// ([`hooks::enter_slow`](crate::hooks::enter_slow)), and arms the side's
+/// hint where the end may skip monitoring from now on
+/// ([`hooks::arm`](crate::hooks::arm)); `at` is the end's position and
+/// `addr` its address.
 #[inline(always)]
-fn enter_cold<T: Send + 'static>(mon: &mut EndMon, core: &Arc<Core<T>>, side: Side, at: usize) {
+fn enter_cold<T: Send + 'static>(
+    mon: &mut EndMon,
+    core: &Arc<Core<T>>,
+    side: Side,
+    at: usize,
+    addr: usize,
+) {
     if mon.is_unbound() {
         let owner = match side {
             Side::Reader => &core.reader_task,
@@ -691,6 +681,7 @@ fn enter_cold<T: Send + 'static>(mon: &mut EndMon, core: &Arc<Core<T>>, side: Si
     if !mon.is_fast() {
         crate::hooks::enter_slow(mon, core.id, side, at, &|| core.clone());
     }
+    crate::hooks::arm(mon, core.side_hint(side), addr);
 }
 
 /// The first use of an end: once per end, kept apart so that listing (once

@@ -98,7 +98,7 @@ impl<T> Core<T> {
 
     /// Where an `Arc`'s pointer is, in bytes before the core it holds: the
     /// two counts, padded to the core's alignment. Only the code's quality
-    /// depends on it: [`writer_lets`](Self::writer_lets) addresses the hint
+    /// depends on it: [`lets`](Self::lets) addresses the hint
     /// at this much before the core plus this much more, which is the hint
     /// whatever the value; when it is right, that base is the pointer an
     /// end loads from its `Arc`, which the operation goes on to use.
@@ -120,31 +120,37 @@ impl<T> Core<T> {
             .wrapping_sub(Self::ARC_OFF)
     }
 
-    /// Whether the writer at `addr` may skip monitoring: its side's hint
-    /// holds `addr` (`monitor/hint.rs`), in one compare.
+    /// Whether the end of `side` at `addr` may skip monitoring: the side's
+    /// hint holds `addr` (`monitor/hint.rs`), in one compare. `side` is a
+    /// constant at every call, so only one arm remains.
     #[inline(always)]
-    pub(crate) fn writer_lets(&self, addr: usize) -> bool {
-        debug_assert_eq!(self.hint_offset(Side::Writer), Self::WHINT);
-        // SAFETY: `WHINT` is the offset of `fwd.whint` in the core, so the
-        // address compared is that hint's, live while `self` is.
-        unsafe { hint_lets!(self.arc_base(), Self::ARC_OFF + Self::WHINT, addr) }
+    pub(crate) fn lets(&self, side: Side, addr: usize) -> bool {
+        debug_assert_eq!(
+            self.side_hint(side) as *const Hint as usize - self as *const Self as usize,
+            match side {
+                Side::Reader => Self::RHINT,
+                Side::Writer => Self::WHINT,
+            },
+            "the hint offsets follow the core's layout"
+        );
+        // SAFETY: `WHINT` and `RHINT` are the offsets of `fwd.whint` and
+        // `back.rhint` in the core (checked above in debug builds), so the
+        // address compared is the side's hint, live while `self` is.
+        unsafe {
+            match side {
+                Side::Writer => hint_lets!(self.arc_base(), Self::ARC_OFF + Self::WHINT, addr),
+                Side::Reader => hint_lets!(self.arc_base(), Self::ARC_OFF + Self::RHINT, addr),
+            }
+        }
     }
 
-    /// Whether the reader at `addr` may skip monitoring.
-    #[inline(always)]
-    pub(crate) fn reader_lets(&self, addr: usize) -> bool {
-        debug_assert_eq!(self.hint_offset(Side::Reader), Self::RHINT);
-        // SAFETY: as in `writer_lets`, for `back.rhint`.
-        unsafe { hint_lets!(self.arc_base(), Self::ARC_OFF + Self::RHINT, addr) }
-    }
-
-    /// Where the side's hint really is, in bytes from the core's start.
-    fn hint_offset(&self, side: Side) -> usize {
-        let h = match side {
+    /// The side's monitoring hint.
+    #[inline]
+    pub(crate) fn side_hint(&self, side: Side) -> &Hint {
+        match side {
             Side::Reader => &self.back.rhint,
             Side::Writer => &self.fwd.whint,
-        };
-        h as *const Hint as usize - self as *const Self as usize
+        }
     }
 
     pub(crate) fn new(id: u64, cap: usize) -> Core<T> {
@@ -246,10 +252,7 @@ impl<T: Send> Recheck for Core<T> {
     }
 
     fn hint(&self, side: Side) -> &Hint {
-        match side {
-            Side::Reader => &self.back.rhint,
-            Side::Writer => &self.fwd.whint,
-        }
+        self.side_hint(side)
     }
 
     fn pend_mark(&self, side: Side) -> &std::sync::atomic::AtomicU64 {
