@@ -5,13 +5,11 @@
 
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use crate::error::SpawnError;
 use crate::runtime::Phase;
-use crate::stream::{Recheck, Side};
 use crate::task::{BlockedOn, Suspend, Task, TaskId, TaskRef};
-use crate::worker::WorkerLocal;
+use crate::worker::{PendingList, WorkerLocal};
 
 /// Drops a task's coroutine that may be suspended. corosensei unwinds a
 /// suspended coroutine's stack with a panic of its own; the task boundary's
@@ -34,40 +32,6 @@ pub(crate) fn drop_suspended(coro: Option<crate::task::Coro>) {
 /// abort the process.
 pub fn forced_unwinding() -> bool {
     crate::tls::forced_unwind() != 0
-}
-
-/// Stream sides whose registration a peer on another core may have missed,
-/// noted since the worker's last heavy barrier (see `barrier.rs`).
-pub(crate) struct PendingList {
-    pub(crate) items: Vec<(Arc<dyn Recheck>, Side)>,
-    /// Identifies this worker's current settle window; a stream side whose
-    /// mark equals it is in `items` already.
-    pub(crate) mark: u64,
-}
-
-impl PendingList {
-    pub(crate) fn new(worker: usize) -> Self {
-        PendingList {
-            items: Vec::new(),
-            mark: ((worker as u64 + 1) << 40) | 1,
-        }
-    }
-}
-
-/// Notes a stream side for the worker's next settle, once per settle window
-/// (the side's mark says whether this window noted it already; another
-/// worker overwriting the mark only costs a duplicate entry).
-pub(crate) fn note_pending<T: Recheck + 'static>(
-    list: &mut PendingList,
-    core: &Arc<T>,
-    side: Side,
-) {
-    let m = core.pend_mark(side);
-    if m.load(Ordering::Relaxed) == list.mark {
-        return;
-    }
-    m.store(list.mark, Ordering::Relaxed);
-    list.items.push((core.clone(), side));
 }
 
 #[inline(always)]
@@ -162,6 +126,10 @@ pub(crate) fn note_sent(n: u64) {
 /// panics itself, it must re-raise the unwind of a run that ends while the
 /// task is suspended (see [`forced_unwinding`]).
 ///
+/// While the run that owned the calling task is dropping it
+/// ([`forced_unwinding`]: a destructor spawns), nothing is spawned: `f` is
+/// dropped and the id returned is 0, which no task has.
+///
 /// # Panics
 /// Outside a rill task (use `Runtime::spawn` before the run), or when no
 /// stack can be had; inside a task the panic ends the run with an error.
@@ -171,6 +139,7 @@ where
 {
     match spawn_inner(name.into(), None, f) {
         Ok(id) => id,
+        Err(SpawnError::RunEnded { .. }) => 0,
         Err(e) => panic!("{e}"),
     }
 }
@@ -195,7 +164,15 @@ fn spawn_inner<F>(
 where
     F: FnOnce() + Send + 'static,
 {
-    let w = worker().ok_or(SpawnError::OutsideRuntime)?;
+    let Some(w) = worker() else {
+        return Err(if forced_unwinding() {
+            SpawnError::RunEnded {
+                name: name.into_owned(),
+            }
+        } else {
+            SpawnError::OutsideRuntime
+        });
+    };
     let shared = &w.shared;
     let target = shared.mapper.place(&name, worker_hint, w.id)?;
     if shared.live.load(Ordering::Relaxed) >= shared.cfg.max_tasks {
@@ -332,24 +309,37 @@ fn schedule_far(t: TaskRef) {
 }
 
 /// Blocks the current task until `ready` holds, registered in `slots`.
-/// Returns after the task was woken (or found `ready` on its re-check); the
-/// caller loops and tries again. `blocked_on` is left as it was set here: it
-/// means something only while the task is BLOCKED.
+/// Returns true after the task was woken (or found `ready` on its
+/// re-check); the caller loops and tries again. `blocked_on` is left as it
+/// was set here: it means something only while the task is BLOCKED.
+///
+/// Returns false, without blocking, while the run that owned the task is
+/// unwinding it ([`forced_unwinding`]): a destructor that writes to a full
+/// stream or reads an empty one then sees the stream as closed, instead of
+/// suspending a coroutine that is being dropped.
+///
+/// `peer` runs after the registration fence: it re-checks the peer side of
+/// the stream(s) and wakes a peer whose registration this task's own earlier
+/// operations may have missed (the fast path's barrier is a compiler fence,
+/// see `barrier.rs`). The fence makes that re-check exact: of the peer's
+/// registration fence and ours, the later one's loads see the earlier one's
+/// stores.
 ///
 /// # Panics
-/// Outside a rill task: blocking needs a task to suspend.
+/// Outside a rill task, unless the run is unwinding: blocking needs a task
+/// to suspend.
 #[inline(always)]
 pub(crate) fn block(
     slots: &[&crate::stream::slot_api::Slot],
     on: BlockedOn,
     ready: impl Fn() -> bool,
+    peer: impl FnOnce(),
     pend: impl FnOnce(&mut PendingList),
-) {
+) -> bool {
     let tp = current_task_ptr();
-    assert!(
-        !tp.is_null(),
-        "rill: a blocking stream operation was called outside a rill task (use try_read/try_write there)"
-    );
+    if tp.is_null() {
+        return block_outside_task();
+    }
     // SAFETY: the current task is alive while it runs.
     let task = unsafe { &*tp };
     task.blocked_on.with_mut(|b| {
@@ -361,16 +351,19 @@ pub(crate) fn block(
     for s in slots {
         s.register(tp);
     }
+    // Unregisters on every way out, the forced unwind of a run that ends
+    // while the task is suspended included: a slot never keeps a pointer to
+    // a task that is gone (an end that outlives its task, leaked or kept by
+    // another thread, would wake freed memory).
+    let registered = Registered(slots);
     // The registering side's store-load barrier: pairs with the peer's light
     // barrier (see barrier.rs), and closes the race in which the peer wrote
     // or closed between our last look and our registration.
     crate::sync::fence(Ordering::SeqCst);
+    peer();
     if ready() {
         if task.transition_to_running_cancel() {
-            for s in slots {
-                s.unregister();
-            }
-            return;
+            return true;
         }
         // A waker won the state word and is queueing us: we must suspend.
     } else if let Some(w) = worker() {
@@ -378,7 +371,31 @@ pub(crate) fn block(
     }
     // SAFETY: as in yield_now.
     unsafe { (*task.yielder.get()).suspend(Suspend::Blocked) };
-    for s in slots {
-        s.unregister();
+    drop(registered);
+    true
+}
+
+/// [`block`] called where no task runs: during a run's forced unwind a
+/// destructor's blocking operation fails (false); anywhere else it is a
+/// programming error.
+#[cold]
+#[inline(never)]
+fn block_outside_task() -> bool {
+    assert!(
+        forced_unwinding(),
+        "rill: a blocking stream operation was called outside a rill task (use try_read/try_write there)"
+    );
+    false
+}
+
+/// A task's registrations in its wait slots, withdrawn when dropped.
+struct Registered<'a>(&'a [&'a crate::stream::slot_api::Slot]);
+
+impl Drop for Registered<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        for s in self.0 {
+            s.unregister();
+        }
     }
 }

@@ -69,6 +69,13 @@ pub enum SpawnError {
     /// Spawned from a thread that is not a rill worker.
     #[error("rill::spawn was called outside a running rill task (use Runtime::spawn before run)")]
     OutsideRuntime,
+    /// Spawned by a destructor while the run that owned the task was
+    /// dropping it (see [`forced_unwinding`](crate::forced_unwinding)).
+    #[error("cannot spawn task '{name}': the run is over and is dropping the task that spawns it")]
+    RunEnded {
+        /// The task's name.
+        name: String,
+    },
 }
 
 /// A blocked task, as listed in a deadlock report.
@@ -114,6 +121,25 @@ pub enum RunError {
     /// The runtime could not start (threads, logs).
     #[error("the runtime could not start: {0}")]
     Start(String),
+    /// A worker failed outside any task: a destructor it ran (for example
+    /// a message's `Drop`, when the last end of a stream went away)
+    /// panicked.
+    #[error("worker {worker} failed outside any task (a destructor it ran panicked): {message}")]
+    WorkerFailed {
+        /// The worker's index.
+        worker: usize,
+        /// The panic message.
+        message: String,
+    },
+    /// A destructor panicked while the run dropped a task that was left
+    /// (a run that ends with tasks left unwinds their stacks).
+    #[error("a destructor panicked while the run dropped task '{name}': {message}")]
+    TeardownPanicked {
+        /// The task's name.
+        name: String,
+        /// The panic message.
+        message: String,
+    },
     /// The configuration is not usable.
     #[error(transparent)]
     Config(#[from] ConfigError),

@@ -30,7 +30,11 @@ pub enum Mapping {
     Manual(ManualTable),
     /// Contiguous blocks of an ordered list of name prefixes.
     Partitioned(Vec<String>),
-    /// Round-robin, then work stealing.
+    /// Round-robin, then work stealing: an idle worker takes tasks that
+    /// never ran from the queues of busy ones. A task that ran stays on its
+    /// worker (its stack may hold values that are not `Send`, such as an
+    /// `Rc` also kept in a `thread_local!`), so stealing balances the
+    /// placement of new tasks, not the running ones.
     Steal,
 }
 

@@ -1,6 +1,7 @@
 //! The runtime: configuration, the shared state of a run, and `run`.
 
 use std::borrow::Cow;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,7 @@ use crate::scheduler::ReadyQueue;
 use crate::stack::{guarded_budget, StackSource};
 use crate::sync::{AtomicU64, AtomicU8, AtomicUsize};
 use crate::task::{BlockedOn, Task, TaskFn, TaskId, TaskRef};
+use crate::worker::ticker::TickerShared;
 use crate::worker::{WorkerLocal, WorkerShared, WorkerStats};
 
 /// Monitoring settings of a run.
@@ -297,6 +299,8 @@ pub(crate) struct Shared {
     stealing: bool,
     /// Tasks placed before the run: (id, worker, name), logged by their worker.
     pub(crate) initial_assigns: Vec<(TaskId, usize, String)>,
+    /// The ticker's shared half (`worker/ticker.rs`).
+    pub(crate) ticker: TickerShared,
 }
 
 impl Shared {
@@ -329,6 +333,7 @@ impl Shared {
             for w in self.workers.iter() {
                 w.unpark();
             }
+            self.ticker.unpark();
         }
     }
 
@@ -412,7 +417,8 @@ impl Runtime {
 
     /// Runs the tasks added so far, and all they spawn, until every task has
     /// ended. Fails when a task panics, when tasks are left that can never run
-    /// (deadlock), or when a task cannot get a stack.
+    /// (deadlock), or when a task cannot get a stack. Whatever the outcome,
+    /// every task left is dropped (its stack unwound) before this returns.
     pub fn run(&mut self) -> Result<RunStats, RunError> {
         let t0 = Instant::now();
         let cfg = self.cfg.clone();
@@ -449,56 +455,21 @@ impl Runtime {
             stacks,
             stealing,
             initial_assigns: Vec::new(),
+            ticker: TickerShared::new(),
         });
-        let mut created = vec![0u64; n];
-        let mut assigns = Vec::new();
-        for (k, (name, hint, f)) in self.initial.drain(..).enumerate() {
-            if k >= shared.cfg.max_tasks {
-                return Err(RunError::NoStack {
-                    name: name.into_owned(),
-                    reason: format!(
-                        "{} tasks are live, the configured limit (Builder::max_tasks)",
-                        shared.cfg.max_tasks
-                    ),
-                });
+        let initial: Vec<_> = self.initial.drain(..).collect();
+        let started = place_initial(&mut shared, initial).and_then(|created| {
+            let (logs, log_dir, run_clock) = self.open_logs(n)?;
+            Ok((created, logs, log_dir, run_clock))
+        });
+        let (created, logs, log_dir, run_clock) = match started {
+            Ok(v) => v,
+            Err(e) => {
+                // The tasks placed so far never ran: drop their closures.
+                let _ = drop_left(&shared);
+                return Err(e);
             }
-            let target = match shared.mapper.place(&name, hint, 0) {
-                Ok(w) => w,
-                Err(e) => return Err(RunError::Start(e.to_string())),
-            };
-            let label = name.to_string();
-            let t = shared.new_task(name, 0, target, Some(f));
-            assigns.push((t.get().id, target, label));
-            created[target] += 1;
-            shared.workers[target].inbox.push(t);
-        }
-        if let Some(sh) = Arc::get_mut(&mut shared) {
-            sh.initial_assigns = assigns;
-        }
-        let mon = &self.cfg.monitor;
-        let mut logs: Vec<Option<WorkerLog>> = (0..n).map(|_| None).collect();
-        let log_dir = (!mon.flags.is_off()).then(|| mon.log_dir());
-        let mut run_clock = None;
-        if let Some(dir) = &log_dir {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                RunError::Start(format!(
-                    "cannot create the log directory {}: {e}",
-                    dir.display()
-                ))
-            })?;
-            let rc = clock::RunClock::start();
-            let cal = rc.cal;
-            run_clock = Some(rc);
-            for (i, slot) in logs.iter_mut().enumerate() {
-                let header = Header::new(mon.flags, i as u32, n as u32, cal);
-                *slot = Some(WorkerLog::create(dir, i, &header).map_err(|e| {
-                    RunError::Start(format!(
-                        "cannot create the log of worker {i} in {}: {e}",
-                        dir.display()
-                    ))
-                })?);
-            }
-        }
+        };
         let _active = log_dir.as_ref().map(|_| ActiveGuard::new());
         if shared.live.load(Ordering::Acquire) == 0 {
             return Ok(RunStats {
@@ -506,39 +477,8 @@ impl Runtime {
                 ..Default::default()
             });
         }
-        let cores = if shared.cfg.pin {
-            core_affinity::get_core_ids().unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        let mut handles = Vec::with_capacity(n);
-        for ((i, d), log) in deques.into_iter().enumerate().zip(logs) {
-            let sh = shared.clone();
-            let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
-            let h = std::thread::Builder::new()
-                .name(format!("rill-worker-{i}"))
-                .spawn(move || {
-                    if let Some(c) = core {
-                        core_affinity::set_for_current(c);
-                    }
-                    let _ = sh.workers[i].thread.set(std::thread::current());
-                    let q = match d {
-                        Some(d) => ReadyQueue::Steal(d),
-                        None => ReadyQueue::Fifo(crate::scheduler::Fifo::default()),
-                    };
-                    let w = WorkerLocal::new(i, sh, q, log);
-                    w.run()
-                });
-            match h {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    shared.fail(RunError::Start(format!(
-                        "could not start worker thread {i}: {e}"
-                    )));
-                    break;
-                }
-            }
-        }
+        let ticker = start_ticker(&shared);
+        let handles = start_workers(&shared, deques, logs);
         let mut stats = RunStats::default();
         let mut worker_crash = None;
         for (i, h) in handles.into_iter().enumerate() {
@@ -556,6 +496,11 @@ impl Runtime {
                     worker_crash = Some(RunError::Start(format!("worker thread {i} crashed")))
                 }
             }
+        }
+        // Every worker has stopped, so the run is over: the ticker sees it.
+        shared.end(Phase::Failed);
+        if let Some(t) = ticker {
+            let _ = t.join();
         }
         stats.wall = t0.elapsed();
         if let (Some(dir), Some(rate)) = (&log_dir, run_clock.and_then(|c| c.refine())) {
@@ -583,7 +528,178 @@ impl Runtime {
         };
         // Drop what is left: force-unwind suspended coroutines (their stream
         // ends close; wakes are ignored now that the phase is not Running).
-        for t in shared.registry.drain() {
+        let teardown = drop_left(&shared);
+        match (result, teardown) {
+            (Ok(_), Err(e)) => Err(e),
+            (r, _) => r,
+        }
+    }
+
+    /// Creates the log directory and each worker's log when monitoring is on.
+    #[allow(clippy::type_complexity)]
+    fn open_logs(
+        &self,
+        n: usize,
+    ) -> Result<
+        (
+            Vec<Option<WorkerLog>>,
+            Option<PathBuf>,
+            Option<clock::RunClock>,
+        ),
+        RunError,
+    > {
+        let mon = &self.cfg.monitor;
+        let mut logs: Vec<Option<WorkerLog>> = (0..n).map(|_| None).collect();
+        let log_dir = (!mon.flags.is_off()).then(|| mon.log_dir());
+        let mut run_clock = None;
+        if let Some(dir) = &log_dir {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                RunError::Start(format!(
+                    "cannot create the log directory {}: {e}",
+                    dir.display()
+                ))
+            })?;
+            let rc = clock::RunClock::start();
+            let cal = rc.cal;
+            run_clock = Some(rc);
+            for (i, slot) in logs.iter_mut().enumerate() {
+                let header = Header::new(mon.flags, i as u32, n as u32, cal);
+                *slot = Some(WorkerLog::create(dir, i, &header).map_err(|e| {
+                    RunError::Start(format!(
+                        "cannot create the log of worker {i} in {}: {e}",
+                        dir.display()
+                    ))
+                })?);
+            }
+        }
+        Ok((logs, log_dir, run_clock))
+    }
+}
+
+/// Places the tasks added before the run, each in its worker's inbox.
+/// Returns how many each worker got.
+fn place_initial(
+    shared: &mut Arc<Shared>,
+    initial: Vec<(Cow<'static, str>, Option<usize>, TaskFn)>,
+) -> Result<Vec<u64>, RunError> {
+    let n = shared.workers.len();
+    let mut created = vec![0u64; n];
+    let mut assigns = Vec::new();
+    let mut initial = initial.into_iter().enumerate();
+    for (k, (name, hint, f)) in initial.by_ref() {
+        if k >= shared.cfg.max_tasks {
+            return Err(RunError::NoStack {
+                name: name.into_owned(),
+                reason: format!(
+                    "{} tasks are live, the configured limit (Builder::max_tasks)",
+                    shared.cfg.max_tasks
+                ),
+            });
+        }
+        let target = match shared.mapper.place(&name, hint, 0) {
+            Ok(w) => w,
+            Err(e) => return Err(RunError::Start(e.to_string())),
+        };
+        let label = name.to_string();
+        let t = shared.new_task(name, 0, target, Some(f));
+        assigns.push((t.get().id, target, label));
+        created[target] += 1;
+        shared.workers[target].inbox.push(t);
+    }
+    if let Some(sh) = Arc::get_mut(shared) {
+        sh.initial_assigns = assigns;
+    }
+    Ok(created)
+}
+
+/// Starts the ticker (`worker/ticker.rs`) when the fast path's barrier is a
+/// compiler fence and there is more than one worker; else no wake-up can be
+/// missed and none is needed.
+fn start_ticker(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
+    if shared.workers.len() < 2 || !crate::barrier::heavy_needed() {
+        return None;
+    }
+    let sh = shared.clone();
+    match std::thread::Builder::new()
+        .name("rill-ticker".into())
+        .spawn(move || crate::worker::ticker::run(sh))
+    {
+        Ok(h) => Some(h),
+        Err(e) => {
+            shared.fail(RunError::Start(format!(
+                "could not start the ticker thread: {e}"
+            )));
+            None
+        }
+    }
+}
+
+/// Starts the worker threads. A worker that fails outside any task (a
+/// destructor it runs panics) fails the run with the cause.
+fn start_workers(
+    shared: &Arc<Shared>,
+    deques: Vec<Option<Deque<TaskRef>>>,
+    logs: Vec<Option<WorkerLog>>,
+) -> Vec<std::thread::JoinHandle<WorkerStats>> {
+    let cores = if shared.cfg.pin {
+        core_affinity::get_core_ids().unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let mut handles = Vec::with_capacity(deques.len());
+    for ((i, d), log) in deques.into_iter().enumerate().zip(logs) {
+        let sh = shared.clone();
+        let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
+        let h = std::thread::Builder::new()
+            .name(format!("rill-worker-{i}"))
+            .spawn(move || {
+                if let Some(c) = core {
+                    core_affinity::set_for_current(c);
+                }
+                let _ = sh.workers[i].thread.set(std::thread::current());
+                let q = match d {
+                    Some(d) => ReadyQueue::steal(d),
+                    None => ReadyQueue::fifo(),
+                };
+                let w = WorkerLocal::new(i, sh.clone(), q, log);
+                match catch_unwind(AssertUnwindSafe(|| w.run())) {
+                    Ok(s) => s,
+                    Err(p) => {
+                        w.abandon();
+                        sh.fail(RunError::WorkerFailed {
+                            worker: i,
+                            message: crate::worker::panic_message(p.as_ref()),
+                        });
+                        WorkerStats {
+                            worker: i,
+                            ..Default::default()
+                        }
+                    }
+                }
+            });
+        match h {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                shared.fail(RunError::Start(format!(
+                    "could not start worker thread {i}: {e}"
+                )));
+                break;
+            }
+        }
+    }
+    handles
+}
+
+/// Drops every task left in the registry once the workers have stopped:
+/// force-unwinds suspended coroutines (their stream ends close; wakes are
+/// ignored now that the phase is not Running) and drops the closures of
+/// tasks that never ran. A destructor that panics there is reported, and
+/// the other tasks are still dropped.
+fn drop_left(shared: &Shared) -> Result<(), RunError> {
+    let mut first = None;
+    for t in shared.registry.drain() {
+        let name = t.get().name.to_string();
+        let dropped = catch_unwind(AssertUnwindSafe(|| {
             let task = t.get();
             // SAFETY: every worker has stopped, so this thread owns every task
             // left in the registry; each is dropped exactly once.
@@ -591,11 +707,20 @@ impl Runtime {
             crate::context::drop_suspended(coro);
             // SAFETY: as above.
             drop(task.start.with_mut(|p| unsafe { (*p).take() }));
-            // SAFETY: as above; nothing refers to the task any more.
+            // SAFETY: as above; nothing refers to the task any more (its
+            // slots were unregistered as its stack unwound). A destructor
+            // that panics in there leaks the allocation, nothing worse.
             unsafe { t.free() };
+        }));
+        if let Err(p) = dropped {
+            crate::tls::set_forced_unwind(0);
+            first.get_or_insert(RunError::TeardownPanicked {
+                name,
+                message: crate::worker::panic_message(p.as_ref()),
+            });
         }
-        result
     }
+    first.map_or(Ok(()), Err)
 }
 
 /// Counts this run in `hooks::ACTIVE` while it lives.

@@ -1,40 +1,85 @@
-//! A worker's ready queue: FIFO by default, a crossbeam-deque worker queue
-//! when work stealing is on (its stealers live in the shared runtime state).
+//! A worker's ready queue: a FIFO, plus, when work stealing is on, a
+//! crossbeam-deque queue of the tasks that never ran, which idle workers may
+//! steal (its stealers live in the shared runtime state).
+//!
+//! Only tasks that never ran are stolen. A task that ran keeps the worker it
+//! first ran on: its stack may hold values that are not `Send` (an `Rc`
+//! also kept in a `thread_local!`, a reference into thread-local data, a
+//! thread id), and moving it to another thread would be a data race
+//! reachable from safe code. A task that never ran holds nothing but its
+//! closure, which `spawn` requires to be `Send`.
 
 use crossbeam_deque::Worker as Deque;
 
 use crate::task::TaskRef;
 
 /// The ready tasks of one worker, touched only by that worker's thread.
-pub(crate) enum ReadyQueue {
-    /// Plain FIFO.
-    Fifo(Fifo),
-    /// FIFO that idle workers may steal from.
-    Steal(Deque<TaskRef>),
+pub(crate) struct ReadyQueue {
+    /// Tasks that ran before (all tasks, without work stealing).
+    started: Fifo,
+    /// Work stealing: tasks that never ran, open to thieves.
+    fresh: Option<Deque<TaskRef>>,
+    /// Which queue `pop` tries first, alternating, so that neither starves.
+    turn: bool,
 }
 
 impl ReadyQueue {
-    #[inline(always)]
-    pub(crate) fn push(&mut self, t: TaskRef) {
-        match self {
-            ReadyQueue::Fifo(q) => q.push(t),
-            ReadyQueue::Steal(q) => q.push(t),
+    /// A plain FIFO.
+    pub(crate) fn fifo() -> Self {
+        ReadyQueue {
+            started: Fifo::default(),
+            fresh: None,
+            turn: false,
         }
+    }
+
+    /// A FIFO for started tasks and `fresh` for new ones, which other
+    /// workers steal from.
+    pub(crate) fn steal(fresh: Deque<TaskRef>) -> Self {
+        ReadyQueue {
+            started: Fifo::default(),
+            fresh: Some(fresh),
+            turn: false,
+        }
+    }
+
+    /// Queues `t`. Returns true when it went where thieves can take it.
+    #[inline(always)]
+    pub(crate) fn push(&mut self, t: TaskRef) -> bool {
+        match &self.fresh {
+            Some(d) if t.get().never_ran() => {
+                d.push(t);
+                true
+            }
+            _ => {
+                self.started.push(t);
+                false
+            }
+        }
+    }
+
+    /// Queues `t` where thieves cannot take it (a task this worker stole).
+    pub(crate) fn push_kept(&mut self, t: TaskRef) {
+        self.started.push(t);
     }
 
     #[inline(always)]
     pub(crate) fn pop(&mut self) -> Option<TaskRef> {
-        match self {
-            ReadyQueue::Fifo(q) => q.pop(),
-            ReadyQueue::Steal(q) => q.pop(),
+        match &self.fresh {
+            None => self.started.pop(),
+            Some(d) => {
+                self.turn = !self.turn;
+                if self.turn {
+                    self.started.pop().or_else(|| d.pop())
+                } else {
+                    d.pop().or_else(|| self.started.pop())
+                }
+            }
         }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        match self {
-            ReadyQueue::Fifo(q) => q.head == q.tail,
-            ReadyQueue::Steal(q) => q.is_empty(),
-        }
+        self.started.head == self.started.tail && self.fresh.as_ref().is_none_or(|d| d.is_empty())
     }
 }
 

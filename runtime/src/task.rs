@@ -157,6 +157,13 @@ impl Task {
         self.state.load(Ordering::Acquire)
     }
 
+    /// Whether the task never ran (NEW): only such a task may move to
+    /// another worker (`scheduler.rs`). Read by its owner.
+    #[inline]
+    pub(crate) fn never_ran(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == state::NEW
+    }
+
     /// NEW or READY → RUNNING, by the worker about to resume it (it owns the task).
     #[inline]
     pub(crate) fn transition_to_running(&self) {
@@ -246,20 +253,15 @@ impl Task {
 pub(crate) struct TaskRef(NonNull<Task>);
 
 // SAFETY: a TaskRef is handed between threads only through synchronising
-// structures (queues, the state word). Moving the coroutine behind it to another
-// thread is sound because (1) the closure is `Send + 'static`, checked at spawn,
-// and everything it creates on its stack that outlives a suspension is owned by
-// it; (2) rill code keeps no thread-local borrow across a suspension (the
-// current-task pointer is re-read after every resume), and (3) user code cannot
-// hold a `thread_local!` borrow across a blocking call, since `LocalKey::with`
-// scopes the borrow to a closure, inside which a blocking rill call would need a
-// `'static` capture of the borrowed value. The compiler may still keep a
-// thread-local's address across a suspension, as it takes a function to run
-// on one thread; the monitoring words read in task code therefore go
-// through `asm!` (`monitor/tls.rs`). What remains possible, and is stated
-// in the docs of `Mapping::Steal`, is code that caches a thread id or a raw
-// pointer to thread-local data across a read or write; such code must not use
-// work stealing.
+// structures (queues, inboxes, the state word), and ownership goes with it:
+// only its holder touches the task. A task's coroutine runs on one thread
+// only: that of the worker it first runs on. Only a task that never ran moves
+// to another worker (work stealing, `scheduler.rs`), and then it holds
+// nothing but its closure, which `spawn` requires to be `Send + 'static`.
+// The one exception is the run's end, when the thread that called `run`
+// unwinds the stacks of the tasks left after every worker has stopped; the
+// values on those stacks are dropped there, once, with no other thread
+// touching them.
 unsafe impl Send for TaskRef {}
 
 /// Per-thread cache of task allocations: spawning and ending tasks in
@@ -282,14 +284,42 @@ thread_local! {
     static TASK_CACHE: std::cell::RefCell<TaskCache> = const { std::cell::RefCell::new(TaskCache(Vec::new())) };
 }
 
+/// A cached task allocation, if this thread has one. Never inlined, here
+/// and in [`cache_task`]: `spawn` runs in a task's code, and LLVM, which
+/// takes a function to run on one thread, may keep a thread-local's address
+/// from one use to the next. A call of its own computes the address afresh
+/// on the thread that runs it (the run-end unwind runs task code on the
+/// thread that called `run`).
+#[inline(never)]
+fn cached_task() -> Option<NonNull<Task>> {
+    TASK_CACHE
+        .try_with(|c| c.borrow_mut().0.pop())
+        .ok()
+        .flatten()
+}
+
+/// Keeps `p` (an allocation of a dropped task) for reuse; false when the
+/// cache is full or gone. Never inlined: see [`cached_task`].
+#[inline(never)]
+fn cache_task(p: NonNull<Task>) -> bool {
+    TASK_CACHE
+        .try_with(|c| {
+            let mut c = c.borrow_mut();
+            if c.0.len() < TASK_CACHE_MAX {
+                c.0.push(p);
+                true
+            } else {
+                false
+            }
+        })
+        .unwrap_or(false)
+}
+
 impl TaskRef {
     /// Moves a task into an allocation, reusing a cached one when possible.
     #[inline]
     pub(crate) fn new(task: Task) -> TaskRef {
-        let cached = TASK_CACHE
-            .try_with(|c| c.borrow_mut().0.pop())
-            .ok()
-            .flatten();
+        let cached = cached_task();
         match cached {
             Some(p) => {
                 // SAFETY: p is a live allocation with Task's layout holding no value.
@@ -323,17 +353,7 @@ impl TaskRef {
         // SAFETY: the caller guarantees unique ownership; the allocation has
         // Task's layout (Box or cache), and its value is dropped exactly once.
         unsafe { std::ptr::drop_in_place(self.0.as_ptr()) };
-        let kept = TASK_CACHE
-            .try_with(|c| {
-                let mut c = c.borrow_mut();
-                if c.0.len() < TASK_CACHE_MAX {
-                    c.0.push(self.0);
-                    true
-                } else {
-                    false
-                }
-            })
-            .unwrap_or(false);
+        let kept = cache_task(self.0);
         if !kept {
             // SAFETY: the allocation came from the global allocator with this
             // layout and no longer holds a value.

@@ -254,8 +254,18 @@ impl TaskMon {
     /// message, woke its peer or is of `blocked`, the stream the task
     /// blocked on ([`Binding::entry`]), then forgets the bindings that are
     /// over.
+    ///
+    /// The forgotten bindings go to `dead`, for the caller to drop once it
+    /// no longer borrows the worker's log: a binding may hold the last
+    /// reference to its stream, whose unread messages' destructors run user
+    /// code, which may reach the log again.
     #[inline]
-    pub(crate) fn take_ends(&self, blocked: Option<u64>, mut f: impl FnMut(EndIo)) {
+    pub(crate) fn take_ends(
+        &self,
+        blocked: Option<u64>,
+        mut f: impl FnMut(EndIo),
+        dead: &mut Vec<Arc<Binding>>,
+    ) {
         // SAFETY: as in `push`; `f` gets entries, not the list.
         let binds = unsafe { &mut *self.binds.get() };
         let mut over = false;
@@ -267,7 +277,7 @@ impl TaskMon {
             over |= done;
         }
         if over {
-            binds.retain(|b| !b.is_over());
+            forget_over(binds, dead);
         }
     }
 
@@ -276,8 +286,13 @@ impl TaskMon {
     /// out), in binding order; `None`, with nothing taken, for a task with
     /// more. Straight-line code for the relay and ring tasks that every
     /// dispatch of a counted pipe runs.
+    /// Forgotten bindings go to `dead`, as in `take_ends`.
     #[inline(always)]
-    pub(crate) fn take_two(&self, blocked: Option<u64>) -> Option<[Option<EndIo>; 2]> {
+    pub(crate) fn take_two(
+        &self,
+        blocked: Option<u64>,
+        dead: &mut Vec<Arc<Binding>>,
+    ) -> Option<[Option<EndIo>; 2]> {
         // SAFETY: as in `push`; nothing here lends the list out.
         let binds = unsafe { &mut *self.binds.get() };
         let (a, b, over) = match binds.as_slice() {
@@ -294,8 +309,15 @@ impl TaskMon {
             _ => return None,
         };
         if over {
-            binds.retain(|b| !b.is_over());
+            forget_over(binds, dead);
         }
         Some([a, b])
     }
+}
+
+/// Moves the bindings that are over from `binds` to `dead`, keeping the
+/// order of the others.
+#[cold]
+fn forget_over(binds: &mut Vec<Arc<Binding>>, dead: &mut Vec<Arc<Binding>>) {
+    dead.extend(binds.extract_if(.., |b| b.is_over()));
 }

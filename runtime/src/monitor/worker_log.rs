@@ -6,7 +6,9 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
+use super::binding::Binding;
 use super::clock;
 use super::flags::MonitorFlags;
 use super::format::{
@@ -118,6 +120,9 @@ pub(crate) struct WorkerLog {
     op_times: Vec<u64>,
     /// Count mode: the entries of the period that ended.
     ends: Vec<EndIo>,
+    /// Count mode: bindings a period's end forgot, dropped by the worker
+    /// after its borrow of the log ends ([`take_dead`](Self::take_dead)).
+    dead: Vec<Arc<Binding>>,
     /// Scratch for `task_entries::renumber`.
     perm: Vec<u32>,
     io_out: Vec<StreamIo>,
@@ -147,6 +152,7 @@ impl WorkerLog {
             ops: Vec::with_capacity(64),
             op_times: Vec::new(),
             ends: Vec::with_capacity(8),
+            dead: Vec::new(),
             perm: Vec::new(),
             io_out: Vec::with_capacity(8),
         })
@@ -248,6 +254,13 @@ impl WorkerLog {
             kind::NONE => r.begin(self.epoch, k, 0),
             _ => r.begin(task.mon.entries.load(r), k, 0),
         });
+    }
+
+    /// The bindings that periods' ends forgot since the last call: the
+    /// caller drops them once it no longer borrows the log.
+    #[inline]
+    pub(crate) fn take_dead(&mut self) -> Option<Vec<Arc<Binding>>> {
+        (!self.dead.is_empty()).then(|| std::mem::take(&mut self.dead))
     }
 
     /// The dispatch of `task` ended in `end_state`: write its record.
@@ -354,7 +367,7 @@ impl WorkerLog {
             task: task.id,
             end_state,
         };
-        if let Some(ends) = task.mon.take_two(blocked) {
+        if let Some(ends) = task.mon.take_two(blocked, &mut self.dead) {
             // One pass, no list: every relay and ring task.
             if self.has(MonitorFlags::SCHEDULER) {
                 self.enc
@@ -363,7 +376,8 @@ impl WorkerLog {
             return;
         }
         let ends = &mut self.ends;
-        task.mon.take_ends(blocked, |e| ends.push(e));
+        task.mon
+            .take_ends(blocked, |e| ends.push(e), &mut self.dead);
         if self.has(MonitorFlags::SCHEDULER) {
             let mark = blocked.and_then(|s| self.ends.iter().position(|e| e.stream == s));
             let ends = &self.ends;

@@ -282,12 +282,16 @@ impl<T: Send + 'static> Writer<T> {
             self.leave();
             let on = self.blocked_on();
             let core = &self.core;
-            context::block(
+            if !context::block(
                 &[&core.back.wslot],
                 on,
                 || core.has_room(tail) || core.fwd.rslot.is_closed(),
-                |pending| context::note_pending(pending, core, Side::Writer),
-            );
+                || core.recheck(Side::Reader),
+                |pending| crate::worker::note_pending(pending, core, Side::Writer),
+            ) {
+                // The run is unwinding this task: the stream counts as closed.
+                return Err(StreamClosed(self.core.id));
+            }
             self.enter();
         }
     }
@@ -452,12 +456,16 @@ impl<T: Send + 'static> Reader<T> {
             self.leave();
             let on = self.blocked_on();
             let core = &self.core;
-            context::block(
+            if !context::block(
                 &[&core.fwd.rslot],
                 on,
                 || core.has_data(head) || core.back.wslot.is_closed(),
-                |pending| context::note_pending(pending, core, Side::Reader),
-            );
+                || core.recheck(Side::Writer),
+                |pending| crate::worker::note_pending(pending, core, Side::Reader),
+            ) {
+                // The run is unwinding this task: the stream counts as ended.
+                return None;
+            }
             self.enter();
         }
     }

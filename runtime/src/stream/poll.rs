@@ -2,12 +2,13 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{nonzero, spin_first, Reader, Side, Waits};
+use super::{nonzero, spin_first, Reader, Recheck, Side, Waits};
 use crate::context;
 use crate::task::BlockedOn;
 
 /// Waits until one of `readers` has a message or has ended, and returns its
-/// index; `None` only for an empty slice. Scans start after the last reader
+/// index; `None` for an empty slice, or while the run that owned the task
+/// is unwinding it (see [`forced_unwinding`](crate::forced_unwinding)). Scans start after the last reader
 /// that was returned, so a busy stream does not starve the others.
 pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
     let n = readers.len();
@@ -35,7 +36,7 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
         let on = polled.blocked_on();
         let slots: Vec<&super::slot::Slot> = readers.iter().map(|r| &r.core.fwd.rslot).collect();
         let heads: Vec<usize> = readers.iter().map(|r| r.head).collect();
-        context::block(
+        if !context::block(
             &slots,
             on,
             || {
@@ -44,12 +45,20 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
                     .zip(&heads)
                     .any(|(r, &h)| r.core.has_data(h) || r.core.back.wslot.is_closed())
             },
-            |pending| {
+            || {
                 for r in readers.iter() {
-                    context::note_pending(pending, &r.core, Side::Reader);
+                    r.core.recheck(Side::Writer);
                 }
             },
-        );
+            |pending| {
+                for r in readers.iter() {
+                    crate::worker::note_pending(pending, &r.core, Side::Reader);
+                }
+            },
+        ) {
+            // The run is unwinding this task: nothing will arrive.
+            return None;
+        }
     }
 }
 

@@ -37,8 +37,9 @@ impl Slot {
     pub(crate) fn register(&self, task: *const Task) {
         // A waker that lost the race for our task may still be finishing with
         // this slot; it stores IDLE within a few instructions.
+        let mut spins = 0;
         while self.state.load(Ordering::Acquire) == WAKING {
-            spin();
+            spin(&mut spins);
         }
         // Relaxed: the state is IDLE (only we could have moved it elsewhere),
         // so no waker reads `task` now; the Release below publishes it.
@@ -57,13 +58,14 @@ impl Slot {
         if self.state.load(Ordering::Acquire) == IDLE {
             return;
         }
+        let mut spins = 0;
         loop {
             match self
                 .state
                 .compare_exchange(WAITING, IDLE, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => return,
-                Err(WAKING) => spin(),
+                Err(WAKING) => spin(&mut spins),
                 Err(_) => return,
             }
         }
@@ -140,21 +142,33 @@ impl Slot {
             }
         }
         let won = t.transition_to_ready_from_blocked();
-        // Release: after this the owner may reuse the slot; we do not touch
-        // `task` again unless we won it.
-        self.state.store(IDLE, Ordering::Release);
         if won {
             // SAFETY: winning BLOCKED→READY made us the task's only owner.
             crate::context::schedule(unsafe { TaskRef::from_ptr(task) });
         }
+        // Release: after this the owner may reuse the slot. Stored only
+        // after the task was queued: until then the owner's `unregister`
+        // waits, so neither the task nor its run can be freed under a waker
+        // that is still queueing it (a thread outside the run may hold the
+        // peer end while the run ends and drops its tasks).
+        self.state.store(IDLE, Ordering::Release);
         won
     }
 }
 
+/// Waits a moment for a waker that holds WAKING. It stores IDLE within a
+/// few instructions unless its thread was preempted; after a while, give
+/// the processor to it (on a machine with more threads than cores the
+/// waker may be waiting for ours).
 #[inline]
-fn spin() {
+fn spin(spins: &mut u32) {
+    *spins += 1;
     #[cfg(loom)]
     loom::thread::yield_now();
     #[cfg(not(loom))]
-    std::hint::spin_loop();
+    if spins.is_multiple_of(1024) {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
+    }
 }

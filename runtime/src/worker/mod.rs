@@ -6,8 +6,9 @@ mod inbox;
 #[cfg(all(test, loom))]
 pub(crate) use inbox::Inbox;
 mod park;
+mod settle;
+pub(crate) mod ticker;
 
-use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -16,8 +17,9 @@ use std::time::{Duration, Instant};
 use corosensei::{Coroutine, CoroutineResult};
 
 pub(crate) use park::WorkerShared;
+pub(crate) use settle::{note_pending, PendingList};
 
-use crate::context::{self, PendingList};
+use crate::context;
 use crate::error::RunError;
 use crate::monitor::format::EndState;
 use crate::monitor::worker_log::WorkerLog;
@@ -27,14 +29,12 @@ use crate::stack::{StackError, StackPool, TaskStack};
 use crate::sync::UnsafeCell;
 use crate::task::{Coro, Suspend, TaskOutcome, TaskRef, TaskYielder};
 
-/// How many dispatches that end blocked may pass before registrations not yet
-/// covered by a heavy barrier are re-checked (see `barrier.rs`). The re-check
-/// only rescues a wakeup that a peer on another core missed, which is rare;
-/// its membarrier interrupts every core running the process (in a VM an
-/// inter-processor interrupt costs microseconds), so it stays infrequent.
-const SETTLE_EVERY: u32 = 1024;
-/// How often (in dispatches) a busy worker looks at its inbox.
+/// How often (in dispatches) a busy worker looks at its inbox and takes its
+/// settle step (`settle.rs`).
 const INBOX_EVERY: u32 = 32;
+/// How often (in turns of its idle loop, each a look at the inbox and a
+/// `pause`) an idle worker looks at its noted stream sides.
+const IDLE_LOOK_EVERY: u32 = 16;
 
 /// Counters of one worker over a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -71,12 +71,9 @@ pub(crate) struct WorkerLocal {
     pub(crate) shared: Arc<Shared>,
     ready: UnsafeCell<ReadyQueue>,
     pool: UnsafeCell<StackPool>,
-    pending: UnsafeCell<PendingList>,
+    settle: UnsafeCell<settle::Settle>,
     stats: UnsafeCell<WorkerStats>,
-    since_settle: Cell<u32>,
     use_barrier: bool,
-    /// `shared.stealing()`, kept here to spare the wake path a load through `shared`.
-    stealing: bool,
     log: UnsafeCell<Option<WorkerLog>>,
     monitoring: bool,
 }
@@ -90,20 +87,17 @@ impl WorkerLocal {
     ) -> Self {
         let pool = StackPool::new(shared.stacks.clone());
         let use_barrier = shared.workers.len() > 1 && crate::barrier::heavy_needed();
-        let stealing = shared.stealing();
         WorkerLocal {
             id,
             shared,
             ready: UnsafeCell::new(ready),
             pool: UnsafeCell::new(pool),
-            pending: UnsafeCell::new(PendingList::new(id)),
+            settle: UnsafeCell::new(settle::Settle::new(id)),
             stats: UnsafeCell::new(WorkerStats {
                 worker: id,
                 ..Default::default()
             }),
-            since_settle: Cell::new(0),
             use_barrier,
-            stealing,
             monitoring: log.is_some(),
             log: UnsafeCell::new(log),
         }
@@ -152,8 +146,7 @@ impl WorkerLocal {
     /// Queues a task on this worker (called on its own thread).
     #[inline]
     pub(crate) fn push_local(&self, t: TaskRef) {
-        self.ready().push(t);
-        if self.stealing {
+        if self.ready().push(t) {
             self.shared.notify_thief(self.id);
         }
     }
@@ -170,27 +163,50 @@ impl WorkerLocal {
     pub(crate) fn note_pending(&self, pend: impl FnOnce(&mut PendingList)) {
         if self.use_barrier {
             // SAFETY: as for `ready`.
-            pend(self.pending.with_mut(|p| unsafe { &mut *p }));
+            pend(&mut self.settle_mut().open);
         }
     }
 
-    /// Heavy barrier, then re-check every registration noted since the last
-    /// one, waking tasks whose peer missed them.
-    fn settle(&self) {
-        self.since_settle.set(0);
-        // SAFETY: as for `ready`; the list is taken out before rechecks run
-        // (they may schedule tasks, which touches the ready queue, not this).
-        let pending = self.pending.with_mut(|p| unsafe {
-            (*p).mark += 1;
-            std::mem::take(&mut (*p).items)
-        });
-        if pending.is_empty() {
+    #[allow(clippy::mut_from_ref)]
+    #[inline(always)]
+    fn settle_mut(&self) -> &mut settle::Settle {
+        // SAFETY: as for `ready`: only this worker's thread touches its
+        // windows, and no borrow lives across a call that borrows them again
+        // (re-checks run after the borrow ends, see `settle_step`).
+        self.settle.with_mut(|p| unsafe { &mut *p })
+    }
+
+    /// A scheduling point's settle step (`settle.rs`), when anything is
+    /// noted: re-check a covered window, look at a sealed one, seal the
+    /// open one.
+    #[inline]
+    fn settle_step(&self) {
+        if self.use_barrier && !self.settle_mut().is_empty() {
+            self.settle_step_cold();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn settle_step_cold(&self) {
+        let words = &self.shared.workers[self.id].settle;
+        let done = self.settle_mut().step(
+            words,
+            |s| settle::recheck_all(s),
+            || self.shared.ticker.sealed(),
+        );
+        settle::recheck_all(&done);
+    }
+
+    /// Heavy barrier, then re-check every registration noted so far, waking
+    /// tasks whose peer missed them: the settle before parking.
+    fn settle_all(&self) {
+        let noted = self.settle_mut().take_all();
+        if noted.is_empty() {
             return;
         }
         crate::barrier::heavy();
-        for (core, side) in &pending {
-            core.recheck(*side);
-        }
+        settle::recheck_all(&noted);
     }
 
     /// The worker's loop. Returns its statistics.
@@ -253,6 +269,14 @@ impl WorkerLocal {
         }
     }
 
+    /// After a panic escaped the worker's loop (a destructor it ran
+    /// panicked): forget the thread's worker and task, which are going away.
+    /// The tasks it held stay in the registry, which the run drops.
+    pub(crate) fn abandon(&self) {
+        context::set_current_task(std::ptr::null());
+        context::set_current_worker(std::ptr::null());
+    }
+
     /// Whether this worker writes a monitoring log.
     #[inline]
     pub(crate) fn is_monitored(&self) -> bool {
@@ -287,6 +311,7 @@ impl WorkerLocal {
                 // tasks here could go on forever.
                 return None;
             }
+            self.settle_step();
             self.drain_inbox();
         }
         if let Some(t) = self.ready().pop() {
@@ -300,9 +325,9 @@ impl WorkerLocal {
 
     /// Moves tasks posted by other threads into the ready queue.
     fn drain_inbox(&self) -> bool {
-        self.shared.workers[self.id]
-            .inbox
-            .drain(|t| self.ready().push(t))
+        self.shared.workers[self.id].inbox.drain(|t| {
+            self.ready().push(t);
+        })
     }
 
     #[inline]
@@ -348,13 +373,6 @@ impl WorkerLocal {
                 // The task is owned by whoever wakes it now, but wakers only
                 // queue it to this worker, which runs it after this returns.
                 self.check_canary(canary_at, task);
-                if self.use_barrier {
-                    let n = self.since_settle.get() + 1;
-                    self.since_settle.set(n);
-                    if n >= SETTLE_EVERY {
-                        self.settle();
-                    }
-                }
             }
             CoroutineResult::Return(false) => {
                 // Checked before the stack goes back to the pool, so that an
@@ -409,9 +427,14 @@ impl WorkerLocal {
             CoroutineResult::Return(false) => EndState::Ended,
             CoroutineResult::Return(true) => EndState::Panicked,
         };
-        if let Some(log) = self.log() {
+        let dead = self.log().and_then(|log| {
             log.end_period(task, state);
-        }
+            log.take_dead()
+        });
+        // Dropped once the log is no longer borrowed: a binding may hold the
+        // last reference to a stream, whose messages' destructors run user
+        // code.
+        drop(dead);
     }
 
     /// Creates the coroutine of a task spawned before the run, at its first
@@ -490,19 +513,34 @@ impl WorkerLocal {
                 return true;
             }
             i += 1;
+            if i.is_multiple_of(IDLE_LOOK_EVERY) && self.use_barrier && self.idle_look() {
+                return true;
+            }
             if i.is_multiple_of(64) && Instant::now() >= spin_until {
                 break;
             }
             std::hint::spin_loop();
         }
         if self.use_barrier {
-            self.settle();
+            self.settle_all();
             if !self.ready().is_empty() {
                 return true;
             }
         }
         self.stats().parks += 1;
         self.shared.sleep(self.id)
+    }
+
+    /// An idle worker's look at every noted stream side, without a barrier
+    /// (`settle.rs`), and its settle step. True when a task became ready.
+    fn idle_look(&self) -> bool {
+        let s = self.settle_mut();
+        if s.is_empty() {
+            return false;
+        }
+        settle::recheck_all(s.noted());
+        self.settle_step_cold();
+        !self.ready().is_empty()
     }
 
     fn try_steal(&self) -> bool {
@@ -520,7 +558,7 @@ impl WorkerLocal {
                             t.get().worker.store(self.id, Ordering::Relaxed);
                             self.stats().steals += 1;
                             crate::hooks::task_migrated(t.get().id, victim, self.id);
-                            self.ready().push(t);
+                            self.ready().push_kept(t);
                             return true;
                         }
                         crossbeam_deque::Steal::Retry => continue,
@@ -563,7 +601,7 @@ fn make_coroutine<F: FnOnce() + Send + 'static>(t: TaskRef, stack: TaskStack, f:
     })
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         s.to_string()
     } else if let Some(s) = p.downcast_ref::<String>() {

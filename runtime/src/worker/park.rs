@@ -8,6 +8,7 @@ use std::thread::Thread;
 use crossbeam_deque::Stealer;
 
 use super::inbox::Inbox;
+use super::settle::SettleWords;
 
 use crate::runtime::{Phase, Shared};
 use crate::sync::{fence, AtomicBool};
@@ -25,8 +26,11 @@ pub(crate) struct WorkerShared {
     pub(crate) sleeping: AtomicBool,
     /// The worker's thread, for unpark; set by the thread before it can sleep.
     pub(crate) thread: OnceLock<Thread>,
-    /// Steal handle of the worker's ready queue (work-stealing mode only).
+    /// Steal handle of the worker's queue of tasks that never ran
+    /// (work-stealing mode only).
     pub(crate) stealer: Option<Stealer<TaskRef>>,
+    /// The worker's sealed window and the ticker's cover (`settle.rs`).
+    pub(crate) settle: crossbeam_utils::CachePadded<SettleWords>,
 }
 
 impl WorkerShared {
@@ -36,6 +40,7 @@ impl WorkerShared {
             sleeping: AtomicBool::new(false),
             thread: OnceLock::new(),
             stealer,
+            settle: SettleWords::new(),
         }
     }
 

@@ -1,0 +1,317 @@
+//! Safe programs that must neither corrupt memory nor hang nor abort: ends
+//! that outlive their tasks, started tasks under work stealing, destructors
+//! that panic or block where the runtime runs them, destructors that write
+//! or spawn while a run drops its tasks, and runs that fail before they
+//! start. `scripts/test.sh` runs this file under valgrind's memcheck too.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::with_timeout;
+use rill::{Mapping, MonitorConfig, MonitorFlags, RunError, Runtime, TryWriteError};
+
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("rill-soundness-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// A task leaks its reader (`Box::leak`) and blocks reading it; the run
+/// ends in a deadlock; `main`, which kept the writer, writes after `run`
+/// returned. The task's wait slot must not point at the freed task any more
+/// (under memcheck this was an invalid read in the wake; in a release build
+/// it wrote into freed memory silently).
+#[test]
+fn an_end_that_outlives_its_task_wakes_nothing_after_the_run() {
+    with_timeout("leaked reader", 30, || {
+        for workers in [1, 2] {
+            let mut rt = Runtime::builder().workers(workers).build().unwrap();
+            let (mut w, r) = rill::stream::<u64>(2);
+            rt.spawn("leaker", move || {
+                let r: &'static mut rill::Reader<u64> = Box::leak(Box::new(r));
+                let _ = r.read();
+            });
+            let err = rt.run().expect_err("the reader waits forever");
+            assert!(matches!(err, RunError::Deadlock { .. }), "{err}");
+            // The slot must be IDLE: nothing to wake, nothing freed touched.
+            assert!(w.try_write(1).is_ok());
+            assert!(w.try_write(2).is_ok());
+            assert!(matches!(w.try_write(3), Err(TryWriteError::Full(3))));
+            // A later run reuses the task allocations the first one freed;
+            // the leaked end must not reach into them either.
+            let mut rt2 = Runtime::builder().workers(workers).build().unwrap();
+            let (mut w2, mut r2) = rill::stream::<u64>(4);
+            rt2.spawn("writer", move || {
+                for i in 0..100 {
+                    w2.write(i).unwrap();
+                }
+            });
+            rt2.spawn("reader", move || {
+                let mut n = 0;
+                while r2.read().is_some() {
+                    n += 1;
+                }
+                assert_eq!(n, 100);
+            });
+            rt2.run().expect("second run");
+            drop(w);
+        }
+    });
+}
+
+/// An end kept by `main` in an `Arc<Mutex<_>>` while its task blocks on it
+/// from the other side: after the deadlocked run, `main` uses the end.
+#[test]
+fn an_end_kept_outside_the_run_is_safe_to_use_after_it() {
+    with_timeout("shared end", 30, || {
+        let mut rt = Runtime::builder().workers(2).build().unwrap();
+        let (w, mut r) = rill::stream::<u64>(1);
+        let kept = Arc::new(Mutex::new(Some(w)));
+        let k2 = kept.clone();
+        rt.spawn("holder", move || {
+            // Fill the stream, then block writing: the reader never reads.
+            let mut guard = k2.lock().unwrap();
+            let w = guard.as_mut().unwrap();
+            w.write(1).unwrap();
+            drop(guard);
+            let (mut w3, _r3) = rill::stream::<u64>(1);
+            // Blocks forever on a full stream whose reader is kept alive.
+            w3.write(1).unwrap();
+            w3.write(2).unwrap();
+        });
+        let err = rt.run().expect_err("deadlock");
+        assert!(matches!(err, RunError::Deadlock { .. }), "{err}");
+        assert_eq!(r.try_read(), Ok(1));
+        let mut w = kept.lock().unwrap().take().unwrap();
+        assert!(w.try_write(5).is_ok());
+        assert_eq!(r.try_read(), Ok(5));
+    });
+}
+
+/// Work stealing takes only tasks that never ran: a task's code always goes
+/// on on the thread it started on (its stack may hold values that are not
+/// `Send`).
+#[test]
+fn stealing_never_moves_a_started_task() {
+    with_timeout("steal", 60, || {
+        for round in 0..5 {
+            let moved = Arc::new(AtomicUsize::new(0));
+            let mut rt = Runtime::builder()
+                .workers(2)
+                .mapping(Mapping::Steal)
+                .build()
+                .unwrap();
+            for i in 0..16 {
+                let moved = moved.clone();
+                // All on worker 0, so worker 1 has only stealing to do.
+                rt.spawn_on(0, format!("yielder/{i}"), move || {
+                    let me = std::thread::current().id();
+                    for _ in 0..2_000 {
+                        rill::yield_now();
+                        if std::thread::current().id() != me {
+                            moved.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+                .unwrap();
+            }
+            let stats = rt.run().expect("run");
+            assert_eq!(
+                moved.load(Ordering::Relaxed),
+                0,
+                "round {round}: a started task went on on another thread ({} steals)",
+                stats.workers.iter().map(|w| w.steals).sum::<u64>()
+            );
+        }
+    });
+}
+
+/// Work stealing still balances new tasks: tasks spawned on a busy worker
+/// are taken by an idle one.
+#[test]
+fn stealing_still_spreads_new_tasks() {
+    with_timeout("steal spread", 60, || {
+        let threads = Arc::new(Mutex::new(std::collections::HashSet::new()));
+        let mut rt = Runtime::builder()
+            .workers(2)
+            .mapping(Mapping::Steal)
+            .build()
+            .unwrap();
+        let t2 = threads.clone();
+        rt.spawn_on(0, "spawner", move || {
+            for i in 0..64 {
+                let t3 = t2.clone();
+                rill::spawn(format!("work/{i}"), move || {
+                    t3.lock().unwrap().insert(std::thread::current().id());
+                    let t0 = std::time::Instant::now();
+                    while t0.elapsed() < std::time::Duration::from_micros(500) {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+        })
+        .unwrap();
+        let stats = rt.run().expect("run");
+        let steals: u64 = stats.workers.iter().map(|w| w.steals).sum();
+        assert!(steals > 0, "nothing was stolen");
+        assert_eq!(threads.lock().unwrap().len(), 2, "both workers ran tasks");
+    });
+}
+
+/// A message whose `Drop` panics.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("a Bomb went off");
+        }
+    }
+}
+
+/// A stream whose last reference goes away in the worker's own code (count
+/// mode keeps a reference in each end's binding, which the worker drops at
+/// the end of a period), with unread messages whose `Drop` panics: the run
+/// fails with the cause instead of losing the worker (a hang, or `Ok`).
+#[test]
+fn a_destructor_that_panics_in_the_worker_fails_the_run() {
+    let dir = temp_dir("bomb");
+    let d2 = dir.clone();
+    let err = with_timeout("bomb", 30, move || {
+        let flags: MonitorFlags = "map,worker,task,stream".parse().unwrap();
+        let mut rt = Runtime::builder()
+            .workers(1)
+            .monitor(MonitorConfig::new(flags, &d2))
+            .build()
+            .unwrap();
+        let (mut w, r) = rill::stream::<Bomb>(4);
+        rt.spawn("writer", move || {
+            w.write(Bomb).ok();
+            w.write(Bomb).ok();
+        });
+        rt.spawn("reader", move || {
+            // Bind the end to this task, then drop it unread.
+            let mut r = r;
+            let _ = r.try_read().map(std::mem::forget);
+            drop(r);
+            rill::yield_now();
+        });
+        rt.run()
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    match err {
+        Err(RunError::WorkerFailed { message, .. }) => {
+            assert!(message.contains("Bomb"), "{message}")
+        }
+        Err(RunError::TaskPanicked { message, .. }) => {
+            // The last reference went in a task after all: still reported.
+            assert!(message.contains("Bomb"), "{message}")
+        }
+        other => panic!("expected the panic to fail the run, got {other:?}"),
+    }
+}
+
+/// Values whose `Drop` writes to a full stream and spawns a task, left on
+/// the stack of a task that is blocked when the run ends: the run drops
+/// them; the write fails (the stream counts as closed) and the spawn does
+/// nothing, instead of aborting the process.
+#[test]
+fn destructors_at_the_run_end_that_write_or_spawn_do_not_abort() {
+    struct Noisy {
+        out: rill::Writer<u32>,
+        seen: Arc<Mutex<Vec<String>>>,
+    }
+    impl Drop for Noisy {
+        fn drop(&mut self) {
+            let w = self.out.write(9);
+            let id = rill::spawn("late", || {});
+            let mut s = self.seen.lock().unwrap();
+            s.push(format!("write: {w:?}"));
+            s.push(format!("spawn: {id}"));
+            s.push(format!("unwinding: {}", rill::forced_unwinding()));
+        }
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let res = with_timeout("noisy", 30, move || {
+        let mut rt = Runtime::builder().workers(1).build().unwrap();
+        let (full_w, full_r) = rill::stream::<u32>(1);
+        let (_keep_w, mut never) = rill::stream::<u32>(1);
+        let keep = Arc::new(Mutex::new(Some((full_r, _keep_w))));
+        let k2 = keep.clone();
+        rt.spawn("blocked", move || {
+            let mut out = full_w;
+            out.write(1).unwrap();
+            let _noisy = Noisy { out, seen: s2 };
+            // Nobody writes `never`: the run deadlocks with us here.
+            let _ = never.read();
+        });
+        let r = rt.run();
+        drop(k2);
+        drop(keep);
+        r
+    });
+    assert!(
+        matches!(res, Err(RunError::Deadlock { .. })),
+        "expected a deadlock report, got {res:?}"
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(seen[0].starts_with("write: Err(StreamClosed("), "{seen:?}");
+    assert_eq!(seen[1], "spawn: 0");
+    assert_eq!(seen[2], "unwinding: true");
+}
+
+/// Counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A run that fails before any task runs (too many initial tasks, a log
+/// directory that cannot be made) drops the closures of the tasks it had
+/// placed: what they own is released.
+#[test]
+fn a_run_that_fails_to_start_drops_its_tasks() {
+    // More initial tasks than `max_tasks`.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut rt = Runtime::builder().workers(2).max_tasks(2).build().unwrap();
+    for i in 0..3 {
+        let c = Counted(drops.clone());
+        rt.spawn(format!("t/{i}"), move || drop(c));
+    }
+    let err = rt.run().expect_err("three tasks over a limit of two");
+    assert!(matches!(err, RunError::NoStack { .. }), "{err}");
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        3,
+        "every closure was dropped"
+    );
+
+    // A log directory that is a file.
+    let file = temp_dir("not-a-dir");
+    std::fs::write(&file, b"x").unwrap();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut rt = Runtime::builder()
+        .workers(2)
+        .monitor(MonitorConfig::new(MonitorFlags::FULL, file.join("logs")))
+        .build()
+        .unwrap();
+    for i in 0..2 {
+        let c = Counted(drops.clone());
+        rt.spawn(format!("t/{i}"), move || drop(c));
+    }
+    let err = rt.run().expect_err("the log directory cannot be made");
+    assert!(matches!(err, RunError::Start(_)), "{err}");
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        2,
+        "every closure was dropped"
+    );
+    let _ = std::fs::remove_file(&file);
+}
