@@ -13,7 +13,7 @@ use rill::monitor::clock::Calibration;
 use rill::monitor::flags::MonitorFlags;
 use rill::monitor::format::{EndReason, EndState, Header, LogError, Side};
 
-use crate::latency::{feed, replay, FeedTx, RawLatency};
+use crate::latency::{feed, message_budget, replay, FeedTx, RawLatency};
 use crate::scan::{Item, ScannedPeriod, Scanner};
 
 /// Logs larger than this in total (bytes) get a progress bar on stderr.
@@ -365,7 +365,7 @@ pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
                 let bar = bar.as_ref();
                 handles.push(s.spawn(move || scan_file(f, bar, Some(tx))));
             }
-            let latency = replay(rxs);
+            let latency = replay(rxs, message_budget(total));
             let scanned: Vec<Scanned> = handles
                 .into_iter()
                 .map(|h| h.join().expect("a log scan panicked"))
