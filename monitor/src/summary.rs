@@ -307,18 +307,20 @@ pub fn summarize(run: &RunLog) -> Summary {
 
     let span_ns = run.span_ns();
     let throughput = (has(MonitorFlags::STREAM) && has(MonitorFlags::SCHEDULER)).then(|| {
-        let outputs: u64 = run
+        // Counts from the files: saturating sums.
+        let outputs = run
             .tasks
             .values()
             .filter(|t| t.is_sink())
-            .map(|t| t.reads)
-            .sum();
+            .fold(0u64, |n, t| n.saturating_add(t.reads));
         let (basis, count) = if outputs > 0 {
             ("outputs", outputs)
         } else {
             (
                 "messages written",
-                run.workers.iter().map(|w| w.stats.writes).sum(),
+                run.workers
+                    .iter()
+                    .fold(0u64, |n, w| n.saturating_add(w.stats.writes)),
             )
         };
         Throughput {
