@@ -174,7 +174,30 @@ const MAX_PERIOD_MESSAGES: u64 = 1 << 24;
 /// message (its writer's log is damaged or missing).
 const MAX_BACKLOG: usize = 1 << 20;
 
-#[derive(Default)]
+/// Bytes the replay's buffers of pending messages (queued latencies and
+/// stalled tasks' backlogs, spare room included) may take: when one grows
+/// past it, the replay first returns the spare room, then gives up the
+/// largest holdings whole (see [`Replay::make_room`]). A run's messages in
+/// flight take 8 bytes each and a stream holds few of them, so only logs
+/// with a missing or damaged side (or forged counts) come near it.
+const MAX_HELD_BYTES: usize = 64 << 20;
+
+/// Messages the replay replays for logs of any size; see [`message_budget`].
+const BUDGET_BASE: u64 = 1 << 24;
+
+/// Messages the replay replays per byte of log, beyond [`BUDGET_BASE`]: far
+/// more than a run can record per byte (a period of thousands of messages
+/// still takes several bytes), far fewer than forged counts can claim.
+const BUDGET_PER_BYTE: u64 = 1024;
+
+/// How many messages the replay replays for logs of `bytes` bytes in all;
+/// periods past that are left out (counted as skipped), so that a small log
+/// claiming billions of messages cannot keep it busy for hours.
+pub(crate) fn message_budget(bytes: u64) -> u64 {
+    BUDGET_BASE.saturating_add(bytes.saturating_mul(BUDGET_PER_BYTE))
+}
+
+#[derive(Debug, Default)]
 struct Replay {
     tasks: Vec<TaskR>,
     task_ix: IdIndex,
@@ -182,9 +205,45 @@ struct Replay {
     stream_ix: IdIndex,
     wake: Vec<u32>,
     unmatched: u64,
+    /// Queued messages given up to make room (never read, as far as the
+    /// replay can tell).
+    dropped: u64,
+    /// Bytes of the queues' and backlogs' buffers (their capacity).
+    held: usize,
+    /// Most bytes `held` may reach ([`MAX_HELD_BYTES`]; tests use less).
+    max_held: usize,
+    /// Messages left to replay.
+    budget: u64,
+}
+
+/// Bytes a queued latency takes.
+const QUEUED: usize = std::mem::size_of::<u64>();
+/// Bytes a backlog entry takes.
+const BACKLOGGED: usize = std::mem::size_of::<Pending>();
+
+/// Halves the spare room of a queue or backlog that has drained to a
+/// quarter of its buffer, so that the buffers a log's messages leave behind
+/// stay in proportion to what is pending.
+#[inline]
+fn trim<T>(q: &mut std::collections::VecDeque<T>) -> usize {
+    let cap = q.capacity();
+    if cap > 16 && q.len() < cap / 4 {
+        q.shrink_to(cap / 2);
+        cap - q.capacity()
+    } else {
+        0
+    }
 }
 
 impl Replay {
+    fn new(budget: u64, max_held: usize) -> Self {
+        Replay {
+            budget,
+            max_held,
+            ..Replay::default()
+        }
+    }
+
     #[inline]
     fn task(&mut self, id: u64) -> u32 {
         let (i, new) = self.task_ix.index(id, self.tasks.len());
@@ -209,17 +268,107 @@ impl Replay {
     /// Replays one op of task `t`, or queues it behind the task's backlog.
     #[inline]
     fn op(&mut self, t: u32, op: Pending) {
-        let task = &mut self.tasks[t as usize];
-        if !task.backlog.is_empty() {
-            task.backlog.push_back(op);
-            if task.backlog.len() > MAX_BACKLOG {
+        if !self.tasks[t as usize].backlog.is_empty() {
+            self.backlog(t, op);
+            if self.tasks[t as usize].backlog.len() > MAX_BACKLOG {
                 self.force(t);
             }
-            return;
+        } else if !self.try_op(t, op) {
+            self.backlog(t, op);
         }
-        if !self.try_op(t, op) {
-            self.tasks[t as usize].backlog.push_back(op);
+        if self.held > self.max_held {
+            self.make_room();
         }
+    }
+
+    /// Queues `op` behind task `t`'s backlog.
+    fn backlog(&mut self, t: u32, op: Pending) {
+        let b = &mut self.tasks[t as usize].backlog;
+        let before = b.capacity();
+        b.push_back(op);
+        self.held += (b.capacity() - before) * BACKLOGGED;
+    }
+
+    /// Takes the front op off task `t`'s backlog.
+    fn unbacklog(&mut self, t: u32) -> Option<Pending> {
+        let b = &mut self.tasks[t as usize].backlog;
+        let op = b.pop_front();
+        self.held = self.held.saturating_sub(trim(b) * BACKLOGGED);
+        op
+    }
+
+    /// Brings the pending messages' buffers back under half of
+    /// `max_held`: first by returning their spare room (no message
+    /// is lost), then by giving up the largest holdings whole, largest
+    /// first: a stream's queued messages (counted as never read: typically
+    /// its reader's log is missing) or a stalled task's backlog (its reads
+    /// counted as unmatched, as when the backlog outgrows [`MAX_BACKLOG`]).
+    /// Each call frees at least half the limit, so the scans here cost
+    /// little per message.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self) {
+        let mut held = 0;
+        let mut big: Vec<(usize, bool, u32)> = Vec::new();
+        for (i, s) in self.streams.iter_mut().enumerate() {
+            s.queue.shrink_to_fit();
+            held += s.queue.capacity() * QUEUED;
+            if !s.queue.is_empty() {
+                big.push((s.queue.capacity() * QUEUED, true, i as u32));
+            }
+        }
+        for (i, t) in self.tasks.iter_mut().enumerate() {
+            t.backlog.shrink_to_fit();
+            held += t.backlog.capacity() * BACKLOGGED;
+            if !t.backlog.is_empty() {
+                big.push((t.backlog.capacity() * BACKLOGGED, false, i as u32));
+            }
+        }
+        self.held = held;
+        big.sort_unstable_by(|a, b| b.cmp(a));
+        for (_, stream, i) in big {
+            if self.held <= self.max_held / 2 {
+                break;
+            }
+            if stream {
+                let q = std::mem::take(&mut self.streams[i as usize].queue);
+                self.dropped += q.len() as u64;
+                self.held = self.held.saturating_sub(q.capacity() * QUEUED);
+            } else {
+                self.give_up_backlog(i);
+            }
+        }
+        self.drain();
+    }
+
+    /// Replays task `t`'s whole backlog now, its reads that find no message
+    /// counted as unmatched (as [`force`](Self::force) does, one by one).
+    fn give_up_backlog(&mut self, t: u32) {
+        let b = std::mem::take(&mut self.tasks[t as usize].backlog);
+        self.held = self.held.saturating_sub(b.capacity() * BACKLOGGED);
+        if let Some(front) = b.front() {
+            self.streams[front.stream as usize]
+                .waiting
+                .retain(|&x| x != t);
+        }
+        for op in b {
+            if op.write {
+                self.try_op(t, op);
+            } else {
+                let lat = self.take_message(op.stream as usize);
+                self.unmatched += u64::from(lat.is_none());
+                self.read(t, lat);
+            }
+        }
+    }
+
+    /// The oldest message queued on stream `s`, if any.
+    #[inline]
+    fn take_message(&mut self, s: usize) -> Option<u64> {
+        let q = &mut self.streams[s].queue;
+        let lat = q.pop_front()?;
+        self.held = self.held.saturating_sub(trim(q) * QUEUED);
+        Some(lat)
     }
 
     /// Applies an op; false if it is a read of a message not yet written (the
@@ -229,7 +378,10 @@ impl Replay {
         let s = op.stream as usize;
         if op.write {
             let task = &mut self.tasks[t as usize];
-            let lat = op.busy.saturating_sub(task.ce_start) + task.parent.unwrap_or(0);
+            let lat = op
+                .busy
+                .saturating_sub(task.ce_start)
+                .saturating_add(task.parent.unwrap_or(0));
             task.writing = true;
             task.wrote = true;
             task.last_write = op.busy;
@@ -238,13 +390,17 @@ impl Replay {
                 task.ce_start = op.busy;
             }
             let st = &mut self.streams[s];
+            let before = st.queue.capacity();
             st.queue.push_back(lat);
-            if !st.waiting.is_empty() {
-                self.wake.append(&mut st.waiting);
+            self.held += (st.queue.capacity() - before) * QUEUED;
+            // One message satisfies one stalled reader: waking all of them
+            // would cost each write as many steps as there are readers.
+            if let Some(w) = st.waiting.pop() {
+                self.wake.push(w);
             }
             true
         } else {
-            let Some(lat) = self.streams[s].queue.pop_front() else {
+            let Some(lat) = self.take_message(s) else {
                 let w = &mut self.streams[s].waiting;
                 if !w.contains(&t) {
                     w.push(t);
@@ -275,7 +431,7 @@ impl Replay {
 
     /// Gives up waiting on the front read of `t`'s backlog.
     fn force(&mut self, t: u32) {
-        if let Some(op) = self.tasks[t as usize].backlog.pop_front() {
+        if let Some(op) = self.unbacklog(t) {
             self.unmatched += 1;
             self.streams[op.stream as usize].waiting.retain(|&x| x != t);
             self.read(t, None);
@@ -288,7 +444,7 @@ impl Replay {
         while let Some(t) = self.wake.pop() {
             while let Some(&op) = self.tasks[t as usize].backlog.front() {
                 if self.try_op(t, op) {
-                    self.tasks[t as usize].backlog.pop_front();
+                    self.unbacklog(t);
                 } else {
                     break;
                 }
@@ -304,9 +460,13 @@ impl Replay {
         let ops = &w[4..4 + 2 * n_ops];
         let times = &w[4 + 2 * n_ops..];
         let t = self.task(task);
+        // Durations and counts come from the files: the busy clock and the
+        // message count saturate rather than overflow.
         let busy0 = self.tasks[t as usize].busy;
-        self.tasks[t as usize].busy = busy0 + dur;
-        let n: u64 = ops.chunks_exact(2).map(|o| o[1] >> 1).sum();
+        self.tasks[t as usize].busy = busy0.saturating_add(dur);
+        let n = ops
+            .chunks_exact(2)
+            .fold(0u64, |n, o| n.saturating_add(o[1] >> 1));
         if n == 0 {
             return;
         }
@@ -316,6 +476,14 @@ impl Replay {
             raw.skipped_periods += 1;
             return;
         }
+        if n > self.budget {
+            // The logs claim more messages than their size makes plausible:
+            // the rest of the replay is left out.
+            self.budget = 0;
+            raw.skipped_periods += 1;
+            return;
+        }
+        self.budget -= n;
         raw.message_periods += 1;
         let timed = times.len() as u64 == n;
         raw.timed_periods += u64::from(timed);
@@ -350,13 +518,16 @@ impl Replay {
                     Pending {
                         stream,
                         write,
-                        busy: busy0 + at,
+                        busy: busy0.saturating_add(at),
                     },
                 );
             }
         }
         if !self.wake.is_empty() {
             self.drain();
+            if self.held > self.max_held {
+                self.make_room();
+            }
         }
     }
 }
@@ -539,9 +710,10 @@ impl FeedRx {
     }
 }
 
-/// Replays all periods of the feeds, merged by start time.
-pub(crate) fn replay(mut feeds: Vec<FeedRx>) -> RawLatency {
-    let mut rp = Replay::default();
+/// Replays all periods of the feeds, merged by start time, up to `budget`
+/// messages (see [`message_budget`]).
+pub(crate) fn replay(mut feeds: Vec<FeedRx>, budget: u64) -> RawLatency {
+    let mut rp = Replay::new(budget, MAX_HELD_BYTES);
     let mut raw = RawLatency::default();
     // The next period of each feed, smallest start first: a linear scan, as
     // there are few workers.
@@ -589,7 +761,7 @@ pub(crate) fn replay(mut feeds: Vec<FeedRx>) -> RawLatency {
         .map(|t| t.backlog.iter().filter(|op| !op.write).count() as u64)
         .sum::<u64>();
     raw.unmatched = rp.unmatched;
-    raw.unread = rp.streams.iter().map(|s| s.queue.len() as u64).sum();
+    raw.unread = rp.dropped + rp.streams.iter().map(|s| s.queue.len() as u64).sum::<u64>();
     raw.readers = rp
         .tasks
         .into_iter()
@@ -611,6 +783,10 @@ pub(crate) fn feed_from(mut sc: Scanner<'_>, mut tx: FeedTx) {
 
 /// The replay over a loaded run: one feeding thread per log.
 pub(crate) fn replay_run(run: &RunLog) -> RawLatency {
+    let bytes = run
+        .workers
+        .iter()
+        .fold(0u64, |n, w| n.saturating_add(w.data().len() as u64));
     std::thread::scope(|s| {
         let mut rxs = Vec::new();
         for w in &run.workers {
@@ -619,6 +795,133 @@ pub(crate) fn replay_run(run: &RunLog) -> RawLatency {
             let sc = w.scanner();
             s.spawn(move || feed_from(sc, tx));
         }
-        replay(rxs)
+        replay(rxs, message_budget(bytes))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A period in feed words: `ops` as (stream, count, write).
+    fn words(start: u64, dur: u64, task: u64, ops: &[(u64, u64, bool)]) -> Vec<u64> {
+        let mut w = vec![start, dur, task, (ops.len() as u64) << 32];
+        for &(stream, count, write) in ops {
+            w.push(stream);
+            w.push(count << 1 | u64::from(write));
+        }
+        w
+    }
+
+    /// What the replay's buffers take, counted afresh.
+    fn held_now(rp: &Replay) -> usize {
+        let q: usize = rp.streams.iter().map(|s| s.queue.capacity() * QUEUED).sum();
+        let b: usize = rp
+            .tasks
+            .iter()
+            .map(|t| t.backlog.capacity() * BACKLOGGED)
+            .sum();
+        q + b
+    }
+
+    #[test]
+    fn unread_messages_are_given_up_past_the_limit() {
+        let limit = 256 << 10;
+        let mut rp = Replay::new(u64::MAX, limit);
+        let mut raw = RawLatency::default();
+        // 16 writers, 20 000 messages each on a stream nobody reads: 2.5
+        // MiB of latencies.
+        for k in 0..16u64 {
+            rp.period(
+                &words(k * 10, 10, k + 1, &[(100 + k, 20_000, true)]),
+                &mut raw,
+            );
+            assert_eq!(rp.held, held_now(&rp), "accounting after period {k}");
+            assert!(rp.held <= 2 * limit, "{} bytes held", rp.held);
+        }
+        assert!(rp.dropped > 0);
+        let total: u64 = rp.dropped + rp.streams.iter().map(|s| s.queue.len() as u64).sum::<u64>();
+        assert_eq!(
+            total,
+            16 * 20_000,
+            "every message queued or counted as dropped"
+        );
+    }
+
+    #[test]
+    fn stalled_reads_are_given_up_past_the_limit() {
+        let limit = 256 << 10;
+        let mut rp = Replay::new(u64::MAX, limit);
+        let mut raw = RawLatency::default();
+        // 16 readers stalled on streams nobody writes: their backlogs.
+        for k in 0..16u64 {
+            rp.period(
+                &words(k * 10, 10, k + 1, &[(100 + k, 20_000, false)]),
+                &mut raw,
+            );
+            assert_eq!(rp.held, held_now(&rp), "accounting after period {k}");
+            assert!(rp.held <= 2 * limit, "{} bytes held", rp.held);
+        }
+        let waiting: u64 = rp.tasks.iter().map(|t| t.backlog.len() as u64).sum();
+        assert!(rp.unmatched > 0);
+        assert_eq!(rp.unmatched + waiting, 16 * 20_000);
+    }
+
+    #[test]
+    fn drained_buffers_return_their_room() {
+        let mut rp = Replay::new(u64::MAX, MAX_HELD_BYTES);
+        let mut raw = RawLatency::default();
+        // Each stream in turn fills with 50 000 messages, then drains.
+        for k in 0..8u64 {
+            let t = k * 100;
+            rp.period(&words(t, 10, 1, &[(100 + k, 50_000, true)]), &mut raw);
+            rp.period(&words(t + 50, 10, 2, &[(100 + k, 50_000, false)]), &mut raw);
+        }
+        assert_eq!(rp.held, held_now(&rp));
+        assert!(rp.held < 4096, "{} bytes left behind", rp.held);
+        assert_eq!(rp.unmatched + rp.dropped, 0);
+    }
+
+    #[test]
+    fn the_replay_stops_at_its_message_budget() {
+        let mut rp = Replay::new(1000, MAX_HELD_BYTES);
+        let mut raw = RawLatency::default();
+        for k in 0..3 {
+            rp.period(&words(k * 10, 10, 1, &[(7, 600, true)]), &mut raw);
+        }
+        // The first fits; the second does not, and the budget is spent.
+        assert_eq!(raw.skipped_periods, 2);
+        assert_eq!(rp.streams[0].queue.len(), 600);
+        assert_eq!(message_budget(0), BUDGET_BASE);
+        assert_eq!(message_budget(u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn huge_durations_saturate_the_busy_clock() {
+        let mut rp = Replay::new(u64::MAX, MAX_HELD_BYTES);
+        let mut raw = RawLatency::default();
+        let big = u64::MAX - 5;
+        rp.period(&words(0, big, 1, &[(7, 1, true)]), &mut raw);
+        rp.period(
+            &words(big, big, 2, &[(7, 1, false), (8, 1, true)]),
+            &mut raw,
+        );
+        rp.period(&words(big, big, 2, &[(9, 1, true)]), &mut raw);
+        rp.period(&words(u64::MAX, 1, 3, &[(8, 1, false)]), &mut raw);
+        assert_eq!(rp.tasks[1].busy, u64::MAX);
+        assert_eq!(rp.tasks[2].reads.max, u64::MAX);
+    }
+
+    #[test]
+    fn each_message_wakes_one_stalled_reader() {
+        let mut rp = Replay::new(u64::MAX, MAX_HELD_BYTES);
+        let mut raw = RawLatency::default();
+        for task in 1..=3 {
+            rp.period(&words(task, 1, task, &[(7, 1, false)]), &mut raw);
+        }
+        rp.period(&words(10, 3, 9, &[(7, 3, true)]), &mut raw);
+        assert!(rp.tasks.iter().all(|t| t.backlog.is_empty()));
+        assert!(rp.streams[0].waiting.is_empty() && rp.streams[0].queue.is_empty());
+        assert_eq!(rp.unmatched, 0);
+    }
 }

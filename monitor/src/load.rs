@@ -13,7 +13,7 @@ use rill::monitor::clock::Calibration;
 use rill::monitor::flags::MonitorFlags;
 use rill::monitor::format::{EndReason, EndState, Header, LogError, Side};
 
-use crate::latency::{feed, replay, FeedTx, RawLatency};
+use crate::latency::{feed, message_budget, replay, FeedTx, RawLatency};
 use crate::scan::{Item, ScannedPeriod, Scanner};
 
 /// Logs larger than this in total (bytes) get a progress bar on stderr.
@@ -317,9 +317,15 @@ impl Default for LoadOptions {
 /// total busy and waiting time, task and stream statistics.
 ///
 /// Errors (one line, naming the file): a missing directory, no logs, a file
-/// that is not a rill log, an unsupported format version, headers that
-/// disagree. Damaged records are not errors: the records before them are used
-/// and the damage is listed in [`RunLog::warnings`].
+/// that is not a rill log, an unsupported format version, a header whose
+/// clock rate is not a finite number of at least 1 tick per second, headers
+/// that disagree. Damaged records are not errors: the records before them
+/// are used and the damage is listed in [`RunLog::warnings`].
+///
+/// Whatever the files hold, the work and memory stay bounded by their size
+/// (and the number of files), not by the numbers in them: a forged worker
+/// count, duration or message count cannot make loading (or the analyses)
+/// allocate or loop in proportion to it, and totals saturate.
 pub fn load_run(dir: &Path) -> anyhow::Result<RunLog> {
     load_run_with(dir, &LoadOptions::default())
 }
@@ -365,7 +371,7 @@ pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
                 let bar = bar.as_ref();
                 handles.push(s.spawn(move || scan_file(f, bar, Some(tx))));
             }
-            let latency = replay(rxs);
+            let latency = replay(rxs, message_budget(total));
             let scanned: Vec<Scanned> = handles
                 .into_iter()
                 .map(|h| h.join().expect("a log scan panicked"))
@@ -459,6 +465,15 @@ fn file_label(p: &Path) -> String {
         .unwrap_or_else(|| p.display().to_string())
 }
 
+/// The slowest clock a header may claim, in ticks per second. A rate below
+/// it (or zero, negative, infinite or NaN: a damaged or forged header) would
+/// turn every duration into nonsense or an infinity.
+const MIN_TICKS_PER_SEC: f64 = 1.0;
+
+/// Missing workers named one by one in the warning about them; the rest are
+/// counted.
+const MISSING_LISTED: usize = 16;
+
 /// A log file mapped (or read) into memory, its header checked.
 struct RawFile {
     path: PathBuf,
@@ -472,6 +487,13 @@ fn read_file(path: &Path) -> anyhow::Result<RawFile> {
     let data = map_or_read(path).map_err(|e| anyhow::anyhow!("{label}: cannot read: {e}"))?;
     let (header, records_start) =
         Header::parse(&data).map_err(|e: LogError| anyhow::anyhow!("{label}: {e}"))?;
+    let rate = header.calibration.ticks_per_sec;
+    if !(rate.is_finite() && rate >= MIN_TICKS_PER_SEC) {
+        bail!(
+            "{label}: invalid rill log header: clock rate {rate} ticks per second \
+             (the header's calibration must give a finite rate of at least {MIN_TICKS_PER_SEC})"
+        );
+    }
     Ok(RawFile {
         path: path.to_path_buf(),
         data,
@@ -668,21 +690,27 @@ impl Agg {
         let dur = p.dur();
         let mut reads = 0u64;
         let mut writes = 0u64;
+        // Durations and message counts come from the file: the totals
+        // saturate rather than overflow.
         for io in sc.io() {
-            reads += u64::from(io.reads);
-            writes += u64::from(io.writes);
+            reads = reads.saturating_add(u64::from(io.reads));
+            writes = writes.saturating_add(u64::from(io.writes));
             if io.reads | io.writes != 0 {
                 let s = self.stream(io.stream);
-                s.read += u64::from(io.reads);
-                s.written += u64::from(io.writes);
+                s.read = s.read.saturating_add(u64::from(io.reads));
+                s.written = s.written.saturating_add(u64::from(io.writes));
             }
         }
         let st = &mut self.stats;
-        st.busy += dur;
+        st.busy = st.busy.saturating_add(dur);
         st.dispatches += 1;
-        st.events += 1 + reads + writes;
-        st.reads += reads;
-        st.writes += writes;
+        st.events = st
+            .events
+            .saturating_add(1)
+            .saturating_add(reads)
+            .saturating_add(writes);
+        st.reads = st.reads.saturating_add(reads);
+        st.writes = st.writes.saturating_add(writes);
         st.timed_periods += u64::from(!sc.op_times().is_empty());
         st.ordered_periods += u64::from(sc.ops_recorded());
         match p.end_state {
@@ -691,10 +719,10 @@ impl Agg {
             _ => {}
         }
         let t = self.task(p.task);
-        t.busy += dur;
+        t.busy = t.busy.saturating_add(dur);
         t.dispatches += 1;
-        t.reads += reads;
-        t.writes += writes;
+        t.reads = t.reads.saturating_add(reads);
+        t.writes = t.writes.saturating_add(writes);
         if t.last_end.is_none() || p.end >= t.last_time {
             t.last_end = Some(p.end_state);
             t.last_time = p.end;
@@ -708,7 +736,7 @@ impl Agg {
             Item::Period(_) => unreachable!("periods go to Agg::period"),
             Item::WorkerWait { t, dur } => {
                 self.time(t, t.saturating_add(dur));
-                self.stats.wait += dur;
+                self.stats.wait = self.stats.wait.saturating_add(dur);
                 self.stats.waits += 1;
                 self.stats.events += 1;
             }
@@ -780,6 +808,36 @@ impl Agg {
     }
 }
 
+/// The warning about the workers below `count` that have no log, if any.
+///
+/// `count` comes from a header, so it may be anything up to `u32::MAX`: the
+/// work here is bounded by the logs present (`seen`) and [`MISSING_LISTED`],
+/// not by `count`.
+fn missing_workers(count: u32, seen: &BTreeMap<u32, String>) -> Option<String> {
+    let present = seen.range(..count).count() as u64;
+    let missing = u64::from(count) - present;
+    if missing == 0 {
+        return None;
+    }
+    // Every id present is passed at most once before MISSING_LISTED missing
+    // ones are found.
+    let listed: Vec<String> = (0..count)
+        .filter(|w| !seen.contains_key(w))
+        .take(MISSING_LISTED)
+        .map(|w| w.to_string())
+        .collect();
+    let more = missing - listed.len() as u64;
+    let tail = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "the headers announce {count} workers but the logs of worker(s) {}{tail} are missing",
+        listed.join(", ")
+    ))
+}
+
 fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Result<RunLog> {
     let (first_name, first_header) = (file_label(&files[0].path), files[0].header);
     let mut warnings = Vec::new();
@@ -821,16 +879,8 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
             ));
         }
     }
-    let missing: Vec<String> = (0..first_header.worker_count)
-        .filter(|w| !seen.contains_key(w))
-        .map(|w| w.to_string())
-        .collect();
-    if !missing.is_empty() {
-        warnings.push(format!(
-            "the headers announce {} workers but the logs of worker(s) {} are missing",
-            first_header.worker_count,
-            missing.join(", ")
-        ));
+    if let Some(w) = missing_workers(first_header.worker_count, &seen) {
+        warnings.push(w);
     }
     if first_header.flags.unknown_bits() != 0 {
         warnings.push(format!(
@@ -856,10 +906,10 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
                 e.parent = t.parent;
                 e.assigned = t.assigned;
             }
-            e.busy += t.busy;
+            e.busy = e.busy.saturating_add(t.busy);
             e.dispatches += t.dispatches;
-            e.reads += t.reads;
-            e.writes += t.writes;
+            e.reads = e.reads.saturating_add(t.reads);
+            e.writes = e.writes.saturating_add(t.writes);
             e.migrations += t.migrations;
             if t.last_end.is_some() && (e.last_end.is_none() || t.last_time >= e.last_time) {
                 e.last_end = t.last_end;
@@ -879,8 +929,8 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
             }
             e.writer = st.writer.or(e.writer);
             e.reader = st.reader.or(e.reader);
-            e.written += st.written;
-            e.read += st.read;
+            e.written = e.written.saturating_add(st.written);
+            e.read = e.read.saturating_add(st.read);
             e.reader_blocked += st.reader_blocked;
             e.writer_blocked += st.writer_blocked;
             e.closed.0 |= st.closed.0;
@@ -941,12 +991,16 @@ impl RunLog {
 
     /// Total log bytes analysed (headers and intact records).
     pub fn bytes(&self) -> u64 {
-        self.workers.iter().map(|w| w.valid_len).sum()
+        self.workers
+            .iter()
+            .fold(0u64, |n, w| n.saturating_add(w.valid_len))
     }
 
-    /// Total monitoring events.
+    /// Total monitoring events (saturating: the counts come from the files).
     pub fn events(&self) -> u64 {
-        self.workers.iter().map(|w| w.stats.events).sum()
+        self.workers
+            .iter()
+            .fold(0u64, |n, w| n.saturating_add(w.stats.events))
     }
 }
 

@@ -157,10 +157,14 @@ pub struct LatencySummary {
     pub sinks: Vec<SinkLatency>,
     /// Reads whose message was never logged as written (damaged or missing logs).
     pub unmatched_reads: u64,
-    /// Messages written but never read in the logs.
+    /// Messages written but never read in the logs (including any the
+    /// replay gave up to bound its memory: see `skipped_periods`' note on
+    /// damaged logs).
     pub unread_messages: u64,
     /// Periods left out because they claim implausibly many messages (over
-    /// 16 Mi: damaged records); the latencies are unreliable when nonzero.
+    /// 16 Mi in one period, or more in all than the logs' size makes
+    /// plausible: damaged or forged records); the latencies are unreliable
+    /// when nonzero.
     pub skipped_periods: u64,
 }
 
@@ -303,18 +307,20 @@ pub fn summarize(run: &RunLog) -> Summary {
 
     let span_ns = run.span_ns();
     let throughput = (has(MonitorFlags::STREAM) && has(MonitorFlags::SCHEDULER)).then(|| {
-        let outputs: u64 = run
+        // Counts from the files: saturating sums.
+        let outputs = run
             .tasks
             .values()
             .filter(|t| t.is_sink())
-            .map(|t| t.reads)
-            .sum();
+            .fold(0u64, |n, t| n.saturating_add(t.reads));
         let (basis, count) = if outputs > 0 {
             ("outputs", outputs)
         } else {
             (
                 "messages written",
-                run.workers.iter().map(|w| w.stats.writes).sum(),
+                run.workers
+                    .iter()
+                    .fold(0u64, |n, w| n.saturating_add(w.stats.writes)),
             )
         };
         Throughput {
@@ -598,7 +604,8 @@ impl Summary {
             if l.skipped_periods > 0 {
                 let _ = writeln!(
                     o,
-                    "  {} periods claiming over 16 Mi messages were left out: the latencies are unreliable",
+                    "  {} periods claiming implausibly many messages (over 16 Mi in one period, or more \
+                     than the logs' size allows) were left out: the latencies are unreliable",
                     l.skipped_periods
                 );
             }

@@ -181,7 +181,7 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
         if new {
             drawn.push((task, 0));
         }
-        drawn[i].1 += ticks;
+        drawn[i].1 = drawn[i].1.saturating_add(ticks);
     };
     let mut any_narrow = false;
     let mut colours: BTreeMap<u64, String> = BTreeMap::new();
@@ -235,7 +235,7 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
                     c.col = Some(col);
                 }
                 c.count += 1;
-                c.ticks += ticks;
+                c.ticks = c.ticks.saturating_add(ticks);
                 if let Some(p) = period {
                     add_drawn(p.task, ticks);
                     any_narrow = true;

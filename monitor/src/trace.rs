@@ -85,8 +85,8 @@ fn events(run: &RunLog, mut emit: impl FnMut(Value) -> io::Result<()>) -> io::Re
                     let name = run.task_label(p.task);
                     let (mut reads, mut writes) = (0u64, 0u64);
                     for io in sc.io() {
-                        reads += u64::from(io.reads);
-                        writes += u64::from(io.writes);
+                        reads = reads.saturating_add(u64::from(io.reads));
+                        writes = writes.saturating_add(u64::from(io.writes));
                     }
                     let mut args = json!({
                         "task": p.task,
