@@ -4,8 +4,9 @@
 //! worker thread, looks at the faulting address: if it lies in the guard page
 //! of the task running on this thread, it writes
 //! `rill: task 'NAME' (id N) overflowed its stack` to stderr and aborts. Any
-//! other fault gets the default action. Unguarded stacks (past the mapping
-//! budget, see `stack.rs`) are checked by canary when their task stops.
+//! other fault gets the default action. Unguarded stacks (only with
+//! `Builder::unguarded_stacks`, see `stack.rs`) are checked by canary when
+//! their task stops.
 
 use std::sync::Once;
 
