@@ -46,3 +46,14 @@ pub use stream::{
 };
 pub use task::{BlockedOn, TaskId};
 pub use worker::WorkerStats;
+
+/// Whether this kernel guards task stacks with guard markers
+/// (`madvise(MADV_GUARD_INSTALL)`, Linux 6.13 and later), which cost no
+/// kernel mappings: then every task stack has a guard page, however many
+/// tasks are alive. Without them guard pages run out near 24,000 live tasks
+/// at the default `vm.max_map_count`, and further spawns fail unless
+/// [`Builder::unguarded_stacks`] allows stacks without one. Probed once per
+/// process.
+pub fn stack_guard_markers_supported() -> bool {
+    stack::guard_markers_supported()
+}

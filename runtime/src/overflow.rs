@@ -3,10 +3,21 @@
 //! A SIGSEGV/SIGBUS handler, running on an alternate signal stack of each
 //! worker thread, looks at the faulting address: if it lies in the guard page
 //! of the task running on this thread, it writes
-//! `rill: task 'NAME' (id N) overflowed its stack` to stderr and aborts. Any
-//! other fault gets the default action. Unguarded stacks (past the mapping
-//! budget, see `stack.rs`) are checked by canary when their task stops.
+//! `rill: task 'NAME' (id N) overflowed its stack` to stderr and aborts.
+//! Every other fault goes to the handler the signal had before rill's was
+//! installed (std's own, which reports overflows of thread stacks, or a
+//! host's such as a JIT's or a wasm runtime's), as if rill's were not there;
+//! where there was none, the fault gets the default action. Unguarded stacks
+//! (only with `Builder::unguarded_stacks`, see `stack.rs`) are checked by
+//! canary when their task stops.
+//!
+//! Everything the handler does is async-signal-safe: it reads thread-local
+//! words and plain task fields, calls `write`, `sigaction`, `pthread_sigmask`,
+//! `raise` and `abort`, and allocates and locks nothing.
 
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
 use crate::context;
@@ -15,18 +26,66 @@ const ALT_STACK: usize = 64 * 1024;
 
 static INSTALL: Once = Once::new();
 
-/// Installs the handler once per process.
+/// The action a signal had before rill's handler took its place.
+struct Previous {
+    action: UnsafeCell<MaybeUninit<libc::sigaction>>,
+    saved: AtomicBool,
+}
+
+// SAFETY: `action` is written once, in `install`, before `saved` is set
+// (Release), and read only after `saved` is seen set (Acquire); after that
+// nothing writes it.
+unsafe impl Sync for Previous {}
+
+impl Previous {
+    const fn new() -> Self {
+        Previous {
+            action: UnsafeCell::new(MaybeUninit::uninit()),
+            saved: AtomicBool::new(false),
+        }
+    }
+
+    /// The saved action, if `install` saved one.
+    fn get(&self) -> Option<libc::sigaction> {
+        if self.saved.load(Ordering::Acquire) {
+            // SAFETY: `saved` is set only after `action` was written, and
+            // nothing writes it afterwards (see the Sync impl).
+            Some(unsafe { (*self.action.get()).assume_init_read() })
+        } else {
+            None
+        }
+    }
+}
+
+static PREV_SEGV: Previous = Previous::new();
+static PREV_BUS: Previous = Previous::new();
+
+fn previous(sig: libc::c_int) -> Option<libc::sigaction> {
+    match sig {
+        libc::SIGSEGV => PREV_SEGV.get(),
+        libc::SIGBUS => PREV_BUS.get(),
+        _ => None,
+    }
+}
+
+/// Installs the handler once per process, keeping the actions it replaces.
 pub(crate) fn install() {
     INSTALL.call_once(|| {
-        for sig in [libc::SIGSEGV, libc::SIGBUS] {
+        for (sig, prev) in [(libc::SIGSEGV, &PREV_SEGV), (libc::SIGBUS, &PREV_BUS)] {
             // SAFETY: a zeroed sigaction is a valid starting value; we set a
-            // handler with SA_SIGINFO | SA_ONSTACK and install it.
+            // handler with SA_SIGINFO | SA_ONSTACK and install it, taking the
+            // old action in the same call so that none is lost. The old one
+            // is written before `saved` is set and never again (`call_once`).
             unsafe {
                 let mut sa: libc::sigaction = std::mem::zeroed();
                 sa.sa_sigaction = handler as *const () as usize;
                 sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
                 libc::sigemptyset(&mut sa.sa_mask);
-                libc::sigaction(sig, &sa, std::ptr::null_mut());
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &sa, &mut old) == 0 {
+                    (*prev.action.get()).write(old);
+                    prev.saved.store(true, Ordering::Release);
+                }
             }
         }
     });
@@ -79,11 +138,13 @@ fn write_num(mut n: u64) {
     write_err(&buf[i..]);
 }
 
-extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
-    let addr = unsafe { (*info).si_addr() } as usize;
+    let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
     let t = context::current_task_ptr();
-    if !t.is_null() {
+    // si_code > 0: a fault the kernel raised, whose si_addr is meaningful (a
+    // signal sent by kill or raise has none).
+    if code > 0 && !t.is_null() {
         // SAFETY: the current task is alive while it runs on this thread; we
         // only read plain fields.
         let task = unsafe { &*t };
@@ -99,11 +160,64 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut l
             unsafe { libc::abort() };
         }
     }
-    // Not ours: restore the default action and return, so the fault repeats
-    // and the process gets the usual signal.
-    // SAFETY: resetting a signal to SIG_DFL is always allowed.
+    chain(sig, info, ctx, code <= 0);
+}
+
+/// Hands a signal that is not a rill task's overflow to the action the signal
+/// had before `install`. `sent`: the signal was sent (kill, raise), not
+/// raised by a fault.
+fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void, sent: bool) {
+    let prev = previous(sig);
+    let h = prev.map_or(libc::SIG_DFL, |a| a.sa_sigaction);
+    if h == libc::SIG_IGN && sent {
+        // What the old action did with a sent signal.
+        return;
+    }
+    if h == libc::SIG_DFL || h == libc::SIG_IGN || h == handler as *const () as usize {
+        // The default action (for a fault, ignoring it would run the faulting
+        // instruction again forever): restore it and return, so that the
+        // fault happens again and kills the process as usual. A sent signal
+        // happens only once, so it is raised again; it stays blocked until
+        // this handler returns.
+        set_default(sig);
+        if sent {
+            // SAFETY: raise is async-signal-safe.
+            unsafe { libc::raise(sig) };
+        }
+        return;
+    }
+    let Some(a) = prev else { return };
+    if a.sa_flags & libc::SA_RESETHAND != 0 {
+        // The kernel would have reset the action when delivering the signal.
+        set_default(sig);
+    }
+    // SAFETY: pthread_sigmask is async-signal-safe; the signals the old
+    // action blocks while it runs are blocked until this handler returns,
+    // when the kernel restores the mask it had before the signal.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &a.sa_mask, std::ptr::null_mut()) };
+    if a.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: the old action was installed with SA_SIGINFO, so `h` is a
+        // three-argument handler; it gets the signal's own siginfo and
+        // context, as it would have from the kernel.
+        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+            unsafe { std::mem::transmute(h) };
+        f(sig, info, ctx);
+    } else {
+        // SAFETY: without SA_SIGINFO, `h` is a one-argument handler.
+        let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(h) };
+        f(sig);
+    }
+}
+
+/// Restores the default action of `sig`.
+fn set_default(sig: libc::c_int) {
+    // SAFETY: sigaction is async-signal-safe, and a zeroed sigaction with
+    // SIG_DFL (0) and an empty mask is a valid default action.
     unsafe {
-        libc::signal(sig, libc::SIG_DFL);
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = libc::SIG_DFL;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
     }
 }
 

@@ -17,7 +17,7 @@ use crate::monitor::format::Header;
 use crate::monitor::worker_log::WorkerLog;
 use crate::registry::Registry;
 use crate::scheduler::ReadyQueue;
-use crate::stack::{guarded_budget, StackSource};
+use crate::stack::{guarded_budget, GuardPolicy, PageBudget, StackSource};
 use crate::sync::{AtomicU64, AtomicU8, AtomicUsize};
 use crate::task::{BlockedOn, Task, TaskFn, TaskId, TaskRef};
 use crate::worker::ticker::TickerShared;
@@ -66,6 +66,29 @@ pub struct Config {
     pub(crate) max_tasks: usize,
     pub(crate) spin: Duration,
     pub(crate) monitor: MonitorConfig,
+    pub(crate) guards: StackGuards,
+}
+
+/// How task stacks are guarded: the builder's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StackGuards {
+    /// `Builder::unguarded_stacks`.
+    pub(crate) allow_unguarded: bool,
+    /// False: do as if the kernel had no guard markers (tests).
+    pub(crate) markers: bool,
+    /// Guard pages allowed in place of the budget from `vm.max_map_count`
+    /// (tests).
+    pub(crate) page_budget: Option<usize>,
+}
+
+impl Default for StackGuards {
+    fn default() -> Self {
+        StackGuards {
+            allow_unguarded: false,
+            markers: true,
+            page_budget: None,
+        }
+    }
 }
 
 impl Config {
@@ -110,6 +133,7 @@ pub struct Builder {
     /// None: `RILL_SPIN_US` if set, else [`DEFAULT_SPIN`].
     spin: Option<Duration>,
     monitor: MonitorConfig,
+    guards: StackGuards,
 }
 
 /// How long an idle worker spins before it parks, unless the builder or
@@ -146,6 +170,7 @@ impl Default for Builder {
             max_tasks: 1 << 22,
             spin: None,
             monitor: MonitorConfig::default(),
+            guards: StackGuards::default(),
         }
     }
 }
@@ -197,6 +222,56 @@ impl Builder {
         self
     }
 
+    /// Allows task stacks without a guard page (default: not allowed).
+    ///
+    /// Every stack normally has a guard page below it, so that a task that
+    /// overflows its stack faults there and the process aborts with a report
+    /// naming the task. Where the kernel has guard markers
+    /// (`MADV_GUARD_INSTALL`, Linux 6.13 and later) every stack gets one and
+    /// this setting changes nothing. On older kernels a guard page costs two
+    /// kernel mappings, so the guards run out near 24,000 live tasks at the
+    /// default `vm.max_map_count` (65530); past that, spawning fails with an
+    /// error naming the limit, unless this is set. Raising the limit
+    /// (`sysctl -w vm.max_map_count=N`) keeps every stack guarded and is the
+    /// better fix where it is possible.
+    ///
+    /// With this set, stacks past the guard budget have only canary words at
+    /// their bottom, checked each time their task stops: an overflow is
+    /// reported by task name, but only after it has written into the stack
+    /// next to it, which may belong to a task running on another worker
+    /// right then, and a large enough frame can skip the canaries and go
+    /// unnoticed.
+    ///
+    /// # Safety
+    ///
+    /// With `allow` true, a task that overflows its stack corrupts memory
+    /// that safe code relies on (another task's stack), which is undefined
+    /// behaviour. This is `unsafe` because the runtime can no longer stop
+    /// that: the caller promises that no task of the runtime needs more stack
+    /// than [`Builder::stack_size`] gives it (no unbounded recursion, no
+    /// large arrays on the stack beyond what was measured). `allow` false
+    /// has no such requirement.
+    pub unsafe fn unguarded_stacks(mut self, allow: bool) -> Self {
+        self.guards.allow_unguarded = allow;
+        self
+    }
+
+    /// Tests only: whether to use guard markers where the kernel has them
+    /// (default true); false exercises the guard-page fallback.
+    #[doc(hidden)]
+    pub fn guard_markers(mut self, on: bool) -> Self {
+        self.guards.markers = on;
+        self
+    }
+
+    /// Tests only: how many stacks may get an `mprotect` guard page when
+    /// markers are not used, in place of the budget `vm.max_map_count` gives.
+    #[doc(hidden)]
+    pub fn guard_page_budget(mut self, stacks: usize) -> Self {
+        self.guards.page_budget = Some(stacks);
+        self
+    }
+
     /// Checks the configuration and makes the runtime.
     pub fn build(self) -> Result<Runtime, ConfigError> {
         let workers = match self.workers {
@@ -232,6 +307,7 @@ impl Builder {
                 max_tasks: self.max_tasks,
                 spin,
                 monitor: self.monitor,
+                guards: self.guards,
             },
             initial: Vec::new(),
         })
@@ -257,6 +333,14 @@ pub struct RunStats {
     pub log_bytes: u64,
     /// Where the logs went, when monitoring was on.
     pub log_dir: Option<PathBuf>,
+    /// Task stacks made during the run with a guard page (stacks are reused,
+    /// so this is the most tasks that were alive at once, rounded up to
+    /// slabs of 32 per worker).
+    pub guarded_stacks: u64,
+    /// Task stacks made without a guard page (only with
+    /// [`Builder::unguarded_stacks`] on a kernel without guard markers, past
+    /// the guard budget).
+    pub unguarded_stacks: u64,
 }
 
 /// A rill runtime: a configuration and the tasks to start with.
@@ -441,7 +525,17 @@ impl Runtime {
         // Pools keep up to a slab each beyond the live tasks; the limit users set
         // is on live tasks and is enforced at spawn.
         let stack_cap = cfg.max_tasks.saturating_add(n * crate::stack::SLAB_STACKS);
-        let stacks = StackSource::new(cfg.stack_size, stack_cap, guarded_budget());
+        let g = cfg.guards;
+        let budget = guarded_budget();
+        let policy = GuardPolicy {
+            markers: g.markers,
+            pages: PageBudget {
+                stacks: g.page_budget.unwrap_or(budget.stacks),
+                ..budget
+            },
+            allow_unguarded: g.allow_unguarded,
+        };
+        let stacks = StackSource::new(cfg.stack_size, stack_cap, policy);
         let mut shared = Arc::new(Shared {
             mapper: Mapper::new(cfg.mapping.clone(), n),
             cfg,
@@ -515,6 +609,9 @@ impl Runtime {
             }
         }
         stats.log_dir = log_dir;
+        let (guarded, unguarded) = shared.stacks.counts();
+        stats.guarded_stacks = guarded as u64;
+        stats.unguarded_stacks = unguarded as u64;
         let result = match shared.phase() {
             Phase::Done => Ok(stats),
             Phase::Deadlock => Err(deadlock_report(&shared)),

@@ -1,26 +1,41 @@
 //! Coroutine stacks: carved from large slabs, reused through per-worker pools.
 //!
-//! Creating a stack with its own `mmap` and guard page costs microseconds and
-//! two kernel mappings (VMAs): the guard page splits the mapping. The kernel caps
-//! a process at `vm.max_map_count` mappings (65530 by default), so one guarded
-//! mapping per task stops near 32,000 live tasks. rill trades as follows:
+//! Every stack has a guard page below it, so that an overflow faults there
+//! and the handler in `overflow.rs` names the task, before anything else is
+//! touched. How that page is made decides how many stacks can be guarded:
 //!
 //! - Stacks are cut from slabs of [`SLAB_STACKS`] stacks, one `mmap` each,
 //!   `MAP_NORESERVE` (only touched pages cost memory) and `MADV_NOHUGEPAGE` (a
 //!   huge page would make every idle task cost 2 MiB).
-//! - While the process is under its mapping budget, every stack gets a guard
-//!   page (`mprotect(PROT_NONE)` on its lowest page). An overflow then faults on
-//!   the guard and the handler in `overflow.rs` names the task.
-//! - Past the budget, slabs are unguarded: adjacent stacks share one mapping,
-//!   and canary words in the lowest [`CANARY_SPAN`] bytes of each stack are
-//!   checked every time its task stops (several words, spread out, so that an
-//!   overflowing frame whose padding happens to skip one word is still caught). An overflow there is still reported by task name, but after the fact:
-//!   a neighbour's stack may already be damaged, so the process aborts.
+//! - Where the kernel has guard markers (`madvise(MADV_GUARD_INSTALL)`, Linux
+//!   6.13 and later; probed once per process, see [`guard_markers_supported`]),
+//!   each stack's lowest page gets one. A marker lives in the page table, not
+//!   in the mapping: a slab stays one kernel mapping (VMA) however many stacks
+//!   it holds, so every stack is guarded, with no limit from
+//!   `vm.max_map_count`. A fault on a marker is a SIGSEGV at that address,
+//!   like one on a `PROT_NONE` page. Markers survive `MADV_DONTNEED` and
+//!   `MADV_FREE` of the stack around them (checked on Linux 6.18); the pool
+//!   releases nothing anyway until the runtime is dropped.
+//! - Elsewhere the guard is `mprotect(PROT_NONE)` on the lowest page, which
+//!   splits the mapping: two mappings per stack. The kernel caps a process
+//!   at `vm.max_map_count` mappings (65530 by default), so this stops near
+//!   24,000 stacks ([`guarded_budget`] keeps a margin for everything else).
+//!   Past that budget a stack is refused ([`StackError::NoGuard`]: the task
+//!   cannot be spawned, naming the limit), unless the program opted in to
+//!   unguarded stacks (`Builder::unguarded_stacks`).
+//! - An unguarded stack (only with that opt-in) shares its mapping with its
+//!   neighbours. Canary words in its lowest [`CANARY_SPAN`] bytes are checked
+//!   every time its task stops (several words, spread out, so that an
+//!   overflowing frame whose padding happens to skip one word is still
+//!   caught), and a smashed one is reported by task name and aborts. That is
+//!   after the fact: the overflow has already written into the neighbouring
+//!   stack, maybe of a task running on another worker, and a frame larger
+//!   than the span can skip the canaries altogether.
 //! - Stacks return to the pool of the worker where their task ended, and are
 //!   never unmapped until the runtime is dropped.
 
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use corosensei::stack::{Stack, StackPointer};
 
@@ -62,10 +77,64 @@ fn page_size() -> usize {
     }
 }
 
-/// How many guarded stacks this process can afford, from `vm.max_map_count`
-/// and the mappings it holds now, keeping a generous margin for the allocator,
-/// threads and log files.
-pub fn guarded_budget() -> usize {
+/// `madvise` advice that installs guard markers on a range (Linux 6.13+;
+/// not yet in the `libc` crate).
+const MADV_GUARD_INSTALL: libc::c_int = 102;
+
+/// Whether this kernel guards pages with markers (`MADV_GUARD_INSTALL`):
+/// probed once per process on a page of its own, which must take the advice
+/// and then refuse a read by the kernel (a `write` from it to a pipe fails
+/// with `EFAULT`), so that a system that accepts the advice without acting
+/// on it does not pass.
+pub fn guard_markers_supported() -> bool {
+    static PROBED: OnceLock<bool> = OnceLock::new();
+    *PROBED.get_or_init(probe_guard_markers)
+}
+
+fn probe_guard_markers() -> bool {
+    let page = page_size();
+    // SAFETY: anonymous private mapping with no address hint; checked against
+    // MAP_FAILED before use, and unmapped below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return false;
+    }
+    // SAFETY: p is our own page; a guard marker on it affects nothing else
+    // (an old kernel answers EINVAL and does nothing).
+    let mut ok = unsafe { libc::madvise(p, page, MADV_GUARD_INSTALL) } == 0;
+    if ok {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: fds has room for the two descriptors pipe2 writes.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == 0 {
+            // SAFETY: a one-byte write from our page to our new, empty pipe;
+            // the kernel reads the page or fails with EFAULT, it never faults
+            // the process. Both descriptors are ours and closed once.
+            unsafe {
+                let r = libc::write(fds[1], p, 1);
+                ok = r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EFAULT);
+                libc::close(fds[0]);
+                libc::close(fds[1]);
+            }
+        }
+    }
+    // SAFETY: p is the page mapped above, used by nothing now.
+    unsafe { libc::munmap(p, page) };
+    ok
+}
+
+/// How many `mprotect` guard pages this process can afford, from
+/// `vm.max_map_count` and the mappings it holds now, keeping a generous
+/// margin for the allocator, threads and log files.
+pub fn guarded_budget() -> PageBudget {
     let max = std::fs::read_to_string("/proc/sys/vm/max_map_count")
         .ok()
         .and_then(|s| s.trim().parse::<usize>().ok())
@@ -74,7 +143,42 @@ pub fn guarded_budget() -> usize {
         .map(|s| s.lines().count())
         .unwrap_or(1000);
     let margin = 8192 + max / 8;
-    max.saturating_sub(used + margin) / 2
+    PageBudget {
+        stacks: max.saturating_sub(used + margin) / 2,
+        max_map_count: max,
+    }
+}
+
+/// What [`guarded_budget`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageBudget {
+    /// Stacks that may get a guard page.
+    pub stacks: usize,
+    /// The `vm.max_map_count` it was computed from.
+    pub max_map_count: usize,
+}
+
+/// How the stacks of a source are guarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuardPolicy {
+    /// Guard with markers where the kernel has them (false only in tests of
+    /// the other ways).
+    pub markers: bool,
+    /// Stacks that may get an `mprotect` guard page where markers fail.
+    pub pages: PageBudget,
+    /// Whether stacks past `pages` may go unguarded, with canaries.
+    pub allow_unguarded: bool,
+}
+
+/// How one slab's stacks are guarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GuardKind {
+    /// A guard marker on each stack's lowest page (one mapping per slab).
+    Marker,
+    /// `mprotect(PROT_NONE)` on each stack's lowest page.
+    Page,
+    /// No guard: canaries in the lowest [`CANARY_SPAN`] bytes.
+    Canary,
 }
 
 struct Slab {
@@ -110,8 +214,14 @@ pub struct StackSource {
 
 struct SourceInner {
     slabs: Vec<Slab>,
-    guarded_left: usize,
+    /// Whether to try guard markers (cleared when the kernel refuses them).
+    markers: bool,
+    /// Guard pages that may still be made with `mprotect`.
+    pages_left: usize,
+    policy: GuardPolicy,
     stacks_made: usize,
+    /// Stacks made with a guard (marker or page).
+    guarded: usize,
     max_stacks: usize,
 }
 
@@ -126,12 +236,27 @@ pub enum StackError {
     /// The kernel refused memory.
     #[error("could not map memory for task stacks: {0} (live stacks: {1}; check vm.max_map_count and ulimit -v)")]
     Map(String, usize),
+    /// No guard page can be had, and unguarded stacks were not allowed.
+    #[error(
+        "no guard page left for another task stack: {guarded} stacks have one, as many as \
+         vm.max_map_count ({max_map_count}) allows, since each guard page costs kernel \
+         mappings where guard markers (madvise MADV_GUARD_INSTALL, Linux 6.13+) are not \
+         available; raise the limit (sysctl -w vm.max_map_count=N), run on a newer kernel, \
+         or allow unguarded stacks with Builder::unguarded_stacks (an overflow on one \
+         corrupts the stack next to it)"
+    )]
+    NoGuard {
+        /// Stacks made with a guard page.
+        guarded: usize,
+        /// The kernel's limit on mappings.
+        max_map_count: usize,
+    },
 }
 
 impl StackSource {
     /// A source of stacks of `stack_size` bytes (rounded up to pages, plus a
-    /// guard page), at most `max_stacks` of them.
-    pub fn new(stack_size: usize, max_stacks: usize, guarded: usize) -> Arc<Self> {
+    /// guard page), at most `max_stacks` of them, guarded as `policy` says.
+    pub fn new(stack_size: usize, max_stacks: usize, policy: GuardPolicy) -> Arc<Self> {
         let page = page_size();
         let usable = stack_size.div_ceil(page).max(2) * page;
         let span = usable.min(COLOUR_SPAN);
@@ -141,11 +266,20 @@ impl StackSource {
             colours: span / 64,
             inner: Mutex::new(SourceInner {
                 slabs: Vec::new(),
-                guarded_left: guarded,
+                markers: policy.markers && guard_markers_supported(),
+                pages_left: policy.pages.stacks,
+                policy,
                 stacks_made: 0,
+                guarded: 0,
                 max_stacks,
             }),
         })
+    }
+
+    /// Stacks made so far: (with a guard, without).
+    pub fn counts(&self) -> (usize, usize) {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        (inner.guarded, inner.stacks_made - inner.guarded)
     }
 
     /// Maps a new slab and returns its stacks.
@@ -156,63 +290,117 @@ impl StackSource {
             return Err(StackError::Limit(inner.stacks_made));
         }
         let n = SLAB_STACKS.min(inner.max_stacks - inner.stacks_made);
-        let guarded = inner.guarded_left >= n;
         let len = n * self.stack_size;
-        // SAFETY: anonymous private mapping with no address hint; the result is
-        // checked against MAP_FAILED before use.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
+        let (base, kind) = loop {
+            let kind = if inner.markers {
+                GuardKind::Marker
+            } else if inner.pages_left >= n {
+                GuardKind::Page
+            } else if inner.policy.allow_unguarded {
+                GuardKind::Canary
+            } else {
+                return Err(StackError::NoGuard {
+                    guarded: inner.guarded,
+                    max_map_count: inner.policy.pages.max_map_count,
+                });
+            };
+            // SAFETY: anonymous private mapping with no address hint; the
+            // result is checked against MAP_FAILED before use.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return Err(StackError::Map(
+                    std::io::Error::last_os_error().to_string(),
+                    inner.stacks_made,
+                ));
+            }
+            // SAFETY: p is a fresh mapping of len bytes; madvise is advisory.
+            unsafe {
+                libc::madvise(p, len, libc::MADV_NOHUGEPAGE);
+            }
+            let base = NonNull::new(p.cast::<u8>()).expect("mmap returned null");
+            match self.guard_stacks(base, n, kind) {
+                Ok(()) => break (base, kind),
+                Err(e) => {
+                    // SAFETY: the mapping made above, not handed out yet.
+                    unsafe { libc::munmap(p, len) };
+                    if kind == GuardKind::Marker {
+                        // The kernel has markers but refuses them here (an
+                        // mlocked process, say): use guard pages from now on.
+                        inner.markers = false;
+                        continue;
+                    }
+                    return Err(StackError::Map(e.to_string(), inner.stacks_made));
+                }
+            }
         };
-        if p == libc::MAP_FAILED {
-            return Err(StackError::Map(
-                std::io::Error::last_os_error().to_string(),
-                inner.stacks_made,
-            ));
-        }
-        // SAFETY: p is a fresh mapping of len bytes; madvise is advisory.
-        unsafe {
-            libc::madvise(p, len, libc::MADV_NOHUGEPAGE);
-        }
-        let base = NonNull::new(p.cast::<u8>()).expect("mmap returned null");
         for i in 0..n {
             // SAFETY: i < n, so the stack lies inside the mapping.
             let lo = unsafe { base.as_ptr().add(i * self.stack_size) };
-            if guarded {
-                // SAFETY: the page at lo lies inside our mapping; making it
-                // inaccessible cannot affect memory anyone else uses.
-                let r = unsafe { libc::mprotect(lo.cast(), self.page, libc::PROT_NONE) };
-                if r != 0 {
-                    return Err(StackError::Map(
-                        std::io::Error::last_os_error().to_string(),
-                        inner.stacks_made,
-                    ));
-                }
-            } else {
-                for k in 0..CANARY_WORDS {
-                    // SAFETY: lo is the start of a writable page of the
-                    // mapping, so lo + k * CANARY_STRIDE (below CANARY_SPAN,
-                    // less than a page) is writable and aligned for u64.
-                    unsafe { lo.add(k * CANARY_STRIDE).cast::<u64>().write(CANARY) };
-                }
-            }
             out.push(TaskStack {
                 lo: lo as usize,
                 hi: lo as usize + self.stack_size - colour(inner.stacks_made + i, self.colours),
-                guard: if guarded { self.page } else { 0 },
+                guard: if kind == GuardKind::Canary {
+                    0
+                } else {
+                    self.page
+                },
             });
         }
-        if guarded {
-            inner.guarded_left -= n;
+        match kind {
+            GuardKind::Marker => inner.guarded += n,
+            GuardKind::Page => {
+                inner.guarded += n;
+                inner.pages_left -= n;
+            }
+            GuardKind::Canary => {}
         }
         inner.stacks_made += n;
         inner.slabs.push(Slab { base, len });
+        Ok(())
+    }
+
+    /// Guards the `n` stacks of the fresh slab at `base` as `kind` says.
+    fn guard_stacks(
+        &self,
+        base: NonNull<u8>,
+        n: usize,
+        kind: GuardKind,
+    ) -> Result<(), std::io::Error> {
+        for i in 0..n {
+            // SAFETY: i < n, so the stack lies inside the slab's mapping.
+            let lo = unsafe { base.as_ptr().add(i * self.stack_size) };
+            let r = match kind {
+                // SAFETY: the page at lo lies inside the slab, which nothing
+                // uses yet; a marker or PROT_NONE there affects no one else.
+                GuardKind::Marker => unsafe {
+                    libc::madvise(lo.cast(), self.page, MADV_GUARD_INSTALL)
+                },
+                // SAFETY: as above.
+                GuardKind::Page => unsafe { libc::mprotect(lo.cast(), self.page, libc::PROT_NONE) },
+                GuardKind::Canary => {
+                    for k in 0..CANARY_WORDS {
+                        // SAFETY: lo is the start of a writable page of the
+                        // mapping, so lo + k * CANARY_STRIDE (below
+                        // CANARY_SPAN, less than a page) is writable and
+                        // aligned for u64.
+                        unsafe { lo.add(k * CANARY_STRIDE).cast::<u64>().write(CANARY) };
+                    }
+                    0
+                }
+            };
+            if r != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
         Ok(())
     }
 }
@@ -239,7 +427,8 @@ fn colour(k: usize, colours: usize) -> usize {
 }
 
 /// One coroutine stack: the address range `[lo, hi)`, whose lowest `guard` bytes
-/// are a PROT_NONE guard page (0 for an unguarded stack with a canary).
+/// are a guard page, a marker or `PROT_NONE` (0 for an unguarded stack with
+/// canaries).
 #[derive(Debug)]
 pub struct TaskStack {
     lo: usize,
@@ -301,5 +490,120 @@ impl StackPool {
     #[inline]
     pub fn give(&mut self, s: TaskStack) {
         self.free.push(s);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Whether the kernel can read the byte at `addr` (a write from it to a
+    /// pipe succeeds); false on a guard page, without faulting the test.
+    fn kernel_reads(addr: usize) -> bool {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: fds has room for two descriptors; the one-byte write makes
+        // the kernel read addr or fail with EFAULT; both ends are closed.
+        unsafe {
+            assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
+            let r = libc::write(fds[1], addr as *const libc::c_void, 1);
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+            r == 1
+        }
+    }
+
+    fn policy(markers: bool, pages: usize, allow_unguarded: bool) -> GuardPolicy {
+        GuardPolicy {
+            markers,
+            pages: PageBudget {
+                stacks: pages,
+                max_map_count: 65530,
+            },
+            allow_unguarded,
+        }
+    }
+
+    /// A stack's guard page refuses access, and its usable part does not.
+    fn assert_guarded(s: &TaskStack) {
+        assert_eq!(s.guard(), page_size());
+        assert!(!kernel_reads(s.lo()), "guard page readable");
+        assert!(!kernel_reads(s.lo() + s.guard() - 1), "guard page readable");
+        assert!(kernel_reads(s.lo() + s.guard()), "stack unreadable");
+    }
+
+    #[test]
+    fn marker_guards_cost_no_mappings_and_survive_dontneed() {
+        if !guard_markers_supported() {
+            eprintln!("skipped: no guard markers on this kernel");
+            return;
+        }
+        let src = StackSource::new(64 * 1024, 1 << 20, policy(true, 0, false));
+        let mut pool = StackPool::new(src.clone());
+        let maps = || {
+            std::fs::read_to_string("/proc/self/maps")
+                .unwrap()
+                .lines()
+                .count()
+        };
+        let before = maps();
+        let stacks: Vec<TaskStack> = (0..4 * SLAB_STACKS).map(|_| pool.take().unwrap()).collect();
+        // Four slabs: at most four mappings more (other tests of this binary
+        // map and unmap too, so allow a little).
+        assert!(maps() <= before + 4 + 8, "{before} -> {}", maps());
+        assert_eq!(src.counts(), (4 * SLAB_STACKS, 0));
+        for s in &stacks {
+            assert_guarded(s);
+        }
+        // Touch a stack, then give its slab's memory back: the markers stay.
+        let s = &stacks[0];
+        // SAFETY: the byte lies in the usable part of a stack we hold.
+        unsafe { ((s.lo() + s.guard()) as *mut u8).write_volatile(7) };
+        let inner = src.inner.lock().unwrap();
+        for slab in &inner.slabs {
+            for advice in [libc::MADV_DONTNEED, libc::MADV_FREE] {
+                // SAFETY: the slabs are ours and no stack of them is in use.
+                let r = unsafe { libc::madvise(slab.base.as_ptr().cast(), slab.len, advice) };
+                assert_eq!(r, 0);
+            }
+        }
+        drop(inner);
+        for s in &stacks {
+            assert_guarded(s);
+        }
+    }
+
+    #[test]
+    fn guard_pages_within_the_budget_then_refusal() {
+        let src = StackSource::new(64 * 1024, 1 << 20, policy(false, SLAB_STACKS, false));
+        let mut pool = StackPool::new(src.clone());
+        let stacks: Vec<TaskStack> = (0..SLAB_STACKS).map(|_| pool.take().unwrap()).collect();
+        for s in &stacks {
+            assert_guarded(s);
+        }
+        let e = pool.take().unwrap_err();
+        assert!(
+            matches!(e, StackError::NoGuard { guarded, max_map_count: 65530 } if guarded == SLAB_STACKS)
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("vm.max_map_count (65530)") && text.contains("Builder::unguarded_stacks"),
+            "{text}"
+        );
+        assert_eq!(src.counts(), (SLAB_STACKS, 0));
+    }
+
+    #[test]
+    fn unguarded_stacks_past_the_budget_have_canaries() {
+        let src = StackSource::new(64 * 1024, 1 << 20, policy(false, SLAB_STACKS, true));
+        let mut pool = StackPool::new(src.clone());
+        let stacks: Vec<TaskStack> = (0..2 * SLAB_STACKS).map(|_| pool.take().unwrap()).collect();
+        let (guarded, unguarded): (Vec<_>, Vec<_>) = stacks.iter().partition(|s| s.guard() != 0);
+        assert_eq!((guarded.len(), unguarded.len()), (SLAB_STACKS, SLAB_STACKS));
+        for s in unguarded {
+            assert!(kernel_reads(s.lo()));
+            // SAFETY: the stack is ours and mapped.
+            assert!(unsafe { canaries_intact(s.lo()) });
+        }
+        assert_eq!(src.counts(), (SLAB_STACKS, SLAB_STACKS));
     }
 }

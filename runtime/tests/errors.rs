@@ -1133,56 +1133,72 @@ fn stack_overflow_is_reported_by_task_name() {
     assert!(t0.elapsed() < Duration::from_secs(GUARD_S));
 }
 
-/// Live tasks (blocked) enough to use up the guard-page budget that the
-/// default `vm.max_map_count` (65530) allows, so later stacks are unguarded.
+/// Live tasks (blocked) more than the guard-page budget that the default
+/// `vm.max_map_count` (65530) allows where the kernel has no guard markers
+/// (about 24,000).
 const PAST_GUARD_BUDGET: usize = 30_000;
 
-/// In the child: fills the guarded budget with blocked tasks, then runs
+/// Guard pages allowed in the tests of unguarded stacks: two slabs.
+const SMALL_GUARD_BUDGET: usize = 64;
+
+/// A runtime on one worker that guards stacks as a kernel without guard
+/// markers would, with a budget of `SMALL_GUARD_BUDGET` guard pages; with
+/// `allow_unguarded`, stacks past it are unguarded.
+fn page_guarded_runtime(allow_unguarded: bool) -> Runtime {
+    let b = Runtime::builder()
+        .workers(1)
+        .pin(false)
+        .guard_markers(false)
+        .guard_page_budget(SMALL_GUARD_BUDGET);
+    // SAFETY: only the tests of unguarded stacks overflow one on purpose,
+    // each in a child process that is expected to abort.
+    unsafe { b.unguarded_stacks(allow_unguarded) }
+        .build()
+        .unwrap()
+}
+
+/// In the child: fills the guard budget with blocked tasks, then runs
 /// `deep/unguarded`, which goes 64 KiB past the bottom of its stack and
 /// then blocks (`then_block`) or returns.
 fn unguarded_overflow_child(then_block: bool) {
-    let res = Runtime::builder()
-        .workers(1)
-        .pin(false)
-        .build()
-        .unwrap()
-        .run_main(move || {
-            let mut writers = Vec::with_capacity(PAST_GUARD_BUDGET);
-            for i in 0..PAST_GUARD_BUDGET {
-                let (w, mut r) = rill::stream::<u32>(1);
-                writers.push(w);
-                rill::spawn(format!("idle/{i}"), move || {
-                    let _ = r.read();
-                });
-            }
-            rill::yield_now();
-            let (mut w, mut r) = rill::stream::<u32>(1);
-            rill::spawn("deep/unguarded", move || {
-                // Past the default 256 KiB, the guard page and the up to
-                // 4 KiB a stack's top is moved by (its colour, stack.rs).
-                let size = 256 * 1024 + 64 * 1024;
-                recurse(stack_top(), Some(size));
-                if then_block {
-                    let _ = r.read();
-                }
+    let idle = 2 * SMALL_GUARD_BUDGET;
+    let res = page_guarded_runtime(true).run_main(move || {
+        let mut writers = Vec::with_capacity(idle);
+        for i in 0..idle {
+            let (w, mut r) = rill::stream::<u32>(1);
+            writers.push(w);
+            rill::spawn(format!("idle/{i}"), move || {
+                let _ = r.read();
             });
-            // Let it run; then end without waking the tasks whose stacks it
-            // may have damaged.
-            for _ in 0..3 {
-                rill::yield_now();
+        }
+        rill::yield_now();
+        let (mut w, mut r) = rill::stream::<u32>(1);
+        rill::spawn("deep/unguarded", move || {
+            // Past the default 256 KiB, the guard page and the up to
+            // 4 KiB a stack's top is moved by (its colour, stack.rs).
+            let size = 256 * 1024 + 64 * 1024;
+            recurse(stack_top(), Some(size));
+            if then_block {
+                let _ = r.read();
             }
-            eprintln!("child: deep/unguarded went unreported");
-            // A task that may get the stack deep/unguarded left, and blocks.
-            let (_keep, mut never) = rill::stream::<u32>(1);
-            rill::spawn("innocent/bystander", move || {
-                let _ = never.read();
-            });
-            for _ in 0..3 {
-                rill::yield_now();
-            }
-            let _ = w.write(0);
-            std::process::exit(0);
         });
+        // Let it run; then end without waking the tasks whose stacks it
+        // may have damaged.
+        for _ in 0..3 {
+            rill::yield_now();
+        }
+        eprintln!("child: deep/unguarded went unreported");
+        // A task that may get the stack deep/unguarded left, and blocks.
+        let (_keep, mut never) = rill::stream::<u32>(1);
+        rill::spawn("innocent/bystander", move || {
+            let _ = never.read();
+        });
+        for _ in 0..3 {
+            rill::yield_now();
+        }
+        let _ = w.write(0);
+        std::process::exit(0);
+    });
     eprintln!("child: the run returned {res:?}");
 }
 
@@ -1198,7 +1214,8 @@ fn unguarded_stack_overflow_is_reported_when_the_task_blocks() {
     );
     assert!(!status.success(), "the child survived: {status}\n{stderr}");
     assert!(
-        stderr.contains("rill: task 'deep/unguarded'") && stderr.contains("overflowed its"),
+        stderr.contains("rill: task 'deep/unguarded'")
+            && stderr.contains("overflowed its (unguarded) stack"),
         "status {status}, stderr:\n{stderr}"
     );
 }
@@ -1215,7 +1232,156 @@ fn unguarded_stack_overflow_is_reported_when_the_task_ends() {
     );
     assert!(!status.success(), "the child survived: {status}\n{stderr}");
     assert!(
-        stderr.contains("rill: task 'deep/unguarded'") && stderr.contains("overflowed its"),
+        stderr.contains("rill: task 'deep/unguarded'")
+            && stderr.contains("overflowed its (unguarded) stack"),
         "status {status}, stderr:\n{stderr}"
     );
+}
+
+/// Whether `text` is the refusal of a stack past the guard budget.
+fn is_guard_refusal(text: &str) -> bool {
+    text.contains("no guard page left")
+        && text.contains("vm.max_map_count")
+        && text.contains("MADV_GUARD_INSTALL")
+        && text.contains("Builder::unguarded_stacks")
+}
+
+/// Without guard markers and without `Builder::unguarded_stacks`, a stack
+/// past the guard budget is refused: a spawn fails with an error naming the
+/// limit, and the run goes on.
+#[test]
+fn stacks_past_the_guard_budget_are_refused() {
+    let res = with_timeout("guard_refusal", GUARD_S, || {
+        page_guarded_runtime(false).run_main(|| {
+            let mut writers = Vec::new();
+            let mut refused = None;
+            for i in 0..2 * SMALL_GUARD_BUDGET {
+                let (w, mut r) = rill::stream::<u32>(1);
+                match rill::spawn_on(0, format!("idle/{i}"), move || {
+                    let _ = r.read();
+                }) {
+                    Ok(_) => writers.push(w),
+                    Err(e) => {
+                        refused = Some((i, e));
+                        break;
+                    }
+                }
+            }
+            let (i, e) = refused.expect("every spawn got a stack");
+            // `main` has one of the guarded stacks.
+            assert_eq!(i, SMALL_GUARD_BUDGET - 1, "{e}");
+            match &e {
+                SpawnError::NoStack { name, reason } => {
+                    assert_eq!(name, &format!("idle/{i}"));
+                    assert!(is_guard_refusal(reason), "{reason}");
+                }
+                other => panic!("expected NoStack, got {other:?}"),
+            }
+            drop(writers);
+        })
+    });
+    let stats = res.expect("the run goes on after a refused spawn");
+    assert_eq!(stats.guarded_stacks, SMALL_GUARD_BUDGET as u64);
+    assert_eq!(stats.unguarded_stacks, 0);
+
+    // Tasks given to the runtime before the run: the first without a stack
+    // ends the run with NoStack naming it.
+    let mut rt = page_guarded_runtime(false);
+    let started = Arc::new(AtomicUsize::new(0));
+    let n = SMALL_GUARD_BUDGET + 1;
+    for i in 0..n {
+        let started = started.clone();
+        rt.spawn(format!("initial/{i}"), move || {
+            started.fetch_add(1, Ordering::SeqCst);
+            while started.load(Ordering::SeqCst) < n {
+                rill::yield_now();
+            }
+        });
+    }
+    match run_guarded("guard_refusal_initial", rt) {
+        Err(RunError::NoStack { name, reason }) => {
+            assert_eq!(name, format!("initial/{SMALL_GUARD_BUDGET}"));
+            assert!(is_guard_refusal(&reason), "{reason}");
+        }
+        other => panic!("expected NoStack, got {other:?}"),
+    }
+}
+
+/// With `Builder::unguarded_stacks`, the stacks past the guard budget are
+/// made without a guard, and the run says how many.
+#[test]
+fn unguarded_stacks_past_the_budget_when_allowed() {
+    let n = 2 * SMALL_GUARD_BUDGET;
+    let stats = with_timeout("unguarded_allowed", GUARD_S, move || {
+        page_guarded_runtime(true).run_main(move || {
+            let mut writers = Vec::new();
+            for i in 0..n {
+                let (w, mut r) = rill::stream::<u32>(1);
+                writers.push(w);
+                rill::spawn(format!("idle/{i}"), move || {
+                    let _ = r.read();
+                });
+            }
+            rill::yield_now();
+            drop(writers);
+        })
+    })
+    .expect("unguarded stacks allowed");
+    assert_eq!(stats.guarded_stacks, SMALL_GUARD_BUDGET as u64);
+    assert!(
+        stats.unguarded_stacks >= (n + 1 - SMALL_GUARD_BUDGET) as u64,
+        "{stats:?}"
+    );
+}
+
+/// With guard markers, stacks past the old guard-page budget are guarded
+/// too: a task that overflows while 30,000 others are alive faults on its
+/// guard page and is reported by name before it writes anywhere else.
+#[test]
+fn overflow_with_30k_live_tasks_is_caught_by_its_guard() {
+    if std::env::var(CHILD).as_deref() == Ok("guarded-30k") {
+        let res = Runtime::builder()
+            .workers(2)
+            .pin(false)
+            .build()
+            .unwrap()
+            .run_main(move || {
+                let mut writers = Vec::with_capacity(PAST_GUARD_BUDGET);
+                for i in 0..PAST_GUARD_BUDGET {
+                    let (w, mut r) = rill::stream::<u32>(1);
+                    writers.push(w);
+                    rill::spawn(format!("idle/{i}"), move || {
+                        let _ = r.read();
+                    });
+                }
+                rill::yield_now();
+                rill::spawn("deep/past-30k", || {
+                    recurse(stack_top(), None);
+                });
+                for _ in 0..100 {
+                    rill::yield_now();
+                }
+                std::thread::sleep(Duration::from_millis(500));
+                eprintln!("child: deep/past-30k went unreported");
+                std::process::exit(0);
+            });
+        eprintln!("child: the run returned {res:?}");
+        return;
+    }
+    if !rill::stack_guard_markers_supported() {
+        eprintln!("skipped: this kernel has no guard markers (MADV_GUARD_INSTALL)");
+        return;
+    }
+    let (status, stderr) = run_child(
+        "overflow_with_30k_live_tasks_is_caught_by_its_guard",
+        "guarded-30k",
+    );
+    assert!(!status.success(), "the child survived: {status}\n{stderr}");
+    assert!(
+        stderr.contains("rill: task 'deep/past-30k' (id ")
+            && stderr.contains(") overflowed its stack;")
+            && !stderr.contains("unguarded"),
+        "status {status}, stderr:\n{stderr}"
+    );
+    assert!(!stderr.contains("child:"), "{stderr}");
 }
