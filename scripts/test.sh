@@ -19,3 +19,21 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 
 echo "== stream and stress tests again, with real fences on the fast side (no membarrier)"
 RILL_NO_MEMBARRIER=1 cargo test -p rill --test basic --test stress
+
+echo "== liveness: the yielding-neighbour network, 100 rounds of 1,000,000 messages (release)"
+RILL_LIVENESS_ROUNDS=100 RILL_LIVENESS_MESSAGES=1000000 \
+  cargo test -p rill --release --test liveness
+
+echo "== soundness tests under valgrind's memcheck"
+if command -v valgrind >/dev/null 2>&1; then
+  bin=$(cargo test -p rill --test soundness --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m["target"]["name"]=="soundness" and m.get("executable"):
+        print(m["executable"])')
+  valgrind --quiet --error-exitcode=9 "$bin" --test-threads=1
+else
+  echo "valgrind is not installed: skipped (apt-get install valgrind)" >&2
+  exit 1
+fi

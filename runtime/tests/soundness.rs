@@ -145,9 +145,13 @@ fn stealing_still_spreads_new_tasks() {
                 let t3 = t2.clone();
                 rill::spawn(format!("work/{i}"), move || {
                     t3.lock().unwrap().insert(std::thread::current().id());
+                    // Hold this worker until a task ran on the other one:
+                    // only a steal lets that happen.
                     let t0 = std::time::Instant::now();
-                    while t0.elapsed() < std::time::Duration::from_micros(500) {
-                        std::hint::spin_loop();
+                    while t3.lock().unwrap().len() < 2
+                        && t0.elapsed() < std::time::Duration::from_secs(20)
+                    {
+                        std::thread::yield_now();
                     }
                 });
             }
