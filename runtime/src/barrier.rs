@@ -15,9 +15,9 @@
 //! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` system call, which makes every
 //! running thread of the process execute a full barrier. After `heavy` returns,
 //! every fast-side store made before it is visible, and every fast-side load after
-//! it sees the registration. The worker calls `heavy` rarely: before it parks and
-//! at most once every few hundred dispatches while it has registrations that no
-//! barrier has covered yet (see `worker/README.md`).
+//! it sees the registration. `heavy` runs rarely: before a worker parks, and on
+//! the run's ticker at most once per tick while registrations wait for a
+//! barrier (the liveness rule, `worker/README.md`).
 //!
 //! Where membarrier is unavailable (old kernels, some sandboxes), [`light`]
 //! becomes a real `SeqCst` fence, chosen once at start-up.
