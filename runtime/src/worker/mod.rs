@@ -296,7 +296,7 @@ impl WorkerLocal {
         !self.ready().is_empty() || !self.shared.workers[self.id].inbox.is_empty()
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_task(&self) -> Option<TaskRef> {
         // Every INBOX_EVERY dispatches, counted by the statistics the loop
         // keeps anyway (a counter of its own cost a load, a store and a
@@ -305,14 +305,9 @@ impl WorkerLocal {
             .stats()
             .dispatches
             .is_multiple_of(u64::from(INBOX_EVERY))
+            && !self.scheduling_point()
         {
-            if self.shared.phase() != Phase::Running {
-                // A task failed elsewhere (or the run deadlocked): stop even if
-                // tasks here could go on forever.
-                return None;
-            }
-            self.settle_step();
-            self.drain_inbox();
+            return None;
         }
         if let Some(t) = self.ready().pop() {
             return Some(t);
@@ -321,6 +316,21 @@ impl WorkerLocal {
             return self.ready().pop();
         }
         None
+    }
+
+    /// A busy worker's look around, every [`INBOX_EVERY`] dispatches: the
+    /// run's phase, the settle step, the inbox. False when the run is over
+    /// (a task failed elsewhere, or the run deadlocked): stop even if tasks
+    /// here could go on forever. Out of line, so that the dispatch loop
+    /// stays small.
+    #[inline(never)]
+    fn scheduling_point(&self) -> bool {
+        if self.shared.phase() != Phase::Running {
+            return false;
+        }
+        self.settle_step();
+        self.drain_inbox();
+        true
     }
 
     /// Moves tasks posted by other threads into the ready queue.
