@@ -7,9 +7,8 @@ use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
 use crate::error::SpawnError;
-use crate::runtime::Phase;
 use crate::task::{BlockedOn, Suspend, Task, TaskId, TaskRef};
-use crate::worker::{PendingList, WorkerLocal};
+use crate::worker::{PendingList, WorkerLocal, WorkerShared};
 
 /// Drops a task's coroutine that may be suspended. corosensei unwinds a
 /// suspended coroutine's stack with a panic of its own; the task boundary's
@@ -65,7 +64,7 @@ pub(crate) fn current_task_id() -> TaskId {
     }
 }
 
-fn worker() -> Option<&'static WorkerLocal> {
+pub(crate) fn worker() -> Option<&'static WorkerLocal> {
     let w = current_worker_ptr();
     // SAFETY: the pointer is set by a worker thread for as long as its loop runs
     // and cleared before the WorkerLocal is dropped; code reading it runs on that
@@ -195,7 +194,7 @@ where
     if target == w.id {
         w.push_local(task);
     } else {
-        shared.workers[target].post(task, shared);
+        shared.workers[target].post(task);
     }
     Ok(id)
 }
@@ -213,32 +212,44 @@ pub fn yield_now() {
     unsafe { (*(*t).yielder.get()).suspend(Suspend::Yield) };
 }
 
-/// Puts a task that the caller owns (it just won the task's state word) where
-/// its worker will run it. The common case, a task of this worker woken on
-/// this worker, is inline; the rest is `schedule_far`.
+/// The running worker, when it is `worker` (a waker's target read from a
+/// wait slot). Outside a worker (and under loom) `None`.
 #[inline(always)]
-pub(crate) fn schedule(t: TaskRef) {
-    // The loom models check the state word; READY is the evidence of a wakeup.
-    if cfg!(loom) {
-        return;
-    }
-    match local_worker_of(t.get()) {
-        Some(w) => w.push_local(t),
-        None => schedule_far(t),
-    }
-}
-
-/// The running worker, when `task` belongs to it: its `worker` field names
-/// this worker and it is of the same runtime. Outside a worker (and under
-/// loom) `None`.
-#[inline(always)]
-pub(crate) fn local_worker_of(task: &Task) -> Option<&'static WorkerLocal> {
+pub(crate) fn worker_if_mine(worker: *const WorkerShared) -> Option<&'static WorkerLocal> {
     if cfg!(loom) {
         return None;
     }
-    let w = worker()?;
-    (task.worker.load(Ordering::Relaxed) == w.id && std::ptr::eq(w.shared_ptr(), task.shared))
-        .then_some(w)
+    let w = crate::context::worker()?;
+    std::ptr::eq(w.me(), worker).then_some(w)
+}
+
+/// Queues a task that the caller owns on `worker`, the worker it belongs
+/// to: locally when that is the running worker, else through its inbox.
+#[inline]
+pub(crate) fn hand_to(worker: *const WorkerShared, t: TaskRef) {
+    match worker_if_mine(worker) {
+        Some(w) => w.push_local(t),
+        None => post(worker, t),
+    }
+}
+
+/// Posts a task that the caller owns to `worker`'s inbox (`worker/README.md`,
+/// post-work steps), from another worker or from a thread outside the run.
+///
+/// The caller keeps the run alive meanwhile: it holds the task's wait slot
+/// in WAKING, which the task's unregistering waits out, and a run frees its
+/// workers only after it has unwound every task left.
+#[cold]
+#[inline(never)]
+pub(crate) fn post(worker: *const WorkerShared, t: TaskRef) {
+    if cfg!(loom) {
+        // The loom models have no workers; READY is their evidence of a wake.
+        t.get().transition_to_ready_uncontended();
+        return;
+    }
+    // SAFETY: a registration names the worker of the run the task belongs
+    // to, alive as said above.
+    unsafe { &*worker }.post(t);
 }
 
 /// How many times [`spin_on`] looks before it gives up: with a `pause`
@@ -286,28 +297,6 @@ pub(crate) fn spin_on(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
     false
 }
 
-/// [`schedule`] for a task of another worker or another runtime, or from a
-/// thread that is not a worker.
-#[cold]
-#[inline(never)]
-fn schedule_far(t: TaskRef) {
-    let task = t.get();
-    let target = task.worker.load(Ordering::Relaxed);
-    if let Some(w) = worker() {
-        if std::ptr::eq(w.shared_ptr(), task.shared) {
-            w.shared.workers[target].post(t, &w.shared);
-            return;
-        }
-    }
-    // SAFETY: a task's runtime outlives it; the task is alive (we own it).
-    let shared = unsafe { &*task.shared };
-    if shared.phase() == Phase::Running {
-        shared.workers[target].post(t, shared);
-    }
-    // Otherwise the run is over and the task stays in the registry, from
-    // which the runtime drops it.
-}
-
 /// Blocks the current task until `ready` holds, registered in `slots`.
 /// Returns true after the task was woken (or found `ready` on its
 /// re-check); the caller loops and tries again. `blocked_on` is left as it
@@ -346,10 +335,11 @@ pub(crate) fn block(
         // SAFETY: only the running task touches blocked_on while it runs.
         unsafe { *b = on }
     });
-    task.set_waits_on_many(slots.len() > 1);
+    let many = slots.len() > 1;
     task.transition_to_blocked();
+    let me = worker().map_or(std::ptr::null(), |w| w.me());
     for s in slots {
-        s.register(tp);
+        s.register(tp, me, many);
     }
     // Unregisters on every way out, the forced unwind of a run that ends
     // while the task is suspended included: a slot never keeps a pointer to
@@ -362,10 +352,19 @@ pub(crate) fn block(
     crate::sync::fence(Ordering::SeqCst);
     peer();
     if ready() {
-        if task.transition_to_running_cancel() {
+        // A task registered in one slot is arbitrated there, in several (a
+        // poll) by its state word: exactly one of its wakers and its cancel
+        // wins.
+        let cancelled = if many {
+            task.transition_to_running_cancel()
+        } else {
+            slots[0].cancel()
+        };
+        if cancelled {
+            task.transition_to_running();
             return true;
         }
-        // A waker won the state word and is queueing us: we must suspend.
+        // A waker won and is queueing us: we must suspend.
     } else if let Some(w) = worker() {
         w.note_pending(pend);
     }

@@ -70,15 +70,12 @@ fn stream_read_blocking_never_loses_a_wakeup() {
             got = true;
         } else {
             t.transition_to_blocked();
-            core.fwd.rslot.register(task.0.as_ptr());
+            core.fwd.rslot.register(task.0.as_ptr(), std::ptr::null(), false);
             fence(Ordering::SeqCst);
-            if core.has_data(0) || core.back.wslot.is_closed() {
-                if t.transition_to_running_cancel() {
-                    core.fwd.rslot.unregister();
-                    got = true;
-                }
-                // else: a waker won and will schedule us.
+            if (core.has_data(0) || core.back.wslot.is_closed()) && core.fwd.rslot.cancel() {
+                got = true;
             }
+            // else: a waker won the slot and will queue us.
         }
         writer.join().unwrap();
         if !got {
@@ -117,11 +114,9 @@ fn stream_close_wakes_a_blocked_reader() {
             saw_end = true;
         } else {
             t.transition_to_blocked();
-            core.fwd.rslot.register(task.0.as_ptr());
+            core.fwd.rslot.register(task.0.as_ptr(), std::ptr::null(), false);
             fence(Ordering::SeqCst);
-            if (core.has_data(0) || core.back.wslot.is_closed()) && t.transition_to_running_cancel()
-            {
-                core.fwd.rslot.unregister();
+            if (core.has_data(0) || core.back.wslot.is_closed()) && core.fwd.rslot.cancel() {
                 saw_end = true;
             }
         }
@@ -148,8 +143,8 @@ fn poll_has_exactly_one_winner() {
         let task = Arc::new(new_task());
         let t = task.0.get();
         t.transition_to_blocked();
-        a.fwd.rslot.register(task.0.as_ptr());
-        b.fwd.rslot.register(task.0.as_ptr());
+        a.fwd.rslot.register(task.0.as_ptr(), std::ptr::null(), true);
+        b.fwd.rslot.register(task.0.as_ptr(), std::ptr::null(), true);
         let (a2, b2) = (a.clone(), b.clone());
         let wa = thread::spawn(move || a2.fwd.rslot.wake());
         let wb = thread::spawn(move || b2.fwd.rslot.wake());
@@ -159,6 +154,34 @@ fn poll_has_exactly_one_winner() {
         a.fwd.rslot.unregister();
         b.fwd.rslot.unregister();
         assert_eq!(t.state(), state::READY);
+        // SAFETY: model-owned task, freed once.
+        unsafe { task.0.free() };
+    });
+}
+
+/// A waker against the owner withdrawing its registration (as the forced
+/// unwind of a run's end does): when `unregister` returns, a waker that won
+/// the slot has finished queueing the task (stored READY, the models'
+/// stand-in for the post), so the task can be freed; a waker that lost has
+/// done nothing to it.
+#[test]
+fn unregister_waits_until_a_winning_waker_has_queued_the_task() {
+    loom::model(|| {
+        let core = Arc::new(Core::<u32>::new(5, 1));
+        let task = Arc::new(new_task());
+        let t = task.0.get();
+        t.transition_to_blocked();
+        core.fwd.rslot.register(task.0.as_ptr(), std::ptr::null(), false);
+        let c2 = core.clone();
+        let waker = thread::spawn(move || c2.fwd.rslot.wake());
+        core.fwd.rslot.unregister();
+        let state_then = t.state();
+        let won = waker.join().unwrap();
+        assert_eq!(
+            won,
+            state_then == state::READY,
+            "unregister returned while a waker was still queueing the task"
+        );
         // SAFETY: model-owned task, freed once.
         unsafe { task.0.free() };
     });

@@ -7,19 +7,23 @@
 //! | --- | --- | --- |
 //! | `id`, `name` | spawner, before the task is published | anyone |
 //! | `start`, `coro`, `yielder`, `blocked_on` | the thread running the task, or the worker that owns it while it is not running | same |
-//! | `worker` | the worker that dispatches the task, before resuming it | wakers, after winning the state word (Acquire) |
+//! | `worker` | the spawner; a thief, before the task first runs | reports, `rill::current` |
 //! | `state` | see the transitions below | anyone |
 //!
 //! A `TaskRef` is an owning handle passed around by value: whoever holds it
-//! (a ready queue, an inbox, a waker that won the state word, the worker
-//! running it) is the only one that may resume or free the task.
+//! (a ready queue, an inbox, a waker that won the task, the worker running
+//! it) is the only one that may resume or free the task.
 //!
 //! # The state word
 //!
 //! `NEW → READY → RUNNING → {READY (yield), BLOCKED, DONE}`, `BLOCKED → READY`
 //! (a waker wins) or `BLOCKED → RUNNING` (the task cancels its own block after
 //! its re-check found what it waited for). The two ways out of `BLOCKED` race,
-//! so they are compare-exchanges, and exactly one wins: that one owns the task.
+//! and exactly one wins: that one owns the task. For a task that waits in one
+//! wait slot the race is decided in the slot (`stream/slot.rs`): the waker
+//! that wins it queues the task without touching this word (a waker on
+//! another worker leaves it BLOCKED, and the dispatch stores RUNNING); for
+//! a task that polls several streams, in this word, by compare-exchange.
 
 use std::cell::Cell;
 use std::ptr::NonNull;
@@ -28,7 +32,7 @@ use std::sync::atomic::Ordering;
 use corosensei::{Coroutine, Yielder};
 
 use crate::stack::TaskStack;
-use crate::sync::{AtomicBool, AtomicU8, AtomicUsize, UnsafeCell};
+use crate::sync::{AtomicU8, AtomicUsize, UnsafeCell};
 
 /// Identifies a task within one run. 0 is never used.
 pub type TaskId = u64;
@@ -88,17 +92,14 @@ pub(crate) mod state {
 
 /// A task's control block.
 ///
-/// `repr(C)` with the fields a waker on another worker touches (state,
-/// `waits_on_many`, `worker`, `shared`) and those its dispatch touches next
-/// (`id`, `yielder`, `canary_at`) first, on the block's first cache line: a
-/// cross-worker wake then moves one line of the task, not two or three.
+/// `repr(C)` with the state word and the fields its dispatch touches next
+/// (`id`, `yielder`, `canary_at`) first, on the block's first cache line. A
+/// waker on another worker touches none of it for a task that waits in one
+/// slot (the slot names the task's worker), so the line stays in the cache
+/// of the worker that runs the task.
 #[repr(C, align(64))]
 pub(crate) struct Task {
     state: AtomicU8,
-    /// Whether the task's current block registered it in several slots (poll).
-    /// Written by the task before it registers (so a waker that won a slot,
-    /// Acquire, sees it); read by that waker.
-    waits_on_many: AtomicBool,
     /// The worker that owns the task now.
     pub worker: AtomicUsize,
     /// The runtime the task belongs to; it outlives the task.
@@ -142,7 +143,6 @@ impl Task {
             name,
             worker: AtomicUsize::new(worker),
             state: AtomicU8::new(state::NEW),
-            waits_on_many: AtomicBool::new(false),
             start: UnsafeCell::new(f),
             coro: UnsafeCell::new(None),
             yielder: Cell::new(std::ptr::null()),
@@ -178,33 +178,15 @@ impl Task {
 
     /// RUNNING → BLOCKED, by the task itself, before it publishes itself as a
     /// waiter. Release: pairs with the Acquire of [`Self::transition_to_ready_from_blocked`],
-    /// so a waker that wins sees `worker` and `blocked_on` as the task left them.
+    /// so a waker that wins sees `blocked_on` as the task left it.
     #[inline]
     pub(crate) fn transition_to_blocked(&self) {
         self.state.store(state::BLOCKED, Ordering::Release);
     }
 
-    /// Records, before the task registers anywhere, whether this block
-    /// registers it in more than one slot.
-    #[inline]
-    pub(crate) fn set_waits_on_many(&self, many: bool) {
-        // Relaxed: published by the Release store of WAITING in `Slot::register`.
-        self.waits_on_many.store(many, Ordering::Relaxed);
-    }
-
-    /// Whether the task is registered in several slots (poll), so that wakers
-    /// of different slots may race for its state word.
-    #[inline]
-    pub(crate) fn waits_on_many(&self) -> bool {
-        // Relaxed: the caller won a slot with an Acquire that pairs with the
-        // task's Release registration, which followed the store.
-        self.waits_on_many.load(Ordering::Relaxed)
-    }
-
     /// BLOCKED → READY by the waker that won the task's only slot, on the
     /// worker the task blocked on. Nobody can race for the state word then:
-    /// the task is suspended (its worker's thread is running the caller), so it
-    /// cannot cancel its block, and no other slot holds it. A plain store.
+    /// the slot made the waker the task's owner. A plain store.
     #[inline]
     pub(crate) fn transition_to_ready_uncontended(&self) {
         debug_assert_eq!(self.state.load(Ordering::Relaxed), state::BLOCKED);

@@ -143,7 +143,8 @@ fn stealing_still_spreads_new_tasks() {
         rt.spawn_on(0, "spawner", move || {
             for i in 0..64 {
                 let t3 = t2.clone();
-                rill::spawn(format!("work/{i}"), move || {
+                // On this worker: only a steal can move it.
+                rill::spawn_on(0, format!("work/{i}"), move || {
                     t3.lock().unwrap().insert(std::thread::current().id());
                     // Hold this worker until a task ran on the other one:
                     // only a steal lets that happen.
@@ -153,7 +154,8 @@ fn stealing_still_spreads_new_tasks() {
                     {
                         std::thread::yield_now();
                     }
-                });
+                })
+                .unwrap();
             }
         })
         .unwrap();

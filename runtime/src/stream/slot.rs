@@ -3,8 +3,9 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::sync::{AtomicPtr, AtomicU8};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU8};
 use crate::task::{Task, TaskRef};
+use crate::worker::WorkerShared;
 
 /// Nobody waits; the side is open.
 pub(crate) const IDLE: u8 = 0;
@@ -16,25 +17,39 @@ pub(crate) const WAKING: u8 = 2;
 pub(crate) const CLOSED: u8 = 3;
 
 /// One side's wait slot. Only the side's owner moves IDLE→WAITING,
-/// WAITING→IDLE (unregister) and IDLE→CLOSED; wakers move WAITING→WAKING→IDLE.
+/// WAITING→IDLE (unregister, cancel) and IDLE→CLOSED; wakers move
+/// WAITING→WAKING→IDLE.
+///
+/// Besides the task, a registration records the worker that owns it and
+/// whether the task waits in other slots too, so that a waker finds where
+/// to queue the task on this line, without touching the task's own (which
+/// stays in its worker's cache).
 pub(crate) struct Slot {
     pub(crate) state: AtomicU8,
+    /// Whether the registered task is registered in other slots too (poll).
+    many: AtomicBool,
     /// The registered task. Written only by the owner while the state is IDLE;
     /// read only by the waker that moved WAITING→WAKING (see `wake`).
     task: AtomicPtr<Task>,
+    /// The worker the registered task belongs to (null in the loom models),
+    /// as `task`.
+    worker: AtomicPtr<WorkerShared>,
 }
 
 impl Slot {
     pub(crate) fn new() -> Slot {
         Slot {
             state: AtomicU8::new(IDLE),
+            many: AtomicBool::new(false),
             task: AtomicPtr::new(std::ptr::null_mut()),
+            worker: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
-    /// The owner registers `task` as the waiter. The task must already be in
+    /// The owner registers `task`, of `worker`, as the waiter; `many` when
+    /// the task registers in other slots too. The task must already be in
     /// the BLOCKED state.
-    pub(crate) fn register(&self, task: *const Task) {
+    pub(crate) fn register(&self, task: *const Task, worker: *const WorkerShared, many: bool) {
         // A waker that lost the race for our task may still be finishing with
         // this slot; it stores IDLE within a few instructions.
         let mut spins = 0;
@@ -42,11 +57,26 @@ impl Slot {
             spin(&mut spins);
         }
         // Relaxed: the state is IDLE (only we could have moved it elsewhere),
-        // so no waker reads `task` now; the Release below publishes it.
+        // so no waker reads these now; the Release below publishes them.
         self.task.store(task.cast_mut(), Ordering::Relaxed);
+        self.worker.store(worker.cast_mut(), Ordering::Relaxed);
+        self.many.store(many, Ordering::Relaxed);
         // Release: pairs with the waker's Acquire compare-exchange, publishing
-        // `task` and everything the task wrote before blocking.
+        // the fields above and everything the task wrote before blocking.
         self.state.store(WAITING, Ordering::Release);
+    }
+
+    /// The owner of a task registered here alone takes its registration
+    /// back because its re-check found what it waits for. True when it did:
+    /// no waker has the task. False when a waker won the slot first: that
+    /// waker owns the task and queues it, so the task must suspend.
+    #[must_use]
+    pub(crate) fn cancel(&self) -> bool {
+        // AcqRel: against the waker's compare-exchange on the same word;
+        // exactly one of the two leaves WAITING.
+        self.state
+            .compare_exchange(WAITING, IDLE, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// The owner withdraws its registration after it woke or cancelled. Waits
@@ -105,8 +135,8 @@ impl Slot {
     #[inline(always)]
     fn wake_body(&self) -> bool {
         // Acquire: pairs with `register`'s Release store. Wakers of one slot
-        // can race (the peer end's holder, the settles of workers that noted
-        // the slot), so winning the slot takes a compare-exchange.
+        // can race (the peer end's holder, re-checks after a barrier), so
+        // winning the slot takes a compare-exchange.
         if self
             .state
             .compare_exchange(WAITING, WAKING, Ordering::Acquire, Ordering::Relaxed)
@@ -114,37 +144,43 @@ impl Slot {
         {
             return false;
         }
-        // We hold WAKING, so the owner does not rewrite `task`, and the task
-        // cannot be freed: it is BLOCKED (only a winner may run it) or it is
-        // spinning in `unregister` until we store IDLE below.
+        // We hold WAKING, so the owner does not rewrite the fields, and the
+        // task cannot be freed: it is BLOCKED (only a winner may run it) or
+        // it is spinning in `unregister` until we store IDLE below. Relaxed:
+        // published by the registration our Acquire above pairs with.
         let task = self.task.load(Ordering::Relaxed);
-        // The task's first line is read next and then written (its state);
-        // when the task blocked on another core, ask for it writable now.
-        crate::sync::prefetch_write(task);
-        // SAFETY: as above, the pointer is alive until we store IDLE.
-        let t = unsafe { &*task };
-        // The common case: a task of this worker, waiting on this slot alone.
-        // It registered while running on this worker, whose thread now runs
-        // us, so it is suspended and cannot cancel its block; no other slot
-        // holds it. The state word is ours without a compare-exchange (see
-        // `Task::transition_to_ready_uncontended`). `worker` and
-        // `waits_on_many` are as the task left them when it registered: our
-        // Acquire above pairs with its Release store of WAITING.
-        if !t.waits_on_many() {
-            if let Some(w) = crate::context::local_worker_of(t) {
-                t.transition_to_ready_uncontended();
+        let worker = self.worker.load(Ordering::Relaxed);
+        if !self.many.load(Ordering::Relaxed) {
+            // The task waits here alone, so its own cancel goes through this
+            // slot too (`cancel`): winning the slot made us its only owner,
+            // and its state word needs no compare-exchange.
+            // SAFETY: winning the slot made us the task's only owner.
+            let t = unsafe { TaskRef::from_ptr(task) };
+            if let Some(w) = crate::context::worker_if_mine(worker) {
+                // It registered while running on this worker, whose thread
+                // now runs us: it is suspended.
+                t.get().transition_to_ready_uncontended();
                 // Release: as below.
                 self.state.store(IDLE, Ordering::Release);
-                // SAFETY: the task was BLOCKED and we moved it to READY, so we
-                // are its only owner.
-                w.push_local(unsafe { TaskRef::from_ptr(task) });
-                return true;
+                w.push_local(t);
+            } else {
+                // Another worker's task: into its inbox, without touching the
+                // task (the line stays in its worker's cache; the worker marks
+                // it running when it dispatches it).
+                crate::context::post(worker, t);
+                // Release: as below, after the post (see below).
+                self.state.store(IDLE, Ordering::Release);
             }
+            return true;
         }
-        let won = t.transition_to_ready_from_blocked();
+        // The task waits in several slots (poll): wakers of different slots,
+        // and its own cancel, race for its state word.
+        crate::sync::prefetch_write(task);
+        // SAFETY: as above, the pointer is alive until we store IDLE.
+        let won = unsafe { &*task }.transition_to_ready_from_blocked();
         if won {
             // SAFETY: winning BLOCKED→READY made us the task's only owner.
-            crate::context::schedule(unsafe { TaskRef::from_ptr(task) });
+            crate::context::hand_to(worker, unsafe { TaskRef::from_ptr(task) });
         }
         // Release: after this the owner may reuse the slot. Stored only
         // after the task was queued: until then the owner's `unregister`

@@ -68,6 +68,9 @@ pub struct WorkerStats {
 /// worker's own thread, never across a resume (each access is a short borrow).
 pub(crate) struct WorkerLocal {
     pub(crate) id: usize,
+    /// This worker's shared half, `&shared.workers[id]`: what wait slots
+    /// name as the worker of a registered task.
+    me: *const WorkerShared,
     pub(crate) shared: Arc<Shared>,
     ready: UnsafeCell<ReadyQueue>,
     pool: UnsafeCell<StackPool>,
@@ -89,6 +92,7 @@ impl WorkerLocal {
         let use_barrier = shared.workers.len() > 1 && crate::barrier::heavy_needed();
         WorkerLocal {
             id,
+            me: &shared.workers[id],
             shared,
             ready: UnsafeCell::new(ready),
             pool: UnsafeCell::new(pool),
@@ -124,8 +128,10 @@ impl WorkerLocal {
         unsafe { self.log_mut() }
     }
 
-    pub(crate) fn shared_ptr(&self) -> *const Shared {
-        Arc::as_ptr(&self.shared)
+    /// This worker's shared half (see the field).
+    #[inline(always)]
+    pub(crate) fn me(&self) -> *const WorkerShared {
+        self.me
     }
 
     #[allow(clippy::mut_from_ref)]
@@ -561,10 +567,10 @@ impl WorkerLocal {
                 loop {
                     match st.steal() {
                         crossbeam_deque::Steal::Success(t) => {
-                            // From now on wakers post to us. Relaxed: we own
-                            // the task; whoever wakes it next learns of it
-                            // through the Release registration it makes
-                            // when it blocks, which follows this store.
+                            // The task never ran (only such tasks are
+                            // stealable): it runs here from now on, and its
+                            // registrations will name this worker. Relaxed:
+                            // we own the task; the field is for reports.
                             t.get().worker.store(self.id, Ordering::Relaxed);
                             self.stats().steals += 1;
                             crate::hooks::task_migrated(t.get().id, victim, self.id);

@@ -45,7 +45,7 @@ impl WorkerShared {
     }
 
     /// Post-work steps: queue `t` for this worker, then wake it if it sleeps.
-    pub(crate) fn post(&self, t: TaskRef, _shared: &Shared) {
+    pub(crate) fn post(&self, t: TaskRef) {
         self.inbox.push(t);
         // Store-load barrier between the push and the load of `sleeping`; pairs
         // with the sleeper's SeqCst store of `sleeping` before it looks at the
