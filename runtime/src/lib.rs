@@ -29,6 +29,7 @@ mod stack;
 pub mod stream;
 mod sync;
 pub mod task;
+mod task_panic;
 mod tls;
 mod worker;
 
@@ -41,8 +42,8 @@ pub use mapper::{ManualTable, Mapping};
 pub use monitor::flags::MonitorFlags;
 pub use runtime::{Builder, Config, MonitorConfig, RunStats, Runtime, DEFAULT_SPIN};
 pub use stream::{
-    poll, stream, stream_default, try_stream, Reader, StreamClosed, TryReadError, TryWriteError,
-    Writer,
+    poll, stream, stream_default, try_stream, PollSet, Reader, StreamClosed, TryReadError,
+    TryWriteError, Writer,
 };
 pub use task::{BlockedOn, TaskId};
 pub use worker::WorkerStats;

@@ -114,12 +114,12 @@ impl Config {
 ///
 /// ```
 /// let mut rt = rill::Runtime::builder().workers(2).build().unwrap();
-/// let stats = rt.run_main(|| {
+/// let (sum, stats) = rt.run_main(|| {
 ///     let (mut w, mut r) = rill::stream::<u32>(4);
 ///     rill::spawn("producer", move || for i in 0..10 { w.write(i).unwrap(); });
-///     let sum: u32 = std::iter::from_fn(|| r.read()).sum();
-///     assert_eq!(sum, 45);
+///     std::iter::from_fn(|| r.read()).sum::<u32>()
 /// }).unwrap();
+/// assert_eq!(sum, 45);
 /// assert_eq!(stats.tasks_created, 2);
 /// ```
 #[derive(Debug, Clone)]
@@ -490,13 +490,24 @@ impl Runtime {
         Ok(self)
     }
 
-    /// Spawns `f` as the task `main` and runs until every task has ended.
-    pub fn run_main<F>(&mut self, f: F) -> Result<RunStats, RunError>
+    /// Spawns `f` as the task `main`, runs until every task has ended, and
+    /// returns what `f` returned, with the run's statistics.
+    pub fn run_main<F, R>(&mut self, f: F) -> Result<(R, RunStats), RunError>
     where
-        F: FnOnce() + Send + 'static,
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
     {
-        self.spawn("main", f);
-        self.run()
+        let out = Arc::new(Mutex::new(None));
+        let put = out.clone();
+        self.spawn("main", move || {
+            let v = f();
+            *put.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+        });
+        let stats = self.run()?;
+        let v = out.lock().unwrap_or_else(|e| e.into_inner()).take();
+        // A run that ends Ok ended every task, `main` included, normally.
+        let v = v.ok_or_else(|| RunError::Start("the task `main` ended without a value".into()))?;
+        Ok((v, stats))
     }
 
     /// Runs the tasks added so far, and all they spawn, until every task has
@@ -509,6 +520,7 @@ impl Runtime {
         let n = cfg.workers;
         crate::barrier::init();
         crate::overflow::install();
+        crate::task_panic::install();
         let stealing = cfg.mapping == Mapping::Steal;
         let mut deques: Vec<Option<Deque<TaskRef>>> = Vec::with_capacity(n);
         let mut workers = Vec::with_capacity(n);

@@ -1,5 +1,9 @@
 //! Basic end-to-end checks: an in-order pipeline and a work-stealing run.
 
+mod common;
+
+use common::RunMainStats;
+
 use rill::{Mapping, Runtime};
 
 #[test]
@@ -11,7 +15,7 @@ fn pipeline_delivers_in_order() {
             .build()
             .unwrap();
         let stats = rt
-            .run_main(move || {
+            .run_main_stats(move || {
                 let (mut w0, mut r) = rill::stream::<u64>(4);
                 rill::spawn("src", move || {
                     for i in 0..10_000 {
@@ -47,7 +51,7 @@ fn steal_mode_runs() {
         .mapping(Mapping::Steal)
         .build()
         .unwrap();
-    rt.run_main(|| {
+    rt.run_main_stats(|| {
         let mut readers = Vec::new();
         for i in 0..50 {
             let (mut w, r) = rill::stream::<u64>(2);

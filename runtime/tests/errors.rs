@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::RunMainStats;
+
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,7 +33,7 @@ fn run_main<F>(what: &str, workers: usize, main: F) -> Result<RunStats, RunError
 where
     F: FnOnce() + Send + 'static,
 {
-    with_timeout(what, GUARD_S, move || runtime(workers).run_main(main))
+    with_timeout(what, GUARD_S, move || runtime(workers).run_main_stats(main))
 }
 
 /// Runs the tasks already added to `rt`, under the guard, and checks that the
@@ -88,7 +90,7 @@ fn panic_is_reported_with_task_name_and_message() {
         let t0 = Instant::now();
         let mut rt = runtime(workers);
         let res = with_timeout("panic", GUARD_S, move || {
-            let res = rt.run_main(|| {
+            let res = rt.run_main_stats(|| {
                 let blocked = Arc::new(AtomicUsize::new(0));
                 // Two tasks that are blocked for good when the panic happens:
                 // "stuck/reader" waits for "stuck/writer", which waits on a full
@@ -128,7 +130,7 @@ fn panic_is_reported_with_task_name_and_message() {
                 assert_eq!(got, vec![0, 1, 2]);
             });
             // The runtime can be used again after a failed run.
-            let again = rt.run_main(|| {});
+            let again = rt.run_main_stats(|| {});
             (res, again)
         });
         let (res, again) = res;
@@ -401,7 +403,7 @@ fn false_deadlock_between_a_producer_and_a_consumer() {
                 .mapping(mapping.clone())
                 .build()
                 .unwrap()
-                .run_main(|| {
+                .run_main_stats(|| {
                     let (mut w, mut r) = rill::stream::<u64>(1);
                     rill::spawn("producer", move || {
                         for i in 0..500 {
@@ -1003,7 +1005,7 @@ fn spawn_past_max_tasks_fails_the_run_naming_the_spawner() {
             .max_tasks(1)
             .build()
             .unwrap()
-            .run_main(|| {
+            .run_main_stats(|| {
                 rill::spawn("one/too/many", || {});
             })
     });
@@ -1114,7 +1116,7 @@ fn run_child(name: &str, mode: &str) -> (std::process::ExitStatus, String) {
 #[test]
 fn stack_overflow_is_reported_by_task_name() {
     if std::env::var(CHILD).as_deref() == Ok("overflow") {
-        let res = runtime(2).run_main(|| {
+        let res = runtime(2).run_main_stats(|| {
             rill::spawn("deep/recurse", || {
                 recurse(stack_top(), None);
             });
@@ -1162,7 +1164,7 @@ fn page_guarded_runtime(allow_unguarded: bool) -> Runtime {
 /// then blocks (`then_block`) or returns.
 fn unguarded_overflow_child(then_block: bool) {
     let idle = 2 * SMALL_GUARD_BUDGET;
-    let res = page_guarded_runtime(true).run_main(move || {
+    let res = page_guarded_runtime(true).run_main_stats(move || {
         let mut writers = Vec::with_capacity(idle);
         for i in 0..idle {
             let (w, mut r) = rill::stream::<u32>(1);
@@ -1252,7 +1254,7 @@ fn is_guard_refusal(text: &str) -> bool {
 #[test]
 fn stacks_past_the_guard_budget_are_refused() {
     let res = with_timeout("guard_refusal", GUARD_S, || {
-        page_guarded_runtime(false).run_main(|| {
+        page_guarded_runtime(false).run_main_stats(|| {
             let mut writers = Vec::new();
             let mut refused = None;
             for i in 0..2 * SMALL_GUARD_BUDGET {
@@ -1313,7 +1315,7 @@ fn stacks_past_the_guard_budget_are_refused() {
 fn unguarded_stacks_past_the_budget_when_allowed() {
     let n = 2 * SMALL_GUARD_BUDGET;
     let stats = with_timeout("unguarded_allowed", GUARD_S, move || {
-        page_guarded_runtime(true).run_main(move || {
+        page_guarded_runtime(true).run_main_stats(move || {
             let mut writers = Vec::new();
             for i in 0..n {
                 let (w, mut r) = rill::stream::<u32>(1);
@@ -1345,7 +1347,7 @@ fn overflow_with_30k_live_tasks_is_caught_by_its_guard() {
             .pin(false)
             .build()
             .unwrap()
-            .run_main(move || {
+            .run_main_stats(move || {
                 let mut writers = Vec::with_capacity(PAST_GUARD_BUDGET);
                 for i in 0..PAST_GUARD_BUDGET {
                     let (w, mut r) = rill::stream::<u32>(1);

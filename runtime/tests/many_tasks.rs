@@ -12,6 +12,10 @@
 //! guard markers that `/proc/self/pagemap` shows are checked. Elsewhere the
 //! test allows unguarded stacks, which it needs past about 24,000 tasks.
 
+mod common;
+
+use common::RunMainStats;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -107,7 +111,7 @@ fn many_blocked_tasks(n: usize) {
     let maps_before = maps();
     let t0 = Instant::now();
     let stats = rt
-        .run_main(move || {
+        .run_main_stats(move || {
             let t = Instant::now();
             let mut writers = Vec::with_capacity(n);
             for i in 0..n {

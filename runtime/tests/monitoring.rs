@@ -1,6 +1,10 @@
 //! Monitoring end to end: a monitored run writes one log per worker that
 //! decodes cleanly and accounts for every message and dispatch.
 
+mod common;
+
+use common::RunMainStats;
+
 use rill::monitor::format::{read_log, EndReason, EndState, Record};
 use rill::{MonitorConfig, MonitorFlags, Runtime};
 
@@ -16,7 +20,7 @@ fn monitored(workers: usize, flags: MonitorFlags, dir: &std::path::Path) -> Runt
 
 fn pipeline(workers: usize, flags: MonitorFlags, dir: &std::path::Path) -> rill::RunStats {
     let mut rt = monitored(workers, flags, dir);
-    rt.run_main(|| {
+    rt.run_main_stats(|| {
         let (mut w, mut r) = rill::stream::<u64>(4);
         rill::spawn("src", move || {
             for i in 0..1000 {
@@ -155,7 +159,7 @@ fn moved_and_dropped_ends_are_counted() {
     for flags in MODES {
         let dir = tempfile::tempdir().unwrap();
         let mut rt = monitored(2, flags, dir.path());
-        rt.run_main(|| {
+        rt.run_main_stats(|| {
             let (mut w, mut r) = rill::stream::<u64>(64);
             let (mut hand, mut take) = rill::stream::<rill::Writer<u64>>(1);
             rill::spawn("first", move || {
@@ -259,7 +263,7 @@ fn messages_count_for_the_task_that_moved_them() {
             let mut rt = monitored(workers, flags, dir.path());
             let h = HandOver::default();
             let (h1, h2) = (h.clone(), h.clone());
-            rt.run_main(move || {
+            rt.run_main_stats(move || {
                 let (mut w, mut r) = rill::stream::<u64>(64);
                 h1.set_stream(w.id());
                 let (mut hand, mut take) = rill::stream::<rill::Writer<u64>>(1);
@@ -306,7 +310,7 @@ fn ends_handed_over_while_their_holder_runs_count_for_the_new_holder() {
         let mut rt = monitored(2, flags, dir.path());
         let h = HandOver::default();
         let (h1, h2) = (h.clone(), h.clone());
-        rt.run_main(move || {
+        rt.run_main_stats(move || {
             let (mut w, mut r) = rill::stream::<u64>(64);
             h1.set_stream(w.id());
             let (mut hand, mut take) = rill::stream::<rill::Writer<u64>>(1);
@@ -351,7 +355,7 @@ fn wide_periods_are_counted() {
     for flags in MODES {
         let dir = tempfile::tempdir().unwrap();
         let mut rt = monitored(1, flags, dir.path());
-        rt.run_main(|| {
+        rt.run_main_stats(|| {
             let (mut ws, mut rs): (Vec<_>, Vec<_>) = (0..N).map(|_| rill::stream::<u64>(8)).unzip();
             for round in 0..3 {
                 for w in &mut ws {
@@ -375,7 +379,7 @@ fn long_periods_are_counted() {
     for flags in MODES {
         let dir = tempfile::tempdir().unwrap();
         let mut rt = monitored(1, flags, dir.path());
-        rt.run_main(|| {
+        rt.run_main_stats(|| {
             let (mut w, mut r) = rill::stream::<u64>(2048);
             let (mut w2, mut r2) = rill::stream::<u64>(2048);
             for i in 0..1500 {
@@ -406,7 +410,7 @@ fn operations_that_move_nothing_record_nothing() {
         for workers in [1, 2] {
             let dir = tempfile::tempdir().unwrap();
             let mut rt = monitored(workers, flags, dir.path());
-            rt.run_main(|| {
+            rt.run_main_stats(|| {
                 let (mut w, mut r) = rill::stream::<u64>(2);
                 let (mut w2, r2) = rill::stream::<u64>(2);
                 rill::spawn("trier", move || {
@@ -493,7 +497,7 @@ fn ends_used_before_the_run_count_in_its_tasks() {
                     w.write(i).unwrap();
                 }
             });
-            rt.run_main(move || {
+            rt.run_main_stats(move || {
                 let got: Vec<u64> = std::iter::from_fn(|| r.read()).collect();
                 assert_eq!(got, (1..8).collect::<Vec<_>>());
             })
@@ -539,7 +543,7 @@ fn full_mode_keeps_each_tasks_message_order() {
             let relayed = Arc::new(Mutex::new((0u64, Vec::new())));
             let (done2, relayed2) = (done.clone(), relayed.clone());
             let script = script.clone();
-            rt.run_main(move || {
+            rt.run_main_stats(move || {
                 let (mut wa, mut ra) = rill::stream::<u64>(2);
                 let (mut wb, mut rb) = rill::stream::<u64>(2);
                 let (mut wc, mut rc) = rill::stream::<u64>(2);
@@ -680,7 +684,7 @@ fn stolen_tasks_keep_their_message_order() {
             .unwrap();
         let relays = Arc::new(Mutex::new(Vec::new()));
         let relays2 = relays.clone();
-        rt.run_main(move || {
+        rt.run_main_stats(move || {
             for _ in 0..CHAINS {
                 let (mut w, mut r) = rill::stream::<u64>(2);
                 let (mut w2, mut r2) = rill::stream::<u64>(1);

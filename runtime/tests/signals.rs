@@ -5,6 +5,10 @@
 //! process (this test binary run again for one test), since it ends the
 //! process.
 
+mod common;
+
+use common::RunMainStats;
+
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -110,7 +114,7 @@ fn short_run() {
         .pin(false)
         .build()
         .unwrap()
-        .run_main(|| {
+        .run_main_stats(|| {
             rill::spawn("hello", || {});
         })
         .expect("a short run");
@@ -177,7 +181,7 @@ fn earlier_handler_gets_faults_inside_tasks_that_are_not_overflows() {
             .pin(false)
             .build()
             .unwrap()
-            .run_main(|| {
+            .run_main_stats(|| {
                 rill::spawn("bad/pointer", fault);
             });
         eprintln!("child: the run returned {res:?}");
@@ -234,7 +238,7 @@ fn task_overflow_is_reported_by_rill_with_an_earlier_handler() {
             .pin(false)
             .build()
             .unwrap()
-            .run_main(|| {
+            .run_main_stats(|| {
                 rill::spawn("deep/recurse", || {
                     recurse(0);
                 });

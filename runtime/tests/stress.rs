@@ -15,6 +15,8 @@
 
 mod common;
 
+use common::RunMainStats;
+
 use std::sync::{Arc, Mutex};
 
 use common::{mappings, with_timeout, Rng};
@@ -476,7 +478,7 @@ fn run_plan(label: &str, plan: &Plan, workers: usize, mapping: rill::Mapping) {
         let got = Arc::new(Mutex::new(None));
         let g = got.clone();
         let stats = rt
-            .run_main(move || {
+            .run_main_stats(move || {
                 let sinks = plan.build();
                 *g.lock().unwrap() = Some(collect(sinks, sources));
             })
@@ -641,7 +643,7 @@ fn reader_replace_on(workers: &[usize]) {
                     .mapping(mapping)
                     .build()
                     .unwrap();
-                rt.run_main(|| {
+                rt.run_main_stats(|| {
                     let mut readers = Vec::new();
                     for src in 0..3u32 {
                         let (w, r) = rill::stream(1 + src as usize * 3);
@@ -709,7 +711,7 @@ fn placement_follows_the_mapping() {
                 // The tasks report through a mutex, not streams: nothing
                 // blocks, so this test is about placement alone.
                 let stats = rt
-                    .run_main(move || {
+                    .run_main_stats(move || {
                         let report = |name: String, on: Option<usize>| {
                             let g = g.clone();
                             let f = move || {

@@ -28,6 +28,7 @@
 //! stayed a call.
 
 mod poll;
+mod poll_set;
 mod ring;
 pub(crate) mod slot;
 pub(crate) use slot as slot_api;
@@ -36,6 +37,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub use poll::poll;
+pub use poll_set::PollSet;
 pub use ring::Side;
 pub(crate) use ring::{Core, Recheck};
 use slot::{CLOSED, IDLE, WAITING};

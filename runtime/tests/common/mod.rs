@@ -80,3 +80,21 @@ impl Rng {
         lo + (self.next_u64() % (hi - lo + 1) as u64) as usize
     }
 }
+
+/// `Runtime::run_main` for a `main` that returns nothing, giving the run's
+/// statistics alone (what most tests check).
+pub trait RunMainStats {
+    /// Runs `f` as the task `main`; the run's statistics.
+    fn run_main_stats<F>(&mut self, f: F) -> Result<rill::RunStats, rill::RunError>
+    where
+        F: FnOnce() + Send + 'static;
+}
+
+impl RunMainStats for rill::Runtime {
+    fn run_main_stats<F>(&mut self, f: F) -> Result<rill::RunStats, rill::RunError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.run_main(f).map(|((), stats)| stats)
+    }
+}

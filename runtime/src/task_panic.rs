@@ -1,0 +1,27 @@
+//! Naming the task in the message of a panic: the default panic hook names
+//! the worker thread (`thread 'rill-worker-1' panicked`), which says nothing
+//! about which task of the network failed. rill chains a hook in front of
+//! whatever hook was there (the default, or the program's own) that first
+//! names the running task, then hands the panic on unchanged.
+
+use std::sync::Once;
+
+static INSTALL: Once = Once::new();
+
+/// Installs the hook once per process (at a run's start).
+pub(crate) fn install() {
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            // A run's forced unwind raises no panic through the hook, but a
+            // destructor may panic during it: then no task runs here.
+            if let Some(t) = crate::context::current() {
+                eprintln!(
+                    "rill: task '{}' (id {}) on worker {} panicked; the run ends with an error naming it",
+                    t.name, t.id, t.worker
+                );
+            }
+            previous(info);
+        }));
+    });
+}

@@ -1,0 +1,117 @@
+//! The API a user meets: `run_main` hands back `main`'s value, `PollSet`
+//! merges readers and drops the ended ones, and a task's panic message
+//! names the task.
+
+mod common;
+
+use std::process::Command;
+
+use common::with_timeout;
+use rill::{PollSet, RunError, Runtime};
+
+#[test]
+fn run_main_returns_the_value_of_main() {
+    let (sum, stats) = with_timeout("run_main value", 30, || {
+        Runtime::builder()
+            .workers(2)
+            .build()
+            .unwrap()
+            .run_main(|| {
+                let (mut w, r) = rill::stream::<u64>(4);
+                rill::spawn("src", move || {
+                    for i in 1..=100 {
+                        w.write(i).unwrap();
+                    }
+                });
+                r.sum::<u64>()
+            })
+            .unwrap()
+    });
+    assert_eq!(sum, 5050);
+    assert_eq!(stats.tasks_created, 2);
+}
+
+#[test]
+fn run_main_reports_the_failure_instead_of_a_value() {
+    let res = with_timeout("run_main failure", 30, || {
+        Runtime::builder()
+            .workers(1)
+            .build()
+            .unwrap()
+            .run_main(|| -> u32 { panic!("no value") })
+    });
+    assert!(
+        matches!(&res, Err(RunError::TaskPanicked { name, .. }) if name == "main"),
+        "{res:?}"
+    );
+}
+
+/// Readers end at different times; the set keeps giving messages from the
+/// others, each with the key of its reader, and ends when all have ended.
+#[test]
+fn poll_set_merges_readers_and_drops_ended_ones() {
+    let (got, _) = with_timeout("poll set", 30, || {
+        Runtime::builder()
+            .workers(2)
+            .build()
+            .unwrap()
+            .run_main(|| {
+                let mut set = PollSet::new();
+                for k in 0..4u64 {
+                    let (mut w, r) = rill::stream::<u64>(2);
+                    assert_eq!(set.push(r), k as usize);
+                    rill::spawn(format!("src/{k}"), move || {
+                        // Source k sends k * 10 messages.
+                        for i in 0..k * 10 {
+                            w.write(k * 1000 + i).unwrap();
+                        }
+                    });
+                }
+                assert_eq!(set.len(), 4);
+                let mut got = vec![Vec::new(); 4];
+                for (key, v) in &mut set {
+                    assert_eq!(v / 1000, key as u64, "a message carries its reader's key");
+                    got[key].push(v % 1000);
+                }
+                assert!(set.is_empty(), "every ended reader was dropped");
+                got
+            })
+            .unwrap()
+    });
+    for (k, msgs) in got.iter().enumerate() {
+        let want: Vec<u64> = (0..k as u64 * 10).collect();
+        assert_eq!(msgs, &want, "reader {k}: every message, in order");
+    }
+}
+
+const CHILD: &str = "RILL_API_CHILD";
+
+/// A task that panics: its message names the task, beside the default
+/// hook's own report (which names only the worker thread).
+#[test]
+fn a_panic_message_names_the_task() {
+    if std::env::var(CHILD).is_ok() {
+        let res = Runtime::builder()
+            .workers(1)
+            .build()
+            .unwrap()
+            .run_main(|| {
+                rill::spawn("stage/parser", || panic!("bad input"));
+            });
+        eprintln!("child: {}", res.map(|_| ()).unwrap_err());
+        return;
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "a_panic_message_names_the_task", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("rill: task 'stage/parser' (id ")
+            && stderr.contains("panicked")
+            && stderr.contains("bad input")
+            && stderr.contains("child: task 'stage/parser'"),
+        "stderr:\n{stderr}"
+    );
+}
