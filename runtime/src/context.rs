@@ -132,6 +132,7 @@ pub(crate) fn note_sent(n: u64) {
 /// # Panics
 /// Outside a rill task (use `Runtime::spawn` before the run), or when no
 /// stack can be had; inside a task the panic ends the run with an error.
+#[track_caller]
 pub fn spawn<F>(name: impl Into<Cow<'static, str>>, f: F) -> TaskId
 where
     F: FnOnce() + Send + 'static,
@@ -318,6 +319,7 @@ pub(crate) fn spin_on(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
 /// Outside a rill task, unless the run is unwinding: blocking needs a task
 /// to suspend.
 #[inline(always)]
+#[track_caller]
 pub(crate) fn block(
     slots: &[&crate::stream::slot_api::Slot],
     on: BlockedOn,
@@ -379,6 +381,7 @@ pub(crate) fn block(
 /// programming error.
 #[cold]
 #[inline(never)]
+#[track_caller]
 fn block_outside_task() -> bool {
     assert!(
         forced_unwinding(),

@@ -91,13 +91,9 @@ const CHILD: &str = "RILL_API_CHILD";
 #[test]
 fn a_panic_message_names_the_task() {
     if std::env::var(CHILD).is_ok() {
-        let res = Runtime::builder()
-            .workers(1)
-            .build()
-            .unwrap()
-            .run_main(|| {
-                rill::spawn("stage/parser", || panic!("bad input"));
-            });
+        let res = Runtime::builder().workers(1).build().unwrap().run_main(|| {
+            rill::spawn("stage/parser", || panic!("bad input"));
+        });
         eprintln!("child: {}", res.map(|_| ()).unwrap_err());
         return;
     }
@@ -114,4 +110,43 @@ fn a_panic_message_names_the_task() {
             && stderr.contains("child: task 'stage/parser'"),
         "stderr:\n{stderr}"
     );
+}
+
+/// Misuse panics point at the user's line, not at rill's source: a
+/// blocking read outside a task, and a stream of capacity 0.
+#[test]
+fn misuse_panics_name_the_callers_line() {
+    match std::env::var(CHILD).as_deref() {
+        Ok("read") => {
+            let (_w, mut r) = rill::stream::<u32>(1);
+            let _ = r.read(); // the line the message must name
+            return;
+        }
+        Ok("zero") => {
+            let _ = rill::stream::<u32>(0); // the line the message must name
+            return;
+        }
+        _ => {}
+    }
+    let src = include_str!("api.rs");
+    for (mode, marker) in [
+        ("read", "let _ = r.read(); // the line"),
+        ("zero", "let _ = rill::stream::<u32>(0); // the line"),
+    ] {
+        let line = src.lines().position(|l| l.contains(marker)).unwrap() + 1;
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "misuse_panics_name_the_callers_line",
+                "--nocapture",
+            ])
+            .env(CHILD, mode)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("tests/api.rs:{line}:")),
+            "{mode}: expected the panic at tests/api.rs:{line}, stderr:\n{stderr}"
+        );
+    }
 }

@@ -84,6 +84,7 @@ pub struct ZeroCapacity;
 /// # Panics
 /// If `capacity` is 0 (use [`try_stream`] to get an error instead). Inside a
 /// task, the panic ends the run with an error naming the task.
+#[track_caller]
 pub fn stream<T: Send + 'static>(capacity: usize) -> (Writer<T>, Reader<T>) {
     match try_stream(capacity) {
         Ok(p) => p,
@@ -92,6 +93,7 @@ pub fn stream<T: Send + 'static>(capacity: usize) -> (Writer<T>, Reader<T>) {
 }
 
 /// Makes a stream with the runtime's default capacity (16 outside a runtime).
+#[track_caller]
 pub fn stream_default<T: Send + 'static>() -> (Writer<T>, Reader<T>) {
     stream(context::default_capacity())
 }
@@ -186,6 +188,7 @@ impl<T: Send + 'static> Writer<T> {
     // Always inlined: the fast path is a few instructions, and a call per
     // message would cost as much again.
     #[inline(always)]
+    #[track_caller]
     pub fn write(&mut self, v: T) -> Result<(), StreamClosed> {
         let core = self.enter_core();
         // SAFETY: `core` is the target of `self.core`, which `self` keeps
@@ -262,6 +265,7 @@ impl<T: Send + 'static> Writer<T> {
     /// full stream may stay a call (today the ring benchmark's two writes and
     /// the ray tracer's dealer; `scripts/instructions.sh` lists them).
     #[inline(always)]
+    #[track_caller]
     fn write_full(&mut self, v: T) -> Result<(), StreamClosed> {
         loop {
             if self.core.fwd.rslot.is_closed() {
@@ -357,6 +361,7 @@ impl<T: Send + 'static> Reader<T> {
     // Always inlined: the fast path is a few instructions, and a call per
     // message would cost as much again.
     #[inline(always)]
+    #[track_caller]
     pub fn read(&mut self) -> Option<T> {
         let core = self.enter_core();
         // SAFETY: as in `Writer::write`.
@@ -431,6 +436,7 @@ impl<T: Send + 'static> Reader<T> {
     /// no counters to show the mispredictions; the ring's 30 ns per hop,
     /// for the same instructions, is the evidence.
     #[inline(always)]
+    #[track_caller]
     fn read_empty(&mut self) -> Option<T> {
         loop {
             let head = self.head;

@@ -10,6 +10,7 @@ use crate::task::BlockedOn;
 /// index; `None` for an empty slice, or while the run that owned the task
 /// is unwinding it (see [`forced_unwinding`](crate::forced_unwinding)). Scans start after the last reader
 /// that was returned, so a busy stream does not starve the others.
+#[track_caller]
 pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
     let n = readers.len();
     if n == 0 {
