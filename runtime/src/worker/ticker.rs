@@ -60,7 +60,8 @@ impl TickerShared {
 pub(crate) fn run(shared: Arc<Shared>) {
     let me = &shared.ticker;
     let _ = me.thread.set(std::thread::current());
-    let mut quiet = 0;
+    // Nothing is sealed before the workers run: start asleep until woken.
+    let mut quiet = QUIET_TICKS;
     while shared.phase() == Phase::Running {
         if cover(&shared) {
             quiet = 0;
