@@ -106,7 +106,7 @@ pub fn pipe_mon(
     // pure sink in the monitoring logs (latency is measured at sinks).
     let ok = Arc::new(AtomicU64::new(0));
     let (mut w, mut r) = rill::stream::<u64>(capacity);
-    rt.spawn_on(0, "pipe/source", move || {
+    rt.try_spawn_on(0, "pipe/source", move || {
         for i in 0..messages {
             if w.write(i).is_err() {
                 return;
@@ -116,7 +116,7 @@ pub fn pipe_mon(
     for k in 0..relays {
         let (mut w2, r2) = rill::stream::<u64>(capacity);
         let mut rin = std::mem::replace(&mut r, r2);
-        rt.spawn_on(place(k), format!("pipe/relay/{k}"), move || {
+        rt.try_spawn_on(place(k), format!("pipe/relay/{k}"), move || {
             while let Some(v) = rin.read() {
                 if w2.write(v).is_err() {
                     return;
@@ -125,7 +125,7 @@ pub fn pipe_mon(
         })?;
     }
     let ok2 = ok.clone();
-    rt.spawn_on(last, "pipe/sink", move || {
+    rt.try_spawn_on(last, "pipe/sink", move || {
         let mut expect = 0u64;
         let mut good = true;
         while let Some(v) = r.read() {
@@ -191,7 +191,7 @@ pub fn ring_mon(
             PipePlacement::Rr => i % workers,
             PipePlacement::Parts => i * workers / size,
         };
-        rt.spawn_on(worker, format!("ring/{i}"), move || {
+        rt.try_spawn_on(worker, format!("ring/{i}"), move || {
             if i == 0 && wout.write(0).is_err() {
                 return;
             }
@@ -320,7 +320,7 @@ pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u
             let (mut qw, mut qr) = rill::stream::<u64>(1);
             let t = Arc::new(std::sync::Mutex::new(Duration::ZERO));
             let t2 = t.clone();
-            rt.spawn_on(0, "micro/ping", move || {
+            rt.try_spawn_on(0, "micro/ping", move || {
                 let t0 = Instant::now();
                 for i in 0..n {
                     pw.write(i).unwrap();
@@ -329,7 +329,7 @@ pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u
                 }
                 *t2.lock().unwrap() = t0.elapsed();
             })?;
-            rt.spawn_on(1, "micro/pong", move || {
+            rt.try_spawn_on(1, "micro/pong", move || {
                 while let Some(v) = pr.read() {
                     if qw.write(v).is_err() {
                         return;
@@ -344,7 +344,7 @@ pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u
             let mut rt = runtime(2, 16)?;
             let share = Arc::new(AtomicU64::new(0));
             let s2 = share.clone();
-            rt.spawn_on(0, "micro/sleeper", move || {
+            rt.try_spawn_on(0, "micro/sleeper", move || {
                 // Worker 1 has nothing to do; this task blocks worker 0 in the OS.
                 std::thread::sleep(Duration::from_millis(10));
                 let c0 = process_cpu();

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
 use crate::error::SpawnError;
+use crate::stream::Ends;
 use crate::task::{BlockedOn, Suspend, Task, TaskId, TaskRef};
 use crate::worker::{PendingList, WorkerLocal, WorkerShared};
 
@@ -121,6 +122,11 @@ pub(crate) fn note_sent(n: u64) {
 /// Spawns a task placed by the runtime's mapping policy. Call it from inside a
 /// running task; the name is the task's place in the network (`app/stage/3`).
 ///
+/// The spawn family, here and on [`Runtime`](crate::Runtime) alike: `spawn`,
+/// [`spawn_on`] (a given worker) and [`spawn_with`] (handed its stream
+/// ends) return the new task's id and panic when the task cannot be made;
+/// [`try_spawn`] and [`try_spawn_on`] return the error instead.
+///
 /// A panic in `f` ends the run with an error naming the task. If `f` catches
 /// panics itself, it must re-raise the unwind of a run that ends while the
 /// task is suspended (see [`forced_unwinding`]).
@@ -137,15 +143,31 @@ pub fn spawn<F>(name: impl Into<Cow<'static, str>>, f: F) -> TaskId
 where
     F: FnOnce() + Send + 'static,
 {
-    match spawn_inner(name.into(), None, f) {
-        Ok(id) => id,
-        Err(SpawnError::RunEnded { .. }) => 0,
-        Err(e) => panic!("{e}"),
-    }
+    or_panic(spawn_inner(name.into(), None, |_| f))
 }
 
-/// Spawns a task on the given worker, whatever the mapping policy says.
-pub fn spawn_on<F>(
+/// [`spawn`], returning the error instead of panicking.
+pub fn try_spawn<F>(name: impl Into<Cow<'static, str>>, f: F) -> Result<TaskId, SpawnError>
+where
+    F: FnOnce() + Send + 'static,
+{
+    spawn_inner(name.into(), None, |_| f)
+}
+
+/// [`spawn`] on the given worker, whatever the mapping policy says.
+///
+/// # Panics
+/// As [`spawn`], and when there is no such worker.
+#[track_caller]
+pub fn spawn_on<F>(worker: usize, name: impl Into<Cow<'static, str>>, f: F) -> TaskId
+where
+    F: FnOnce() + Send + 'static,
+{
+    or_panic(spawn_inner(name.into(), Some(worker), |_| f))
+}
+
+/// [`spawn_on`], returning the error instead of panicking.
+pub fn try_spawn_on<F>(
     worker: usize,
     name: impl Into<Cow<'static, str>>,
     f: F,
@@ -153,15 +175,61 @@ pub fn spawn_on<F>(
 where
     F: FnOnce() + Send + 'static,
 {
-    spawn_inner(name.into(), Some(worker), f)
+    spawn_inner(name.into(), Some(worker), |_| f)
 }
 
-fn spawn_inner<F>(
+/// [`spawn`] a task that is handed `ends` (its stream ends; see [`Ends`]):
+/// the runtime records the task as their holder before it runs, so that a
+/// deadlock report names the tasks on both sides of every stream, even of
+/// one whose end was never used.
+///
+/// ```
+/// let mut rt = rill::Runtime::builder().workers(1).build().unwrap();
+/// let (mut w, r) = rill::stream::<u32>(1);
+/// rt.spawn_with("echo", (r, w), |(mut r, mut w)| {
+///     // Both ends belong to this task: it waits for itself.
+///     let v = r.read();
+///     let _ = w.write(v.unwrap_or(0));
+/// });
+/// let err = rt.run().unwrap_err();
+/// assert!(err.to_string().contains("waiting cycle: echo"), "{err}");
+/// ```
+///
+/// # Panics
+/// As [`spawn`].
+#[track_caller]
+pub fn spawn_with<E, F>(name: impl Into<Cow<'static, str>>, ends: E, f: F) -> TaskId
+where
+    E: Ends,
+    F: FnOnce(E) + Send + 'static,
+{
+    or_panic(spawn_inner(name.into(), None, move |id| {
+        ends.hold(id);
+        move || f(ends)
+    }))
+}
+
+/// A spawn's result for the panicking forms: the id, 0 during a run's
+/// forced unwind, else a panic naming the caller's line.
+#[track_caller]
+fn or_panic(r: Result<TaskId, SpawnError>) -> TaskId {
+    match r {
+        Ok(id) => id,
+        Err(SpawnError::RunEnded { .. }) => 0,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Makes and queues a task. `make` gets the task's id and returns its body
+/// (it runs once the id is known and before the task is published, so it
+/// may record the id where the task's ends are).
+fn spawn_inner<M, F>(
     name: Cow<'static, str>,
     worker_hint: Option<usize>,
-    f: F,
+    make: M,
 ) -> Result<TaskId, SpawnError>
 where
+    M: FnOnce(TaskId) -> F,
     F: FnOnce() + Send + 'static,
 {
     let Some(w) = worker() else {
@@ -189,8 +257,8 @@ where
         reason: e.to_string(),
     })?;
     let task = shared.new_task(name, current_task_id(), target, None);
-    w.install_coroutine(task, stack, f);
     let id = task.get().id;
+    w.install_coroutine(task, stack, make(id));
     w.note_spawn(task);
     if target == w.id {
         w.push_local(task);

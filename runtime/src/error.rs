@@ -153,6 +153,11 @@ fn deadlock_text(blocked: &[BlockedTask], cycle: &[String]) -> String {
     );
     if !cycle.is_empty() {
         let _ = write!(s, "; waiting cycle: {}", cycle.join(" -> "));
+    } else if blocked.iter().any(|b| has_unknown_peer(&b.on)) {
+        s.push_str(
+            "; no waiting cycle is known: some ends were never used, so their holders are \
+             not known (hand a task its ends with spawn_with to name them)",
+        );
     }
     for b in blocked.iter().take(20) {
         let what = match &b.on {
@@ -182,9 +187,17 @@ fn deadlock_text(blocked: &[BlockedTask], cycle: &[String]) -> String {
     s
 }
 
+fn has_unknown_peer(on: &BlockedOn) -> bool {
+    match on {
+        BlockedOn::Input { peer, .. } | BlockedOn::Output { peer, .. } => peer.is_none(),
+        BlockedOn::Any { streams } => streams.iter().any(|(_, p)| p.is_none()),
+        BlockedOn::Nothing => false,
+    }
+}
+
 fn peer_text(p: Option<TaskId>) -> String {
     match p {
         Some(id) => format!("task {id}"),
-        None => "not known yet".into(),
+        None => "not known: its end was never used; spawn_with names the holder in advance".into(),
     }
 }

@@ -36,7 +36,10 @@ mod worker;
 #[cfg(all(test, loom))]
 mod loom_models;
 
-pub use context::{current, forced_unwinding, spawn, spawn_on, worker_count, yield_now, TaskInfo};
+pub use context::{
+    current, forced_unwinding, spawn, spawn_on, spawn_with, try_spawn, try_spawn_on, worker_count,
+    yield_now, TaskInfo,
+};
 pub use error::{BlockedTask, ConfigError, RunError, SpawnError};
 pub use mapper::{ManualTable, Mapping};
 pub use monitor::flags::MonitorFlags;

@@ -18,6 +18,7 @@ use crate::monitor::worker_log::WorkerLog;
 use crate::registry::Registry;
 use crate::scheduler::ReadyQueue;
 use crate::stack::{guarded_budget, GuardPolicy, PageBudget, StackSource};
+use crate::stream::Ends;
 use crate::sync::{AtomicU64, AtomicU8, AtomicUsize};
 use crate::task::{BlockedOn, Task, TaskFn, TaskId, TaskRef};
 use crate::worker::ticker::TickerShared;
@@ -459,22 +460,44 @@ impl Runtime {
         &self.cfg
     }
 
-    /// Adds a task to start when the run begins, placed by the mapping policy.
-    pub fn spawn<F>(&mut self, name: impl Into<Cow<'static, str>>, f: F) -> &mut Self
+    /// Adds a task to start when the run begins, placed by the mapping
+    /// policy; returns the id it will have (tasks added before a run are
+    /// numbered 1, 2, ... in the order they are added). The spawn family
+    /// is the one of [`spawn`](crate::spawn) inside a run: `spawn`,
+    /// [`spawn_on`](Self::spawn_on), [`spawn_with`](Self::spawn_with), and
+    /// [`try_spawn_on`](Self::try_spawn_on) for an error instead of a panic.
+    /// (Limits such as `max_tasks` are checked when the run starts.)
+    pub fn spawn<F>(&mut self, name: impl Into<Cow<'static, str>>, f: F) -> TaskId
     where
         F: FnOnce() + Send + 'static,
     {
         self.initial.push((name.into(), None, Box::new(f)));
-        self
+        self.initial.len() as TaskId
     }
 
     /// Adds a task to start on `worker` when the run begins.
-    pub fn spawn_on<F>(
+    ///
+    /// # Panics
+    /// When there is no such worker.
+    #[track_caller]
+    pub fn spawn_on<F>(&mut self, worker: usize, name: impl Into<Cow<'static, str>>, f: F) -> TaskId
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        match self.try_spawn_on(worker, name, f) {
+            Ok(id) => id,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// [`spawn_on`](Self::spawn_on), returning the error instead of
+    /// panicking.
+    pub fn try_spawn_on<F>(
         &mut self,
         worker: usize,
         name: impl Into<Cow<'static, str>>,
         f: F,
-    ) -> Result<&mut Self, SpawnError>
+    ) -> Result<TaskId, SpawnError>
     where
         F: FnOnce() + Send + 'static,
     {
@@ -487,7 +510,18 @@ impl Runtime {
             });
         }
         self.initial.push((name, Some(worker), Box::new(f)));
-        Ok(self)
+        Ok(self.initial.len() as TaskId)
+    }
+
+    /// Adds a task that is handed `ends` (see [`spawn_with`](crate::spawn_with)):
+    /// it holds them from the start, for deadlock reports.
+    pub fn spawn_with<E, F>(&mut self, name: impl Into<Cow<'static, str>>, ends: E, f: F) -> TaskId
+    where
+        E: Ends,
+        F: FnOnce(E) + Send + 'static,
+    {
+        ends.hold(self.initial.len() as TaskId + 1);
+        self.spawn(name, move || f(ends))
     }
 
     /// Spawns `f` as the task `main`, runs until every task has ended, and
@@ -711,6 +745,9 @@ fn place_initial(
         };
         let label = name.to_string();
         let t = shared.new_task(name, 0, target, Some(f));
+        // `Runtime::spawn` promised this id: the run numbers from 1 and
+        // makes the tasks added before it first, in order.
+        debug_assert_eq!(t.get().id, k as TaskId + 1);
         assigns.push((t.get().id, target, label));
         created[target] += 1;
         shared.workers[target].inbox.push(t);

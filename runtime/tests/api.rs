@@ -150,3 +150,66 @@ fn misuse_panics_name_the_callers_line() {
         );
     }
 }
+
+/// Two tasks that each read the other first: without help the runtime
+/// knows neither writer (their ends were never used) and says so; handed
+/// their ends with `spawn_with`, it reports the waiting cycle.
+#[test]
+fn a_deadlock_of_tasks_that_read_first_is_reported_with_its_cycle() {
+    let plain = with_timeout("deadlock, plain spawn", 30, || {
+        let mut rt = Runtime::builder().workers(2).build().unwrap();
+        let (mut aw, mut ar) = rill::stream::<u32>(1);
+        let (mut bw, mut br) = rill::stream::<u32>(1);
+        rt.spawn("a", move || {
+            let v = br.read().unwrap_or(0);
+            let _ = aw.write(v);
+        });
+        rt.spawn("b", move || {
+            let v = ar.read().unwrap_or(0);
+            let _ = bw.write(v);
+        });
+        rt.run().unwrap_err().to_string()
+    });
+    assert!(plain.contains("no waiting cycle is known"), "{plain}");
+    assert!(plain.contains("never used"), "{plain}");
+
+    let with = with_timeout("deadlock, spawn_with", 30, || {
+        let mut rt = Runtime::builder().workers(2).build().unwrap();
+        let (aw, ar) = rill::stream::<u32>(1);
+        let (bw, br) = rill::stream::<u32>(1);
+        rt.spawn_with("a", (br, aw), |(mut br, mut aw)| {
+            let v = br.read().unwrap_or(0);
+            let _ = aw.write(v);
+        });
+        rt.spawn_with("b", (ar, bw), |(mut ar, mut bw)| {
+            let v = ar.read().unwrap_or(0);
+            let _ = bw.write(v);
+        });
+        rt.run().unwrap_err().to_string()
+    });
+    assert!(
+        with.contains("waiting cycle: a (1) -> b (2) -> a (1)")
+            || with.contains("waiting cycle: b (2) -> a (1) -> b (2)"),
+        "{with}"
+    );
+
+    // The same inside a run, from `rill::spawn_with`.
+    let inner = with_timeout("deadlock, rill::spawn_with", 30, || {
+        let mut rt = Runtime::builder().workers(2).build().unwrap();
+        rt.run_main(|| {
+            let (aw, ar) = rill::stream::<u32>(1);
+            let (bw, br) = rill::stream::<u32>(1);
+            rill::spawn_with("a", (br, aw), |(mut br, mut aw)| {
+                let v = br.read().unwrap_or(0);
+                let _ = aw.write(v);
+            });
+            rill::spawn_with("b", (ar, bw), |(mut ar, mut bw)| {
+                let v = ar.read().unwrap_or(0);
+                let _ = bw.write(v);
+            });
+        })
+        .unwrap_err()
+        .to_string()
+    });
+    assert!(inner.contains("waiting cycle: "), "{inner}");
+}

@@ -471,7 +471,7 @@ fn deadlock_behind_a_task_blocked_forever() {
             tail.on
         );
         assert!(cycle.is_empty(), "no cycle expected: {cycle:?}");
-        assert!(text.contains("not known yet"), "{text}");
+        assert!(text.contains("not known: its end was never used"), "{text}");
     }
 }
 
@@ -697,7 +697,7 @@ fn reader_drains_then_sees_the_end_when_the_writer_is_gone() {
             }
             drop(w);
             let other = (rill::current().unwrap().worker + 1) % rill::worker_count();
-            rill::spawn_on(other, "drainer", move || {
+            rill::try_spawn_on(other, "drainer", move || {
                 for i in 0..5 {
                     assert_eq!(r.read().as_deref(), Some(format!("m{i}").as_str()));
                 }
@@ -710,7 +710,7 @@ fn reader_drains_then_sees_the_end_when_the_writer_is_gone() {
 
             // Through a small stream that fills up: all arrive, then None.
             let (mut w, mut r) = rill::stream::<u64>(2);
-            rill::spawn_on(other, "filler", move || {
+            rill::try_spawn_on(other, "filler", move || {
                 for i in 0..100 {
                     w.write(i).unwrap();
                 }
@@ -733,7 +733,7 @@ fn blocked_writer_is_woken_with_an_error_when_the_reader_is_dropped() {
             let (mut done_w, mut done_r) = rill::stream::<Result<(), StreamClosed>>(1);
             let about = Arc::new(AtomicUsize::new(0));
             let a = about.clone();
-            rill::spawn_on(0, "full/writer", move || {
+            rill::try_spawn_on(0, "full/writer", move || {
                 w.write(0).unwrap();
                 w.write(1).unwrap();
                 a.fetch_add(1, Ordering::SeqCst);
@@ -742,7 +742,7 @@ fn blocked_writer_is_woken_with_an_error_when_the_reader_is_dropped() {
                 done_w.write(res).unwrap();
             })
             .unwrap();
-            rill::spawn_on(n - 1, "leaving/reader", move || {
+            rill::try_spawn_on(n - 1, "leaving/reader", move || {
                 wait_until_blocked(&about, 1);
                 drop(r);
             })
@@ -763,7 +763,7 @@ fn blocked_reader_is_woken_with_none_when_the_writer_is_dropped() {
             let (mut done_w, mut done_r) = rill::stream::<Vec<u32>>(1);
             let about = Arc::new(AtomicUsize::new(0));
             let a = about.clone();
-            rill::spawn_on(0, "empty/reader", move || {
+            rill::try_spawn_on(0, "empty/reader", move || {
                 let mut got = vec![r.read().unwrap()];
                 a.fetch_add(1, Ordering::SeqCst);
                 // Empty: blocks until the writer goes.
@@ -772,7 +772,7 @@ fn blocked_reader_is_woken_with_none_when_the_writer_is_dropped() {
                 done_w.write(got).unwrap();
             })
             .unwrap();
-            rill::spawn_on(n - 1, "leaving/writer", move || {
+            rill::try_spawn_on(n - 1, "leaving/writer", move || {
                 w.write(1).unwrap();
                 wait_until_blocked(&about, 1);
                 drop(w);
@@ -792,7 +792,7 @@ fn blocked_poll_is_woken_when_a_writer_is_dropped() {
             let (w0, r0) = rill::stream::<u32>(1);
             let (w1, r1) = rill::stream::<u32>(1);
             let mut readers: Vec<Reader<u32>> = vec![r0, r1];
-            rill::spawn_on(n - 1, "dropper", move || {
+            rill::try_spawn_on(n - 1, "dropper", move || {
                 std::thread::sleep(Duration::from_millis(20));
                 drop(w1);
             })
@@ -856,7 +856,7 @@ fn bad_builder_settings_are_clear_errors() {
 #[test]
 fn spawn_on_a_missing_worker_is_an_error() {
     let mut rt = runtime(2);
-    let e = rt.spawn_on(5, "far/away", || {}).unwrap_err();
+    let e = rt.try_spawn_on(5, "far/away", || {}).unwrap_err();
     assert_eq!(
         e,
         SpawnError::NoSuchWorker {
@@ -870,12 +870,12 @@ fn spawn_on_a_missing_worker_is_an_error() {
         s.contains("far/away") && s.contains("worker 5") && s.contains("2 workers"),
         "{s}"
     );
-    assert!(rt.spawn_on(1, "near", || {}).is_ok());
+    assert!(rt.try_spawn_on(1, "near", || {}).is_ok());
     assert_eq!(run_guarded("spawn_on", rt).unwrap().tasks_created, 1);
 
     // Inside a task: an error to handle, not a panic; nothing is created.
     let stats = run_main("spawn_on_in_task", 2, || {
-        let e = rill::spawn_on(5, "inner/far", || {}).unwrap_err();
+        let e = rill::try_spawn_on(5, "inner/far", || {}).unwrap_err();
         assert_eq!(
             e,
             SpawnError::NoSuchWorker {
@@ -885,7 +885,7 @@ fn spawn_on_a_missing_worker_is_an_error() {
             }
         );
         assert!(e.to_string().contains("inner/far"));
-        rill::spawn_on(1, "inner/near", || {}).unwrap();
+        rill::try_spawn_on(1, "inner/near", || {}).unwrap();
     })
     .unwrap();
     assert_eq!(stats.tasks_created, 2);
@@ -925,7 +925,7 @@ fn spawn_outside_a_runtime_is_refused() {
     let s = panic_text(p);
     assert!(s.contains("outside"), "{s}");
     assert_eq!(
-        rill::spawn_on(0, "orphan", || {}).unwrap_err(),
+        rill::try_spawn_on(0, "orphan", || {}).unwrap_err(),
         SpawnError::OutsideRuntime
     );
     assert!(rill::current().is_none());
@@ -1055,12 +1055,12 @@ fn max_tasks_is_a_limit_on_live_tasks_across_workers() {
         .unwrap();
     let (mut w_ab, mut r_ab) = rill::stream::<u32>(1);
     let (mut w_ba, mut r_ba) = rill::stream::<u32>(1);
-    rt.spawn_on(0, "a", move || {
+    rt.try_spawn_on(0, "a", move || {
         w_ab.write(1).unwrap();
         assert_eq!(r_ba.read(), Some(2));
     })
     .unwrap();
-    rt.spawn_on(1, "b", move || {
+    rt.try_spawn_on(1, "b", move || {
         assert_eq!(r_ab.read(), Some(1));
         w_ba.write(2).unwrap();
     })
@@ -1259,7 +1259,7 @@ fn stacks_past_the_guard_budget_are_refused() {
             let mut refused = None;
             for i in 0..2 * SMALL_GUARD_BUDGET {
                 let (w, mut r) = rill::stream::<u32>(1);
-                match rill::spawn_on(0, format!("idle/{i}"), move || {
+                match rill::try_spawn_on(0, format!("idle/{i}"), move || {
                     let _ = r.read();
                 }) {
                     Ok(_) => writers.push(w),

@@ -316,7 +316,7 @@ fn ends_handed_over_while_their_holder_runs_count_for_the_new_holder() {
             let (mut hand, mut take) = rill::stream::<rill::Writer<u64>>(1);
             let done = Arc::new(AtomicBool::new(false));
             let done2 = done.clone();
-            rill::spawn_on(0, "first", move || {
+            rill::try_spawn_on(0, "first", move || {
                 h1.note_holder(0);
                 for i in 0..3 {
                     w.write(i).unwrap();
@@ -331,7 +331,7 @@ fn ends_handed_over_while_their_holder_runs_count_for_the_new_holder() {
                 }
             })
             .unwrap();
-            rill::spawn_on(1, "second", move || {
+            rill::try_spawn_on(1, "second", move || {
                 h2.note_holder(1);
                 let mut w = take.read().unwrap();
                 w.write(3).unwrap();
@@ -689,12 +689,12 @@ fn stolen_tasks_keep_their_message_order() {
                 let (mut w, mut r) = rill::stream::<u64>(2);
                 let (mut w2, mut r2) = rill::stream::<u64>(1);
                 // Every task starts on worker 0, so that worker 1 steals.
-                rill::spawn_on(0, "src", move || {
+                rill::try_spawn_on(0, "src", move || {
                     (0..MESSAGES).for_each(|i| w.write(i).unwrap())
                 })
                 .unwrap();
                 let relays3 = relays2.clone();
-                rill::spawn_on(0, "relay", move || {
+                rill::try_spawn_on(0, "relay", move || {
                     let mut did = Vec::new();
                     let ids = (r.id(), w2.id());
                     while let Some(v) = r.read() {
@@ -709,7 +709,7 @@ fn stolen_tasks_keep_their_message_order() {
                     relays3.lock().unwrap().push((me, ids, did));
                 })
                 .unwrap();
-                rill::spawn_on(0, "sink", move || {
+                rill::try_spawn_on(0, "sink", move || {
                     let mut n = 0;
                     while r2.read().is_some() {
                         n += 1;

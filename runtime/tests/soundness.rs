@@ -106,7 +106,7 @@ fn stealing_never_moves_a_started_task() {
             for i in 0..16 {
                 let moved = moved.clone();
                 // All on worker 0, so worker 1 has only stealing to do.
-                rt.spawn_on(0, format!("yielder/{i}"), move || {
+                rt.try_spawn_on(0, format!("yielder/{i}"), move || {
                     let me = std::thread::current().id();
                     for _ in 0..2_000 {
                         rill::yield_now();
@@ -140,11 +140,11 @@ fn stealing_still_spreads_new_tasks() {
             .build()
             .unwrap();
         let t2 = threads.clone();
-        rt.spawn_on(0, "spawner", move || {
+        rt.try_spawn_on(0, "spawner", move || {
             for i in 0..64 {
                 let t3 = t2.clone();
                 // On this worker: only a steal can move it.
-                rill::spawn_on(0, format!("work/{i}"), move || {
+                rill::try_spawn_on(0, format!("work/{i}"), move || {
                     t3.lock().unwrap().insert(std::thread::current().id());
                     // Hold this worker until a task ran on the other one:
                     // only a steal lets that happen.

@@ -720,7 +720,7 @@ fn placement_follows_the_mapping() {
                             };
                             match on {
                                 Some(k) => {
-                                    rill::spawn_on(k, name, f).unwrap();
+                                    rill::try_spawn_on(k, name, f).unwrap();
                                 }
                                 None => {
                                     rill::spawn(name, f);

@@ -27,6 +27,7 @@
 //! `scripts/instructions.sh` lists the blocking sites where the suspend
 //! stayed a call.
 
+mod ends;
 mod poll;
 mod poll_set;
 mod ring;
@@ -36,6 +37,7 @@ pub(crate) use slot as slot_api;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+pub use ends::Ends;
 pub use poll::poll;
 pub use poll_set::PollSet;
 pub use ring::Side;

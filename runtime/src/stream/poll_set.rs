@@ -68,6 +68,11 @@ impl<T: Send + 'static> PollSet<T> {
         self.readers.len()
     }
 
+    /// The readers still in the set.
+    pub(crate) fn readers(&self) -> &[Reader<T>] {
+        &self.readers
+    }
+
     /// Whether every reader has ended and was dropped.
     pub fn is_empty(&self) -> bool {
         self.readers.is_empty()
