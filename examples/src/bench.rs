@@ -3,9 +3,11 @@
 //! claims.
 //!
 //! An engine (rill, or a peer baseline) receives a validated [`PipeParams`],
-//! [`RingParams`] or a [`MicroRow`], runs the benchmark, checks its result with
-//! [`SequenceCheck`] or [`verify_ring`], and returns a [`Measurement`]. The command
-//! line turns measurements into `ns_per_op` figures.
+//! [`RingParams`], [`WordcountParams`] or a [`MicroRow`], runs the benchmark,
+//! checks its result with [`SequenceCheck`], [`verify_ring`] or
+//! [`WordcountParams::verify`], and returns a [`Measurement`]. The command line
+//! turns measurements into `ns_per_op` figures (wall milliseconds for the word
+//! count).
 //!
 //! # What `wall` covers
 //!
@@ -15,6 +17,11 @@
 //! clock starts; creating the network's tasks is inside it, since creating a task is
 //! part of what a task runtime offers. For the micro rows, each row says what it
 //! times.
+//!
+//! For the word count, `wall` is the same span up to the moment the merged
+//! counts are in hand; their check against the sequential count comes after.
+//! The text is made or read before any run, and every network reads it from
+//! memory. The `sequential` engine times its counting loop alone.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -22,6 +29,9 @@ use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
 use serde::Serialize;
+
+use crate::apps::MappingChoice;
+use crate::kernels::wordcount::{self, Corpus, Counts};
 
 /// Default bound of every channel or stream (messages it holds before its writer
 /// blocks).
@@ -61,11 +71,23 @@ pub enum Engine {
     /// Peer: one `tokio::spawn`ed task per task on a multi-thread tokio runtime,
     /// connected by `tokio::sync::mpsc::channel`.
     Tokio,
+    /// No network: the plain sequential loop on the calling thread (only
+    /// benchmarks that have one: wordcount).
+    Sequential,
 }
 
 impl Engine {
-    /// Every engine, rill first (the order in which the command line runs them).
+    /// Every engine that runs a network, rill first (the order in which the
+    /// command line runs them).
     pub const ALL: [Engine; 3] = [Engine::Rill, Engine::Threads, Engine::Tokio];
+
+    /// The engines of the word count: the networks, then the sequential loop.
+    pub const WORDCOUNT: [Engine; 4] = [
+        Engine::Rill,
+        Engine::Threads,
+        Engine::Tokio,
+        Engine::Sequential,
+    ];
 
     /// The engine's name as the command line and the JSON output spell it.
     pub fn name(self) -> &'static str {
@@ -73,6 +95,7 @@ impl Engine {
             Engine::Rill => "rill",
             Engine::Threads => "threads",
             Engine::Tokio => "tokio",
+            Engine::Sequential => "sequential",
         }
     }
 }
@@ -370,6 +393,103 @@ impl RingParams {
     }
 }
 
+/// Default words per message from the word count's splitter to a counter.
+pub const DEFAULT_WC_BATCH: usize = 1024;
+
+/// Default number of word count counters.
+pub const DEFAULT_WC_COUNTERS: usize = 4;
+
+/// Default size of the text chunks the word count's source sends, in bytes.
+pub const DEFAULT_WC_CHUNK: usize = 64 * 1024;
+
+/// Parameters of the word count: a source sends the text in chunks of at
+/// least `chunk` bytes cut after whitespace, a splitter cuts them into words
+/// and sends batches of `batch` words (`Vec<String>`) to `counters` counters,
+/// each word to the counter its hash names, and a merger adds up the
+/// counters' final counts. Every run checks the merged counts against the
+/// sequential count of the same text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WordcountParams {
+    /// The text.
+    pub corpus: Corpus,
+    /// Words per message to a counter (at least 1).
+    pub batch: usize,
+    /// Counters (at least 1).
+    pub counters: usize,
+    /// Least bytes per text chunk (at least 1).
+    pub chunk: usize,
+    /// Bound of each channel (at least 1).
+    pub capacity: usize,
+    /// Number of workers (at least 1), for engines that have workers.
+    pub workers: usize,
+    /// Where rill puts the tasks (the peers place their own).
+    pub mapping: MappingChoice,
+    /// Monitoring mode asked for on the command line (`--monitor`); only rill
+    /// uses it.
+    pub monitor: Option<String>,
+    /// Directory for monitoring logs (`--logs`); only rill uses it.
+    pub logs: Option<PathBuf>,
+}
+
+impl WordcountParams {
+    /// The word count of `corpus` on `workers` workers, everything else
+    /// default.
+    pub fn new(corpus: Corpus, workers: usize) -> Self {
+        WordcountParams {
+            corpus,
+            batch: DEFAULT_WC_BATCH,
+            counters: DEFAULT_WC_COUNTERS,
+            chunk: DEFAULT_WC_CHUNK,
+            capacity: DEFAULT_CAPACITY,
+            workers,
+            mapping: MappingChoice::Rr,
+            monitor: None,
+            logs: None,
+        }
+    }
+
+    /// Checks that the benchmark can run with these values.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        check(self.batch >= 1, || {
+            "word count batch must be at least 1 word, got 0".to_string()
+        })?;
+        check(self.counters >= 1, || {
+            "word count counters must be at least 1, got 0".to_string()
+        })?;
+        check(self.chunk >= 1, || {
+            "word count chunk must be at least 1 byte, got 0".to_string()
+        })?;
+        check(self.capacity >= 1, || {
+            "channel capacity must be at least 1, got 0".to_string()
+        })?;
+        check(self.workers >= 1, || {
+            "workers must be at least 1, got 0".to_string()
+        })
+    }
+
+    /// Checks a run's merged counts against the sequential count of the text
+    /// (computed on the first call, outside every timed part).
+    pub fn verify(&self, got: &Counts) -> Result<(), VerifyError> {
+        wordcount::compare(got, self.corpus.reference())
+            .map_err(|e| VerifyError(format!("word count: {e}")))
+    }
+
+    /// A measurement of a run that took `wall` and counted `got`, verified:
+    /// `ops` is the words of the text, and the extra figures are `words`,
+    /// `distinct` and `mb_per_s`.
+    pub fn measured(&self, wall: Duration, got: &Counts) -> Result<Measurement, VerifyError> {
+        self.verify(got)?;
+        let words = wordcount::total_words(got);
+        Ok(Measurement::new(wall, words)
+            .with("words", words)
+            .with("distinct", got.len() as u64)
+            .with(
+                "mb_per_s",
+                self.corpus.len() as f64 / 1e6 / wall.as_secs_f64().max(1e-9),
+            ))
+    }
+}
+
 /// What one run of a benchmark on one engine measured.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Measurement {
@@ -637,6 +757,38 @@ mod tests {
         // More workers than stages: every stage on its own worker.
         assert_eq!(map(Placement::Parts, 3, 8), vec![0, 2, 5]);
         assert_eq!(map(Placement::Parts, 4, 1), vec![0; 4]);
+    }
+
+    #[test]
+    fn wordcount_validation_and_verification() {
+        let corpus = Corpus::of(
+            wordcount::TextSource::Generated { bytes: 11, seed: 0 },
+            "a b a c a b".into(),
+        );
+        let p = WordcountParams::new(corpus, 2);
+        p.validate().unwrap();
+        let bad = |f: fn(&mut WordcountParams)| {
+            let mut q = p.clone();
+            f(&mut q);
+            q.validate().unwrap_err().to_string()
+        };
+        assert!(bad(|q| q.batch = 0).contains("batch must be at least 1"));
+        assert!(bad(|q| q.counters = 0).contains("counters must be at least 1"));
+        assert!(bad(|q| q.chunk = 0).contains("chunk must be at least 1"));
+        assert!(bad(|q| q.capacity = 0).contains("capacity"));
+        assert!(bad(|q| q.workers = 0).contains("workers"));
+        let right = wordcount::count_words("c b a b a a");
+        let m = p.measured(Duration::from_millis(2), &right).unwrap();
+        assert_eq!(m.ops, 6);
+        assert_eq!(m.extra["distinct"], 3);
+        let wrong = wordcount::count_words("a b a c b");
+        let e = p.measured(Duration::from_millis(2), &wrong).unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "verification failed: word count: 1 of 3 distinct words counted wrong (5 words counted, 6 expected): 'a' counted 2 times, expected 3"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

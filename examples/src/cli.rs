@@ -8,11 +8,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::apps::{self, AppOpts, MappingChoice};
 use crate::bench::{
-    Engine, Measurement, MicroRow, ParamError, PipeParams, Placement, RingParams, DEFAULT_CAPACITY,
-    DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES, DEFAULT_RING_SIZE,
+    Engine, Measurement, MicroRow, ParamError, PipeParams, Placement, RingParams, WordcountParams,
+    DEFAULT_CAPACITY, DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES, DEFAULT_RING_SIZE,
+    DEFAULT_WC_BATCH, DEFAULT_WC_CHUNK, DEFAULT_WC_COUNTERS,
 };
 use crate::engines;
 use crate::kernels;
+use crate::kernels::wordcount::{Corpus, TextSource};
 use crate::report::{self, Job, Outcome};
 use crate::suite;
 
@@ -25,16 +27,18 @@ rill's lightweight tasks (engine `rill`) and on two peer baselines: one OS threa
 per task with crossbeam-channel bounded channels (engine `threads`), and tokio \
 tasks with bounded mpsc channels (engine `tokio`). By default every engine runs in the same invocation, so that rill's figures are \
 read as ratios to its peers'. Every run verifies its result (the sink saw exactly \
-0..M in order, the token made exactly H hops) and fails otherwise. It also runs the four \
+0..M in order, the token made exactly H hops) and fails otherwise. A word count network \
+(wordcount) runs the same way on the three engines and beside the plain sequential loop \
+(engine `sequential`), every run checked against the sequential count. It also runs the four \
 applications as stream networks of named tasks on rill (des, mc, rt, ant), each checking its \
 own result, compares round-robin with manual mapping (compare), and runs everything at small \
 sizes (all).";
 
 const AFTER_HELP: &str = "\
-Output: a table per benchmark (median, min and max of ns/op over the repeats, and \
-each peer's ratio to rill), or with --json one JSON object per run on stdout (a \
-failed run's object has \"verified\": false and an \"error\" field). Progress goes to \
-stderr.
+Output: a table per benchmark (median, min and max of ns/op over the repeats, wall \
+milliseconds for wordcount, and each peer's ratio to rill), or with --json one JSON \
+object per run on stdout (a failed run's object has \"verified\": false and an \
+\"error\" field). Progress goes to stderr.
 
 Exit status: 0 when every run succeeded and verified, 1 when any run failed or did not \
 verify (its error is reported in its row and the other runs still run), 2 for invalid \
@@ -42,7 +46,12 @@ arguments.
 
 Environment: RILL_SPIN_US=N sets how long an idle rill worker spins before it parks \
 (microseconds, default 50); RILL_NO_MEMBARRIER=1 makes every stream operation fence \
-instead of relying on membarrier.";
+instead of relying on membarrier.
+
+Allocator: rill-bench allocates with mimalloc, a thread-caching allocator (memory freed on \
+another thread than the one that allocated it, as in a network that passes owned values, is \
+cheap with it). Built with `--features system-alloc` it uses the system allocator instead. \
+The table's header and every JSON object name the allocator of the run.";
 
 fn parse_at_least<T>(s: &str, min: T) -> Result<T, String>
 where
@@ -106,6 +115,12 @@ pub enum Command {
     /// Micro rows, each a runtime primitive timed alone: yield, spawn, handoff,
     /// cross_worker_roundtrip (ns per operation) and idle_cpu (share of a core).
     Micro(MicroArgs),
+    /// Word count: a source sends the text in chunks, a splitter cuts them
+    /// into words and sends batches to K counters (each word to the counter
+    /// its hash names), a merger adds up the counters' counts. Every run is
+    /// checked against a sequential count; engine `sequential` times that
+    /// loop as a row of its own. The table shows wall milliseconds.
+    Wordcount(WordcountArgs),
     /// The applications as stream networks on rill.
     #[command(flatten)]
     App(AppCommand),
@@ -113,15 +128,16 @@ pub enum Command {
     /// prints the wall times (median, min, max) and the speedup of manual.
     Compare(CompareArgs),
     /// Runs every application (rr and manual mapping, monitoring off and full)
-    /// and the pipe and ring against their peers, on small sizes; prints one
-    /// table and writes results.json and index.html.
+    /// and the pipe, ring and word count against their peers, on small sizes;
+    /// prints one table and writes results.json and index.html.
     All(AllArgs),
 }
 
 /// An engine as the command line names it: one of [`Engine`], or `all`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum EngineChoice {
-    /// Every engine: rill, threads and tokio.
+    /// Every engine the benchmark has: rill, threads and tokio (wordcount:
+    /// and sequential).
     All,
     /// rill's lightweight tasks and streams.
     Rill,
@@ -129,13 +145,16 @@ pub enum EngineChoice {
     Threads,
     /// tokio tasks on a multi-thread runtime, tokio mpsc bounded channels.
     Tokio,
+    /// The plain sequential loop, no network (wordcount only).
+    Sequential,
 }
 
 /// Arguments every benchmark takes.
 #[derive(Debug, Args)]
 pub struct CommonArgs {
-    /// Engines to run, a comma-separated list (rill, threads, tokio) or `all`;
-    /// each runs in turn and the table shows them side by side.
+    /// Engines to run, a comma-separated list (rill, threads, tokio, and for
+    /// wordcount sequential) or `all` (every one the benchmark has); each runs
+    /// in turn and the table shows them side by side.
     #[arg(
         long,
         value_enum,
@@ -175,13 +194,20 @@ impl CommonArgs {
     /// The engines chosen, each once, in the order given (`all` expands to rill,
     /// threads, tokio).
     pub fn engines(&self) -> Vec<Engine> {
+        self.engines_from(&Engine::ALL)
+    }
+
+    /// The engines chosen, each once, in the order given, `all` standing for
+    /// the engines in `all`.
+    pub fn engines_from(&self, all: &[Engine]) -> Vec<Engine> {
         let mut out = Vec::new();
         for choice in &self.engine {
             let add: &[Engine] = match choice {
-                EngineChoice::All => &Engine::ALL,
+                EngineChoice::All => all,
                 EngineChoice::Rill => &[Engine::Rill],
                 EngineChoice::Threads => &[Engine::Threads],
                 EngineChoice::Tokio => &[Engine::Tokio],
+                EngineChoice::Sequential => &[Engine::Sequential],
             };
             for e in add {
                 if !out.contains(e) {
@@ -261,6 +287,58 @@ pub struct RingArgs {
     /// their own tasks.
     #[arg(long, value_enum, default_value_t = Placement::Parts)]
     pub placement: Placement,
+
+    /// Options every benchmark takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Arguments of `rill-bench wordcount`.
+#[derive(Debug, Args)]
+pub struct WordcountArgs {
+    /// Text file to count, UTF-8 [default: generated text, see --bytes].
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+
+    /// Bytes of generated text (lines of 0 to 24 words drawn from a Zipf
+    /// distribution over 30,000 words) when no --input is given.
+    #[arg(long, value_name = "N", default_value_t = kernels::wordcount::DEFAULT_BYTES,
+          conflicts_with = "input", value_parser = at_least_usize::<1>)]
+    pub bytes: usize,
+
+    /// Seed of the generated text.
+    #[arg(long, default_value_t = 1, conflicts_with = "input")]
+    pub seed: u64,
+
+    /// Words per message from the splitter to a counter (1: a message per
+    /// word).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_WC_BATCH,
+          value_parser = at_least_usize::<1>)]
+    pub batch: usize,
+
+    /// Counters; each word goes to the counter its hash names.
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_WC_COUNTERS,
+          value_parser = at_least_usize::<1>)]
+    pub counters: usize,
+
+    /// Least bytes of text per message from the source to the splitter (each
+    /// chunk ends after whitespace, so no word is cut).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_WC_CHUNK,
+          value_parser = at_least_usize::<1>)]
+    pub chunk: usize,
+
+    /// Bound of each channel, in messages (at least 1).
+    #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
+          value_parser = at_least_usize::<1>)]
+    pub capacity: usize,
+
+    /// Where rill puts the tasks (wc/source, wc/split, wc/count/K,
+    /// wc/merge): rr (round-robin in that order), manual (source, split and
+    /// merge on worker 0, counter k on worker (k+1) mod W), parts (that
+    /// order cut into W blocks), steal (round-robin, then work stealing), or
+    /// a FILE of `prefix = worker` lines. The peers place their own.
+    #[arg(long, value_name = "MAPPING", default_value = "rr", value_parser = parse_mapping)]
+    pub mapping: MappingChoice,
 
     /// Options every benchmark takes.
     #[command(flatten)]
@@ -623,28 +701,50 @@ pub struct AllArgs {
 }
 
 impl Command {
-    /// The subcommand's name: `pipe`, `ring`, `micro`, `des`, `mc`, `rt`, `ant`,
-    /// `compare` or `all`.
+    /// The subcommand's name: `pipe`, `ring`, `micro`, `wordcount`, `des`, `mc`,
+    /// `rt`, `ant`, `compare` or `all`.
     pub fn name(&self) -> &'static str {
         match self {
             Command::Pipe(_) => "pipe",
             Command::Ring(_) => "ring",
             Command::Micro(_) => "micro",
+            Command::Wordcount(_) => "wordcount",
             Command::App(a) => a.name(),
             Command::Compare(_) => "compare",
             Command::All(_) => "all",
         }
     }
 
-    /// The options every peer benchmark (pipe, ring, micro) takes; `None` for
-    /// the applications, `compare` and `all`.
+    /// The options every peer benchmark (pipe, ring, micro, wordcount) takes;
+    /// `None` for the applications, `compare` and `all`.
     pub fn common(&self) -> Option<&CommonArgs> {
         match self {
             Command::Pipe(a) => Some(&a.common),
             Command::Ring(a) => Some(&a.common),
             Command::Micro(a) => Some(&a.common),
+            Command::Wordcount(a) => Some(&a.common),
             _ => None,
         }
+    }
+
+    /// The engines `--engine` asks for: `all` is every engine the benchmark
+    /// has (wordcount adds `sequential`); naming `sequential` for another
+    /// benchmark is an error.
+    pub fn engines(&self) -> Result<Vec<Engine>, ParamError> {
+        let Some(common) = self.common() else {
+            return Ok(Vec::new());
+        };
+        if let Command::Wordcount(_) = self {
+            return Ok(common.engines_from(&Engine::WORDCOUNT));
+        }
+        let engines = common.engines();
+        if engines.contains(&Engine::Sequential) {
+            return Err(ParamError(format!(
+                "--engine sequential: only wordcount has a sequential engine; {} runs on rill, threads and tokio",
+                self.name()
+            )));
+        }
+        Ok(engines)
     }
 
     /// The peer benchmark jobs this command asks for, validated (none for the
@@ -695,6 +795,27 @@ impl Command {
                     })
                     .collect())
             }
+            Command::Wordcount(a) => {
+                let source = match &a.input {
+                    Some(f) => TextSource::File(f.clone()),
+                    None => TextSource::Generated {
+                        bytes: a.bytes,
+                        seed: a.seed,
+                    },
+                };
+                let p = WordcountParams {
+                    batch: a.batch,
+                    counters: a.counters,
+                    chunk: a.chunk,
+                    capacity: a.capacity,
+                    mapping: a.mapping.clone(),
+                    monitor: common.monitor.clone(),
+                    logs: common.logs.clone(),
+                    ..WordcountParams::new(Corpus::new(source).map_err(ParamError)?, workers)
+                };
+                p.validate()?;
+                Ok(vec![Job::Wordcount(p)])
+            }
             _ => Ok(Vec::new()),
         }
     }
@@ -705,6 +826,7 @@ pub fn run_job(job: &Job, engine: Engine) -> anyhow::Result<Measurement> {
     match job {
         Job::Pipe(p) => engines::run_pipe(engine, p),
         Job::Ring(p) => engines::run_ring(engine, p),
+        Job::Wordcount(p) => engines::run_wordcount(engine, p),
         Job::Micro {
             row,
             workers,
@@ -748,8 +870,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write, progress: &mut dyn Write) -> Result<S
         Command::All(a) => return suite::all(a, out, progress),
         c => c.common().expect("a peer benchmark has common arguments"),
     };
+    let engines = cli.command.engines().map_err(CliError::Params)?;
     let jobs = cli.command.jobs().map_err(CliError::Params)?;
-    let engines = common.engines();
     let mut summary = Summary::default();
     let mut outcomes: Vec<Outcome> = Vec::new();
     for job in &jobs {
@@ -960,6 +1082,128 @@ mod tests {
     }
 
     #[test]
+    fn wordcount_flags() {
+        let cli = parse(&["wordcount", "--bytes", "2000"]).unwrap();
+        assert_eq!(cli.command.engines().unwrap(), Engine::WORDCOUNT.to_vec());
+        let Job::Wordcount(p) = &cli.command.jobs().unwrap()[0] else {
+            panic!("not wordcount")
+        };
+        assert_eq!(
+            (p.batch, p.counters, p.chunk, p.capacity),
+            (1024, 4, 65536, 16)
+        );
+        assert_eq!(p.mapping, MappingChoice::Rr);
+        assert_eq!(
+            *p.corpus.source(),
+            TextSource::Generated {
+                bytes: 2000,
+                seed: 1
+            }
+        );
+        let cli = parse(&[
+            "wordcount",
+            "--bytes",
+            "500",
+            "--seed",
+            "4",
+            "--batch",
+            "1",
+            "--counters",
+            "2",
+            "--chunk",
+            "64",
+            "--capacity",
+            "3",
+            "--mapping",
+            "manual",
+            "--workers",
+            "2",
+            "--engine",
+            "sequential,rill",
+        ])
+        .unwrap();
+        assert_eq!(
+            cli.command.engines().unwrap(),
+            vec![Engine::Sequential, Engine::Rill]
+        );
+        let Job::Wordcount(p) = &cli.command.jobs().unwrap()[0] else {
+            panic!("not wordcount")
+        };
+        assert_eq!(
+            (p.batch, p.counters, p.chunk, p.capacity, p.workers),
+            (1, 2, 64, 3, 2)
+        );
+        assert_eq!(p.mapping, MappingChoice::Manual);
+        assert_eq!(p.corpus.len(), 500);
+        // Only the word count has a sequential engine.
+        let cli = parse(&["ring", "--engine", "sequential"]).unwrap();
+        let e = cli.command.engines().unwrap_err();
+        assert!(e.to_string().contains("only wordcount"), "{e}");
+        assert_eq!(
+            parse(&["pipe", "--engine", "all"])
+                .unwrap()
+                .command
+                .engines()
+                .unwrap(),
+            Engine::ALL.to_vec()
+        );
+        // A missing file is a parameter error.
+        let cli = parse(&["wordcount", "--input", "/no/such/text.txt"]).unwrap();
+        let e = cli.command.jobs().unwrap_err();
+        assert!(e.to_string().contains("/no/such/text.txt"), "{e}");
+        for args in [
+            &["wordcount", "--batch", "0"][..],
+            &["wordcount", "--counters", "0"],
+            &["wordcount", "--chunk", "0"],
+            &["wordcount", "--bytes", "0"],
+            &["wordcount", "--capacity", "0"],
+            &["wordcount", "--mapping", "diagonal"],
+            &["wordcount", "--input", "a.txt", "--bytes", "10"],
+            &["wordcount", "--input", "a.txt", "--seed", "2"],
+        ] {
+            let e = parse(args).expect_err(&format!("{args:?} should fail"));
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn wordcount_table() {
+        let cli = parse(&[
+            "wordcount",
+            "--bytes",
+            "5000",
+            "--workers",
+            "2",
+            "--repeat",
+            "2",
+        ])
+        .unwrap();
+        let mut out = Vec::new();
+        let s = run(&cli, &mut out, &mut std::io::sink()).unwrap();
+        assert_eq!(
+            s,
+            Summary {
+                runs: 8,
+                failures: 0
+            }
+        );
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.starts_with("wordcount  input=5000 generated bytes"),
+            "{out}"
+        );
+        assert!(out.contains("allocator system"), "{out}");
+        for engine in ["rill", "threads", "tokio", "sequential"] {
+            assert!(
+                out.lines()
+                    .any(|l| l.starts_with(engine) && l.contains(" ms ")),
+                "no {engine} row in {out}"
+            );
+        }
+        assert!(out.contains("sequential/rill = "), "{out}");
+    }
+
+    #[test]
     fn overflowing_pipe_is_a_param_error() {
         let cli = parse(&["pipe", "--depth", "3", "--messages", &u64::MAX.to_string()]).unwrap();
         let e = cli.command.jobs().unwrap_err();
@@ -969,7 +1213,18 @@ mod tests {
     #[test]
     fn help_mentions_subcommands_and_flags() {
         let help = Cli::command().render_long_help().to_string();
-        for word in ["pipe", "ring", "micro", "rill", "threads", "tokio"] {
+        for word in [
+            "pipe",
+            "ring",
+            "micro",
+            "wordcount",
+            "rill",
+            "threads",
+            "tokio",
+            "sequential",
+            "mimalloc",
+            "system-alloc",
+        ] {
             assert!(help.contains(word), "top-level help lacks {word}");
         }
         let mut cmd = Cli::command();
@@ -988,6 +1243,26 @@ mod tests {
             "--logs",
         ] {
             assert!(help.contains(flag), "pipe help lacks {flag}");
+        }
+        let wc = cmd.find_subcommand_mut("wordcount").unwrap();
+        let help = wc.render_long_help().to_string();
+        for flag in [
+            "--input",
+            "--bytes",
+            "--seed",
+            "--batch",
+            "--counters",
+            "--chunk",
+            "--capacity",
+            "--mapping",
+            "--workers",
+            "--engine",
+            "--repeat",
+            "--json",
+            "--monitor",
+            "--logs",
+        ] {
+            assert!(help.contains(flag), "wordcount help lacks {flag}");
         }
     }
 

@@ -8,7 +8,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use anyhow::{anyhow, Result};
 
-use crate::bench::{Engine, Measurement, MicroRow, PipeParams, RingParams};
+use crate::bench::{Engine, Measurement, MicroRow, PipeParams, RingParams, WordcountParams};
+use crate::kernels::wordcount;
 use crate::{peers, rill_engine};
 
 fn guarded(engine: Engine, f: impl FnOnce() -> Result<Measurement>) -> Result<Measurement> {
@@ -20,6 +21,12 @@ fn guarded(engine: Engine, f: impl FnOnce() -> Result<Measurement>) -> Result<Me
     })
 }
 
+fn no_sequential(bench: &str) -> Result<Measurement> {
+    Err(anyhow!(
+        "{bench} has no sequential engine: use rill, threads or tokio"
+    ))
+}
+
 /// Runs the pipe benchmark on `engine`.
 pub fn run_pipe(engine: Engine, p: &PipeParams) -> Result<Measurement> {
     p.validate()?;
@@ -27,6 +34,7 @@ pub fn run_pipe(engine: Engine, p: &PipeParams) -> Result<Measurement> {
         Engine::Rill => rill_engine::pipe(p),
         Engine::Threads => peers::threads::pipe(p),
         Engine::Tokio => peers::tokio_rt::pipe(p),
+        Engine::Sequential => no_sequential("pipe"),
     })
 }
 
@@ -37,6 +45,24 @@ pub fn run_ring(engine: Engine, p: &RingParams) -> Result<Measurement> {
         Engine::Rill => rill_engine::ring(p),
         Engine::Threads => peers::threads::ring(p),
         Engine::Tokio => peers::tokio_rt::ring(p),
+        Engine::Sequential => no_sequential("ring"),
+    })
+}
+
+/// Runs the word count on `engine`; `sequential` times the plain loop
+/// ([`wordcount::count_words`]) on this thread.
+pub fn run_wordcount(engine: Engine, p: &WordcountParams) -> Result<Measurement> {
+    p.validate()?;
+    guarded(engine, || match engine {
+        Engine::Rill => rill_engine::wordcount(p),
+        Engine::Threads => peers::wordcount::threads(p),
+        Engine::Tokio => peers::wordcount::tokio(p),
+        Engine::Sequential => {
+            let start = std::time::Instant::now();
+            let counts = wordcount::count_words(p.corpus.text());
+            let wall = start.elapsed();
+            Ok(p.measured(wall, &counts)?)
+        }
     })
 }
 
@@ -57,6 +83,7 @@ pub fn run_micro(
         Engine::Rill => rill_engine::micro(row, workers, monitor, logs),
         Engine::Threads => peers::threads::micro(row, workers),
         Engine::Tokio => peers::tokio_rt::micro(row, workers),
+        Engine::Sequential => no_sequential("micro"),
     })
 }
 
@@ -86,6 +113,23 @@ mod tests {
             assert!(run_pipe(engine, &p).is_err());
         }
         assert!(run_micro(Engine::Threads, MicroRow::Yield, 0, None, None).is_err());
+    }
+
+    #[test]
+    fn wordcount_on_every_engine() {
+        let corpus = wordcount::Corpus::new(wordcount::TextSource::Generated {
+            bytes: 20_000,
+            seed: 9,
+        })
+        .unwrap();
+        let p = WordcountParams::new(corpus, 2);
+        let words = wordcount::total_words(p.corpus.reference());
+        for engine in Engine::WORDCOUNT {
+            let m = run_wordcount(engine, &p).unwrap();
+            assert_eq!(m.ops, words, "{engine}");
+        }
+        let e = run_pipe(Engine::Sequential, &PipeParams::default()).unwrap_err();
+        assert!(e.to_string().contains("no sequential engine"), "{e}");
     }
 
     #[test]

@@ -8,7 +8,24 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use rill_examples::cli::{self, Cli, CliError};
 
+/// mimalloc keeps a heap per thread and takes a block freed by another thread
+/// back without a lock, so networks that hand owned values (a word's
+/// `String`) from worker to worker do not serialise on the allocator. Its
+/// thread-local state is read inside each (non-inlined) C call, never kept by
+/// a task's code across a switch to another worker.
+#[cfg(not(feature = "system-alloc"))]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The allocator's name for the reports.
+const ALLOCATOR: &str = if cfg!(feature = "system-alloc") {
+    "system"
+} else {
+    "mimalloc"
+};
+
 fn main() -> ExitCode {
+    rill_examples::report::set_allocator(ALLOCATOR);
     let args = Cli::parse();
     let stdout = io::stdout();
     let mut out = stdout.lock();

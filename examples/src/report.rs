@@ -2,11 +2,29 @@
 //! median, min and max over the repeats and each engine's ratio to rill.
 
 use std::io::{self, Write};
+use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
 
-use crate::bench::{Engine, Measurement, MicroRow, PipeParams, RingParams, MICRO_CAPACITY};
+use crate::bench::{
+    Engine, Measurement, MicroRow, PipeParams, RingParams, WordcountParams, MICRO_CAPACITY,
+};
 use crate::cli::Command;
+use crate::kernels::wordcount::TextSource;
+
+static ALLOCATOR: OnceLock<&'static str> = OnceLock::new();
+
+/// Records the name of the global allocator the program runs with, for the
+/// reports (`rill-bench` sets it in `main`).
+pub fn set_allocator(name: &'static str) {
+    let _ = ALLOCATOR.set(name);
+}
+
+/// The global allocator's name as set by [`set_allocator`]; `system` when
+/// nothing set it.
+pub fn allocator() -> &'static str {
+    ALLOCATOR.get().copied().unwrap_or("system")
+}
 
 /// One benchmark configuration, run on each engine.
 #[derive(Clone, Debug, PartialEq)]
@@ -15,6 +33,8 @@ pub enum Job {
     Pipe(PipeParams),
     /// A ring run.
     Ring(RingParams),
+    /// A word count run.
+    Wordcount(WordcountParams),
     /// A micro row with the worker count asked for.
     Micro {
         /// The row.
@@ -29,12 +49,21 @@ pub enum Job {
 }
 
 impl Job {
-    /// The benchmark's name: `pipe`, `ring` or `micro`.
+    /// The benchmark's name: `pipe`, `ring`, `wordcount` or `micro`.
     pub fn bench(&self) -> &'static str {
         match self {
             Job::Pipe(_) => "pipe",
             Job::Ring(_) => "ring",
+            Job::Wordcount(_) => "wordcount",
             Job::Micro { .. } => "micro",
+        }
+    }
+
+    /// What `ops` counts: `word` for the word count, `op` otherwise.
+    pub fn op_name(&self) -> &'static str {
+        match self {
+            Job::Wordcount(_) => "word",
+            _ => "op",
         }
     }
 
@@ -78,6 +107,25 @@ impl Job {
                 "monitor": p.monitor,
                 "logs": p.logs,
             }),
+            Job::Wordcount(p) => {
+                let (input, seed) = match p.corpus.source() {
+                    TextSource::Generated { seed, .. } => ("generated".to_string(), Some(*seed)),
+                    TextSource::File(f) => (f.display().to_string(), None),
+                };
+                json!({
+                    "workers": p.workers,
+                    "mapping": p.mapping.name(),
+                    "input": input,
+                    "seed": seed,
+                    "bytes": p.corpus.len(),
+                    "batch": p.batch,
+                    "counters": p.counters,
+                    "chunk": p.chunk,
+                    "capacity": p.capacity,
+                    "monitor": p.monitor,
+                    "logs": p.logs,
+                })
+            }
             Job::Micro {
                 row,
                 workers,
@@ -114,6 +162,16 @@ impl Job {
                 "ring  size={} hops={} capacity={} placement={} workers={}",
                 p.size, p.hops, p.capacity, p.placement, p.workers
             ),
+            Job::Wordcount(p) => format!(
+                "wordcount  input={} batch={} counters={} chunk={} capacity={} mapping={} workers={}",
+                p.corpus.source(),
+                p.batch,
+                p.counters,
+                p.chunk,
+                p.capacity,
+                p.mapping,
+                p.workers
+            ),
             Job::Micro { workers, .. } => format!("micro  workers={workers}"),
         }
     }
@@ -132,21 +190,22 @@ pub struct Outcome {
     pub result: Result<Measurement, String>,
 }
 
-/// The figure a measurement is reported by: ns per operation, or for `idle_cpu`
-/// the share of one core in percent.
+/// The figure a measurement is reported by: ns per operation, for `idle_cpu`
+/// the share of one core in percent, and for the word count the wall time in
+/// milliseconds.
 fn figure(job: &Job, m: &Measurement) -> Option<f64> {
-    if job.is_cpu_share() {
-        m.cpu_share().map(|s| s * 100.0)
-    } else {
-        m.ns_per_op()
+    match job {
+        _ if job.is_cpu_share() => m.cpu_share().map(|s| s * 100.0),
+        Job::Wordcount(_) => Some(m.wall.as_secs_f64() * 1e3),
+        _ => m.ns_per_op(),
     }
 }
 
 fn unit(job: &Job) -> &'static str {
-    if job.is_cpu_share() {
-        "% core"
-    } else {
-        "ns/op"
+    match job {
+        _ if job.is_cpu_share() => "% core",
+        Job::Wordcount(_) => "ms",
+        _ => "ns/op",
     }
 }
 
@@ -161,16 +220,18 @@ pub fn short_result(job: &Job, result: &Result<Measurement, String>) -> String {
     }
 }
 
-/// The JSON object for one run: `bench`, `engine`, `run`, the job's parameters
-/// (`workers`, `placement`, `depth`, `messages`, `size`, `hops`, `capacity`,
-/// `row`... as they apply), then `ops`, `wall_ms`, `ns_per_op` (null for
-/// `idle_cpu`, which has `cpu_share` instead), `verified` and the engine's extra
+/// The JSON object for one run: `bench`, `engine`, `run`, `allocator`, the
+/// job's parameters (`workers`, `placement`, `depth`, `messages`, `size`,
+/// `hops`, `capacity`, `row`, `batch`, `counters`... as they apply), then
+/// `ops`, `wall_ms`, `ns_per_op` (null for `idle_cpu`, which has `cpu_share`
+/// instead; per word for the word count), `verified` and the engine's extra
 /// figures. A failed run has `verified: false` and `error` instead of figures.
 pub fn json_line(o: &Outcome) -> Value {
     let mut m = Map::new();
     m.insert("bench".into(), json!(o.job.bench()));
     m.insert("engine".into(), json!(o.engine.name()));
     m.insert("run".into(), json!(o.run));
+    m.insert("allocator".into(), json!(allocator()));
     m.extend(o.job.params());
     match &o.result {
         Ok(meas) => {
@@ -289,9 +350,10 @@ pub fn write_tables(
     if let Some(first) = jobs.first() {
         writeln!(
             out,
-            "{}  ({repeat} run{} per engine)",
+            "{}  ({repeat} run{} per engine, allocator {})",
             first.title(),
-            if repeat == 1 { "" } else { "s" }
+            if repeat == 1 { "" } else { "s" },
+            allocator()
         )?;
     }
     let row_col = if micro {
@@ -301,7 +363,7 @@ pub fn write_tables(
     };
     writeln!(
         out,
-        "{row_col}{:<9} {:>8} {:>12} {:>12} {:>12}  vs rill",
+        "{row_col}{:<10} {:>8} {:>12} {:>12} {:>12}  vs rill",
         "engine", "unit", "median", "min", "max"
     )?;
     for job in jobs {
@@ -321,7 +383,7 @@ pub fn write_tables(
             match cell {
                 Ok(s) => writeln!(
                     out,
-                    "{row_col}{:<9} {:>8} {:>12} {:>12} {:>12}  {}",
+                    "{row_col}{:<10} {:>8} {:>12} {:>12} {:>12}  {}",
                     engine.name(),
                     unit(job),
                     fmt_figure(s.median),
@@ -329,7 +391,7 @@ pub fn write_tables(
                     fmt_figure(s.max),
                     ratio(*engine, cell, rill)
                 )?,
-                Err(e) => writeln!(out, "{row_col}{:<9} error: {e}", engine.name())?,
+                Err(e) => writeln!(out, "{row_col}{:<10} error: {e}", engine.name())?,
             }
         }
     }

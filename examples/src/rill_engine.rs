@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Result};
 use rill::{MonitorConfig, MonitorFlags};
 
-use crate::bench::{Measurement, MicroRow, PipeParams, Placement, RingParams};
+use crate::apps;
+use crate::bench::{Measurement, MicroRow, PipeParams, Placement, RingParams, WordcountParams};
 use crate::rill_runs::{self, Micro, PipePlacement, RunInfo};
 
 /// Turns `--monitor MODE` and `--logs DIR` into the runtime's setting. The
@@ -89,6 +90,16 @@ pub fn ring(p: &RingParams) -> Result<Measurement> {
     };
     let info = rill_runs::ring_mon(p.size, p.hops, p.capacity, p.workers, placement, &mon)?;
     Ok(with_info(Measurement::new(info.wall, p.hops), &info, &mon))
+}
+
+/// The word count on rill ([`apps::wordcount`]), checked against the
+/// sequential count after the run.
+pub fn wordcount(p: &WordcountParams) -> Result<Measurement> {
+    let mon = monitor_config(p.monitor.as_deref(), p.logs.as_deref(), "wordcount")?;
+    let run = apps::wordcount::run(p, &mon)?;
+    let info = RunInfo::of(run.wall, &run.stats);
+    let m = p.measured(run.wall, &run.value)?;
+    Ok(with_info(m, &info, &mon).with("mapping", p.mapping.name()))
 }
 
 /// One micro row on rill. `yield`, `spawn` and `handoff` run on one worker,

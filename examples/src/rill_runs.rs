@@ -43,7 +43,8 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
-    fn of(wall: Duration, stats: &rill::RunStats) -> RunInfo {
+    /// The figures of a run that took `wall`, from its statistics.
+    pub fn of(wall: Duration, stats: &rill::RunStats) -> RunInfo {
         RunInfo {
             wall,
             log_bytes: stats.log_bytes,

@@ -1,6 +1,7 @@
 //! Running the applications from the command line: `rill-bench des|mc|rt|ant`
 //! ([`run_app`]), `rill-bench compare` ([`compare`]) and `rill-bench all`
-//! ([`all`]).
+//! ([`all`], which also runs the pipe, ring and word count beside their
+//! peers).
 //!
 //! Every run of an application is an [`AppRun`]; its per-run figures beyond
 //! the application's own come from [`AppRun::extra_columns`], which the
@@ -14,9 +15,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice, MonitorSpec};
-use crate::bench::{Engine, ParamError, PipeParams, Placement, RingParams};
-use crate::cli::{AllArgs, AppCommand, CliError, CompareArgs, Summary};
-use crate::engines;
+use crate::bench::{Engine, ParamError, PipeParams, Placement, RingParams, WordcountParams};
+use crate::cli::{run_job, AllArgs, AppCommand, CliError, CompareArgs, Summary};
+use crate::kernels::wordcount::{Corpus, TextSource};
 use crate::report::{self, Job, Outcome, Stats};
 
 /// One finished (or failed) run of an application.
@@ -142,8 +143,11 @@ pub fn run_app(
         writeln!(out, "{}", app.describe())?;
         writeln!(
             out,
-            "workers={} mapping={} monitor={}",
-            base.workers, base.mapping, base.monitor
+            "workers={} mapping={} monitor={} allocator={}",
+            base.workers,
+            base.mapping,
+            base.monitor,
+            report::allocator()
         )?;
     }
     for run in 0..repeat {
@@ -414,7 +418,7 @@ fn fmt_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 
 fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "{:<6} {:<8} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}\n",
+        "{:<9} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}\n",
         "bench",
         "engine",
         "mapping",
@@ -431,7 +435,7 @@ fn table(rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             s,
-            "{:<6} {:<8} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}",
+            "{:<9} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}",
             r.bench,
             r.engine,
             r.mapping,
@@ -575,7 +579,8 @@ fn logs_dir(out: &Path, app: &str, m: &MappingChoice, monitor: &str) -> Option<P
 }
 
 /// `rill-bench all`: every application with rr and manual mapping, with
-/// monitoring off and full, and the pipe and ring against their peers; one
+/// monitoring off and full, and the pipe, ring and word count against their
+/// peers (the word count also against the sequential loop); one
 /// table on `out`, progress on `progress`, and `results.json` and
 /// `index.html` in `--out`.
 pub fn all(
@@ -630,7 +635,22 @@ pub fn all(
             },
         )
     };
-    let total_steps = apps.len() * mappings.len() * monitors.len() + 2 * Engine::ALL.len();
+    // The word count's text: 2 MB (200 kB with --quick), default network.
+    let corpus = Corpus::new(TextSource::Generated {
+        bytes: if args.quick { 200_000 } else { 2_000_000 },
+        seed: 1,
+    })
+    .map_err(|e| CliError::Params(ParamError(e)))?;
+    let peer_benches = [
+        (Job::Pipe(peer_jobs.0), &Engine::ALL[..]),
+        (Job::Ring(peer_jobs.1), &Engine::ALL[..]),
+        (
+            Job::Wordcount(WordcountParams::new(corpus, workers)),
+            &Engine::WORDCOUNT[..],
+        ),
+    ];
+    let total_steps = apps.len() * mappings.len() * monitors.len()
+        + peer_benches.iter().map(|(_, e)| e.len()).sum::<usize>();
     let mut step = 0;
     let mut summary = Summary::default();
     let mut json_runs: Vec<Value> = Vec::new();
@@ -728,10 +748,10 @@ pub fn all(
         }
     }
 
-    // The pipe and ring on rill and on the peers.
-    for job in [Job::Pipe(peer_jobs.0), Job::Ring(peer_jobs.1)] {
+    // The pipe, ring and word count on rill and on the peers.
+    for (job, job_engines) in peer_benches {
         let mut cells: Vec<(Engine, Vec<Outcome>)> = Vec::new();
-        for engine in Engine::ALL {
+        for &engine in job_engines {
             step += 1;
             let mut outcomes = Vec::new();
             for run in 0..repeat {
@@ -742,12 +762,7 @@ pub fn all(
                     run + 1
                 );
                 let _ = progress.flush();
-                let result = match &job {
-                    Job::Pipe(p) => engines::run_pipe(engine, p),
-                    Job::Ring(p) => engines::run_ring(engine, p),
-                    Job::Micro { .. } => unreachable!("all runs no micro rows"),
-                }
-                .map_err(|e| format!("{e:#}"));
+                let result = run_job(&job, engine).map_err(|e| format!("{e:#}"));
                 let _ = writeln!(progress, "{}", report::short_result(&job, &result));
                 summary.runs += 1;
                 if result.is_err() {
@@ -792,7 +807,7 @@ pub fn all(
             let note = match outcomes.iter().find_map(|o| o.result.as_ref().err()) {
                 Some(e) => e.clone(),
                 None => Stats::of(&ns)
-                    .map(|s| format!("{:.0} ns/op", s.median))
+                    .map(|s| format!("{:.0} ns/{}", s.median, job.op_name()))
                     .unwrap_or_default(),
             };
             rows.push(Row {
@@ -802,6 +817,7 @@ pub fn all(
                     match &job {
                         Job::Pipe(p) => p.placement.name().into(),
                         Job::Ring(p) => p.placement.name().into(),
+                        Job::Wordcount(p) => p.mapping.name(),
                         Job::Micro { .. } => "-".into(),
                     }
                 } else {
@@ -821,9 +837,10 @@ pub fn all(
 
     let elapsed = started.elapsed().as_secs_f64();
     let title = format!(
-        "rill-bench all{}: {workers} workers, {repeat} run{} per configuration, {:.1} s in all",
+        "rill-bench all{}: {workers} workers, {repeat} run{} per configuration, allocator {}, {:.1} s in all",
         if args.quick { " --quick" } else { "" },
         if repeat == 1 { "" } else { "s" },
+        report::allocator(),
         elapsed
     );
     let machine = machine();
@@ -843,6 +860,7 @@ pub fn all(
         "workers": workers,
         "repeat": repeat,
         "quick": args.quick,
+        "allocator": report::allocator(),
         "elapsed_s": elapsed,
         "failures": summary.failures,
         "rows": rows.iter().map(|r| json!({

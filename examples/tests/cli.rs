@@ -79,6 +79,147 @@ fn bad_values_exit_2_without_panic() {
     }
 }
 
+/// The allocator this build of rill-bench reports.
+fn allocator() -> &'static str {
+    if cfg!(feature = "system-alloc") {
+        "system"
+    } else {
+        "mimalloc"
+    }
+}
+
+#[test]
+fn wordcount_verifies_on_every_engine() {
+    let out = rill_bench(&[
+        "wordcount",
+        "--bytes",
+        "200000",
+        "--workers",
+        "2",
+        "--batch",
+        "100",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let lines = json_lines(&out.stdout);
+    let engines: Vec<&str> = lines
+        .iter()
+        .map(|v| v["engine"].as_str().unwrap())
+        .collect();
+    assert_eq!(engines, ["rill", "threads", "tokio", "sequential"]);
+    for v in &lines {
+        assert_eq!(v["bench"], "wordcount");
+        assert_eq!(v["verified"], true, "{v}");
+        assert_eq!(v["allocator"], allocator());
+        assert_eq!(v["bytes"], 200_000);
+        assert_eq!(v["input"], "generated");
+        assert_eq!(v["batch"], 100);
+        assert_eq!(v["counters"], 4);
+        assert_eq!(v["workers"], 2);
+        assert_eq!(v["mapping"], "rr");
+        assert!(v["wall_ms"].as_f64().unwrap() > 0.0, "{v}");
+        // Every engine counted the same words.
+        assert_eq!(v["words"], lines[0]["words"]);
+        assert_eq!(v["distinct"], lines[0]["distinct"]);
+        assert_eq!(v["ops"], v["words"]);
+    }
+    assert!(lines[0]["words"].as_u64().unwrap() > 20_000, "{}", lines[0]);
+    assert!(
+        stderr.contains("[wordcount] sequential run 1/1"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn wordcount_of_a_file_as_a_table() {
+    let dir = std::env::temp_dir().join(format!("rill-cli-wc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = dir.join("text.txt");
+    std::fs::write(
+        &text,
+        "It was the best of times, it was the worst of times,\n\
+         it was the age of wisdom, it was the age of foolishness\n\tça  va\n",
+    )
+    .unwrap();
+    let out = rill_bench(&[
+        "wordcount",
+        "--input",
+        text.to_str().unwrap(),
+        "--batch",
+        "1",
+        "--counters",
+        "3",
+        "--chunk",
+        "8",
+        "--mapping",
+        "manual",
+        "--workers",
+        "2",
+        "--repeat",
+        "2",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with(&format!("wordcount  input={}", text.display())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("mapping=manual"), "{stdout}");
+    assert!(stdout.contains("(2 runs per engine, allocator"), "{stdout}");
+    for engine in ["rill", "threads", "tokio", "sequential"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(engine) && l.contains(" ms ")),
+            "no {engine} row in\n{stdout}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn wordcount_argument_errors_exit_2() {
+    let dir = std::env::temp_dir().join(format!("rill-cli-wc-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let binary = dir.join("binary.dat");
+    std::fs::write(&binary, b"caf\xe9 au lait").unwrap();
+    for (args, says) in [
+        (&["wordcount", "--batch", "0"][..], "at least 1"),
+        (&["wordcount", "--counters", "0"], "at least 1"),
+        (&["wordcount", "--bytes", "lots"], "expected a whole number"),
+        (
+            &["wordcount", "--input", "/no/such/words.txt"],
+            "cannot read the input file /no/such/words.txt",
+        ),
+        (
+            &["wordcount", "--input", binary.to_str().unwrap()],
+            "is not UTF-8 text",
+        ),
+        (
+            &["wordcount", "--input", "x.txt", "--bytes", "100"],
+            "cannot be used with",
+        ),
+        (
+            &["wordcount", "--mapping", "sideways"],
+            "no such mapping file",
+        ),
+        (&["wordcount", "--engine", "python"], "invalid value"),
+        (&["pipe", "--engine", "sequential"], "only wordcount"),
+    ] {
+        let out = rill_bench(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(stdout)
         .lines()
@@ -299,19 +440,39 @@ fn all_quick_writes_its_report() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    for bench in ["des", "mc", "rt", "ant", "pipe", "ring"] {
+    for bench in ["des", "mc", "rt", "ant", "pipe", "ring", "wordcount"] {
         assert!(
             stdout.lines().any(|l| l.starts_with(bench)),
             "no {bench} in {stdout}"
         );
     }
-    assert!(stderr.contains("[all 1/22]"), "{stderr}");
+    assert!(stderr.contains("[all 1/26]"), "{stderr}");
+    assert!(
+        stdout.contains(&format!("allocator {}", allocator())),
+        "{stdout}"
+    );
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    assert_eq!(results["rows"].as_array().unwrap().len(), 22);
+    let rows = results["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 26);
     assert_eq!(results["failures"], 0);
+    assert_eq!(results["allocator"], allocator());
+    let wc: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["bench"] == "wordcount")
+        .map(|r| r["engine"].as_str().unwrap())
+        .collect();
+    assert_eq!(wc, ["rill", "threads", "tokio", "sequential"]);
+    assert!(rows
+        .iter()
+        .filter(|r| r["bench"] == "wordcount")
+        .all(|r| r["verified"] == true));
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(html.contains("<table>"), "{html}");
+    assert!(
+        html.contains("<td>wordcount</td><td>sequential</td>"),
+        "{html}"
+    );
     // Monitored rows link their rill-mon summary and timeline, which exist.
     assert!(
         html.contains("timeline.svg") && html.contains("summary.txt"),

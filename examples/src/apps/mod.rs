@@ -1,4 +1,4 @@
-//! The four benchmark applications as stream networks of named tasks on rill.
+//! The benchmark applications as stream networks of named tasks on rill.
 //!
 //! Each application turns one of the [`crate::kernels`] into a network whose
 //! task names are places in it (`des/round/1/2`, `mc/star/3/step/7`,
@@ -13,9 +13,13 @@
 //!   collector putting the images back in order.
 //! - [`ant`]: an ant colony whose ants run as a pool of tasks, reduced in ant
 //!   order every iteration.
+//! - [`wordcount`]: a source, a splitter, counters fed by word hash and a
+//!   merger. Unlike the four above it runs beside its peers (`rill-bench
+//!   wordcount`, with [`crate::peers::wordcount`]) rather than as an [`App`].
 //!
-//! Every runtime is built by [`runtime_for`], the one place where the mapping
-//! choice becomes a [`rill::Mapping`] and where monitoring is configured.
+//! Every runtime is built by [`runtime_for`] (the word count: with
+//! [`mapping_for`] and the peer benchmarks' monitoring setting), where the
+//! mapping choice becomes a [`rill::Mapping`] and monitoring is configured.
 //!
 //! `wall` is always the time of `Runtime::run` of the network: inputs, the
 //! sequential references and the checks are outside it.
@@ -24,6 +28,7 @@ pub mod ant;
 pub mod des;
 pub mod mc;
 pub mod rt;
+pub mod wordcount;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -232,6 +237,25 @@ impl AppOpts {
     }
 }
 
+/// The [`rill::Mapping`] a mapping choice means for a network whose own
+/// placement table is `manual` and whose ordered prefix list is `parts`; a
+/// file choice is loaded with [`ManualTable::load`].
+pub fn mapping_for(
+    choice: &MappingChoice,
+    manual: ManualTable,
+    parts: Vec<String>,
+) -> Result<Mapping> {
+    Ok(match choice {
+        MappingChoice::Rr => Mapping::RoundRobin,
+        MappingChoice::Manual => Mapping::Manual(manual),
+        MappingChoice::Parts => Mapping::Partitioned(parts),
+        MappingChoice::Steal => Mapping::Steal,
+        MappingChoice::File(p) => Mapping::Manual(
+            ManualTable::load(p).with_context(|| format!("mapping file {}", p.display()))?,
+        ),
+    })
+}
+
 /// Builds the runtime of an application run: `workers` workers, the mapping
 /// turned into a [`rill::Mapping`] (`manual` is the application's `manual`
 /// table, `parts` its ordered `parts` list, a file is loaded with
@@ -240,15 +264,7 @@ pub fn runtime_for(opts: &AppOpts, manual: ManualTable, parts: Vec<String>) -> R
     if opts.workers == 0 {
         return Err(anyhow!("workers must be at least 1, got 0"));
     }
-    let mapping = match &opts.mapping {
-        MappingChoice::Rr => Mapping::RoundRobin,
-        MappingChoice::Manual => Mapping::Manual(manual),
-        MappingChoice::Parts => Mapping::Partitioned(parts),
-        MappingChoice::Steal => Mapping::Steal,
-        MappingChoice::File(p) => Mapping::Manual(
-            ManualTable::load(p).with_context(|| format!("mapping file {}", p.display()))?,
-        ),
-    };
+    let mapping = mapping_for(&opts.mapping, manual, parts)?;
     let mut builder = Runtime::builder()
         .workers(opts.workers)
         .mapping(mapping)
@@ -483,7 +499,7 @@ impl AppRun {
     }
 
     /// The JSON object of the run: `bench`, `workers`, `mapping`, `monitor`,
-    /// `run`, `wall_ms`, `verified` (and `problems` when not), the
+    /// `run`, `allocator`, `wall_ms`, `verified` (and `problems` when not), the
     /// application's figures and the [`extra_columns`](AppRun::extra_columns).
     pub fn json(&self, opts: &AppOpts, run: u32) -> Value {
         let mut m = Map::new();
@@ -495,6 +511,7 @@ impl AppRun {
             m.insert("logs".into(), json!(l));
         }
         m.insert("run".into(), json!(run));
+        m.insert("allocator".into(), json!(crate::report::allocator()));
         m.insert("wall_ms".into(), json!(self.wall.as_secs_f64() * 1e3));
         m.insert("verified".into(), json!(self.verified));
         if !self.verified {

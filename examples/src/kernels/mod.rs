@@ -1,4 +1,4 @@
-//! Pure computational kernels of the four benchmark applications.
+//! Pure computational kernels of the benchmark applications.
 //!
 //! Nothing in here depends on the rill runtime. Each kernel is split into
 //! small, deterministic steps that a stream network can place into separate
@@ -13,6 +13,8 @@
 //!   indexed scenes.
 //! * [`ant`]: ant colony optimisation for single-machine total weighted
 //!   tardiness, split into construction, local search and pheromone update.
+//! * [`wordcount`]: generated text, its cutting into chunks and words, the
+//!   routing of words to counters, and the sequential count.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -21,6 +23,7 @@ pub mod ant;
 pub mod des;
 pub mod mc;
 pub mod rt;
+pub mod wordcount;
 
 /// SplitMix64 finaliser: a bijective 64-bit mixing function with good
 /// avalanche behaviour (Steele, Lea and Flood, 2014).

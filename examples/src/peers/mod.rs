@@ -5,8 +5,12 @@
 //! - [`tokio_rt`]: one tokio task per task on a multi-thread runtime,
 //!   `tokio::sync::mpsc` bounded channels.
 //!
-//! Each module offers `pipe`, `ring` and `micro` with the same signatures as
-//! [`crate::rill_engine`].
+//! - [`wordcount`]: the word count network on both.
+//!
+//! `threads` and `tokio_rt` offer `pipe`, `ring` and `micro` with the same
+//! signatures as [`crate::rill_engine`]; `wordcount` offers `threads` and
+//! `tokio`.
 
 pub mod threads;
 pub mod tokio_rt;
+pub mod wordcount;
