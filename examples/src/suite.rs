@@ -387,6 +387,9 @@ fn all_apps(quick: bool) -> anyhow::Result<Vec<Box<dyn App>>> {
 #[derive(Clone, Debug)]
 struct Row {
     bench: String,
+    /// The pipe's and ring's placement of rill's tasks (the same job for
+    /// every engine of it; the peers place their own).
+    placement: Option<&'static str>,
     engine: &'static str,
     mapping: String,
     monitor: String,
@@ -404,6 +407,17 @@ struct Row {
     mon: Option<crate::apps::MonSummary>,
 }
 
+impl Row {
+    /// The bench column: the bench, and for the pipe and the ring the
+    /// placement, so that each peer row reads beside its rill row.
+    fn label(&self) -> String {
+        match self.placement {
+            Some(p) => format!("{} {p}", self.bench),
+            None => self.bench.clone(),
+        }
+    }
+}
+
 fn waits_text(m: &crate::apps::MonSummary) -> String {
     m.waits
         .iter()
@@ -418,7 +432,7 @@ fn fmt_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 
 fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "{:<9} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}\n",
+        "{:<11} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}\n",
         "bench",
         "engine",
         "mapping",
@@ -435,8 +449,8 @@ fn table(rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             s,
-            "{:<9} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}",
-            r.bench,
+            "{:<11} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}",
+            r.label(),
             r.engine,
             r.mapping,
             r.monitor,
@@ -512,7 +526,7 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
              <td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td>\
              <td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
             if r.verified { "" } else { " class=bad" },
-            html_escape(&r.bench),
+            html_escape(&r.label()),
             r.engine,
             html_escape(&r.mapping),
             html_escape(&r.monitor),
@@ -546,7 +560,7 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
             let _ = writeln!(
                 h,
                 "<h2>{} ({} mapping, monitored)</h2>\n<img src=\"{}/timeline.svg\" style=\"max-width:100%\">",
-                html_escape(&r.bench),
+                html_escape(&r.label()),
                 html_escape(&r.mapping),
                 html_escape(&rel)
             );
@@ -603,12 +617,16 @@ pub fn all(
     let apps = all_apps(args.quick).map_err(|e| CliError::Params(ParamError(e.to_string())))?;
     let mappings = [MappingChoice::Rr, MappingChoice::Manual];
     let monitors = ["off", "full"];
-    let peer_jobs = if args.quick {
+    // The pipe and the ring with rr placement (every hand-off crosses
+    // workers, rill's weakest rows) beside their peers, and the ring with
+    // its default placement.
+    let (pipe, ring) = if args.quick {
         (
             PipeParams {
                 depth: 10,
                 messages: 2_000,
                 workers,
+                placement: Placement::Rr,
                 ..PipeParams::default()
             },
             RingParams {
@@ -635,6 +653,10 @@ pub fn all(
             },
         )
     };
+    let ring_rr = RingParams {
+        placement: Placement::Rr,
+        ..ring.clone()
+    };
     // The word count's text: 2 MB (200 kB with --quick), default network.
     let corpus = Corpus::new(TextSource::Generated {
         bytes: if args.quick { 200_000 } else { 2_000_000 },
@@ -642,8 +664,9 @@ pub fn all(
     })
     .map_err(|e| CliError::Params(ParamError(e)))?;
     let peer_benches = [
-        (Job::Pipe(peer_jobs.0), &Engine::ALL[..]),
-        (Job::Ring(peer_jobs.1), &Engine::ALL[..]),
+        (Job::Pipe(pipe), &Engine::ALL[..]),
+        (Job::Ring(ring), &Engine::ALL[..]),
+        (Job::Ring(ring_rr), &Engine::ALL[..]),
         (
             Job::Wordcount(WordcountParams::new(corpus, workers)),
             &Engine::WORDCOUNT[..],
@@ -730,6 +753,7 @@ pub fn all(
                     .unwrap_or_default();
                 rows.push(Row {
                     bench: app.name().into(),
+                    placement: None,
                     engine: "rill",
                     mapping: m.name(),
                     monitor: monitor.into(),
@@ -812,6 +836,11 @@ pub fn all(
             };
             rows.push(Row {
                 bench: job.bench().into(),
+                placement: match &job {
+                    Job::Pipe(p) => Some(p.placement.name()),
+                    Job::Ring(p) => Some(p.placement.name()),
+                    _ => None,
+                },
                 engine: engine.name(),
                 mapping: if *engine == Engine::Rill {
                     match &job {
@@ -865,6 +894,7 @@ pub fn all(
         "failures": summary.failures,
         "rows": rows.iter().map(|r| json!({
             "bench": r.bench,
+            "placement": r.placement,
             "engine": r.engine,
             "mapping": r.mapping,
             "monitor": r.monitor,

@@ -446,7 +446,7 @@ fn all_quick_writes_its_report() {
             "no {bench} in {stdout}"
         );
     }
-    assert!(stderr.contains("[all 1/26]"), "{stderr}");
+    assert!(stderr.contains("[all 1/29]"), "{stderr}");
     assert!(
         stdout.contains(&format!("allocator {}", allocator())),
         "{stdout}"
@@ -454,7 +454,7 @@ fn all_quick_writes_its_report() {
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
     let rows = results["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 26);
+    assert_eq!(rows.len(), 29);
     assert_eq!(results["failures"], 0);
     assert_eq!(results["allocator"], allocator());
     let wc: Vec<&str> = rows
@@ -463,6 +463,18 @@ fn all_quick_writes_its_report() {
         .map(|r| r["engine"].as_str().unwrap())
         .collect();
     assert_eq!(wc, ["rill", "threads", "tokio", "sequential"]);
+    // The rows where every hand-off crosses workers stand beside tokio.
+    for bench in ["pipe", "ring"] {
+        let rr: Vec<&str> = rows
+            .iter()
+            .filter(|r| r["bench"] == bench && r["placement"] == "rr")
+            .map(|r| r["engine"].as_str().unwrap())
+            .collect();
+        assert!(
+            rr.contains(&"rill") && rr.contains(&"tokio"),
+            "{bench} rr rows: {rr:?}"
+        );
+    }
     assert!(rows
         .iter()
         .filter(|r| r["bench"] == "wordcount")
