@@ -1,8 +1,8 @@
 //! Monitoring end to end: a monitored run writes one log per worker that
 //! decodes cleanly and accounts for every message and dispatch.
 
-use rill::monitor::format::{read_log, EndReason, EndState, Record};
 use rill::{MonitorConfig, MonitorFlags, Runtime};
+use rill_log::{read_log, EndReason, EndState, Record};
 
 /// A runtime on `workers` unpinned workers, monitored with `flags` into `dir`.
 fn monitored(workers: usize, flags: MonitorFlags, dir: &std::path::Path) -> Runtime {
