@@ -70,7 +70,9 @@ fn stream_read_blocking_never_loses_a_wakeup() {
             got = true;
         } else {
             t.transition_to_blocked();
-            core.fwd.rslot.register(task.0.as_ptr(), std::ptr::null(), false);
+            core.fwd
+                .rslot
+                .register(task.0.as_ptr(), std::ptr::null(), false);
             fence(Ordering::SeqCst);
             if (core.has_data(0) || core.back.wslot.is_closed()) && core.fwd.rslot.cancel() {
                 got = true;
@@ -114,7 +116,9 @@ fn stream_close_wakes_a_blocked_reader() {
             saw_end = true;
         } else {
             t.transition_to_blocked();
-            core.fwd.rslot.register(task.0.as_ptr(), std::ptr::null(), false);
+            core.fwd
+                .rslot
+                .register(task.0.as_ptr(), std::ptr::null(), false);
             fence(Ordering::SeqCst);
             if (core.has_data(0) || core.back.wslot.is_closed()) && core.fwd.rslot.cancel() {
                 saw_end = true;
@@ -143,8 +147,12 @@ fn poll_has_exactly_one_winner() {
         let task = Arc::new(new_task());
         let t = task.0.get();
         t.transition_to_blocked();
-        a.fwd.rslot.register(task.0.as_ptr(), std::ptr::null(), true);
-        b.fwd.rslot.register(task.0.as_ptr(), std::ptr::null(), true);
+        a.fwd
+            .rslot
+            .register(task.0.as_ptr(), std::ptr::null(), true);
+        b.fwd
+            .rslot
+            .register(task.0.as_ptr(), std::ptr::null(), true);
         let (a2, b2) = (a.clone(), b.clone());
         let wa = thread::spawn(move || a2.fwd.rslot.wake());
         let wb = thread::spawn(move || b2.fwd.rslot.wake());
@@ -171,7 +179,9 @@ fn unregister_waits_until_a_winning_waker_has_queued_the_task() {
         let task = Arc::new(new_task());
         let t = task.0.get();
         t.transition_to_blocked();
-        core.fwd.rslot.register(task.0.as_ptr(), std::ptr::null(), false);
+        core.fwd
+            .rslot
+            .register(task.0.as_ptr(), std::ptr::null(), false);
         let c2 = core.clone();
         let waker = thread::spawn(move || c2.fwd.rslot.wake());
         core.fwd.rslot.unregister();
