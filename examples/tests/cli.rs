@@ -508,7 +508,7 @@ fn all_quick_writes_its_report() {
 
 #[test]
 fn micro_rows_take_monitor_and_logs() {
-    use rill::monitor::format::{read_log, EndReason, Record};
+    use rill_log::{read_log, EndReason, Record};
     let dir = std::env::temp_dir().join(format!("rill-cli-micro-{}", std::process::id()));
     let out = rill_bench(&[
         "micro",

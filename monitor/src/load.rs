@@ -9,9 +9,7 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context as _};
 use indicatif::{ProgressBar, ProgressStyle};
-use rill::monitor::clock::Calibration;
-use rill::monitor::flags::MonitorFlags;
-use rill::monitor::format::{EndReason, EndState, Header, LogError, Side};
+use rill_log::{Calibration, EndReason, EndState, Header, LogError, MonitorFlags, Side};
 
 use crate::latency::{feed, message_budget, replay, FeedTx, RawLatency};
 use crate::scan::{Item, ScannedPeriod, Scanner};
@@ -514,7 +512,7 @@ fn map_or_read(path: &Path) -> std::io::Result<Bytes> {
         // shrinks while mapped could end this process (SIGBUS), and a log
         // shrinks once, when its writer trims it at the end of the run: a
         // file that was trimmed already is left alone (a later run into the
-        // same directory unlinks it and writes a new file; see the runtime's
+        // same directory unlinks it and writes a new file; see rill-log's
         // `LogWriter::create`), and files that may still be written are read
         // instead (`may_be_live`).
         if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {

@@ -1,22 +1,22 @@
-//! The allocation-free record scanner the analysis passes use: the runtime's
-//! [`rill::monitor::format::Scanner`], which its owning
-//! [`rill::monitor::format::Decoder`] is built on too.
+//! The allocation-free record scanner the analysis passes use: rill-log's
+//! [`rill_log::Scanner`], which its owning [`rill_log::Decoder`] is built on
+//! too.
 //!
 //! It decodes records into buffers it reuses (a period's stream entries,
 //! ops and op times stay valid until the next call), and task names are
 //! borrowed from the data. When it meets a damaged record it stops, and
 //! [`Scanner::end_reason`] says where and why.
 
-pub use rill::monitor::format::{Item, OpsKind, ScannedPeriod, Scanner};
+pub use rill_log::{Item, OpsKind, ScannedPeriod, Scanner};
 
 /// The fixed fields of a period (this module's earlier name for
 /// [`ScannedPeriod`]).
 pub type PeriodHead = ScannedPeriod;
 
-use rill::monitor::format::{DecodeErrorKind, Decoder};
+use rill_log::{DecodeErrorKind, Decoder};
 
 /// What is wrong with the record at `offset` of `data`, according to the
-/// runtime's decoder (`None` if it finds nothing wrong there).
+/// log format's decoder (`None` if it finds nothing wrong there).
 pub fn damage_reason(data: &[u8], offset: u64) -> Option<DecodeErrorKind> {
     let rest = data.get(usize::try_from(offset).ok()?..)?;
     match Decoder::records(rest).next() {

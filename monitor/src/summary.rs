@@ -3,8 +3,7 @@
 
 use std::fmt::Write as _;
 
-use rill::monitor::flags::MonitorFlags;
-use rill::monitor::format::EndState;
+use rill_log::{EndState, MonitorFlags};
 use serde::Serialize;
 
 use crate::load::RunLog;

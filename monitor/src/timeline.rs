@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use rill::monitor::format::EndState;
+use rill_log::EndState;
 
 use crate::load::{IdIndex, RunLog};
 use crate::scan::Item;

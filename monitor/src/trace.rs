@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use rill::monitor::format::EndState;
+use rill_log::EndState;
 use serde::Serialize;
 use serde_json::{json, Value};
 

@@ -6,9 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use common::*;
-use rill::monitor::clock::Calibration;
-use rill::monitor::flags::MonitorFlags;
-use rill::monitor::format::{EndState, Header, Record};
+use rill_log::{Calibration, EndState, Header, MonitorFlags, Record};
 
 fn mon(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rill-mon"))

@@ -14,9 +14,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use common::*;
-use rill::monitor::clock::Calibration;
-use rill::monitor::flags::MonitorFlags;
-use rill::monitor::format::{EndState, Op, Record, Side};
+use rill_log::{Calibration, EndState, MonitorFlags, Op, Record, Side};
 use rill_monitor::{load_run, summarize};
 
 /// A small deterministic generator (xorshift64*).

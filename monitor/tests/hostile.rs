@@ -24,9 +24,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use rill::monitor::clock::Calibration;
-use rill::monitor::flags::MonitorFlags;
-use rill::monitor::format::{EndState, Header, Record, StreamIo};
+use rill_log::{Calibration, EndState, Header, MonitorFlags, Record, StreamIo};
 use rill_monitor::{load_run, summarize, timeline_svg, TimelineOptions};
 
 /// Address space a `rill-mon` child may use.
@@ -393,7 +391,7 @@ fn runtime_logs(flags: MonitorFlags, workers: usize) -> LogSet {
 
 /// One log with every kind of record and period form the encoder writes.
 fn zoo_logs() -> LogSet {
-    use rill::monitor::format::{Op, Side};
+    use rill_log::{Op, Side};
     let dir = tempfile::tempdir().unwrap();
     let big = 1 << 40;
     let recs = vec![
@@ -921,7 +919,7 @@ mod props {
     /// Varints of small or any values.
     fn varint(v: u64) -> Vec<u8> {
         let mut b = [0u8; 10];
-        let n = rill::monitor::varint::write_u64(&mut b, v);
+        let n = rill_log::varint::write_u64(&mut b, v);
         b[..n].to_vec()
     }
 

@@ -3,9 +3,7 @@
 mod common;
 
 use common::*;
-use rill::monitor::clock::Calibration;
-use rill::monitor::flags::MonitorFlags;
-use rill::monitor::format::{EndState, Record};
+use rill_log::{Calibration, EndState, MonitorFlags, Record};
 use rill_monitor::{chrome_trace, load_run, timeline_svg, write_chrome_trace, TimelineOptions};
 use serde_json::Value;
 

@@ -4,10 +4,9 @@
 
 use std::time::Instant;
 
-use rill::monitor::clock::Calibration;
-use rill::monitor::flags::MonitorFlags;
-use rill::monitor::format::{Encoder, EndState, Header, Op, PeriodRef, StreamIo};
-use rill::monitor::writer::LogWriter;
+use rill_log::{
+    Calibration, Encoder, EndState, Header, LogWriter, MonitorFlags, Op, PeriodRef, StreamIo,
+};
 use rill_monitor::{
     load_run, load_run_with, summarize, timeline_svg, LoadOptions, TimelineOptions,
 };
@@ -60,7 +59,7 @@ fn generate(dir: &std::path::Path, target_bytes: u64) -> u64 {
                 },
             ],
         };
-        let ops: Vec<Op> = rill::monitor::format::implied_ops(&io).collect();
+        let ops: Vec<Op> = rill_log::implied_ops(&io).collect();
         for k in 0..periods {
             let start = 2_000 + k * 300 + u64::from(w) * 40;
             let end = start + 120 + (k * 7919) % 37;

@@ -3,7 +3,7 @@
 //! stops where the runtime's owning decoder stops, with the same verdict.
 
 use proptest::prelude::*;
-use rill::monitor::format::{
+use rill_log::{
     implied_ops, interleaved_ops, Decoder, Encoder, EndReason, EndState, Op, Record, Side,
     StreamIo, VecSink,
 };

@@ -3,9 +3,7 @@
 mod common;
 
 use common::*;
-use rill::monitor::clock::Calibration;
-use rill::monitor::flags::MonitorFlags;
-use rill::monitor::format::{EndState, Op, Record};
+use rill_log::{Calibration, EndState, MonitorFlags, Op, Record};
 use rill_monitor::{load_run, summarize, Summary};
 
 fn close(a: f64, b: f64) -> bool {

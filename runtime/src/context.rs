@@ -36,21 +36,21 @@ pub fn forced_unwinding() -> bool {
 
 #[inline(always)]
 pub(crate) fn current_task_ptr() -> *const Task {
-    crate::tls::task()
+    crate::tls::task().cast()
 }
 
 #[inline(always)]
 pub(crate) fn set_current_task(t: *const Task) {
-    crate::tls::set_task(t);
+    crate::tls::set_task(t.cast());
 }
 
 #[inline(always)]
 pub(crate) fn current_worker_ptr() -> *const WorkerLocal {
-    crate::tls::worker()
+    crate::tls::worker().cast()
 }
 
 pub(crate) fn set_current_worker(w: *const WorkerLocal) {
-    crate::tls::set_worker(w);
+    crate::tls::set_worker(w.cast());
 }
 
 /// Id of the running task, 0 outside tasks.

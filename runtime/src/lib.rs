@@ -11,14 +11,18 @@
 //! `scheduler` (ready queues), [`mapper`] (placement policies), `runtime`
 //! (builder and run), `context` (the current task: spawn, yield), `barrier`
 //! (the asymmetric store-load barrier), `overflow` (stack-overflow reports),
-//! `hooks` (monitoring).
+//! `monitor` (what monitoring records, through `hooks`), `tls` (the
+//! thread-local words that code inlined into a task reads).
+//!
+//! The monitoring log format (records, encoder, decoder, [`MonitorFlags`])
+//! is the `rill-log` crate; read logs with it or with `rill-mon`.
 
 #![warn(missing_docs)]
 
 mod barrier;
 mod context;
 pub mod error;
-pub mod monitor;
+mod monitor;
 pub(crate) use monitor::hooks;
 pub mod mapper;
 mod overflow;
@@ -42,7 +46,7 @@ pub use context::{
 };
 pub use error::{BlockedTask, ConfigError, RunError, SpawnError};
 pub use mapper::{ManualTable, Mapping};
-pub use monitor::flags::MonitorFlags;
+pub use rill_log::MonitorFlags;
 pub use runtime::{Builder, Config, MonitorConfig, RunStats, Runtime, DEFAULT_SPIN};
 pub use stream::{
     poll, stream, stream_default, try_stream, PollSet, Reader, StreamClosed, TryReadError,

@@ -8,12 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_deque::Worker as Deque;
+use rill_log::{Header, MonitorFlags};
 
 use crate::error::{BlockedTask, ConfigError, RunError, SpawnError};
 use crate::mapper::{Mapper, Mapping};
 use crate::monitor::clock;
-use crate::monitor::flags::MonitorFlags;
-use crate::monitor::format::Header;
 use crate::monitor::worker_log::WorkerLog;
 use crate::registry::Registry;
 use crate::scheduler::ReadyQueue;
@@ -648,10 +647,8 @@ impl Runtime {
                 // A log whose header keeps the rate measured at the start is
                 // still right to about 2e-4 (`RunClock`), so a failure here
                 // is not worth failing the run for.
-                let _ = crate::monitor::writer::set_header_rate(
-                    &dir.join(crate::monitor::writer::log_file_name(i as u32)),
-                    rate,
-                );
+                let _ =
+                    rill_log::set_header_rate(&dir.join(rill_log::log_file_name(i as u32)), rate);
             }
         }
         stats.log_dir = log_dir;

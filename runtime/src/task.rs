@@ -121,7 +121,7 @@ pub(crate) struct Task {
     /// Size of the guard page (0 when unguarded).
     pub stack_guard: Cell<usize>,
     /// Count-mode monitoring: the task's tag and stream-end bindings.
-    pub mon: crate::monitor::binding::TaskMon,
+    pub mon: crate::monitor::task_mon::TaskMon,
 }
 
 impl Task {

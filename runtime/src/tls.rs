@@ -37,8 +37,8 @@
 //! Elsewhere the words are `thread_local!` cells, with the hazard above:
 //! work stealing there relies on the compiler not keeping their addresses.
 
-/// Declares the words: per word a getter, a setter, the type (a `u64` or a
-/// raw pointer), the symbol and the value in a new thread.
+/// Declares the words: per word a getter, a setter, the type (a `u64` or an
+/// untyped pointer), the symbol and the value in a new thread.
 macro_rules! words {
     ($($(#[$doc:meta])* $get:ident, $set:ident: $ty:ty = $sym:literal, $init:expr;)*) => {
         $(
@@ -146,15 +146,15 @@ macro_rules! words {
     };
 }
 
-use crate::monitor::period::Recorder;
-use crate::task::Task;
-use crate::worker::WorkerLocal;
-
+// The pointer words are untyped, so that this module imports nothing of the
+// runtime: each is read and written through one typed pair of functions,
+// in `context.rs` (the task, a `Task`; the worker, a `WorkerLocal`) and
+// `monitor/period.rs` (the recorder, a `Recorder`).
 words! {
     /// The task running on this thread (null outside tasks).
-    task, set_task: *const Task = "__rill_tls_task_v1", 0;
+    task, set_task: *const () = "__rill_tls_task_v1", 0;
     /// The worker whose loop runs on this thread (null on other threads).
-    worker, set_worker: *const WorkerLocal = "__rill_tls_worker_v1", 0;
+    worker, set_worker: *const () = "__rill_tls_worker_v1", 0;
     /// 1 while this thread drops a suspended coroutine, whose stack then
     /// unwinds (`context::drop_suspended`); read by the task's boundary
     /// after the task's code, which may have begun on another thread.
@@ -166,7 +166,7 @@ words! {
     /// the compare when its side's hint is not armed with its address).
     ops, set_ops: u64 = "__rill_tls_ops_v1", u64::MAX;
     /// Monitoring's recorder on this thread, null before its first period.
-    recorder, set_recorder: *const Recorder = "__rill_tls_recorder_v1", 0;
+    recorder, set_recorder: *const () = "__rill_tls_recorder_v1", 0;
 }
 
 /// Declares `fn $name(stamp: u64) -> bool`: whether `stamp` equals the word
@@ -176,6 +176,7 @@ macro_rules! equals_word {
     ($(#[$doc:meta])* $name:ident, $get:ident, $sym:literal) => {
         $(#[$doc])*
         #[inline(always)]
+        #[allow(dead_code)]
         pub(crate) fn $name(stamp: u64) -> bool {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(rill_tls_shared)))]
             {
@@ -224,7 +225,7 @@ mod tests {
     #[test]
     fn words_are_per_thread_and_start_at_their_initial_values() {
         set_fast(7);
-        let r = 0x1000 as *const Recorder;
+        let r = 0x1000 as *const ();
         set_recorder(r);
         assert_eq!(fast(), 7);
         assert!(is_fast(7) && !is_fast(8));

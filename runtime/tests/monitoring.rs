@@ -5,8 +5,8 @@ mod common;
 
 use common::RunMainStats;
 
-use rill::monitor::format::{read_log, EndReason, EndState, Record};
 use rill::{MonitorConfig, MonitorFlags, Runtime};
+use rill_log::{read_log, EndReason, EndState, Record};
 
 /// A runtime on `workers` unpinned workers, monitored with `flags` into `dir`.
 fn monitored(workers: usize, flags: MonitorFlags, dir: &std::path::Path) -> Runtime {

@@ -4,10 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use rill::monitor::clock::Calibration;
-use rill::monitor::flags::MonitorFlags;
-use rill::monitor::format::{Encoder, EndState, Header, Op, Record, Side, StreamIo};
-use rill::monitor::writer::LogWriter;
+use rill_log::{
+    Calibration, Encoder, EndState, Header, LogWriter, MonitorFlags, Op, Record, Side, StreamIo,
+};
 
 pub fn io(stream: u64, reads: u32, writes: u32) -> StreamIo {
     StreamIo {

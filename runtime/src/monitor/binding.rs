@@ -3,7 +3,7 @@
 //!
 //! A task's first operation on a stream end in a counting period *binds* the
 //! end to the task: a [`Binding`] is shared by the end (its [`EndMon`]) and
-//! the task's [`TaskMon`], and the end's stamp becomes the task's *tag*. From
+//! the task's [`TaskMon`] (`task_mon.rs`), and the end's stamp becomes the task's *tag*. From
 //! then on the end's operations compare their stamp with this thread's
 //! ([`period::fast`](super::period::fast)), find it equal and do nothing more,
 //! as with monitoring off. At each of the task's period ends the worker reads
@@ -30,34 +30,21 @@
 //! and hint it touches are fields of that core.
 //!
 //! [`EndMon`]: super::period::EndMon
+//! [`TaskMon`]: super::task_mon::TaskMon
+//! [`TaskMon::arm`]: super::task_mon::TaskMon::arm
 
-use std::cell::{Cell, UnsafeCell};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize as StdAtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize as StdAtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::format::EndIo;
+use rill_log::EndIo;
+
 use super::hint::Hint;
-use super::task_entries::TaskEntries;
 use crate::stream::{Recheck, Side};
 use crate::sync::AtomicUsize;
 
 /// An end's cut position while it has none.
 const NO_CUT: usize = usize::MAX;
-
-/// The next tag ([`new_tag`]), from `1 << 62` in steps of 4: with any kind
-/// in the low bits never 0 (plain) or `UNBOUND`, and above every epoch
-/// (`log number << 40`).
-static TAGS: AtomicU64 = AtomicU64::new(1 << 62);
-
-/// A new tag, unique in the process: at least `1 << 62`, low bits 0. Count
-/// mode's task tags add [`kind::COUNT`](super::period::kind::COUNT); ops
-/// mode's task bases (`task_entries.rs`) add the run's kind to it in their
-/// ends' stamps.
-pub(crate) fn new_tag() -> u64 {
-    // Relaxed: only uniqueness matters, which the RMW gives.
-    TAGS.fetch_add(4, Ordering::Relaxed)
-}
 
 /// One stream end bound to one task (see the module documentation).
 pub(crate) struct Binding {
@@ -134,7 +121,7 @@ impl Binding {
     /// address that holder's end no longer has (a moved end), so it only
     /// sends that end's next operation the slow way once more (`hint.rs`).
     #[inline]
-    fn arm(&self) {
+    pub(crate) fn arm(&self) {
         let addr = self.addr.load(Ordering::Relaxed);
         if addr != 0 {
             // SAFETY: `hint` is valid while `_core` lives (see the type).
@@ -187,7 +174,7 @@ impl Binding {
     /// moved a message, woke its peer or is of `blocked`, the stream the
     /// task blocked on; and whether the binding is over.
     #[inline(always)]
-    fn entry(self: &Arc<Self>, blocked: Option<u64>) -> (Option<EndIo>, bool) {
+    pub(crate) fn entry(self: &Arc<Self>, blocked: Option<u64>) -> (Option<EndIo>, bool) {
         let (count, woke_peer, over) = self.take();
         let e = (count != 0 || woke_peer || blocked == Some(self.stream)).then_some(EndIo {
             stream: self.stream,
@@ -206,118 +193,4 @@ impl std::fmt::Debug for Binding {
             .field("write", &self.write)
             .finish_non_exhaustive()
     }
-}
-
-/// A task's part of monitoring: count mode's tag and bindings, and ops
-/// mode's entries. Touched only by
-/// the thread running the task, or its worker between its periods, one at a
-/// time (the hand-over of the task orders them).
-#[derive(Default)]
-pub(crate) struct TaskMon {
-    tag: Cell<u64>,
-    binds: UnsafeCell<Vec<Arc<Binding>>>,
-    /// Ops mode's entries (`task_entries.rs`).
-    pub(crate) entries: TaskEntries,
-}
-
-impl TaskMon {
-    /// The task's tag, made at its first counting period.
-    #[inline]
-    pub(crate) fn tag(&self) -> u64 {
-        let t = self.tag.get();
-        if t != 0 {
-            return t;
-        }
-        let t = new_tag() | super::period::kind::COUNT;
-        self.tag.set(t);
-        t
-    }
-
-    /// Adds a binding.
-    pub(crate) fn push(&self, b: Arc<Binding>) {
-        // SAFETY: only one thread touches the task's bindings at a time (see
-        // the type), and neither this nor `take_ends` lends them out.
-        unsafe { &mut *self.binds.get() }.push(b);
-    }
-
-    /// A period of the task begins: arms the hints of its bindings
-    /// ([`Binding::arm`]), so that their ends' operations skip monitoring.
-    #[inline]
-    pub(crate) fn arm(&self) {
-        // SAFETY: as in `push`; nothing here lends the list out.
-        for b in unsafe { &*self.binds.get() } {
-            b.arm();
-        }
-    }
-
-    /// Calls `f` with the period's entry of each binding that moved a
-    /// message, woke its peer or is of `blocked`, the stream the task
-    /// blocked on ([`Binding::entry`]), then forgets the bindings that are
-    /// over.
-    ///
-    /// The forgotten bindings go to `dead`, for the caller to drop once it
-    /// no longer borrows the worker's log: a binding may hold the last
-    /// reference to its stream, whose unread messages' destructors run user
-    /// code, which may reach the log again.
-    #[inline]
-    pub(crate) fn take_ends(
-        &self,
-        blocked: Option<u64>,
-        mut f: impl FnMut(EndIo),
-        dead: &mut Vec<Arc<Binding>>,
-    ) {
-        // SAFETY: as in `push`; `f` gets entries, not the list.
-        let binds = unsafe { &mut *self.binds.get() };
-        let mut over = false;
-        for b in binds.iter() {
-            let (e, done) = b.entry(blocked);
-            if let Some(e) = e {
-                f(e);
-            }
-            over |= done;
-        }
-        if over {
-            forget_over(binds, dead);
-        }
-    }
-
-    /// The period's entries of a task with at most two bindings, as
-    /// [`take_ends`](Self::take_ends) finds them (`None` for one it leaves
-    /// out), in binding order; `None`, with nothing taken, for a task with
-    /// more. Straight-line code for the relay and ring tasks that every
-    /// dispatch of a counted pipe runs.
-    /// Forgotten bindings go to `dead`, as in `take_ends`.
-    #[inline(always)]
-    pub(crate) fn take_two(
-        &self,
-        blocked: Option<u64>,
-        dead: &mut Vec<Arc<Binding>>,
-    ) -> Option<[Option<EndIo>; 2]> {
-        // SAFETY: as in `push`; nothing here lends the list out.
-        let binds = unsafe { &mut *self.binds.get() };
-        let (a, b, over) = match binds.as_slice() {
-            [] => (None, None, false),
-            [x] => {
-                let (a, over) = x.entry(blocked);
-                (a, None, over)
-            }
-            [x, y] => {
-                let (a, over_a) = x.entry(blocked);
-                let (b, over_b) = y.entry(blocked);
-                (a, b, over_a | over_b)
-            }
-            _ => return None,
-        };
-        if over {
-            forget_over(binds, dead);
-        }
-        Some([a, b])
-    }
-}
-
-/// Moves the bindings that are over from `binds` to `dead`, keeping the
-/// order of the others.
-#[cold]
-fn forget_over(binds: &mut Vec<Arc<Binding>>, dead: &mut Vec<Arc<Binding>>) {
-    dead.extend(binds.extract_if(.., |b| b.is_over()));
 }

@@ -2,18 +2,22 @@
 //!
 //! [`now`] returns raw *ticks*: the time stamp counter on x86_64 (a few
 //! nanoseconds per read, no system call), elsewhere nanoseconds since a
-//! process-wide origin. Logs store raw ticks; a [`Calibration`] (stored in
-//! every log header, see [`RunClock`]) converts them to nanoseconds.
+//! process-wide origin. Logs store raw ticks; a [`Calibration`] (`rill-log`'s
+//! type, stored in every log header, see [`RunClock`]) converts them to
+//! nanoseconds.
 //!
 //! On x86_64 the tick source assumes an invariant TSC (constant rate, synchronised
 //! across cores), which every x86_64 CPU of the last decade provides.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use rill_log::Calibration;
+
 /// Reads the clock, in raw ticks.
 ///
 /// On x86_64 this is `rdtsc`; ticks are CPU reference cycles. Elsewhere it is
-/// nanoseconds since the first call of [`now`] or [`calibrate`] in this process.
+/// nanoseconds since the first call of [`now`] or [`calibrate_for`] in this
+/// process.
 #[inline(always)]
 pub fn now() -> u64 {
     #[cfg(target_arch = "x86_64")]
@@ -43,84 +47,6 @@ mod fallback {
 
 /// Whether [`now`] counts nanoseconds exactly (so no measurement is needed).
 pub const TICKS_ARE_NANOS: bool = !cfg!(target_arch = "x86_64");
-
-/// How long [`calibrate`] measures the tick rate against [`Instant`].
-pub const CALIBRATION_TIME: Duration = Duration::from_millis(3);
-
-/// Conversion from raw ticks to wall-clock time, measured per run.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Calibration {
-    /// Clock rate: ticks per second (1e9 when ticks are nanoseconds).
-    pub ticks_per_sec: f64,
-    /// A tick value read at `start_unix_ns`.
-    pub start_ticks: u64,
-    /// Wall-clock time (nanoseconds since the Unix epoch) at `start_ticks`.
-    pub start_unix_ns: u64,
-}
-
-impl Calibration {
-    /// A calibration where one tick is one nanosecond, starting at tick 0 = Unix
-    /// time 0. Handy for tests and synthetic logs.
-    pub const fn nanos() -> Self {
-        Calibration {
-            ticks_per_sec: 1e9,
-            start_ticks: 0,
-            start_unix_ns: 0,
-        }
-    }
-
-    /// Nanoseconds per tick.
-    pub fn ns_per_tick(&self) -> f64 {
-        1e9 / self.ticks_per_sec
-    }
-
-    /// Converts a duration in ticks to nanoseconds (rounded to nearest,
-    /// saturating).
-    pub fn ticks_to_ns(&self, ticks: u64) -> u64 {
-        if self.ticks_per_sec == 1e9 {
-            return ticks;
-        }
-        let ns = (ticks as f64 * self.ns_per_tick()).round();
-        // `as` saturates for out-of-range floats and maps NaN to 0.
-        ns as u64
-    }
-
-    /// Converts a duration in nanoseconds to ticks (rounded, saturating).
-    pub fn ns_to_ticks(&self, ns: u64) -> u64 {
-        if self.ticks_per_sec == 1e9 {
-            return ns;
-        }
-        (ns as f64 * self.ticks_per_sec / 1e9).round() as u64
-    }
-
-    /// Nanoseconds from `start_ticks` to the time stamp `t` (negative if `t`
-    /// is earlier).
-    pub fn since_start_ns(&self, t: u64) -> i64 {
-        if t >= self.start_ticks {
-            i64::try_from(self.ticks_to_ns(t - self.start_ticks)).unwrap_or(i64::MAX)
-        } else {
-            -i64::try_from(self.ticks_to_ns(self.start_ticks - t)).unwrap_or(i64::MAX)
-        }
-    }
-
-    /// The wall-clock time of the time stamp `t`, in nanoseconds since the
-    /// Unix epoch (saturating at 0 and `u64::MAX`).
-    pub fn to_unix_ns(&self, t: u64) -> u64 {
-        let d = self.since_start_ns(t);
-        if d >= 0 {
-            self.start_unix_ns.saturating_add(d as u64)
-        } else {
-            self.start_unix_ns.saturating_sub(d.unsigned_abs())
-        }
-    }
-}
-
-/// Measures the tick rate against [`Instant`] for [`CALIBRATION_TIME`] (busy
-/// waiting) and records the current tick and wall-clock time. Call it once
-/// per run, before the workers start.
-pub fn calibrate() -> Calibration {
-    calibrate_for(CALIBRATION_TIME)
-}
 
 /// How long the first run of a process measures the tick rate before it
 /// starts ([`RunClock::start`]); each run then measures it again over its own
@@ -203,7 +129,8 @@ impl RunClock {
     }
 }
 
-/// [`calibrate`] with a chosen measuring time.
+/// Measures the tick rate against [`Instant`] for `span` (busy waiting) and
+/// records the current tick and wall-clock time.
 pub fn calibrate_for(span: Duration) -> Calibration {
     let start_unix_ns = unix_now_ns();
     let (i0, t0) = paired_read();
@@ -276,7 +203,7 @@ mod tests {
 
     #[test]
     fn calibration_matches_instant() {
-        let cal = calibrate();
+        let cal = calibrate_for(Duration::from_millis(3));
         assert!(
             cal.ticks_per_sec > 1e6 && cal.ticks_per_sec < 1e11,
             "{cal:?}"
@@ -321,33 +248,28 @@ mod tests {
         }
     }
 
+    /// The cost of a clock read, beside the encoding costs of
+    /// `rill-log`'s `logformat` test (run with `cargo test --release -p rill
+    /// --lib clock -- --ignored --nocapture`).
     #[test]
-    fn conversions() {
-        let cal = Calibration {
-            ticks_per_sec: 2e9,
-            start_ticks: 1000,
-            start_unix_ns: 5_000,
-        };
-        assert_eq!(cal.ticks_to_ns(2000), 1000);
-        assert_eq!(cal.ns_to_ticks(1000), 2000);
-        assert_eq!(cal.since_start_ns(3000), 1000);
-        assert_eq!(cal.since_start_ns(0), -500);
-        assert_eq!(cal.to_unix_ns(3000), 6_000);
-        assert_eq!(cal.to_unix_ns(0), 4_500);
-        let ns = Calibration::nanos();
-        assert_eq!(ns.ticks_to_ns(u64::MAX), u64::MAX);
-        assert_eq!(ns.to_unix_ns(42), 42);
-        let broken = Calibration {
-            ticks_per_sec: 0.0,
-            ..cal
-        };
-        // Must not panic.
-        let _ = broken.ticks_to_ns(10);
+    #[ignore = "timing; run in release"]
+    fn now_cost() {
+        let n = 2_000_000u32;
+        let best = (0..5)
+            .map(|_| {
+                let t0 = Instant::now();
+                for _ in 0..n {
+                    std::hint::black_box(now());
+                }
+                t0.elapsed().as_nanos() as f64 / f64::from(n)
+            })
+            .fold(f64::MAX, f64::min);
+        println!("clock::now: {best:.2} ns wall");
     }
 
     #[test]
     fn start_unix_time_is_now() {
-        let cal = calibrate();
+        let cal = calibrate_for(Duration::from_millis(3));
         let now_ns = unix_now_ns();
         assert!(cal.start_unix_ns <= now_ns);
         assert!(now_ns - cal.start_unix_ns < 10_000_000_000);

@@ -3,22 +3,23 @@
 //!
 //! Each hook costs one predictable branch when monitoring is off: a relaxed
 //! load of [`ACTIVE`] (the number of runs with monitoring on in this
-//! process). Without the `monitor` cargo feature the branch is `false` at
-//! compile time and every hook vanishes. When a run monitors, the hook finds
-//! the worker's [`WorkerLog`] through the
+//! process). Without the `monitor` cargo feature `hooks_off.rs` stands in
+//! for this file: the same functions, empty, and every hook vanishes. When
+//! a run monitors, the hook finds the worker's [`WorkerLog`] through the
 //! thread-local worker pointer; threads that are not workers record nothing.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::binding::Binding;
-use super::format::EndState;
 use super::hint::Hint;
 use super::period::{self, kind, EndMon};
+pub(crate) use super::worker_log::end_state_of;
 use super::worker_log::WorkerLog;
 use crate::context;
 use crate::stream::{Recheck, Side};
 use crate::task::BlockedOn;
+use crate::tls;
 
 /// Runs in this process that monitor; hooks do nothing while it is 0.
 pub(crate) static ACTIVE: AtomicUsize = AtomicUsize::new(0);
@@ -26,7 +27,30 @@ pub(crate) static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// The one branch every hook starts with.
 #[inline(always)]
 pub(crate) fn on() -> bool {
-    cfg!(feature = "monitor") && ACTIVE.load(Ordering::Relaxed) != 0
+    ACTIVE.load(Ordering::Relaxed) != 0
+}
+
+/// Whether a stream operation on the end whose state is `end` needs nothing
+/// more from monitoring: `hint_lets`, the compare of its side's hint with
+/// the end's address (`hint.rs`). The operation's one check; with the
+/// hooks compiled out it compares the end's stamp with 0 instead.
+#[inline(always)]
+pub(crate) fn skips(_end: &EndMon, hint_lets: impl FnOnce() -> bool) -> bool {
+    hint_lets()
+}
+
+impl EndMon {
+    /// Whether the end's stream operations need nothing more than this
+    /// check: its stamp is this thread's [`fast`](period::fast) one (0,
+    /// plain, with monitoring off; the running task's tag in count mode).
+    ///
+    /// Stays a compare with memory because the record path loads the stamp
+    /// again, volatile ([`stamp_again`](Self::stamp_again)); sharing one
+    /// load, LLVM keeps the value in a register across the operation.
+    #[inline(always)]
+    pub(crate) fn is_fast(&self) -> bool {
+        tls::is_fast(self.stamp)
+    }
 }
 
 /// The calling worker's log, if this thread is a worker of a monitored run.
@@ -99,7 +123,7 @@ pub(crate) fn stream_replace(side: Side, old: u64, new: u64) {
 /// is all.
 #[inline(always)]
 pub(crate) fn enter(end: &EndMon) -> bool {
-    cfg!(feature = "monitor") && period::record(end)
+    period::record(end)
 }
 
 /// The rest of [`enter`], for an end whose stamp is not this thread's
@@ -125,10 +149,6 @@ pub(crate) fn enter_slow(
     at: usize,
     core: &dyn Fn() -> Arc<dyn Recheck>,
 ) {
-    if !cfg!(feature = "monitor") {
-        end.stamp = 0;
-        return;
-    }
     let write = side == Side::Writer;
     // SAFETY: the recorder lives as long as this thread (see `period::with`)
     // and the reference does not leave this function.
@@ -157,7 +177,7 @@ pub(crate) fn enter_slow(
 /// Inlined into the ends' out-of-line `enter_cold`.
 #[inline(always)]
 pub(crate) fn arm(end: &EndMon, hint: &Hint, addr: usize) {
-    if !cfg!(feature = "monitor") || !end.is_fast() {
+    if !end.is_fast() {
         return;
     }
     // SAFETY: the recorder lives as long as this thread (see `period::with`)
@@ -223,9 +243,6 @@ fn bind_counted(
 #[cold]
 #[inline(never)]
 pub(crate) fn leave(end: &EndMon) {
-    if !cfg!(feature = "monitor") {
-        return;
-    }
     period::with(|r| {
         if !r.leave(end) && on() && r.epoch() != 0 && end.epoch() == r.epoch() {
             with_log(|l| l.unmessage(end));
@@ -316,18 +333,5 @@ pub(crate) fn spin_end() {
             l.worker_resumed();
             l.begin_period(task);
         });
-    }
-}
-
-/// The end state of a period from what the coroutine handed back.
-pub(crate) fn end_state_of(blocked: bool, on: &BlockedOn) -> EndState {
-    if !blocked {
-        return EndState::Yielded;
-    }
-    match on {
-        BlockedOn::Input { stream, .. } => EndState::BlockedInput { stream: *stream },
-        BlockedOn::Output { stream, .. } => EndState::BlockedOutput { stream: *stream },
-        BlockedOn::Any { .. } => EndState::BlockedAny,
-        BlockedOn::Nothing => EndState::Yielded,
     }
 }

@@ -1,25 +1,45 @@
-//! Performance monitoring: the clock, the monitoring flags, and the binary log
-//! format each worker writes (one memory-mapped file per worker).
+//! Performance monitoring: what the runtime records, and how. The log format
+//! itself (records, encoder, decoder, the memory-mapped [`LogWriter`], the
+//! [`MonitorFlags`] and the clock [`Calibration`]) is the `rill-log` crate.
 //!
-//! * [`clock`]: cheap raw-tick time stamps and their calibration.
-//! * [`flags`]: which event classes are recorded.
-//! * [`format`](mod@format): the log header and records, the allocation-free [`format::Encoder`],
-//!   the borrowing, allocation-free [`format::Scanner`] and the robust
-//!   [`format::Decoder`] of owned records built on it.
-//! * [`writer`]: [`writer::LogWriter`], a memory-mapped per-worker log file.
-//! * `hooks`, `period` and `worker_log`: what the runtime calls, the
-//!   thread-local state of the period being recorded (what a message
-//!   touches), and the per-worker log state behind it. How a period is
-//!   recorded, and why nothing dangles, is in `README.md` beside this file.
+//! * `clock`: cheap raw-tick time stamps, and measuring their rate.
+//! * `hint`, `binding`, `period`, `task_entries`, `task_mon`: the state a
+//!   stream operation consults and a period is built from: the per-side
+//!   hint, count mode's bindings of ends to tasks, the thread-local period
+//!   being recorded (what a message touches) and the stamps, ops mode's
+//!   per-task entries, and a task's part of all this.
+//! * `worker_log`: the per-worker log state behind the period, and the
+//!   records the worker writes itself (periods, waits, placement).
+//! * `hooks`: what the rest of the runtime calls. Without the `monitor`
+//!   cargo feature `hooks_off.rs` stands in for `hooks.rs`, with the same
+//!   functions empty (and constant `false` checks), so no call site carries
+//!   a `cfg`. The worker still writes the records of its own then.
+//!
+//! How a period is recorded, and why nothing dangles, is in `README.md`
+//! beside this file.
+//!
+//! Imports go one way inside this module, in the order of the list above.
+//! With the rest of the runtime they go both ways: the stream ends, tasks
+//! and workers hold this module's state and call its hooks, and the hooks
+//! and bindings name their types (the stream side and its re-check, a
+//! task's blocking state, the current task and worker). Those are callbacks
+//! by nature; cutting the circle would move the stream's and task's types
+//! below both for no gain in what either can see.
+//!
+//! [`LogWriter`]: rill_log::LogWriter
+//! [`MonitorFlags`]: rill_log::MonitorFlags
+//! [`Calibration`]: rill_log::Calibration
+
+// What only the hooks use (most of `period`, `binding`, parts of
+// `worker_log`) is dead code with them compiled out.
+#![cfg_attr(not(feature = "monitor"), allow(dead_code))]
 
 pub(crate) mod binding;
-pub mod clock;
-pub mod flags;
-pub mod format;
+pub(crate) mod clock;
 pub(crate) mod hint;
+#[cfg_attr(not(feature = "monitor"), path = "hooks_off.rs")]
 pub(crate) mod hooks;
 pub(crate) mod period;
 pub(crate) mod task_entries;
-pub mod varint;
+pub(crate) mod task_mon;
 pub(crate) mod worker_log;
-pub mod writer;

@@ -38,10 +38,12 @@
 //! and the stream ends used by the running task fill it in between.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use rill_log::{EndIo, Op, OpsForm, StreamIo};
+
 use super::binding::Binding;
-use super::format::{EndIo, Op, OpsForm, StreamIo};
 use crate::tls;
 
 /// Entries per period whose counts live in [`Recorder::counts`] (a power of
@@ -65,9 +67,23 @@ pub(crate) mod kind {
     pub(crate) const SLOW: u64 = 3;
 }
 
+/// The next tag ([`new_tag`]), from `1 << 62` in steps of 4: with any kind
+/// in the low bits never 0 (plain) or `UNBOUND`, and above every epoch
+/// (`log number << 40`).
+static TAGS: AtomicU64 = AtomicU64::new(1 << 62);
+
+/// A new tag, unique in the process: at least `1 << 62`, low bits 0. Count
+/// mode's task tags add [`kind::COUNT`]; ops mode's task bases
+/// (`task_entries.rs`) add the run's kind to it in their ends' stamps.
+pub(crate) fn new_tag() -> u64 {
+    // Relaxed: only uniqueness matters, which the RMW gives.
+    TAGS.fetch_add(4, Ordering::Relaxed)
+}
+
 /// Per-end monitoring state kept in each stream end: its *stamp*, which an
 /// operation that its side's hint does not let through (`hint.rs`) compares
-/// with this thread's [`fast`] one.
+/// with this thread's [`fast`] one ([`is_fast`](Self::is_fast), which
+/// `hooks.rs` defines, and `hooks_off.rs` without the hooks).
 ///
 /// - 0 (the default): *plain*, an end last used where no messages are
 ///   recorded (monitoring off, or not in a task); with monitoring off that
@@ -109,22 +125,6 @@ impl EndMon {
     pub(crate) fn unbind(&mut self, at: usize) {
         if let Some(b) = self.bind.take() {
             b.cut(at);
-        }
-    }
-
-    /// Whether the end's stream operations need nothing more than this
-    /// check: its stamp is this thread's [`fast`] one (0, plain, with
-    /// monitoring off; the running task's tag in count mode).
-    ///
-    /// Stays a compare with memory because the record path loads the stamp
-    /// again, volatile ([`stamp_again`](Self::stamp_again)); sharing one
-    /// load, LLVM keeps the value in a register across the operation.
-    #[inline(always)]
-    pub(crate) fn is_fast(&self) -> bool {
-        if cfg!(feature = "monitor") {
-            tls::is_fast(self.stamp)
-        } else {
-            self.stamp == 0
         }
     }
 
@@ -238,17 +238,14 @@ pub(crate) fn current() -> *const Recorder {
 /// The stamp with which a stream operation needs nothing more: 0 (plain)
 /// outside periods and in periods that record no messages, the running
 /// task's tag in count mode (`binding.rs`), `u64::MAX` (no end's stamp)
-/// where every message is recorded; 0 with the hooks compiled out. Every
-/// stream operation compares its end's stamp with it, inline in the task's
-/// code, so it is read as `tls.rs` says (never through an address kept
-/// across a suspension).
+/// where every message is recorded. Every stream operation that its side's
+/// hint does not let through compares its end's stamp with it
+/// ([`EndMon::is_fast`], in `hooks.rs`: with the hooks compiled out the
+/// compare is with 0), inline in the task's code, so it is read as `tls.rs`
+/// says (never through an address kept across a suspension).
 #[inline(always)]
 pub(crate) fn fast() -> u64 {
-    if cfg!(feature = "monitor") {
-        tls::fast()
-    } else {
-        0
-    }
+    tls::fast()
 }
 
 /// [`Recorder::record`] on this thread's recorder, without a closure: the
@@ -262,7 +259,7 @@ pub(crate) fn record(end: &EndMon) -> bool {
     if !tls::is_ops(end.stamp_again()) {
         return false;
     }
-    let p = tls::recorder();
+    let p = tls::recorder().cast::<Recorder>();
     debug_assert!(!p.is_null(), "an ops stamp is set after the recorder");
     // SAFETY: the thread's ops stamp matched an end's, so a period began on
     // this thread (a new thread's ops stamp, `u64::MAX`, is no end's: see
@@ -307,7 +304,7 @@ impl Recorder {
     pub(crate) fn begin(&self, epoch: u64, run_kind: u64, tag: u64) {
         debug_assert!(epoch != 0 && epoch & 3 == 0);
         self.epoch.set(epoch);
-        tls::set_recorder(self);
+        tls::set_recorder((self as *const Recorder).cast());
         tls::set_ops(if run_kind == kind::OPS {
             epoch | kind::OPS
         } else {

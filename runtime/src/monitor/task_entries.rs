@@ -25,9 +25,9 @@
 
 use std::cell::{Cell, UnsafeCell};
 
-use super::binding::new_tag;
-use super::format::{Op, StreamIo};
-use super::period::{Recorder, MAX_IO};
+use rill_log::{Op, StreamIo};
+
+use super::period::{new_tag, Recorder, MAX_IO};
 
 /// A task's ops-mode entries (see the module documentation).
 #[derive(Default)]

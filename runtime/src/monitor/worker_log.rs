@@ -8,18 +8,18 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use rill_log::{
+    Encoder, EndIo, EndState, Header, LogWriter, MonitorFlags, Op, OpsForm, PeriodHead, PeriodRef,
+    Side as LogSide, StreamIo,
+};
+
 use super::binding::Binding;
 use super::clock;
-use super::flags::MonitorFlags;
-use super::format::{
-    Encoder, EndIo, EndState, Header, Op, OpsForm, PeriodHead, PeriodRef, Side as LogSide, StreamIo,
-};
 pub(crate) use super::period::EndMon;
 use super::period::{self, kind, Recorder, MAX_IO};
 use super::task_entries;
-use super::writer::LogWriter;
 use crate::stream::Side;
-use crate::task::Task;
+use crate::task::{BlockedOn, Task};
 
 /// Logs created in this process so far; each takes the next as the top bits
 /// of its epochs, so that no two dispatches in the process share an epoch
@@ -41,7 +41,7 @@ fn add(io: &mut [StreamIo], i: u16, write: bool, n: u32) {
 /// The form of a period's ops, found from the list (debug checks).
 #[cfg(debug_assertions)]
 fn ops_form(p: &PeriodRef<'_>) -> OpsForm {
-    use super::format::{implied_ops, interleaved_ops};
+    use rill_log::{implied_ops, interleaved_ops};
     if p.ops.is_empty() {
         OpsForm::None
     } else if implied_ops(p.io).eq(p.ops.iter().copied()) {
@@ -93,6 +93,19 @@ fn run_kind(flags: MonitorFlags) -> u64 {
         kind::SLOW
     } else {
         kind::OPS
+    }
+}
+
+/// The end state of a period from what the coroutine handed back.
+pub(crate) fn end_state_of(blocked: bool, on: &BlockedOn) -> EndState {
+    if !blocked {
+        return EndState::Yielded;
+    }
+    match on {
+        BlockedOn::Input { stream, .. } => EndState::BlockedInput { stream: *stream },
+        BlockedOn::Output { stream, .. } => EndState::BlockedOutput { stream: *stream },
+        BlockedOn::Any { .. } => EndState::BlockedAny,
+        BlockedOn::Nothing => EndState::Yielded,
     }
 }
 

@@ -535,15 +535,12 @@ impl<T: Send + 'static> Iterator for Reader<T> {
 /// message through the end of `side` at `addr`, whose core is `core`: true
 /// when the end needs [`enter_cold`]. With the hooks in, a compare of the
 /// side's hint with the end's address (`monitor/hint.rs`); compiled out, of
-/// the end's stamp with 0 (so that an unbound end still notes its holder).
+/// the end's stamp with 0 (so that an unbound end still notes its holder):
+/// [`hooks::skips`](crate::hooks::skips).
 #[inline(always)]
 fn needs_enter_cold<T>(core: *const Core<T>, side: Side, addr: usize, mon: &EndMon) -> bool {
-    let plain = if cfg!(feature = "monitor") {
-        // SAFETY: the caller's end keeps its core alive.
-        unsafe { &*core }.lets(side, addr)
-    } else {
-        mon.stamp == 0
-    };
+    // SAFETY: the caller's end keeps its core alive.
+    let plain = crate::hooks::skips(mon, || unsafe { &*core }.lets(side, addr));
     if !plain {
         // Laid out off the straight path: an end that needs nothing more
         // (monitoring off, or count mode) falls through, as with the hooks

@@ -15,13 +15,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use corosensei::{Coroutine, CoroutineResult};
+use rill_log::EndState;
 
 pub(crate) use park::WorkerShared;
 pub(crate) use settle::{note_pending, PendingList};
 
 use crate::context;
 use crate::error::RunError;
-use crate::monitor::format::EndState;
 use crate::monitor::worker_log::WorkerLog;
 use crate::runtime::{Phase, Shared};
 use crate::scheduler::ReadyQueue;

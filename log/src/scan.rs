@@ -4,7 +4,7 @@
 //! small [`Item`] that borrows from the data (task names) and from the
 //! scanner (a period's lists, which stay valid until the next call). It
 //! reuses its buffers, so scanning a log of any length allocates only as
-//! much as its largest period needs. The owning [`Decoder`](super::Decoder)
+//! much as its largest period needs. The owning [`Decoder`](crate::Decoder)
 //! is built on it, and so are the analyses in `rill-mon`: the format is
 //! decoded in this one place.
 //!
@@ -13,10 +13,10 @@
 //! never panics, always advances, and bounds every count by the bytes left
 //! (an interleaved period by [`MAX_INTERLEAVED`]).
 
-use super::decode::{DecodeErrorKind, EndReason};
-use super::record::{EndState, Op, Record, Side, StreamIo, MAX_INTERLEAVED};
-use super::tag;
-use crate::monitor::varint::{self, unzigzag};
+use crate::error::{DecodeErrorKind, EndReason};
+use crate::record::{EndState, Op, Record, Side, StreamIo, MAX_INTERLEAVED};
+use crate::tag;
+use crate::varint::{self, unzigzag};
 
 /// One scanned record. A period's lists live in the [`Scanner`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,9 +134,9 @@ impl ScannedPeriod {
 pub enum OpsKind {
     /// Not at all (the period's ops are taken to be the implied ones).
     None,
-    /// The [`implied_ops`](super::implied_ops) of its entries.
+    /// The [`implied_ops`](crate::implied_ops) of its entries.
     Implied,
-    /// The [`interleaved_ops`](super::interleaved_ops) of its entries.
+    /// The [`interleaved_ops`](crate::interleaved_ops) of its entries.
     Interleaved,
     /// Listed op by op.
     Listed,
@@ -491,7 +491,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Checks that the entries hold two runs that interleave (see
-    /// [`interleaved_ops`](super::interleaved_ops)) and keeps them.
+    /// [`interleaved_ops`](crate::interleaved_ops)) and keeps them.
     fn interleaved(&mut self) -> R<()> {
         let mut runs = [Op::read(0, 0); 2];
         let mut n = 0;
@@ -624,7 +624,7 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// Calls `f` with the [`implied_ops`](super::implied_ops) of `io` (by hand:
+/// Calls `f` with the [`implied_ops`](crate::implied_ops) of `io` (by hand:
 /// the iterator adaptor chain is slow in hot loops).
 #[inline(always)]
 fn implied(io: &[StreamIo], mut f: impl FnMut(Op)) {

@@ -7,14 +7,11 @@ use std::cell::Cell;
 use std::path::Path;
 
 use proptest::prelude::*;
-use rill::monitor::clock::Calibration;
-use rill::monitor::flags::MonitorFlags;
-use rill::monitor::format::{
-    implied_ops, interleaved_ops, parse_log, read_log, DecodeErrorKind, Decoder, Encoder,
-    EndReason, EndState, Header, LogError, Op, PeriodRef, Record, Side, Sink, StreamIo, VecSink,
-    FORMAT_VERSION, HEADER_LEN,
+use rill_log::{
+    implied_ops, interleaved_ops, parse_log, read_log, Calibration, DecodeErrorKind, Decoder,
+    Encoder, EndReason, EndState, Header, LogError, LogWriter, MonitorFlags, Op, PeriodRef, Record,
+    Side, Sink, StreamIo, VecSink, FORMAT_VERSION, HEADER_LEN,
 };
-use rill::monitor::writer::LogWriter;
 
 // ---------------------------------------------------------------------------
 // A per-thread allocation meter, to check that decoding never allocates more
@@ -469,7 +466,7 @@ proptest! {
 fn huge_counts_do_not_allocate() {
     let big = |v: u64| {
         let mut b = [0u8; 10];
-        let n = rill::monitor::varint::write_u64(&mut b, v);
+        let n = rill_log::varint::write_u64(&mut b, v);
         b[..n].to_vec()
     };
     let cases: Vec<Vec<u8>> = vec![
@@ -1083,7 +1080,7 @@ fn log_writer_survives_a_full_disk() {
 }
 
 // ---------------------------------------------------------------------------
-// Encoding cost (run with `cargo test --release --test logformat -- --ignored --nocapture`).
+// Encoding cost (run with `cargo test --release -p rill-log --test logformat -- --ignored --nocapture`).
 
 /// This thread's CPU time in ns (unaffected by time spent descheduled on a
 /// loaded machine).
@@ -1178,11 +1175,4 @@ fn encode_cost() {
         "period (1 stream) into LogWriter (fresh pages, file grows): {wall:.2} ns wall, {cpu:.2} ns CPU; {} bytes/period",
         w.written() / (5 * n)
     );
-
-    let (wall, cpu) = best_of(5, n, |n| {
-        for _ in 0..n {
-            black_box(rill::monitor::clock::now());
-        }
-    });
-    println!("clock::now: {wall:.2} ns wall, {cpu:.2} ns CPU");
 }

@@ -1,7 +1,7 @@
 //! [`LogWriter`]: a worker's memory-mapped log file.
 //!
 //! The file is grown with `set_len` in chunks (starting at
-//! [`INITIAL_LEN`], doubling up to [`MAX_GROW`] per step) and mapped into memory;
+//! [`LogWriter::INITIAL_LEN`], doubling up to [`LogWriter::MAX_GROW`] per step) and mapped into memory;
 //! records are stored straight into the mapping. Growing (remapping) is the
 //! only slow path. [`finish`](LogWriter::finish) (or dropping the writer)
 //! trims the file to the bytes written. A process killed before that leaves
@@ -17,12 +17,8 @@ use std::path::{Path, PathBuf};
 
 use memmap2::MmapMut;
 
-use super::format::{Header, Sink, HEADER_LEN, HEADER_RATE_AT, MAGIC};
-
-/// Initial file size.
-pub const INITIAL_LEN: usize = 4 << 20;
-/// Largest growth step.
-pub const MAX_GROW: usize = 64 << 20;
+use crate::encode::Sink;
+use crate::header::{Header, HEADER_LEN, HEADER_RATE_AT, MAGIC};
 
 /// The file name of worker `worker`'s log: `worker-{id}.rlog`.
 pub fn log_file_name(worker: u32) -> String {
@@ -30,7 +26,7 @@ pub fn log_file_name(worker: u32) -> String {
 }
 
 /// A log file being written by one worker. Implements [`Sink`] for the
-/// [`Encoder`](super::format::Encoder).
+/// [`Encoder`](crate::Encoder).
 ///
 /// If the file cannot be grown (disk full, ...), later records are dropped
 /// and [`finish`](LogWriter::finish) reports the error; writing never panics
@@ -53,8 +49,8 @@ pub struct LogWriter {
     closed: bool,
 }
 
-/// Rewrites the tick rate in the header of the finished log at `path` (see
-/// [`RunClock::refine`](crate::monitor::clock::RunClock::refine)).
+/// Rewrites the tick rate in the header of the finished log at `path`: the
+/// runtime does so when it measured the rate again over a whole run.
 pub fn set_header_rate(path: &Path, ticks_per_sec: f64) -> io::Result<()> {
     use std::io::{Read, Seek, SeekFrom, Write};
     let mut f = OpenOptions::new().read(true).write(true).open(path)?;
@@ -79,10 +75,15 @@ fn no_readahead(map: &MmapMut) {
 }
 
 impl LogWriter {
+    /// Initial file size.
+    pub const INITIAL_LEN: usize = 4 << 20;
+    /// Largest growth step.
+    pub const MAX_GROW: usize = 64 << 20;
+
     /// Creates (or truncates) `dir/worker-{worker}.rlog`, creating `dir` if
     /// needed, and writes `header` with its worker field set to `worker`.
     pub fn create(dir: &Path, worker: u32, header: &Header) -> io::Result<Self> {
-        Self::create_with_len(dir, worker, header, INITIAL_LEN)
+        Self::create_with_len(dir, worker, header, Self::INITIAL_LEN)
     }
 
     /// [`create`](Self::create) with a chosen initial file size (rounded up
@@ -226,7 +227,7 @@ impl LogWriter {
         let mut len = self.map.len();
         while len < need {
             len = len
-                .checked_add(len.min(MAX_GROW))
+                .checked_add(len.min(Self::MAX_GROW))
                 .ok_or_else(|| io::Error::other("log file size overflow"))?;
         }
         self.file.set_len(len as u64)?;
@@ -282,12 +283,7 @@ mod tests {
     #[test]
     fn a_new_log_is_a_new_file() {
         let dir = tempfile::tempdir().unwrap();
-        let header = Header::new(
-            crate::monitor::flags::MonitorFlags::FULL,
-            0,
-            1,
-            crate::monitor::clock::Calibration::nanos(),
-        );
+        let header = Header::new(crate::MonitorFlags::FULL, 0, 1, crate::Calibration::nanos());
         let w = LogWriter::create(dir.path(), 0, &header).unwrap();
         w.finish_unsynced().unwrap();
         let path = dir.path().join(log_file_name(0));
@@ -309,12 +305,12 @@ mod tests {
     #[test]
     fn a_finished_log_takes_a_new_rate() {
         let dir = tempfile::tempdir().unwrap();
-        let cal = crate::monitor::clock::Calibration {
+        let cal = crate::Calibration {
             ticks_per_sec: 2.5e9,
             start_ticks: 7,
             start_unix_ns: 11,
         };
-        let header = Header::new(crate::monitor::flags::MonitorFlags::FULL, 0, 1, cal);
+        let header = Header::new(crate::MonitorFlags::FULL, 0, 1, cal);
         let w = LogWriter::create(dir.path(), 0, &header).unwrap();
         w.finish_unsynced().unwrap();
         let path = dir.path().join(log_file_name(0));

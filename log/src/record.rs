@@ -9,6 +9,16 @@ pub enum Side {
     Writer,
 }
 
+impl Side {
+    /// The side's name (`reader` / `writer`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Reader => "reader",
+            Side::Writer => "writer",
+        }
+    }
+}
+
 /// How a task's dispatch (period) ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EndState {

@@ -2,9 +2,10 @@
 
 use std::sync::atomic::{compiler_fence, Ordering};
 
-use super::record::{ops_are_implied, ops_are_interleaved, EndState, Op, Record, Side, StreamIo};
-use super::tag;
-use crate::monitor::varint::{zigzag, MAX_LEN as V};
+use crate::record::{ops_are_implied, ops_are_interleaved, EndState, Op, Record, Side, StreamIo};
+use crate::tag;
+use crate::varint::{zigzag, MAX_LEN as V};
+use sealed::Put;
 
 /// Where encoded records go: a growable byte region written front to back.
 ///
@@ -107,7 +108,8 @@ impl Sink for VecSink {
 /// bytes its body writes (counting every varint at its maximum length, see
 /// the `*_MAX` constants) and `emit` hands the body a slice of exactly that
 /// length, so `n` stays within the slice. Debug builds check every write.
-pub(crate) struct Out<'a> {
+/// (`pub` only for the sealed [`PutIo`]; not reachable from outside.)
+pub struct Out<'a> {
     buf: &'a mut [u8],
     n: usize,
 }
@@ -136,7 +138,7 @@ impl Out<'_> {
 
     #[inline(always)]
     fn var_long(&mut self, v: u64) {
-        debug_assert!(self.n + crate::monitor::varint::len_u64(v) <= self.buf.len());
+        debug_assert!(self.n + crate::varint::len_u64(v) <= self.buf.len());
         // SAFETY: the record's size bound counts this varint at its maximum
         // length, so the bytes from `n` on hold it; see the type's documentation.
         self.n += unsafe { write_var_raw(self.buf.as_mut_ptr().add(self.n), v) };
@@ -193,16 +195,17 @@ const IO_MAX: usize = 1 + V + 5 + 5;
 /// Upper bound of one op: header byte, io index, count.
 const OP_MAX: usize = 1 + 3 + 5;
 
-/// The form of a period's op list, when the caller knows it.
+/// The form of a period's op list, when the caller knows it (see
+/// [`Encoder::period_as`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum OpsForm {
+pub enum OpsForm {
     /// Unknown: the encoder finds it from the ops.
     Check,
     /// No ops.
     None,
-    /// The [`implied_ops`](super::implied_ops) of the entries.
+    /// The [`implied_ops`](crate::implied_ops) of the entries.
     Implied,
-    /// The [`interleaved_ops`](super::interleaved_ops) of the entries.
+    /// The [`interleaved_ops`](crate::interleaved_ops) of the entries.
     Interleaved,
     /// Neither: the ops are listed.
     Explicit,
@@ -210,7 +213,7 @@ pub(crate) enum OpsForm {
 
 /// A period's fixed part (see [`Encoder::period_parts`]).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct PeriodHead {
+pub struct PeriodHead {
     /// When the task was dispatched (ticks).
     pub start: u64,
     /// When it stopped (ticks).
@@ -423,7 +426,7 @@ impl Encoder {
     ///
     /// Every `op.io_index` must be below `p.io.len()`: a reader rejects the
     /// record (and the rest of the log) otherwise. The cheapest ops are the ones
-    /// [`implied_ops`](super::implied_ops) or [`interleaved_ops`](super::interleaved_ops)
+    /// [`implied_ops`](crate::implied_ops) or [`interleaved_ops`](crate::interleaved_ops)
     /// yield: they take no bytes at all.
     #[inline]
     pub fn period<S: Sink + ?Sized>(&mut self, sink: &mut S, p: &PeriodRef<'_>) {
@@ -434,12 +437,7 @@ impl Encoder {
     /// which then need not pass them unless the form is `Explicit` or `Check`
     /// (or the period is timed).
     #[inline]
-    pub(crate) fn period_as<S: Sink + ?Sized>(
-        &mut self,
-        sink: &mut S,
-        p: &PeriodRef<'_>,
-        form: OpsForm,
-    ) {
+    pub fn period_as<S: Sink + ?Sized>(&mut self, sink: &mut S, p: &PeriodRef<'_>, form: OpsForm) {
         debug_assert!(
             p.ops.iter().all(|op| usize::from(op.io_index) < p.io.len()),
             "op io_index out of range"
@@ -486,7 +484,7 @@ impl Encoder {
     /// `form` is resolved (not `Check`) unless there are `op_times`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn period_parts<S: Sink + ?Sized, E: PutIo>(
+    pub fn period_parts<S: Sink + ?Sized, E: PutIo>(
         &mut self,
         sink: &mut S,
         h: PeriodHead,
@@ -585,7 +583,7 @@ impl Encoder {
     /// are there, in one pass with no list in between. Count mode, and ops
     /// mode's tasks of one or two entries.
     #[inline(always)]
-    pub(crate) fn period_two<S: Sink + ?Sized>(
+    pub fn period_two<S: Sink + ?Sized>(
         &mut self,
         sink: &mut S,
         h: PeriodHead,
@@ -687,16 +685,25 @@ impl Encoder {
     }
 }
 
-/// A `StreamIo` entry: header byte `b www rrr k` (b = the blocked-on stream,
-/// k = woke_peer; counts 0..=6 inline, 7 = a varint follows), stream id,
-/// then the long counts.
-/// An entry as [`Encoder::period_parts`] takes it.
-pub(crate) trait PutIo {
-    /// Writes the entry (marked if the period blocked on its stream).
-    fn put(&self, o: &mut Out<'_>, blocked_on: bool);
+/// An entry as [`Encoder::period_parts`] takes it: a [`StreamIo`], or an
+/// [`EndIo`] (one end's messages, all one way). Sealed: only the encoder
+/// writes entries.
+pub trait PutIo: sealed::Put {}
+
+impl PutIo for StreamIo {}
+impl PutIo for EndIo {}
+
+mod sealed {
+    /// Writes the entry (marked if the period blocked on its stream):
+    /// header byte `b www rrr k` (b = the blocked-on stream, k = woke_peer;
+    /// counts 0..=6 inline, 7 = a varint follows), stream id, then the long
+    /// counts.
+    pub trait Put {
+        fn put(&self, o: &mut super::Out<'_>, blocked_on: bool);
+    }
 }
 
-impl PutIo for StreamIo {
+impl sealed::Put for StreamIo {
     #[inline(always)]
     fn put(&self, o: &mut Out<'_>, blocked_on: bool) {
         put_io(o, self, blocked_on)
@@ -707,10 +714,14 @@ impl PutIo for StreamIo {
 /// runtime's periods hold), so the header byte is a shift, not two clamps.
 /// Encodes as the [`StreamIo`] with `count` in `reads` or `writes`.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct EndIo {
+pub struct EndIo {
+    /// The stream id.
     pub stream: u64,
+    /// Messages the end moved during the period.
     pub count: u32,
+    /// Whether it is the writing end.
     pub write: bool,
+    /// Whether the end woke the task on the other side.
     pub woke_peer: bool,
 }
 
@@ -726,7 +737,7 @@ impl From<EndIo> for StreamIo {
     }
 }
 
-impl PutIo for EndIo {
+impl sealed::Put for EndIo {
     #[inline(always)]
     fn put(&self, o: &mut Out<'_>, blocked_on: bool) {
         let c = self.count.min(7) as u8;

@@ -1,0 +1,112 @@
+//! rill-log: the binary monitoring log format that the rill runtime writes
+//! (one file per worker, written only by that worker) and `rill-mon` reads.
+//! It depends on no part of the runtime.
+//!
+//! # What lives where
+//!
+//! | module | what |
+//! |--------|------|
+//! | `flags.rs` | [`MonitorFlags`]: which event classes a run records |
+//! | `calibration.rs` | [`Calibration`]: raw clock ticks to nanoseconds and wall-clock time |
+//! | `varint.rs` | [`varint`]: LEB128 and zig-zag integers |
+//! | `error.rs` | what is wrong with data that is not a whole log ([`LogError`], [`DecodeErrorKind`], [`DecodeError`], [`EndReason`]) |
+//! | `record.rs` | the decoded records ([`Record`], [`EndState`], [`StreamIo`], [`Op`], [`Side`]) and the op orders that take no bytes ([`implied_ops`], [`interleaved_ops`]) |
+//! | `tag.rs` | the tag bytes (private) |
+//! | `header.rs` | the file [`Header`] and the layout constants ([`MAGIC`], [`FORMAT_VERSION`], [`HEADER_LEN`], [`HEADER_RATE_AT`]) |
+//! | `encode.rs` | the allocation-free [`Encoder`] writing into a [`Sink`] ([`VecSink`] in memory) |
+//! | `scan.rs` | the borrowing, allocation-free [`Scanner`], the one place records are decoded |
+//! | `decode.rs` | the [`Decoder`] of owned records built on it, [`read_log`] and [`parse_log`] |
+//! | `writer.rs` | [`LogWriter`], a memory-mapped log file that is a [`Sink`]; [`log_file_name`], [`set_header_rate`] |
+//!
+//! Imports go one way: each module imports only modules above it in this
+//! table. `scan` and `decode` share their error types through `error`, so
+//! the scanner does not import the decoder built on it.
+//!
+//! # Layout (version 2, little endian)
+//!
+//! A fixed 48-byte [`Header`]:
+//!
+//! | offset | size | field |
+//! |-------:|-----:|-------|
+//! | 0  | 8 | magic `b"RILLLOG\0"` |
+//! | 8  | 2 | format version (2) |
+//! | 10 | 2 | header length (48; records start here) |
+//! | 12 | 4 | monitoring flags |
+//! | 16 | 4 | worker id |
+//! | 20 | 4 | worker count |
+//! | 24 | 8 | calibration: ticks per second (`f64` bits) |
+//! | 32 | 8 | calibration: start ticks |
+//! | 40 | 8 | calibration: start Unix time (ns) |
+//!
+//! Then records, back to back, until the end of the data or a zero byte where
+//! a tag would be (the unused, zeroed tail of a log that was not trimmed).
+//! Each record is a tag byte followed by fields; integers are LEB128 varints,
+//! times are zig-zag varint deltas from the previous record's time (starting
+//! from 0), strings are a varint length and UTF-8 bytes.
+//!
+//! | tag | record | fields after the tag |
+//! |----:|--------|----------------------|
+//! | `0x01` | `WorkerStart` | Δt |
+//! | `0x02` | `WorkerWait` | Δt, dur (the next Δ is from t + dur) |
+//! | `0x03` | `WorkerEnd` | Δt |
+//! | `0x04` | `TaskAssign` | Δt, task, parent, worker, name |
+//! | `0x05` | `TaskMigrate` | Δt, task, from, to |
+//! | `0x06` | `StreamOpen` | Δt, stream, capacity, creator |
+//! | `0x07`/`0x08` | `StreamBind` reader/writer | Δt, stream, task |
+//! | `0x09`/`0x0a` | `StreamClose` reader/writer | Δt, stream |
+//! | `0x0b`/`0x0c` | `StreamReplace` reader/writer | Δt, old, new |
+//! | `0x80..=0xff` | `Period` | see below |
+//!
+//! A period's tag is `1 mm nn eee`: `eee` the [`EndState`] (0 yielded, 1
+//! blocked on input, 2 blocked on output, 3 blocked on any, 4 ended, 5
+//! panicked), `nn` the number of [`StreamIo`] entries (0..=2; 3 = a varint
+//! count follows), `mm` the ops mode. Fields: Δstart, end − start, task,
+//! (count), the entries, (blocked-on stream), (ops). The next Δ is from `end`.
+//!
+//! * Entry: a byte `b www rrr k` (k = woke peer; reads and writes 0..=6
+//!   inline, 7 = a varint follows; b = this is the stream the task blocked
+//!   on), the stream id, then the long counts.
+//! * Blocked-on stream: present only for end states 1 and 2 when no entry has
+//!   its `b` bit set: the stream id.
+//! * Ops mode 0: no ops. 1: the ops are [`implied_ops`] of the entries (each
+//!   entry's reads, then its writes: no bytes). 2: the ops are
+//!   [`interleaved_ops`] of the entries (the two implied runs one message at
+//!   a time, alternately, as a relay does; no bytes). 3: listed: a varint
+//!   `h = n << 3 | form << 1 | timed`, where form 0 means `n` ops follow,
+//!   form 1 implied and form 2 interleaved ops (then `n` is 0; form 3 is
+//!   invalid); if `timed`, a varint time count and the times as zig-zag
+//!   deltas (the first from `start`) follow.
+//! * Op: `0 ccc w iii` (count c + 1 = 1..=8, entry index 0..=7), or
+//!   `1000000 w` followed by varint index and varint count.
+//!
+//! A writer writes a record's body before its tag byte, so a writer killed
+//! mid-record leaves a zero tag: the log then ends cleanly before that record.
+//! Message ids take no bytes: a worker's written messages are numbered
+//! 0, 1, 2 ... in log order (id = (worker, seq)), and the k-th message read
+//! from a stream is the k-th written to it.
+
+#![warn(missing_docs)]
+
+mod calibration;
+mod decode;
+mod encode;
+mod error;
+mod flags;
+mod header;
+mod record;
+mod scan;
+mod tag;
+pub mod varint;
+mod writer;
+
+pub use calibration::Calibration;
+pub use decode::{parse_log, read_log, Decoder, Log};
+pub use encode::{Encoder, EndIo, OpsForm, PeriodHead, PeriodRef, PutIo, Sink, VecSink};
+pub use error::{DecodeError, DecodeErrorKind, EndReason, LogError};
+pub use flags::MonitorFlags;
+pub use header::{Header, FORMAT_VERSION, HEADER_LEN, HEADER_RATE_AT, MAGIC};
+pub use record::{
+    implied_ops, interleaved_ops, EndState, Op, Record, Side, StreamIo, MAX_INTERLEAVED,
+};
+pub use scan::{Item, OpsKind, ScannedPeriod, Scanner};
+pub use writer::{log_file_name, set_header_rate, LogWriter};
