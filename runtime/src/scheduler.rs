@@ -58,7 +58,9 @@ impl ReadyQueue {
         }
     }
 
-    /// Queues `t` where thieves cannot take it (a task this worker stole).
+    /// Queues `t` where thieves cannot take it: a task that ran (it
+    /// yielded), or one this worker stole.
+    #[inline(always)]
     pub(crate) fn push_kept(&mut self, t: TaskRef) {
         self.started.push(t);
     }

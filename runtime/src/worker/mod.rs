@@ -383,7 +383,8 @@ impl WorkerLocal {
             CoroutineResult::Yield(Suspend::Yield) => {
                 self.check_canary(canary_at, task);
                 task.transition_to_ready_after_yield();
-                self.ready().push(t);
+                // It ran, so it is not for thieves: straight to the FIFO.
+                self.ready().push_kept(t);
             }
             CoroutineResult::Yield(Suspend::Blocked) => {
                 // The task is owned by whoever wakes it now, but wakers only
