@@ -333,10 +333,11 @@ pub struct WordcountArgs {
     pub capacity: usize,
 
     /// Where rill puts the tasks (wc/source, wc/split, wc/count/K,
-    /// wc/merge): rr (round-robin in that order), manual (source, split and
-    /// merge on worker 0, counter k on worker (k+1) mod W), parts (that
-    /// order cut into W blocks), steal (round-robin, then work stealing), or
-    /// a FILE of `prefix = worker` lines. The peers place their own.
+    /// wc/merge): rr (round-robin in that order), manual (the splitter,
+    /// the heaviest stage, on the last worker, with counter 1 on 2 workers;
+    /// source, merger and the other counters before it), parts (that order
+    /// cut into W blocks), steal (round-robin, then work stealing), or a
+    /// FILE of `prefix = worker` lines. The peers place their own.
     #[arg(long, value_name = "MAPPING", default_value = "rr", value_parser = parse_mapping)]
     pub mapping: MappingChoice,
 

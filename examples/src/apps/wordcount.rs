@@ -17,8 +17,8 @@
 //!   maps as they come.
 //!
 //! Task creation order (for round-robin): source, split, counters, merge.
-//! Manual mapping: source, split and merge on worker 0, counter k on worker
-//! (k + 1) mod W. Parts: the tasks in that order cut into W blocks.
+//! Manual mapping: see [`manual_table`]. Parts: the tasks in that order cut
+//! into W blocks.
 
 use anyhow::Result;
 use rill::{ManualTable, MonitorConfig, Runtime};
@@ -30,14 +30,24 @@ use crate::kernels::wordcount::{self as kernels, Counts};
 /// Capacity of the streams that carry the counters' final maps.
 const RESULT_CAPACITY: usize = 1;
 
-/// The placement table of `manual` mapping on `workers` workers.
+/// The placement table of `manual` mapping on `workers` workers: the
+/// splitter, the heaviest stage (about two counters' work in a monitored
+/// run), on the last worker; source and merger on worker 0. On 2 workers
+/// counter 1 joins the splitter and the others stay on worker 0; on more,
+/// the counters go round the workers before the last.
 pub fn manual_table(counters: usize, workers: usize) -> ManualTable {
+    let w = workers.max(1);
     let mut t = ManualTable::new()
         .with("wc/source", 0)
-        .with("wc/split", 0)
+        .with("wc/split", w - 1)
         .with("wc/merge", 0);
     for k in 0..counters {
-        t.insert(format!("wc/count/{k}"), (k + 1) % workers.max(1));
+        let on = match w {
+            1 => 0,
+            2 => usize::from(k == 1),
+            _ => k % (w - 1),
+        };
+        t.insert(format!("wc/count/{k}"), on);
     }
     t
 }
@@ -174,10 +184,15 @@ mod tests {
     #[test]
     fn manual_table_and_parts() {
         let t = manual_table(4, 2);
-        assert_eq!(t.lookup("wc/split"), Some(0));
-        assert_eq!(t.lookup("wc/count/0"), Some(1));
-        assert_eq!(t.lookup("wc/count/1"), Some(0));
-        assert_eq!(manual_table(12, 3).lookup("wc/count/10"), Some(2));
+        assert_eq!(t.lookup("wc/split"), Some(1));
+        assert_eq!(t.lookup("wc/count/0"), Some(0));
+        assert_eq!(t.lookup("wc/count/1"), Some(1));
+        assert_eq!(t.lookup("wc/count/3"), Some(0));
+        let t = manual_table(12, 3);
+        assert_eq!(t.lookup("wc/split"), Some(2));
+        assert_eq!(t.lookup("wc/count/10"), Some(0));
+        assert_eq!(t.lookup("wc/count/11"), Some(1));
+        assert_eq!(manual_table(4, 1).lookup("wc/split"), Some(0));
         assert_eq!(
             parts(2),
             [
