@@ -65,3 +65,8 @@ pub use worker::WorkerStats;
 pub fn stack_guard_markers_supported() -> bool {
     stack::guard_markers_supported()
 }
+
+/// The README's examples, compiled and run as doc tests.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
