@@ -50,7 +50,7 @@ const COMMON: [&str; 48] = [
 const LETTERS: &[u8] =
     b"eeeeeeettttttaaaaaoooooiiiiinnnnnsssssrrrrrhhhhlllddduuccmmwwffggyyppbbvkjxqz";
 
-/// The generator's vocabulary, most frequent first: [`COMMON`], then distinct
+/// The generator's vocabulary, most frequent first: the common English words, then distinct
 /// made-up lowercase words whose length grows with their rank.
 pub fn vocabulary(size: usize, seed: u64) -> Vec<String> {
     let mut words: Vec<String> = COMMON.iter().take(size).map(|w| w.to_string()).collect();
