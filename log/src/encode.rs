@@ -367,6 +367,19 @@ impl Encoder {
         });
     }
 
+    /// `stream` is named `name`.
+    #[inline]
+    pub fn stream_name<S: Sink + ?Sized>(&mut self, sink: &mut S, t: u64, stream: u64, name: &str) {
+        let d = self.delta(t);
+        emit(sink, 1 + 3 * V + name.len(), |o| {
+            o.var(d);
+            o.var(stream);
+            o.var(name.len() as u64);
+            o.bytes(name.as_bytes());
+            tag::STREAM_NAME
+        });
+    }
+
     /// Task `task` used the `side` end of `stream` for the first time.
     #[inline]
     pub fn stream_bind<S: Sink + ?Sized>(
@@ -671,6 +684,11 @@ impl Encoder {
                 capacity,
                 creator,
             } => self.stream_open(sink, t, stream, capacity, creator),
+            Record::StreamName {
+                t,
+                stream,
+                ref name,
+            } => self.stream_name(sink, t, stream, name),
             Record::StreamBind {
                 t,
                 stream,

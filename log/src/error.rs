@@ -30,7 +30,7 @@ pub enum LogError {
     NotRillLog,
     /// The log was written in a format version this build cannot read.
     #[error(
-        "unsupported rill log format version {found}: this build reads version {supported}{}",
+        "unsupported rill log format version {found}: this build reads versions 2 to {supported}{}",
         if .found > .supported { " (the log was written by a newer rill; use a newer rill-mon)" } else { "" }
     )]
     UnsupportedVersion {

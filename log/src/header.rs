@@ -7,8 +7,12 @@ use crate::flags::MonitorFlags;
 
 /// The bytes every log starts with.
 pub const MAGIC: [u8; 8] = *b"RILLLOG\0";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 2;
+/// The format version this build writes. It reads this one and
+/// [`OLDEST_VERSION`]: version 3 added the `StreamName` record, which
+/// version 2 files never hold.
+pub const FORMAT_VERSION: u16 = 3;
+/// The oldest format version this build reads.
+pub const OLDEST_VERSION: u16 = 2;
 /// Size of the header this build writes.
 pub const HEADER_LEN: usize = 48;
 /// Where the header keeps the tick rate (an `f64`, little-endian), which a
@@ -85,7 +89,7 @@ impl Header {
                 .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
         };
         let version = u16_at(8).ok_or_else(truncated)?;
-        if version != FORMAT_VERSION {
+        if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(LogError::UnsupportedVersion {
                 found: version,
                 supported: FORMAT_VERSION,

@@ -55,6 +55,7 @@
 //! | `0x07`/`0x08` | `StreamBind` reader/writer | Δt, stream, task |
 //! | `0x09`/`0x0a` | `StreamClose` reader/writer | Δt, stream |
 //! | `0x0b`/`0x0c` | `StreamReplace` reader/writer | Δt, old, new |
+//! | `0x0d` | `StreamName` (version 3) | Δt, stream, name length, name bytes |
 //! | `0x80..=0xff` | `Period` | see below |
 //!
 //! A period's tag is `1 mm nn eee`: `eee` the [`EndState`] (0 yielded, 1

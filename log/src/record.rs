@@ -303,6 +303,15 @@ pub enum Record {
         /// The creating task, 0 if none.
         creator: u64,
     },
+    /// A stream's name, given by the program (format version 3).
+    StreamName {
+        /// When.
+        t: u64,
+        /// The stream id.
+        stream: u64,
+        /// Its name.
+        name: String,
+    },
     /// A task used one end of a stream for the first time.
     StreamBind {
         /// When.
@@ -346,6 +355,7 @@ impl Record {
             | Record::TaskAssign { t, .. }
             | Record::TaskMigrate { t, .. }
             | Record::StreamOpen { t, .. }
+            | Record::StreamName { t, .. }
             | Record::StreamBind { t, .. }
             | Record::StreamClose { t, .. }
             | Record::StreamReplace { t, .. } => t,

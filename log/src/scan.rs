@@ -73,6 +73,15 @@ pub enum Item<'a> {
         /// The creating task.
         creator: u64,
     },
+    /// `StreamName`.
+    StreamName {
+        /// When.
+        t: u64,
+        /// The stream.
+        stream: u64,
+        /// Its name (borrowed from the log data).
+        name: &'a str,
+    },
     /// `StreamBind`.
     StreamBind {
         /// When.
@@ -372,6 +381,14 @@ impl<'a> Scanner<'a> {
                 from: c.u32("from worker")?,
                 to: c.u32("to worker")?,
             },
+            tag::STREAM_NAME => {
+                let t = self.time(c)?;
+                let stream = c.var()?;
+                let len = c.count(1)?;
+                let bytes = c.bytes(len)?;
+                let name = std::str::from_utf8(bytes).map_err(|_| DecodeErrorKind::BadUtf8)?;
+                Item::StreamName { t, stream, name }
+            }
             tag::STREAM_OPEN => Item::StreamOpen {
                 t: self.time(c)?,
                 stream: c.var()?,
@@ -585,6 +602,11 @@ impl<'a> Scanner<'a> {
                 stream,
                 capacity,
                 creator,
+            },
+            Item::StreamName { t, stream, name } => Record::StreamName {
+                t,
+                stream,
+                name: name.to_owned(),
             },
             Item::StreamBind {
                 t,

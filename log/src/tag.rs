@@ -16,6 +16,7 @@ pub const STREAM_CLOSE: u8 = 0x09;
 pub const STREAM_CLOSE_W: u8 = 0x0a;
 pub const STREAM_REPLACE: u8 = 0x0b;
 pub const STREAM_REPLACE_W: u8 = 0x0c;
+pub const STREAM_NAME: u8 = 0x0d;
 /// High bit: a period.
 pub const PERIOD: u8 = 0x80;
 

@@ -142,6 +142,7 @@ fn set_time(rec: &mut Record, time: u64) {
         | Record::TaskAssign { t, .. }
         | Record::TaskMigrate { t, .. }
         | Record::StreamOpen { t, .. }
+        | Record::StreamName { t, .. }
         | Record::StreamBind { t, .. }
         | Record::StreamClose { t, .. }
         | Record::StreamReplace { t, .. } => *t = time,
@@ -309,6 +310,8 @@ fn arb_record() -> impl Strategy<Value = Record> {
                 capacity,
                 creator
             }),
+        1 => (any::<u64>(), small_or_any_u64(), "[a-z/#= 0-9]{0,12}")
+            .prop_map(|(t, stream, name)| Record::StreamName { t, stream, name }),
         1 => (any::<u64>(), small_or_any_u64(), arb_side(), small_or_any_u64())
             .prop_map(|(t, stream, side, task)| Record::StreamBind { t, stream, side, task }),
         1 => (any::<u64>(), small_or_any_u64(), arb_side())
@@ -520,7 +523,7 @@ fn overlong_varints_are_errors() {
 fn malformed_records_say_why() {
     let cases: Vec<(Vec<u8>, DecodeErrorKind)> = vec![
         (vec![0x7f, 0], DecodeErrorKind::UnknownTag(0x7f)),
-        (vec![0x0d, 0], DecodeErrorKind::UnknownTag(0x0d)),
+        (vec![0x0e, 0], DecodeErrorKind::UnknownTag(0x0e)),
         (vec![0x86, 0, 0, 1], DecodeErrorKind::BadEndState(6)),
         // An io entry with the reserved bit.
         (
@@ -794,15 +797,22 @@ fn header_errors_are_clear() {
         matches!(
             e,
             LogError::UnsupportedVersion {
-                found: 3,
-                supported: 2
+                found: 4,
+                supported: 3
             }
         ),
         "{e:?}"
     );
+    // The previous version, which lacks only the `StreamName` record, reads.
+    let mut older = good.clone();
+    older[8..10].copy_from_slice(&2u16.to_le_bytes());
+    assert!(parse_log(&older).is_ok());
+    let mut oldest = good.clone();
+    oldest[8..10].copy_from_slice(&1u16.to_le_bytes());
+    assert!(parse_log(&oldest).is_err());
     let msg = e.to_string();
     assert!(
-        msg.contains("version 3") && msg.contains("version 2") && msg.contains("newer"),
+        msg.contains("version 4") && msg.contains("versions 2 to 3") && msg.contains("newer"),
         "{msg}"
     );
 

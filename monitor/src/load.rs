@@ -268,6 +268,8 @@ pub struct StreamInfo {
     pub id: u64,
     /// Capacity from `StreamOpen`.
     pub capacity: Option<u32>,
+    /// The name the program gave it (`StreamName`), if any.
+    pub name: Option<String>,
     /// Creating task (0 = none).
     pub creator: u64,
     /// Task bound to the writing end (the last bind logged).
@@ -774,6 +776,11 @@ impl Agg {
                 let s = self.stream(stream);
                 s.capacity = Some(capacity);
                 s.creator = creator;
+            }
+            Item::StreamName { t, stream, name } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                self.stream(stream).name = Some(name.to_owned());
             }
             Item::StreamBind {
                 t,

@@ -98,6 +98,9 @@ pub struct TaskSummary {
 pub struct StreamSummary {
     /// Stream id.
     pub stream: u64,
+    /// The name the program gave it, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Capacity, if its opening was logged.
     pub capacity: Option<u32>,
     /// Writing task, if bound.
@@ -294,6 +297,7 @@ pub fn summarize(run: &RunLog) -> Summary {
         .values()
         .map(|s| StreamSummary {
             stream: s.id,
+            name: s.name.clone(),
             capacity: s.capacity,
             writer: s.writer.map(|t| run.task_label(t)),
             reader: s.reader.map(|t| run.task_label(t)),
@@ -526,7 +530,10 @@ impl Summary {
                 .iter()
                 .map(|s| {
                     vec![
-                        s.stream.to_string(),
+                        match &s.name {
+                            Some(n) => format!("{n} ({})", s.stream),
+                            None => s.stream.to_string(),
+                        },
                         s.capacity.map_or_else(|| "-".into(), |c| c.to_string()),
                         s.writer.clone().unwrap_or_else(|| "-".into()),
                         s.reader.clone().unwrap_or_else(|| "-".into()),

@@ -103,12 +103,15 @@ pub enum RunError {
         message: String,
     },
     /// Tasks remain but none can ever run again.
-    #[error("{}", deadlock_text(.blocked, .cycle))]
+    #[error("{}", deadlock_text(.blocked, .cycle, .stream_names))]
     Deadlock {
         /// Every task that was left, with what it waits for.
         blocked: Vec<BlockedTask>,
         /// A waiting cycle A waits for B waits for ... A, when one is known.
         cycle: Vec<String>,
+        /// The names of the named streams among those the tasks wait on
+        /// (see [`named_stream`](crate::named_stream)), by stream id.
+        stream_names: Vec<(u64, String)>,
     },
     /// A task could not get a stack.
     #[error("task '{name}' could not start: {reason}")]
@@ -145,7 +148,11 @@ pub enum RunError {
     Config(#[from] ConfigError),
 }
 
-fn deadlock_text(blocked: &[BlockedTask], cycle: &[String]) -> String {
+fn deadlock_text(blocked: &[BlockedTask], cycle: &[String], names: &[(u64, String)]) -> String {
+    let label = |id: u64| match names.iter().find(|(s, _)| *s == id) {
+        Some((_, n)) => format!("'{n}' ({id})"),
+        None => id.to_string(),
+    };
     use std::fmt::Write;
     let mut s = format!(
         "deadlock: {} task(s) are blocked and none can run",
@@ -163,18 +170,20 @@ fn deadlock_text(blocked: &[BlockedTask], cycle: &[String]) -> String {
         let what = match &b.on {
             BlockedOn::Nothing => "ready but never ran".to_string(),
             BlockedOn::Input { stream, peer } => format!(
-                "reading empty stream {stream} (writer: {})",
+                "reading empty stream {} (writer: {})",
+                label(*stream),
                 peer_text(*peer)
             ),
             BlockedOn::Output { stream, peer } => format!(
-                "writing full stream {stream} (reader: {})",
+                "writing full stream {} (reader: {})",
+                label(*stream),
                 peer_text(*peer)
             ),
             BlockedOn::Any { streams } => format!(
                 "polling streams {}",
                 streams
                     .iter()
-                    .map(|(s, _)| s.to_string())
+                    .map(|(s, _)| label(*s))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),

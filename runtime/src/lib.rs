@@ -49,8 +49,8 @@ pub use mapper::{ManualTable, Mapping};
 pub use rill_log::MonitorFlags;
 pub use runtime::{Builder, Config, MonitorConfig, RunStats, Runtime, DEFAULT_SPIN};
 pub use stream::{
-    poll, stream, stream_default, try_stream, PollSet, Reader, StreamClosed, TryReadError,
-    TryWriteError, Writer,
+    named_stream, poll, stream, stream_default, try_stream, Ends, PollSet, Reader, StreamClosed,
+    TryReadError, TryWriteError, Writer,
 };
 pub use task::{BlockedOn, TaskId};
 pub use worker::WorkerStats;

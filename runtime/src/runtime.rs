@@ -896,7 +896,25 @@ fn deadlock_report(shared: &Shared) -> RunError {
         });
     }
     let cycle = find_cycle(&blocked);
-    RunError::Deadlock { blocked, cycle }
+    // Names now, while the streams live: the error is printed later.
+    let mut stream_names = Vec::new();
+    for b in &blocked {
+        let ids: Vec<u64> = match &b.on {
+            BlockedOn::Input { stream, .. } | BlockedOn::Output { stream, .. } => vec![*stream],
+            BlockedOn::Any { streams } => streams.iter().map(|(s, _)| *s).collect(),
+            BlockedOn::Nothing => Vec::new(),
+        };
+        for id in ids {
+            if let Some(n) = crate::stream::names::name_of(id) {
+                stream_names.push((id, n));
+            }
+        }
+    }
+    RunError::Deadlock {
+        blocked,
+        cycle,
+        stream_names,
+    }
 }
 
 /// A cycle in the waiting relation W(A,B), as task names.

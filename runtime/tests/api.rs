@@ -213,3 +213,71 @@ fn a_deadlock_of_tasks_that_read_first_is_reported_with_its_cycle() {
     });
     assert!(inner.contains("waiting cycle: "), "{inner}");
 }
+
+/// A named stream's name shows in its errors, in a deadlock report and in
+/// the monitoring log; a stream made before a monitored run has its
+/// opening (capacity, name) logged at its first use.
+#[test]
+fn named_streams_show_their_names() {
+    let (mut w, r) = rill::named_stream::<u32>("parse/tokens", 2);
+    assert_eq!(w.name(), Some("parse/tokens"));
+    assert_eq!(r.name(), Some("parse/tokens"));
+    drop(r);
+    assert!(w.try_write(1).is_err());
+    // A blocking write to a closed stream reports the name.
+    let id = w.id();
+    let text = rill::StreamClosed(id).to_string();
+    assert!(text.contains("'parse/tokens'"), "{text}");
+    drop(w);
+
+    let report = with_timeout("named deadlock", 30, || {
+        let mut rt = Runtime::builder().workers(1).build().unwrap();
+        let (_keep, mut never) = rill::named_stream::<u32>("input/lines", 1);
+        rt.spawn("reader", move || {
+            let _ = never.read();
+        });
+        let err = rt.run().unwrap_err().to_string();
+        drop(_keep);
+        err
+    });
+    assert!(
+        report.contains("reading empty stream 'input/lines' ("),
+        "{report}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("rill-api-names-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d2 = dir.clone();
+    with_timeout("named, monitored", 30, move || {
+        let mut rt = Runtime::builder()
+            .workers(1)
+            .monitor(rill::MonitorConfig::new(rill::MonitorFlags::FULL, &d2))
+            .build()
+            .unwrap();
+        // Made before the run: logged at its first use.
+        let (mut w, mut r) = rill::named_stream::<u32>("early/nums", 3);
+        rt.spawn("w", move || w.write(7).unwrap());
+        rt.spawn("r", move || assert_eq!(r.read(), Some(7)));
+        rt.run().unwrap();
+    });
+    let log = rill_log::read_log(dir.join("worker-0.rlog")).unwrap();
+    let opened: Vec<u32> = log
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            rill_log::Record::StreamOpen { capacity, .. } => Some(*capacity),
+            _ => None,
+        })
+        .collect();
+    let names: Vec<&str> = log
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            rill_log::Record::StreamName { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(opened, [3], "the opening is logged once, with the capacity");
+    assert_eq!(names, ["early/nums"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -51,7 +51,7 @@ fn run_guarded(what: &str, mut rt: Runtime) -> Result<RunStats, RunError> {
 
 fn expect_deadlock(what: &str, res: Result<RunStats, RunError>) -> (Vec<BlockedTask>, Vec<String>) {
     match res {
-        Err(RunError::Deadlock { blocked, cycle }) => (blocked, cycle),
+        Err(RunError::Deadlock { blocked, cycle, .. }) => (blocked, cycle),
         other => panic!("{what}: expected a deadlock, got {other:?}"),
     }
 }

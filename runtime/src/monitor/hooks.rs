@@ -69,10 +69,10 @@ fn with_log(f: impl FnOnce(&mut WorkerLog)) {
 
 #[cold]
 #[inline(never)]
-pub(crate) fn stream_open(id: u64, cap: usize) {
+pub(crate) fn stream_open(id: u64, cap: usize, name: Option<&str>) {
     if on() {
         let creator = context::current_task_id();
-        with_log(|l| l.stream_open(id, cap, creator));
+        with_log(|l| l.stream_open(id, cap, creator, name));
     }
 }
 

@@ -54,7 +54,7 @@ impl EndMon {
 
 #[cold]
 #[inline(never)]
-pub(crate) fn stream_open(_id: u64, _cap: usize) {}
+pub(crate) fn stream_open(_id: u64, _cap: usize, _name: Option<&str>) {}
 
 #[cold]
 #[inline(never)]

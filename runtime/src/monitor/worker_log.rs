@@ -225,10 +225,21 @@ impl WorkerLog {
         }
     }
 
-    pub(crate) fn stream_open(&mut self, stream: u64, cap: usize, creator: u64) {
+    pub(crate) fn stream_open(
+        &mut self,
+        stream: u64,
+        cap: usize,
+        creator: u64,
+        name: Option<&str>,
+    ) {
         if self.has(MonitorFlags::STREAM) {
+            let t = clock::now();
+            let cap = u32::try_from(cap).unwrap_or(u32::MAX);
             self.enc
-                .stream_open(&mut self.writer, clock::now(), stream, cap as u32, creator);
+                .stream_open(&mut self.writer, t, stream, cap, creator);
+            if let Some(n) = name {
+                self.enc.stream_name(&mut self.writer, t, stream, n);
+            }
         }
     }
 

@@ -28,6 +28,7 @@
 //! stayed a call.
 
 mod ends;
+pub mod names;
 mod poll;
 mod poll_set;
 mod ring;
@@ -49,9 +50,11 @@ use crate::context;
 use crate::monitor::worker_log::EndMon;
 use crate::task::BlockedOn;
 
-/// The stream's reader is gone; the message was not delivered.
+/// The stream's reader is gone; the message was not delivered. Holds the
+/// stream's id; its message names the stream when it has a name
+/// ([`named_stream`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("stream {0} is closed: its reader end was dropped")]
+#[error("stream {} is closed: its reader end was dropped", names::describe(*.0))]
 pub struct StreamClosed(pub u64);
 
 /// Why [`Writer::try_write`] did not write.
@@ -104,14 +107,52 @@ pub fn stream_default<T: Send + 'static>() -> (Writer<T>, Reader<T>) {
 pub fn try_stream<T: Send + 'static>(
     capacity: usize,
 ) -> Result<(Writer<T>, Reader<T>), ZeroCapacity> {
+    make(capacity, None)
+}
+
+/// Makes a stream named `name`, holding up to `capacity` messages. The name
+/// shows in errors, deadlock reports and the monitoring logs (`rill-mon`)
+/// instead of the stream's bare id.
+///
+/// ```
+/// let (w, r) = rill::named_stream::<u32>("parser/tokens", 8);
+/// assert_eq!(w.name(), Some("parser/tokens"));
+/// drop(r);
+/// let mut w = w;
+/// let err = w.try_write(1).unwrap_err();
+/// assert!(matches!(err, rill::TryWriteError::Closed(1)));
+/// ```
+///
+/// # Panics
+/// If `capacity` is 0, as [`stream`].
+#[track_caller]
+pub fn named_stream<T: Send + 'static>(
+    name: impl Into<String>,
+    capacity: usize,
+) -> (Writer<T>, Reader<T>) {
+    match make(capacity, Some(name.into().into_boxed_str())) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn make<T: Send + 'static>(
+    capacity: usize,
+    name: Option<Box<str>>,
+) -> Result<(Writer<T>, Reader<T>), ZeroCapacity> {
     if capacity == 0 {
         return Err(ZeroCapacity);
     }
     let id = context::next_stream_id();
-    let core = Arc::new(Core::new(id, capacity));
-    if crate::hooks::on() {
-        crate::hooks::stream_open(id, capacity);
+    let logged = crate::hooks::on();
+    if logged {
+        crate::hooks::stream_open(id, capacity, name.as_deref());
     }
+    let core = Arc::new(Core::with_label(
+        id,
+        capacity,
+        names::Label::new(id, name, logged),
+    ));
     Ok((
         Writer {
             core: core.clone(),
@@ -171,6 +212,11 @@ impl<T: Send + 'static> Writer<T> {
     /// The stream's id (unique within the process).
     pub fn id(&self) -> u64 {
         self.core.id
+    }
+
+    /// The stream's name, if it was made with [`named_stream`].
+    pub fn name(&self) -> Option<&str> {
+        self.core.label.name.as_deref()
     }
 
     /// Messages written through this end.
@@ -350,6 +396,11 @@ impl<T: Send + 'static> Reader<T> {
     /// The stream's id (unique within the process).
     pub fn id(&self) -> u64 {
         self.core.id
+    }
+
+    /// The stream's name, if it was made with [`named_stream`].
+    pub fn name(&self) -> Option<&str> {
+        self.core.label.name.as_deref()
     }
 
     /// Messages read through this end.
@@ -691,7 +742,7 @@ fn enter_cold<T: Send + 'static>(
             Side::Reader => &core.reader_task,
             Side::Writer => &core.writer_task,
         };
-        bind_end(mon, core.id, side, owner);
+        bind_end(mon, core.id, side, owner, core.cap, &core.label);
     }
     if !mon.is_fast() {
         crate::hooks::enter_slow(mon, core.id, side, at, &|| core.clone());
@@ -703,9 +754,21 @@ fn enter_cold<T: Send + 'static>(
 /// per end and period) saves no registers for it.
 #[cold]
 #[inline(never)]
-fn bind_end(mon: &mut EndMon, id: u64, side: Side, owner: &crate::sync::AtomicU64) {
+fn bind_end(
+    mon: &mut EndMon,
+    id: u64,
+    side: Side,
+    owner: &crate::sync::AtomicU64,
+    cap: usize,
+    label: &names::Label,
+) {
     mon.stamp = 0;
     note_owner(owner);
+    // A stream made before a monitored run (or outside any) has no opening
+    // in the logs yet: log it at its first use, with its capacity and name.
+    if crate::hooks::on() && label.take_open() {
+        crate::hooks::stream_open(id, cap, label.name.as_deref());
+    }
     crate::hooks::stream_bind(id, side);
 }
 

@@ -80,6 +80,9 @@ pub(crate) struct Core<T> {
     pub(crate) fwd: CachePadded<Fwd>,
     /// The reader's position and the writer's wait slot.
     pub(crate) back: CachePadded<Back>,
+    /// The stream's name, for reports (`names.rs`); read only then, so it
+    /// sits after the lines the ends use.
+    pub(crate) label: super::names::Label,
 }
 
 // SAFETY: the ring hands each T from the writer thread to the reader thread
@@ -153,7 +156,14 @@ impl<T> Core<T> {
         }
     }
 
+    /// An unnamed core (the loom models and unit tests make these).
+    #[cfg_attr(not(loom), allow(dead_code))]
     pub(crate) fn new(id: u64, cap: usize) -> Core<T> {
+        Self::with_label(id, cap, super::names::Label::default())
+    }
+
+    /// A core named by `label`.
+    pub(crate) fn with_label(id: u64, cap: usize, label: super::names::Label) -> Core<T> {
         let n = cap.next_power_of_two();
         Core {
             id,
@@ -177,6 +187,7 @@ impl<T> Core<T> {
                 wslot: Slot::new(),
                 wmark: std::sync::atomic::AtomicU64::new(0),
             }),
+            label,
         }
     }
 
@@ -217,6 +228,7 @@ impl<T> Core<T> {
 
 impl<T> Drop for Core<T> {
     fn drop(&mut self) {
+        self.label.forget(self.id);
         let head = self.back.head.load(Ordering::Relaxed);
         let tail = self.fwd.tail.load(Ordering::Relaxed);
         let mut i = head;
