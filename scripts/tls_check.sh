@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Counts the task bodies of rill-bench (its `call_once` closures) whose code
-# takes the thread pointer's address (`mov reg, fs:0x0`): a thread-local's
-# address that the compiler computed and may keep across a block, after
-# which the task can go on on another thread (runtime/src/tls.rs). Prints
-# the count and the bodies; exits 1 if there are any.
+# takes the thread pointer's address (`mov reg, fs:0x0`): an address kept
+# across a suspension is wrong where the task's code goes on on another
+# thread (its stack unwinds on the caller of `run` at a run's end;
+# runtime/src/tls.rs). Prints the count and bodies; exits 1 if any.
 #   scripts/tls_check.sh            build release rill-bench, then check it
 #   scripts/tls_check.sh PATH       check the executable at PATH (unstripped)
 set -euo pipefail

@@ -1,7 +1,8 @@
 //! The thread-local "where am I": the task running on this thread and its
 //! worker, and the operations that need them (spawn, yield, block, schedule).
-//! The two pointers are thread-local words read afresh at each use, also in
-//! a task's code that goes on on another thread after a block (`tls.rs`).
+//! The two pointers are thread-local words read afresh at each use, so that
+//! a task's code never keeps another thread's (`tls.rs` says why: at a run's
+//! end a task's stack unwinds on the thread that called `run`).
 
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;

@@ -7,11 +7,10 @@
 //! - [`Mapping::Partitioned`]: an ordered list of name prefixes cut into W
 //!   contiguous blocks: entry i of n goes to worker i·W/n.
 //! - [`Mapping::Steal`]: round-robin at creation, then idle workers steal
-//!   ready tasks from busy ones (crossbeam-deque); every migration is a mapping
-//!   event. Soundness of moving a suspended coroutine between threads is
-//!   argued at `TaskRef`'s `Send` impl: task closures are `Send + 'static`, and
-//!   a task must not keep a thread id or a raw pointer to thread-local data
-//!   across a blocking call when stealing is on.
+//!   tasks that never ran from busy ones (crossbeam-deque, `scheduler.rs`);
+//!   every steal is a mapping event. A task that ran stays on its worker;
+//!   why that is needed, and why moving a task that never ran is sound, is
+//!   argued at `TaskRef`'s `Send` impl.
 //!
 //! A worker given explicitly at spawn (`spawn_on`) always wins.
 

@@ -2,15 +2,22 @@
 //! running task and worker and the forced-unwind flag (`context.rs`), and
 //! monitoring's fast stamp, ops stamp and recorder (`monitor/period.rs`).
 //!
-//! A task's code runs on the thread of whichever worker runs the task, and
-//! that may change at each block or yield (work stealing, migration). LLVM
-//! takes a thread-local's address to be the same all through a function, so
-//! it may compute the address once in a task's code and keep using it after
-//! a suspension, on another thread. It did, with `thread_local!`: a ring
-//! task kept the monitoring recorder's address in a register from its first
-//! operation on and compared its ends' stamps with the stamp of the worker
-//! it had left; a stolen task pushed its message keys into that worker's key
-//! list (`tests/monitoring.rs::stolen_tasks_keep_their_message_order`).
+//! LLVM takes a thread-local's address to be the same all through a
+//! function, so it may compute the address once in a task's code and keep
+//! using it after a suspension. A task's code runs on the thread of the
+//! worker that runs it, from its first dispatch to its end (work stealing
+//! moves only tasks that never ran, `scheduler.rs`), with one exception: at
+//! a run's end the thread that called `run` unwinds the stacks of the tasks
+//! left (`context::drop_suspended`), after every worker thread has ended,
+//! and a kept address would reach the words of the worker thread the task
+//! last ran on. The assumption also breaks for any coroutine that ever
+//! continues on another thread. LLVM did keep addresses with
+//! `thread_local!`, while work stealing still moved tasks that had run: a
+//! ring task kept the monitoring recorder's address in a register from its
+//! first operation on and compared its ends' stamps with the stamp of the
+//! worker it had left; a stolen task pushed its message keys into that
+//! worker's key list. (`tests/monitoring.rs::stolen_tasks_keep_their_message_order`
+//! now checks tasks taken by stealing before they ran.)
 //!
 //! On x86-64 Linux these words are read and written by `asm!` blocks, which
 //! the compiler must run each time the program reaches them (they are not
@@ -35,7 +42,8 @@
 //! full monitoring, 16,000 messages through.)
 //!
 //! Elsewhere the words are `thread_local!` cells, with the hazard above:
-//! work stealing there relies on the compiler not keeping their addresses.
+//! the unwinding at a run's end relies there on the compiler not keeping
+//! their addresses.
 
 /// Declares the words: per word a getter, a setter, the type (a `u64` or an
 /// untyped pointer), the symbol and the value in a new thread.

@@ -61,9 +61,9 @@ pub(crate) struct Binding {
     _core: Arc<dyn Recheck>,
     pub(crate) stream: u64,
     pub(crate) write: bool,
-    /// The position at the task's last count. Only the task's worker of the
-    /// moment touches it, between the task's periods (Relaxed: ordered by
-    /// the hand-over of the task itself).
+    /// The position at the task's last count. Only the task's worker
+    /// touches it, at the task's period ends (Relaxed: one thread, since a
+    /// task that ran never changes workers, `scheduler.rs`).
     last: StdAtomicUsize,
     /// The end's last operation in this period woke the peer (set and
     /// cleared by the task's worker, as `last`).

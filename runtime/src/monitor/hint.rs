@@ -40,11 +40,11 @@
 //! predicate that the end's holder reads, written by that holder (arming)
 //! and by the worker of the task the end is bound to, at that task's period
 //! start and end. In the usual case both are the thread running the task
-//! (program order); a task that changes workers is handed over through the
-//! run queues, which order the old worker's disarm before the new one's
-//! arm. A value that loses a race (the two-holder cases above) only sends an
-//! operation the monitoring way once more, where the end's own stamp
-//! decides.
+//! (program order): a task runs on one worker from its first dispatch to
+//! its end (work stealing moves only tasks that never ran, which have no
+//! bindings yet, `scheduler.rs`). A value that loses a race (the two-holder
+//! cases above) only sends an operation the monitoring way once more, where
+//! the end's own stamp decides.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -19,9 +19,11 @@
 //! all its ends at once: the table never holds more than [`MAX_IO`] entries,
 //! stale ones included.
 //!
-//! Who touches what: only the thread running the task, or its worker between
-//! its periods, one at a time (the hand-over of the task orders them), as
-//! for the bindings of count mode.
+//! Who touches what: only the thread of the worker that runs the task (the
+//! task's code, and the worker between its periods), as for the bindings of
+//! count mode: a task that ran never changes workers (`scheduler.rs`), and
+//! the thread that drops the tasks left at a run's end does so after every
+//! worker has stopped.
 
 use std::cell::{Cell, UnsafeCell};
 

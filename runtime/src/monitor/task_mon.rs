@@ -13,9 +13,10 @@ use super::period::{kind, new_tag};
 use super::task_entries::TaskEntries;
 
 /// A task's part of monitoring: count mode's tag and bindings, and ops
-/// mode's entries. Touched only by
-/// the thread running the task, or its worker between its periods, one at a
-/// time (the hand-over of the task orders them).
+/// mode's entries. Touched only by the thread of the worker that runs the
+/// task (the task's code, and the worker between its periods): a task that
+/// ran never changes workers (`scheduler.rs`), and the thread that drops
+/// the tasks left at a run's end does so after every worker has stopped.
 #[derive(Default)]
 pub(crate) struct TaskMon {
     tag: Cell<u64>,
