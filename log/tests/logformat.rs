@@ -804,10 +804,10 @@ fn header_errors_are_clear() {
         "{e:?}"
     );
     // The previous version, which lacks only the `StreamName` record, reads.
-    let mut older = good.clone();
+    let mut older = good;
     older[8..10].copy_from_slice(&2u16.to_le_bytes());
     assert!(parse_log(&older).is_ok());
-    let mut oldest = good.clone();
+    let mut oldest = good;
     oldest[8..10].copy_from_slice(&1u16.to_le_bytes());
     assert!(parse_log(&oldest).is_err());
     let msg = e.to_string();
