@@ -9,10 +9,6 @@
 
 pub use rill_log::{Item, OpsKind, ScannedPeriod, Scanner};
 
-/// The fixed fields of a period (this module's earlier name for
-/// [`ScannedPeriod`]).
-pub type PeriodHead = ScannedPeriod;
-
 use rill_log::{DecodeErrorKind, Decoder};
 
 /// What is wrong with the record at `offset` of `data`, according to the
