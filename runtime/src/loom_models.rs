@@ -312,3 +312,60 @@ fn a_cut_binding_counts_only_its_holders_messages() {
         assert!(over, "a cut binding is over");
     });
 }
+
+/// The liveness rule's hand-off between a worker and the ticker
+/// (`worker/settle.rs`, `worker/ticker.rs`): the worker seals a window and
+/// wakes the ticker if it sleeps until woken; the ticker announces that
+/// sleep and looks for seals once more before it parks. Whatever the
+/// interleaving, the ticker does not sleep through the seal, covers the
+/// window, and the worker gets it back to re-check (loom reports a ticker
+/// that parks for good as a deadlock).
+#[test]
+fn a_sealed_window_is_covered_even_if_the_ticker_sleeps() {
+    use crate::stream::Side;
+    use crate::worker::settle::{Settle, SettleWords};
+    loom::model(|| {
+        let words = Arc::new(SettleWords::new());
+        let deep = Arc::new(AtomicBool::new(false));
+        let (w2, d2) = (words.clone(), deep.clone());
+        let ticker = thread::spawn(move || {
+            // The deep sleep of `ticker::run`, then its `cover`.
+            d2.store(true, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            while w2.owed().is_none() {
+                thread::park();
+            }
+            d2.store(false, Ordering::Relaxed);
+            // (membarrier here)
+            let g = w2.owed().expect("a window is owed a barrier");
+            w2.cover(g);
+        });
+        let mut settle = Settle::new(0);
+        let core: std::sync::Arc<dyn crate::stream::Recheck> =
+            std::sync::Arc::new(Core::<u32>::new(1, 1));
+        settle.open.items.push((core, Side::Reader));
+        let t = ticker.thread().clone();
+        let wake = || {
+            if deep.load(Ordering::Relaxed) {
+                t.unpark();
+            }
+        };
+        assert!(
+            settle.step(&words, |_| {}, wake).is_empty(),
+            "sealed, not yet covered"
+        );
+        let covered = loop {
+            let done = settle.step(&words, |_| {}, || {});
+            if !done.is_empty() {
+                break done;
+            }
+            thread::yield_now();
+        };
+        assert_eq!(
+            covered.len(),
+            1,
+            "the sealed window comes back to be re-checked"
+        );
+        ticker.join().unwrap();
+    });
+}

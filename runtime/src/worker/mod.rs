@@ -6,7 +6,7 @@ mod inbox;
 #[cfg(all(test, loom))]
 pub(crate) use inbox::Inbox;
 mod park;
-mod settle;
+pub(crate) mod settle;
 pub(crate) mod ticker;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
