@@ -1,7 +1,9 @@
 //! rill-monitor: reads the binary monitoring logs a rill run writes (one per
 //! worker, `worker-{id}.rlog`) and turns them into a summary (per-worker
 //! busy/waiting time, per-task and per-stream totals, throughput, per-input
-//! latency and jitter), an SVG timeline and a Chrome trace.
+//! latency and jitter), an SVG timeline and a Chrome trace; and explains
+//! the run: who waited for whom ([`waits()`]) and what held it back
+//! ([`bottleneck()`]).
 //!
 //! ```no_run
 //! let run = rill_monitor::load_run(std::path::Path::new("logs"))?;
@@ -18,13 +20,20 @@
 
 #![warn(missing_docs)]
 
+mod activity;
+mod bottleneck;
+mod groups;
 mod latency;
 mod load;
 pub mod scan;
 mod summary;
 mod timeline;
 mod trace;
+mod verdict;
+mod waits;
 
+pub use bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
+pub use groups::group_of;
 pub use load::{
     load_run, load_run_with, LoadOptions, RunLog, StreamInfo, TaskInfo, WorkerLog, WorkerStats,
     PROGRESS_THRESHOLD,
@@ -35,3 +44,4 @@ pub use summary::{
 };
 pub use timeline::{task_colour, timeline_svg, xml_escape, TimelineOptions};
 pub use trace::{chrome_trace, write_chrome_trace, TraceStats};
+pub use waits::{waits, PairWaits, StreamWaits, Waits, WorkerPairWaits};
