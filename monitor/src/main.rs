@@ -5,6 +5,7 @@
 //! * `rill-mon trace DIR -o FILE.json`
 //! * `rill-mon waits DIR [--json] [--no-group] [--limit N]`
 //! * `rill-mon bottleneck DIR [--json] [--windows N] [--alpha A] [--beta B] [--gamma G]`
+//! * `rill-mon map DIR --workers W -o FILE [--json]`
 //!
 //! Errors print one line on stderr and exit with status 2.
 
@@ -15,8 +16,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use rill_monitor::{
-    bottleneck, load_run, load_run_with, summarize, timeline_svg, waits, write_chrome_trace,
-    BottleneckOptions, LoadOptions, RunLog, TimelineOptions,
+    bottleneck, load_run, load_run_with, plan_mapping, summarize, timeline_svg, waits,
+    write_chrome_trace, BottleneckOptions, LoadOptions, RunLog, TimelineOptions, MAX_MAP_WORKERS,
 };
 
 /// Analyses the monitoring logs (worker-*.rlog) of a rill run.
@@ -121,6 +122,30 @@ enum Cmd {
         /// γ: the share of a window that wake-ups across workers on one stream must cost (0 to 1).
         #[arg(long, default_value_t = 0.1)]
         gamma: f64,
+    },
+    /// A mapping file for --mapping FILE that spreads the named tasks over W
+    /// workers, with a what-if estimate of the run time.
+    ///
+    /// The observed task graph (busy time per task, messages and waits per
+    /// stream) is cut into W parts that balance busy time and keep heavy
+    /// streams on one worker. The file lists every named task as
+    /// "name" = worker (rill::ManualTable::load reads it back; names with #,
+    /// = or quotes are escaped) and says in comments what it predicts: max over
+    /// workers of busy time + a cost per message or wait crossing workers,
+    /// calibrated on the observed run, under this mapping and the observed one.
+    #[command(verbatim_doc_comment)]
+    Map {
+        /// The directory holding the worker-*.rlog files.
+        dir: PathBuf,
+        /// How many workers to map onto.
+        #[arg(short, long)]
+        workers: usize,
+        /// The mapping file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Print the plan as one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -264,6 +289,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 print_json(&b)?;
             } else {
                 print_text(&b.to_text())?;
+            }
+        }
+        Cmd::Map {
+            dir,
+            workers,
+            output,
+            json,
+        } => {
+            anyhow::ensure!(
+                (1..=MAX_MAP_WORKERS).contains(&workers),
+                "--workers must be between 1 and {MAX_MAP_WORKERS}, not {workers}"
+            );
+            let run = load_quietly(&dir)?;
+            let plan = plan_mapping(&run, workers)?;
+            let mut out = create(&output)?;
+            out.write_all(plan.to_file().as_bytes())
+                .and_then(|()| out.flush())
+                .with_context(|| format!("cannot write {}", output.display()))?;
+            if json {
+                print_json(&plan)?;
+            } else {
+                print_text(&plan.to_text(&output.display().to_string()))?;
             }
         }
     }
