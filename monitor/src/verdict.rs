@@ -8,6 +8,10 @@ use crate::bottleneck::{BottleneckOptions, Bottlenecks, Finding, Graph, Raw};
 use crate::load::RunLog;
 use crate::summary::fmt_ns;
 
+/// Findings below this share are listed in the JSON only (the text counts
+/// them).
+const MINOR: f64 = 0.01;
+
 fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
@@ -205,8 +209,9 @@ pub(crate) fn verdict(
     };
     if let Some(first) = found.first() {
         let mut v = first.sentence.clone();
-        if found.len() > 1 {
-            let others: Vec<String> = found[1..]
+        let others: Vec<&Finding> = found[1..].iter().filter(|f| f.share >= MINOR).collect();
+        if !others.is_empty() {
+            let named: Vec<String> = others
                 .iter()
                 .take(3)
                 .map(|f| format!("{} {} ({})", f.kind, f.name, pct(f.share)))
@@ -214,8 +219,8 @@ pub(crate) fn verdict(
             let _ = write!(
                 v,
                 " Also found: {}{}.",
-                others.join(", "),
-                if found.len() > 4 { ", ..." } else { "" }
+                named.join(", "),
+                if others.len() > 3 { ", ..." } else { "" }
             );
         }
         if first.kind != "task" {
@@ -293,7 +298,12 @@ impl Bottlenecks {
                 "\nfindings, strongest first (share = the part of all waiting, {}, each accounts for):",
                 fmt_ns(self.waiting_ns as f64)
             );
-            for (k, f) in self.bottlenecks.iter().enumerate() {
+            let shown = self
+                .bottlenecks
+                .iter()
+                .enumerate()
+                .filter(|(k, f)| *k == 0 || f.share >= MINOR);
+            for (k, f) in shown {
                 let line = format!(
                     "{}. {} {} (share {}): {}",
                     k + 1,
@@ -305,6 +315,17 @@ impl Bottlenecks {
                 for (j, l) in wrap(&line, 75).lines().enumerate() {
                     let _ = writeln!(o, "{}{l}", if j == 0 { "  " } else { "     " });
                 }
+            }
+            let minor = self.bottlenecks[1..]
+                .iter()
+                .filter(|f| f.share < MINOR)
+                .count();
+            if minor > 0 {
+                let _ = writeln!(
+                    o,
+                    "  and {minor} minor finding(s), each under {} of the waiting (--json lists them)",
+                    pct(MINOR)
+                );
             }
         }
         let defs = "In a window: a task is a bottleneck when its worker is busy at least α, it \
