@@ -1,7 +1,9 @@
 //! rill-monitor: reads the binary monitoring logs a rill run writes (one per
 //! worker, `worker-{id}.rlog`) and turns them into a summary (per-worker
 //! busy/waiting time, per-task and per-stream totals, throughput, per-input
-//! latency and jitter), an SVG timeline and a Chrome trace.
+//! latency and jitter), an SVG timeline and a Chrome trace; and explains
+//! the run: who waited for whom ([`waits()`]), what held it back
+//! ([`bottleneck()`]) and where its tasks should run ([`plan_mapping`]).
 //!
 //! ```no_run
 //! let run = rill_monitor::load_run(std::path::Path::new("logs"))?;
@@ -18,20 +20,34 @@
 
 #![warn(missing_docs)]
 
+mod activity;
+mod bottleneck;
+mod groups;
 mod latency;
 mod load;
+mod mapfile;
+mod partition;
 pub mod scan;
 mod summary;
 mod timeline;
 mod trace;
+mod verdict;
+mod waits;
 
+pub use bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
+pub use groups::group_of;
 pub use load::{
     load_run, load_run_with, LoadOptions, RunLog, StreamInfo, TaskInfo, WorkerLog, WorkerStats,
     PROGRESS_THRESHOLD,
 };
+pub use mapfile::{
+    plan_mapping, quote_name, Cut, Estimate, MapPlan, MappedTask, WorkerLoad, MAX_MAP_WORKERS,
+};
+pub use partition::{evaluate, partition, Evaluation, PartGraph};
 pub use summary::{
     end_state_name, fmt_ns, summarize, LatencyStats, LatencySummary, SinkLatency, StreamSummary,
     Summary, TaskSummary, Throughput, WorkerSummary,
 };
 pub use timeline::{task_colour, timeline_svg, xml_escape, TimelineOptions};
 pub use trace::{chrome_trace, write_chrome_trace, TraceStats};
+pub use waits::{waits, PairWaits, StreamWaits, Waits, WorkerPairWaits};

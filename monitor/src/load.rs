@@ -932,6 +932,9 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
                 e.capacity = st.capacity;
                 e.creator = st.creator;
             }
+            if st.name.is_some() {
+                e.name = st.name;
+            }
             e.writer = st.writer.or(e.writer);
             e.reader = st.reader.or(e.reader);
             e.written = e.written.saturating_add(st.written);

@@ -3,6 +3,9 @@
 //! * `rill-mon summary DIR [--json]`
 //! * `rill-mon timeline DIR -o FILE.svg [--from MS --to MS] [--width PX]`
 //! * `rill-mon trace DIR -o FILE.json`
+//! * `rill-mon waits DIR [--json] [--no-group] [--limit N]`
+//! * `rill-mon bottleneck DIR [--json] [--windows N] [--alpha A] [--beta B] [--gamma G]`
+//! * `rill-mon map DIR --workers W -o FILE [--json]`
 //!
 //! Errors print one line on stderr and exit with status 2.
 
@@ -12,7 +15,10 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use rill_monitor::{load_run, summarize, timeline_svg, write_chrome_trace, TimelineOptions};
+use rill_monitor::{
+    bottleneck, load_run, load_run_with, plan_mapping, summarize, timeline_svg, waits,
+    write_chrome_trace, BottleneckOptions, LoadOptions, RunLog, TimelineOptions, MAX_MAP_WORKERS,
+};
 
 /// Analyses the monitoring logs (worker-*.rlog) of a rill run.
 #[derive(Parser)]
@@ -58,6 +64,111 @@ enum Cmd {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Who waited for whom: the waiting relation W(A,B) per stream, task pair
+    /// and worker pair.
+    ///
+    /// A waits for B when A reads a stream B writes and finds it empty
+    /// (a reader wait), or writes a stream B reads and finds it full (a
+    /// writer wait). A wait lasts from the period that ended blocked to the
+    /// task's next dispatch. Rows come heaviest (most waiting) first; a row
+    /// is marked cross when its writer and reader ran on different workers.
+    /// Tasks whose names differ only in numeric path segments (mc/star/3/step/7)
+    /// fold into groups (mc/star/*/step/*) unless --no-group is given.
+    #[command(verbatim_doc_comment)]
+    Waits {
+        /// The directory holding the worker-*.rlog files.
+        dir: PathBuf,
+        /// Print one JSON document (every row) instead of text.
+        #[arg(long)]
+        json: bool,
+        /// List tasks one by one instead of folding numbered names into groups.
+        #[arg(long)]
+        no_group: bool,
+        /// Rows per text table (0 = all).
+        #[arg(long, default_value_t = 40)]
+        limit: usize,
+    },
+    /// What holds the run back: a task, a stream between workers, or a
+    /// worker (load imbalance), strongest evidence first.
+    ///
+    /// The run is cut into equal time windows. In a window, a task is a
+    /// bottleneck when its worker is busy at least α of the window, the task
+    /// runs at least half of that, and others wait on it at least β of the
+    /// window (added up: writers blocked on its full inputs, readers blocked
+    /// on its empty outputs, tasks of its worker ready behind it). A stream
+    /// is one when its ends run on different workers and tasks woken on it
+    /// wait at least γ of the window for their idle worker to dispatch them
+    /// (wake-up latency), no bottleneck task being connected to it. A worker
+    /// is one (load imbalance) when it is busy at least α while another is
+    /// idle at least β and no bottleneck task runs on it. A finding's share
+    /// is the fraction of the windows in which it held. Cyclic task graphs
+    /// are fine.
+    #[command(verbatim_doc_comment)]
+    Bottleneck {
+        /// The directory holding the worker-*.rlog files.
+        dir: PathBuf,
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Number of equal time windows (1 to 1000).
+        #[arg(long, default_value_t = 20)]
+        windows: usize,
+        /// α: the active or busy share of a window that saturates a task or worker (0 to 1).
+        #[arg(long, default_value_t = 0.9)]
+        alpha: f64,
+        /// β: the share of a window others must wait on a task, and the idle share of an idle worker (0 to 1).
+        #[arg(long, default_value_t = 0.5)]
+        beta: f64,
+        /// γ: the share of a window that wake-ups across workers on one stream must cost (0 to 1).
+        #[arg(long, default_value_t = 0.1)]
+        gamma: f64,
+    },
+    /// A mapping file for --mapping FILE that spreads the named tasks over W
+    /// workers, with a what-if estimate of the run time.
+    ///
+    /// The observed task graph (busy time per task, messages and waits per
+    /// stream) is cut into W parts that balance busy time and keep heavy
+    /// streams on one worker. The file lists every named task as
+    /// "name" = worker (rill::ManualTable::load reads it back; names with #,
+    /// = or quotes are escaped) and says in comments what it predicts: max over
+    /// workers of busy time + a cost per message or wait crossing workers,
+    /// calibrated on the observed run, under this mapping and the observed one.
+    #[command(verbatim_doc_comment)]
+    Map {
+        /// The directory holding the worker-*.rlog files.
+        dir: PathBuf,
+        /// How many workers to map onto.
+        #[arg(short, long)]
+        workers: usize,
+        /// The mapping file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Print the plan as one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Loads a run for an analysis that needs no latency replay.
+fn load_quietly(dir: &Path) -> anyhow::Result<RunLog> {
+    let opts = LoadOptions {
+        latency: false,
+        ..LoadOptions::default()
+    };
+    load_run_with(dir, &opts)
+}
+
+fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    serde_json::to_writer_pretty(&mut out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn print_text(s: &str) -> anyhow::Result<()> {
+    std::io::stdout().lock().write_all(s.as_bytes())?;
+    Ok(())
 }
 
 fn warn(run: &rill_monitor::RunLog) {
@@ -130,6 +241,76 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     "rill-mon: warning: {} overlapping spans were clipped ({} dropped)",
                     stats.clipped, stats.dropped
                 );
+            }
+        }
+        Cmd::Waits {
+            dir,
+            json,
+            no_group,
+            limit,
+        } => {
+            let run = load_quietly(&dir)?;
+            let w = waits(&run, !no_group);
+            if json {
+                print_json(&w)?;
+            } else {
+                print_text(&w.to_text(limit))?;
+            }
+        }
+        Cmd::Bottleneck {
+            dir,
+            json,
+            windows,
+            alpha,
+            beta,
+            gamma,
+        } => {
+            anyhow::ensure!(
+                (1..=1000).contains(&windows),
+                "--windows must be between 1 and 1000, not {windows}"
+            );
+            for (name, v) in [("--alpha", alpha), ("--beta", beta), ("--gamma", gamma)] {
+                anyhow::ensure!(
+                    v > 0.0 && v <= 1.0,
+                    "{name} must be a share above 0 and at most 1, not {v}"
+                );
+            }
+            let run = load_quietly(&dir)?;
+            let b = bottleneck(
+                &run,
+                &BottleneckOptions {
+                    windows,
+                    alpha,
+                    beta,
+                    gamma,
+                },
+            );
+            if json {
+                print_json(&b)?;
+            } else {
+                print_text(&b.to_text())?;
+            }
+        }
+        Cmd::Map {
+            dir,
+            workers,
+            output,
+            json,
+        } => {
+            anyhow::ensure!(
+                (1..=MAX_MAP_WORKERS).contains(&workers),
+                "--workers must be between 1 and {MAX_MAP_WORKERS}, not {workers}"
+            );
+            let run = load_quietly(&dir)?;
+            let plan = plan_mapping(&run, workers)?;
+            let mut out = create(&output)?;
+            out.write_all(plan.to_file().as_bytes())
+                .and_then(|()| out.flush())
+                .with_context(|| format!("cannot write {}", output.display()))?;
+            if json {
+                print_json(&plan)?;
+            } else {
+                print_text(&plan.to_text(&output.display().to_string()))?;
             }
         }
     }

@@ -406,7 +406,7 @@ fn pct(part: u64, whole: u64) -> String {
 }
 
 /// A plain-text table: right-aligned columns, except the ones listed in `left`.
-fn table(out: &mut String, head: &[&str], rows: &[Vec<String>], left: &[usize]) {
+pub(crate) fn table(out: &mut String, head: &[&str], rows: &[Vec<String>], left: &[usize]) {
     let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {

@@ -209,6 +209,151 @@ fn bad_arguments() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+#[test]
+fn waits_bottleneck_and_map() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), false, Calibration::nanos());
+    let ok = |out: &Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout.clone()).unwrap()
+    };
+    let text = ok(&mon(&["waits", p(dir.path())]));
+    assert!(text.contains("W(A,B)") && text.contains("relay"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&mon(&["waits", p(dir.path()), "--json", "--no-group"]))).unwrap();
+    assert_eq!(v["streams"].as_array().unwrap().len(), 2);
+    assert_eq!(v["grouped"], false);
+
+    let text = ok(&mon(&["bottleneck", p(dir.path()), "--windows", "4"]));
+    assert!(
+        text.contains("4 windows") && text.contains("α = 90%"),
+        "{text}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&mon(&["bottleneck", p(dir.path()), "--json"]))).unwrap();
+    assert!(
+        v["bottlenecks"].is_array() && v["verdict"].is_string(),
+        "{v}"
+    );
+
+    let out_dir = tempfile::tempdir().unwrap();
+    let file = out_dir.path().join("map.txt");
+    let text = ok(&mon(&[
+        "map",
+        p(dir.path()),
+        "--workers",
+        "2",
+        "-o",
+        p(&file),
+    ]));
+    assert!(text.contains("predicted run time"), "{text}");
+    let table = rill::ManualTable::load(&file).unwrap();
+    assert_eq!(table.entries().len(), 3);
+    let v: serde_json::Value = serde_json::from_str(&ok(&mon(&[
+        "map",
+        p(dir.path()),
+        "-w",
+        "1",
+        "-o",
+        p(&file),
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(v["workers"], 1);
+    assert_eq!(v["estimate"]["proposed_cut"]["streams"], 0);
+}
+
+#[test]
+fn bad_arguments_of_the_explaining_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), false, Calibration::nanos());
+    let d = p(dir.path());
+    assert_error(
+        &mon(&["bottleneck", d, "--windows", "0"]),
+        &["--windows", "1 and 1000"],
+    );
+    assert_error(
+        &mon(&["bottleneck", d, "--windows", "5000"]),
+        &["--windows"],
+    );
+    assert_error(
+        &mon(&["bottleneck", d, "--alpha", "1.5"]),
+        &["--alpha", "at most 1"],
+    );
+    assert_error(&mon(&["bottleneck", d, "--beta", "0"]), &["--beta"]);
+    assert_error(&mon(&["bottleneck", d, "--gamma", "NaN"]), &["--gamma"]);
+    assert_error(
+        &mon(&["map", d, "--workers", "0", "-o", "/dev/null"]),
+        &["--workers", "between 1"],
+    );
+    assert_error(
+        &mon(&["map", d, "--workers", "2", "-o", "/nonexistent/dir/map.txt"]),
+        &["cannot create", "/nonexistent/dir/map.txt"],
+    );
+    assert_error(&mon(&["waits", "/nonexistent/rill-logs"]), &["not found"]);
+    // Clap's own errors (a missing or malformed option) also exit with 2.
+    for args in [
+        vec!["map", d, "--workers", "2"],
+        vec!["map", d, "-o", "/dev/null"],
+        vec!["bottleneck", d, "--windows", "many"],
+        vec!["waits"],
+    ] {
+        let out = mon(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("error:") && !err.contains("panicked"), "{err}");
+    }
+    // A run without task names has nothing to map.
+    let empty = tempfile::tempdir().unwrap();
+    write_log(
+        empty.path(),
+        0,
+        1,
+        MonitorFlags::FULL,
+        Calibration::nanos(),
+        &[Record::WorkerStart { t: 0 }],
+    );
+    assert_error(
+        &mon(&["map", p(empty.path()), "--workers", "2", "-o", "/dev/null"]),
+        &["name no task"],
+    );
+}
+
+#[test]
+fn help_explains_each_command() {
+    for (cmd, needles) in [
+        (
+            "waits",
+            &["W(A,B)", "empty", "full", "--no-group", "next dispatch"][..],
+        ),
+        (
+            "bottleneck",
+            &["α", "β", "γ", "windows", "--windows", "share"][..],
+        ),
+        (
+            "map",
+            &[
+                "--mapping",
+                "ManualTable",
+                "--workers",
+                "estimate",
+                "escaped",
+            ][..],
+        ),
+    ] {
+        let out = mon(&[cmd, "--help"]);
+        assert!(out.status.success());
+        let help = String::from_utf8(out.stdout).unwrap();
+        for n in needles {
+            assert!(help.contains(n), "{cmd} --help lacks {n:?}:\n{help}");
+        }
+    }
+}
+
 /// Writes the pipeline logs to `$RILL_MON_DEMO` (for looking at the outputs by hand).
 #[test]
 #[ignore]

@@ -206,6 +206,25 @@ fn forged_clock_rates_are_clean_errors() {
     }
 }
 
+/// The explaining analyses on a run: they answer (they may find nothing).
+fn explain(run: &rill_monitor::RunLog) {
+    let _ = rill_monitor::waits(run, true).to_text(0);
+    for windows in [1, 20, 1000] {
+        let opts = rill_monitor::BottleneckOptions {
+            windows,
+            ..rill_monitor::BottleneckOptions::default()
+        };
+        let b = rill_monitor::bottleneck(run, &opts);
+        assert!(b.bottlenecks.iter().all(|f| f.share.is_finite()));
+        let _ = b.to_text();
+    }
+    for workers in [1, 2, 7] {
+        if let Ok(plan) = rill_monitor::plan_mapping(run, workers) {
+            let _ = plan.to_file();
+        }
+    }
+}
+
 /// A period of `task` on no stream, from `start` for `dur` ticks.
 fn busy(start: u64, dur: u64, task: u64) -> Record {
     period(
@@ -240,6 +259,50 @@ fn huge_durations_saturate_the_totals() {
     let s = summarize(&run);
     assert_eq!(s.tasks[0].total_ns, u64::MAX);
     let _ = s.to_text();
+    explain(&run);
+}
+
+#[test]
+fn huge_busy_times_and_counts_are_mapped() {
+    // Named tasks each busy nearly 2^63 ticks on two workers, linked by
+    // streams claiming 2^32 - 1 messages per period.
+    let dir = tempfile::tempdir().unwrap();
+    let d = (1 << 63) - 10;
+    let mut w0 = Vec::new();
+    let mut w1 = Vec::new();
+    for task in 1..=4u64 {
+        w0.push(Record::TaskAssign {
+            t: 0,
+            task,
+            parent: 0,
+            worker: (task % 2) as u32,
+            name: format!("t/{task}"),
+        });
+        let big = StreamIo {
+            stream: task,
+            reads: u32::MAX,
+            writes: u32::MAX,
+            woke_peer: true,
+        };
+        let state = EndState::BlockedOutput {
+            stream: task % 4 + 1,
+        };
+        let p = period(task, task + d, task, state, vec![big], vec![], vec![]);
+        if task % 2 == 0 {
+            w0.push(p)
+        } else {
+            w1.push(p)
+        }
+    }
+    let flags = MonitorFlags::SCHEDULER | MonitorFlags::STREAM | MonitorFlags::MAPPING;
+    write_log(dir.path(), 0, 2, flags, Calibration::nanos(), &w0);
+    write_log(dir.path(), 1, 2, flags, Calibration::nanos(), &w1);
+    let run = load_run(dir.path()).unwrap();
+    explain(&run);
+    let plan = rill_monitor::plan_mapping(&run, 2).unwrap();
+    assert_eq!(plan.tasks.len(), 4);
+    let table = rill::ManualTable::parse(&plan.to_file()).unwrap();
+    assert_eq!(table.entries().len(), 4);
 }
 
 #[test]
@@ -299,6 +362,7 @@ fn huge_durations_saturate_the_latency_replay() {
     assert_eq!(l.all.outputs, 1);
     assert_eq!(l.all.max_ns, u64::MAX as f64);
     assert_eq!(l.unmatched_reads, 0);
+    explain(&run);
 }
 
 #[test]
@@ -320,6 +384,7 @@ fn huge_durations_saturate_the_timeline() {
     let svg = timeline_svg(&run, &TimelineOptions::default());
     check_xml(&svg).unwrap();
     assert!(svg.contains("3000 short periods"), "one merged column");
+    explain(&run);
 }
 
 // ---------------------------------------------------------------------------
@@ -562,6 +627,33 @@ fn analyse(dir: &Path) {
     check_xml(&timeline_svg(&run, &window)).unwrap();
     rill_monitor::write_chrome_trace(&run, &mut std::io::sink()).unwrap();
     let _ = rill_monitor::chrome_trace(&run);
+    // The explaining analyses: partial answers, never a panic.
+    for group in [true, false] {
+        let w = rill_monitor::waits(&run, group);
+        let _ = w.to_text(0);
+        serde_json::to_string(&w).unwrap();
+    }
+    for windows in [1, 20] {
+        let opts = rill_monitor::BottleneckOptions {
+            windows,
+            ..rill_monitor::BottleneckOptions::default()
+        };
+        let b = rill_monitor::bottleneck(&run, &opts);
+        let _ = b.to_text();
+        serde_json::to_string(&b).unwrap();
+        assert!(b.bottlenecks.iter().all(|f| f.share.is_finite()), "{b:?}");
+    }
+    match rill_monitor::plan_mapping(&run, 3) {
+        Ok(plan) => {
+            let file = plan.to_file();
+            let table = rill::ManualTable::parse(&file).unwrap();
+            for t in &plan.tasks {
+                assert_eq!(table.lookup(&t.name), Some(t.worker), "{:?}", t.name);
+            }
+            let _ = plan.to_text("f");
+        }
+        Err(e) => assert!(e.to_string().contains("name no task"), "{e}"),
+    }
     // The replay after loading, on one thread.
     let opts = rill_monitor::LoadOptions {
         latency: false,
@@ -579,10 +671,21 @@ fn subcommands_capped(dir: &Path) {
     let svg = out.path().join("t.svg");
     let json = out.path().join("t.json");
     let d = dir.as_os_str();
+    let map = out.path().join("map.txt");
     for args in [
         vec!["summary".as_ref(), d, "--json".as_ref()],
         vec!["timeline".as_ref(), d, "-o".as_ref(), svg.as_os_str()],
         vec!["trace".as_ref(), d, "-o".as_ref(), json.as_os_str()],
+        vec!["waits".as_ref(), d],
+        vec!["bottleneck".as_ref(), d, "--json".as_ref()],
+        vec![
+            "map".as_ref(),
+            d,
+            "-w".as_ref(),
+            "4".as_ref(),
+            "-o".as_ref(),
+            map.as_os_str(),
+        ],
     ] {
         rill_mon_capped(&args, LIMIT).assert_clean(&format!("{args:?}"));
     }

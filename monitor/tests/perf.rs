@@ -185,4 +185,17 @@ fn summary_throughput() {
         svg.len() >> 10
     );
     assert!(svg.len() < 4 << 20, "the SVG stays small for long runs");
+    // The explaining passes (one time-ordered pass each, on one thread).
+    let (w, w_wall, w_cpu) = timed(|| rill_monitor::waits(&run, true));
+    let opts = rill_monitor::BottleneckOptions::default();
+    let (b, b_wall, b_cpu) = timed(|| rill_monitor::bottleneck(&run, &opts));
+    let (m, m_wall, m_cpu) = timed(|| rill_monitor::plan_mapping(&run, 2).unwrap());
+    eprintln!(
+        "waits: {w_wall:.2} s wall, {w_cpu:.2} s CPU ({:.0} MiB per CPU-second); bottleneck: \
+         {b_wall:.2} s wall, {b_cpu:.2} s CPU; map: {m_wall:.2} s wall, {m_cpu:.2} s CPU",
+        mib / w_cpu
+    );
+    assert!(w.streams.len() >= 3, "{} streams", w.streams.len());
+    assert!(b.verdict.len() > 10);
+    assert_eq!(m.tasks.len(), 4);
 }

@@ -385,3 +385,34 @@ fn implausible_message_counts_do_not_hang_the_replay() {
     assert_eq!(l.unmatched_reads, 3);
     assert_eq!(s.streams[0].written, u64::from(u32::MAX));
 }
+
+#[test]
+fn stream_names_reach_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let recs = [
+        Record::WorkerStart { t: 0 },
+        Record::StreamOpen {
+            t: 0,
+            stream: 7,
+            capacity: 3,
+            creator: 0,
+        },
+        Record::StreamName {
+            t: 1,
+            stream: 7,
+            name: "words".into(),
+        },
+        Record::WorkerEnd { t: 2 },
+    ];
+    write_log(
+        dir.path(),
+        0,
+        1,
+        MonitorFlags::FULL,
+        Calibration::nanos(),
+        &recs,
+    );
+    let s = summarize(&load_run(dir.path()).unwrap());
+    assert_eq!(s.streams[0].name.as_deref(), Some("words"));
+    assert!(s.to_text().contains("words (7)"));
+}

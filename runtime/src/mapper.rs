@@ -81,9 +81,20 @@ impl ManualTable {
     /// Parses a table: one `prefix = worker` (or `prefix worker`) per line;
     /// `#` starts a comment; the prefix may be quoted. This is also a valid
     /// TOML table of string keys to integers.
+    ///
+    /// A quoted prefix is read as a TOML basic string: it may hold `#`, `=`
+    /// and spaces at its ends, and the escapes `\\`, `\"`, `\n`, `\r`,
+    /// `\t`, `\uXXXX` and `\UXXXXXXXX` (another backslash stays as it is).
+    /// A line that does not read that way (no closing quote, or something
+    /// other than a worker number and a comment after it) is read as
+    /// before, with the quotes trimmed.
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut t = ManualTable::new();
         for (n, raw) in text.lines().enumerate() {
+            if let Some((k, w)) = parse_quoted_line(raw) {
+                t.insert(k, w);
+                continue;
+            }
             let line = raw.split('#').next().unwrap_or("").trim();
             if line.is_empty() || (line.starts_with('[') && line.ends_with(']')) {
                 continue;
@@ -138,6 +149,58 @@ impl ManualTable {
         }
         Ok(())
     }
+}
+
+/// A line `"quoted prefix" = worker` (or without `=`), with an optional
+/// comment: the prefix unescaped and the worker; `None` if the line is not
+/// of that form (an empty prefix included).
+fn parse_quoted_line(raw: &str) -> Option<(String, usize)> {
+    let mut chars = raw.trim_start().strip_prefix('"')?.chars();
+    let mut key = String::new();
+    loop {
+        match chars.next()? {
+            '"' => break,
+            '\\' => {
+                let mut c = chars.clone();
+                let hex = |c: &mut std::str::Chars<'_>, n: usize| -> Option<char> {
+                    let s: String = c.by_ref().take(n).collect();
+                    (s.len() == n)
+                        .then(|| u32::from_str_radix(&s, 16).ok())
+                        .flatten()
+                        .and_then(char::from_u32)
+                };
+                let e = match c.next() {
+                    Some('\\') => Some('\\'),
+                    Some('"') => Some('"'),
+                    Some('n') => Some('\n'),
+                    Some('r') => Some('\r'),
+                    Some('t') => Some('\t'),
+                    Some('u') => hex(&mut c, 4),
+                    Some('U') => hex(&mut c, 8),
+                    _ => None,
+                };
+                match e {
+                    Some(ch) => {
+                        key.push(ch);
+                        chars = c;
+                    }
+                    None => key.push('\\'),
+                }
+            }
+            ch => key.push(ch),
+        }
+    }
+    let rest = chars.as_str().trim_start();
+    let rest = rest.strip_prefix('=').unwrap_or(rest).trim_start();
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let (num, tail) = rest.split_at(end);
+    let tail = tail.trim_start();
+    if key.is_empty() || !(tail.is_empty() || tail.starts_with('#')) {
+        return None;
+    }
+    Some((key, num.parse().ok()?))
 }
 
 /// The mapper of one run.
@@ -218,6 +281,30 @@ mod tests {
         let e = ManualTable::parse("des/ip = x").unwrap_err();
         assert!(e.contains("line 1") && e.contains("not a worker"), "{e}");
         assert!(ManualTable::parse("justoneword").is_err());
+    }
+
+    #[test]
+    fn quoted_prefixes_are_toml_strings() {
+        let text = concat!(
+            "\"a#b=c\" = 1 # a comment\n",
+            "\" padded \" 2\n",
+            "\"q\\\"uote\\\\back\" = 3\n",
+            "\"nl\\nx\\u0007\\U0001F600\\z\" = 4\n",
+            "\"des/ip\" = 5\n",
+        );
+        let t = ManualTable::parse(text).unwrap();
+        assert_eq!(t.lookup("a#b=c"), Some(1));
+        assert_eq!(t.lookup("a#b"), None);
+        assert_eq!(t.lookup(" padded "), Some(2));
+        assert_eq!(t.lookup("q\"uote\\back"), Some(3));
+        assert_eq!(t.lookup("nl\nx\u{7}\u{1F600}\\z"), Some(4));
+        assert_eq!(t.lookup("des/ip/0"), Some(5));
+        // Lines that are not quoted strings read as before.
+        let t = ManualTable::parse("\"abc\"def\" = 6\n\"x = 7").unwrap();
+        assert_eq!(t.lookup("abc\"def"), Some(6));
+        assert_eq!(t.lookup("x"), Some(7));
+        assert!(ManualTable::parse("\"\" = 1").is_err(), "empty prefix");
+        assert!(ManualTable::parse("\"a\" = x").is_err());
     }
 
     #[test]

@@ -1,0 +1,446 @@
+//! What each task did between its dispatches, from one pass over all
+//! workers' periods merged in time order: `waits` and `bottleneck` are
+//! built on it.
+//!
+//! A task's time after a period, up to its next dispatch, is
+//!
+//! * *ready* when the period yielded (it waited for its worker only);
+//! * a *wait on stream S* when the period ended blocked on S: reading the
+//!   empty S (`BlockedInput`, the reader waits for S's writer) or writing the
+//!   full S (`BlockedOutput`, the writer waits for S's reader);
+//! * a wait on a poll (`BlockedAny`): it is put on the first stream the
+//!   task reads when it next runs (the input that most likely woke it; with
+//!   several inputs ready at the wake-up it names one of them), or counted
+//!   as unattributed when that period reads nothing.
+//!
+//! A wait lasts from the end of the blocked period to the task's next
+//! dispatch (the waiting relation's definition). For the time windows it is
+//! split at the wake-up: the peer's period that woke the task (its stream
+//! entry for S has the woke-peer bit) ends the *blocked* part, and the rest,
+//! up to the dispatch, is *ready* time (the task could go on, its worker was
+//! busy or waking up). The wake-up is taken at the end of the waking period,
+//! clamped to the wait, so the blocked part is at most a period too long;
+//! without a woke-peer bit (a wait that a spin caught, a poll, a close) the
+//! whole wait is blocked. A task whose last period ended blocked waits until
+//! the run's end (an *open* wait: a deadlock, or logs cut short).
+//!
+//! Times are also split over the run's time windows ([`Grid`]): busy and
+//! ready time per task, busy time per worker, and how long each stream's
+//! reader and writer were blocked on it (the blocked parts).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use rill_log::EndState;
+
+use crate::load::{IdMap, RunLog};
+use crate::scan::{Item, ScannedPeriod, Scanner};
+
+/// The run's span, `[t0, t0 + span]` in ticks, cut into `n` equal windows
+/// (the last tick belongs to the last window).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Grid {
+    pub t0: u64,
+    pub span: u64,
+    pub n: usize,
+}
+
+impl Grid {
+    pub fn new(t0: u64, t1: u64, n: usize) -> Self {
+        Grid {
+            t0,
+            span: t1.saturating_sub(t0),
+            n: n.max(1),
+        }
+    }
+
+    /// The window holding `t` (clamped to the grid).
+    pub fn index(&self, t: u64) -> usize {
+        if self.span == 0 {
+            return 0;
+        }
+        let d = t.saturating_sub(self.t0).min(self.span);
+        let mut i =
+            ((u128::from(d) * self.n as u128 / u128::from(self.span)) as usize).min(self.n - 1);
+        // The division may be one off the window starts' rounding.
+        let t = self.t0 + d;
+        while i > 0 && self.start(i) > t {
+            i -= 1;
+        }
+        while i + 1 < self.n && self.start(i + 1) <= t {
+            i += 1;
+        }
+        i
+    }
+
+    /// Where window `i` starts (`i == n`: the grid's end).
+    pub fn start(&self, i: usize) -> u64 {
+        let off = u128::from(self.span) * i.min(self.n) as u128 / self.n as u128;
+        self.t0 + off as u64
+    }
+
+    /// The length of window `i`, ticks.
+    pub fn len(&self, i: usize) -> u64 {
+        self.start(i + 1) - self.start(i)
+    }
+
+    /// Hands `f` the overlap (ticks) of `[a, b)` with each window it meets.
+    pub fn split(&self, a: u64, b: u64, mut f: impl FnMut(usize, u64)) {
+        let end = self.t0 + self.span;
+        let (a, b) = (a.clamp(self.t0, end), b.clamp(self.t0, end));
+        if b <= a {
+            return;
+        }
+        let first = self.index(a).saturating_sub(1);
+        let last = (self.index(b - 1) + 1).min(self.n - 1);
+        for w in first..=last {
+            let (lo, hi) = (a.max(self.start(w)), b.min(self.start(w + 1)));
+            if hi > lo {
+                f(w, hi - lo);
+            }
+        }
+    }
+}
+
+/// Ticks per window over the windows something touched (a dense run of
+/// windows, grown on demand: a short-lived task costs one or two entries).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Strip {
+    first: usize,
+    v: Vec<u64>,
+}
+
+impl Strip {
+    pub fn add(&mut self, w: usize, ticks: u64) {
+        if self.v.is_empty() {
+            self.first = w;
+        } else if w < self.first {
+            let k = self.first - w;
+            self.v.splice(0..0, std::iter::repeat_n(0, k));
+            self.first = w;
+        }
+        let i = w - self.first;
+        if i >= self.v.len() {
+            self.v.resize(i + 1, 0);
+        }
+        self.v[i] = self.v[i].saturating_add(ticks);
+    }
+
+    /// Adds `[a, b)` split over `grid`'s windows.
+    pub fn add_span(&mut self, grid: &Grid, a: u64, b: u64) {
+        grid.split(a, b, |w, t| self.add(w, t));
+    }
+
+    pub fn get(&self, w: usize) -> u64 {
+        w.checked_sub(self.first)
+            .and_then(|i| self.v.get(i))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// Waits on one stream.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StreamAct {
+    /// Waits of its reader on it (reading it empty), and their ticks (to
+    /// the next dispatch).
+    pub reader_waits: u64,
+    pub reader_wait: u64,
+    /// Waits of its writer on it (writing it full), and their ticks.
+    pub writer_waits: u64,
+    pub writer_wait: u64,
+    /// The blocked parts (up to the wake-up) per window.
+    pub reader_blocked: Strip,
+    pub writer_blocked: Strip,
+    /// The parts after a wake-up on this stream (to the dispatch) per window.
+    pub reader_woken: Strip,
+    pub writer_woken: Strip,
+    /// The first task seen writing it / reading it (or blocked on that side).
+    pub writer: Option<u64>,
+    pub reader: Option<u64>,
+    /// The end of the last period that woke its reader / its writer.
+    woke_reader: Option<u64>,
+    woke_writer: Option<u64>,
+}
+
+/// One task's activity over the whole run.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TaskAct {
+    /// Busy ticks per window.
+    pub busy: Strip,
+    /// Ready ticks (after a yield or a wake-up) per window.
+    pub ready: Strip,
+    /// Busy ticks in all.
+    pub busy_ticks: u64,
+    /// The worker that ran most of it.
+    pub worker: Option<u32>,
+    /// Busy ticks per worker it ran on.
+    on: Vec<(u32, u64)>,
+    /// Its last period's end and end state (none before its first).
+    last: Option<(u64, EndState)>,
+}
+
+/// Everything [`activity`] finds.
+#[derive(Debug)]
+pub(crate) struct Activity {
+    pub grid: Grid,
+    pub tasks: IdMap<u64, TaskAct>,
+    pub streams: IdMap<u64, StreamAct>,
+    /// Busy ticks per window, per worker with a log (by id).
+    pub workers: BTreeMap<u32, Strip>,
+    /// Waits that never ended (the task's last period ended blocked).
+    pub open_waits: u64,
+    /// Poll waits (`BlockedAny`) whose next period read nothing, and their ticks.
+    pub unattributed_polls: u64,
+    pub unattributed_poll_ticks: u64,
+}
+
+impl Activity {
+    /// A stream's writer and reader: the tasks bound to its ends (from the
+    /// log's `StreamBind` records), else the tasks seen using them.
+    pub fn ends(&self, run: &RunLog, stream: u64) -> (Option<u64>, Option<u64>) {
+        let info = run.streams.get(&stream);
+        let act = self.streams.get(&stream);
+        (
+            info.and_then(|s| s.writer)
+                .or_else(|| act.and_then(|a| a.writer)),
+            info.and_then(|s| s.reader)
+                .or_else(|| act.and_then(|a| a.reader)),
+        )
+    }
+
+    /// The worker a task ran on (most of its busy time), else the worker it
+    /// was assigned to.
+    pub fn worker_of(&self, run: &RunLog, task: u64) -> Option<u32> {
+        self.tasks
+            .get(&task)
+            .and_then(|t| t.worker)
+            .or_else(|| run.tasks.get(&task).and_then(|t| t.assigned))
+    }
+
+    /// Books the time from a task's last period's end (`from`, ended in
+    /// `state`) to `to` (its next dispatch, or the run's end for an open
+    /// wait); `next_read` is the first stream its next period reads.
+    fn gap(&mut self, task: u64, from: u64, to: u64, state: EndState, next_read: Option<u64>) {
+        let grid = self.grid;
+        let ticks = to.saturating_sub(from);
+        let (stream, reader) = match state {
+            EndState::Yielded => {
+                if let Some(t) = self.tasks.get_mut(&task) {
+                    t.ready.add_span(&grid, from, to);
+                }
+                return;
+            }
+            EndState::BlockedInput { stream } => (stream, true),
+            EndState::BlockedOutput { stream } => (stream, false),
+            EndState::BlockedAny => match next_read {
+                Some(stream) => (stream, true),
+                None => {
+                    self.unattributed_polls += 1;
+                    self.unattributed_poll_ticks =
+                        self.unattributed_poll_ticks.saturating_add(ticks);
+                    return;
+                }
+            },
+            // A period after the task ended: nothing to book.
+            EndState::Ended | EndState::Panicked => return,
+        };
+        let s = self.streams.entry(stream).or_default();
+        // The wake-up, if a period of the peer woke it during the wait.
+        let woke = if matches!(state, EndState::BlockedAny) {
+            None
+        } else if reader {
+            s.woke_reader
+        } else {
+            s.woke_writer
+        };
+        let wake = woke.filter(|&w| w >= from && w <= to).unwrap_or(to);
+        if reader {
+            s.reader_waits += 1;
+            s.reader_wait = s.reader_wait.saturating_add(ticks);
+            s.reader_blocked.add_span(&grid, from, wake);
+            s.reader_woken.add_span(&grid, wake, to);
+            s.reader.get_or_insert(task);
+        } else {
+            s.writer_waits += 1;
+            s.writer_wait = s.writer_wait.saturating_add(ticks);
+            s.writer_blocked.add_span(&grid, from, wake);
+            s.writer_woken.add_span(&grid, wake, to);
+            s.writer.get_or_insert(task);
+        }
+        if wake < to {
+            if let Some(t) = self.tasks.get_mut(&task) {
+                t.ready.add_span(&grid, wake, to);
+            }
+        }
+    }
+
+    /// Books a period of worker `worker` (its lists are in `sc`).
+    fn period(&mut self, worker: u32, p: &ScannedPeriod, sc: &Scanner<'_>) {
+        let grid = self.grid;
+        let last = self.tasks.get(&p.task).and_then(|t| t.last);
+        if let Some((from, state)) = last {
+            let next_read = match state {
+                EndState::BlockedAny => first_read(sc),
+                _ => None,
+            };
+            self.gap(p.task, from, p.start, state, next_read);
+        }
+        for io in sc.io() {
+            if io.reads | io.writes == 0 && !io.woke_peer {
+                continue;
+            }
+            let s = self.streams.entry(io.stream).or_default();
+            if io.writes > 0 {
+                s.writer.get_or_insert(p.task);
+                if io.woke_peer {
+                    s.woke_reader = Some(p.end);
+                }
+            }
+            if io.reads > 0 {
+                s.reader.get_or_insert(p.task);
+                if io.woke_peer {
+                    s.woke_writer = Some(p.end);
+                }
+            }
+        }
+        self.workers
+            .entry(worker)
+            .or_default()
+            .add_span(&grid, p.start, p.end);
+        let t = self.tasks.entry(p.task).or_default();
+        t.busy.add_span(&grid, p.start, p.end);
+        t.busy_ticks = t.busy_ticks.saturating_add(p.dur());
+        match t.on.iter_mut().find(|(w, _)| *w == worker) {
+            Some((_, b)) => *b = b.saturating_add(p.dur()),
+            None => t.on.push((worker, p.dur())),
+        }
+        t.last = Some((p.end, p.end_state));
+    }
+}
+
+/// The stream of the first read in the scanner's current period.
+fn first_read(sc: &Scanner<'_>) -> Option<u64> {
+    let io = sc.io();
+    let mut found = None;
+    sc.for_each_op(|op| {
+        if found.is_none() && !op.write {
+            found = io.get(usize::from(op.io_index)).map(|s| s.stream);
+        }
+    });
+    found.or_else(|| io.iter().find(|s| s.reads > 0).map(|s| s.stream))
+}
+
+/// The next period of a log's scanner (its lists stay in the scanner).
+fn next_period(sc: &mut Scanner<'_>) -> Option<ScannedPeriod> {
+    loop {
+        match sc.next()? {
+            Item::Period(p) => return Some(p),
+            _ => continue,
+        }
+    }
+}
+
+/// One pass over every log's periods, merged by start time (so that a
+/// waking period is seen before the dispatch it allowed), with the run's
+/// span cut into `windows` windows.
+pub(crate) fn activity(run: &RunLog, windows: usize) -> Activity {
+    let grid = Grid::new(run.t0, run.t1, windows);
+    let mut act = Activity {
+        grid,
+        tasks: IdMap::default(),
+        streams: IdMap::default(),
+        workers: BTreeMap::new(),
+        open_waits: 0,
+        unattributed_polls: 0,
+        unattributed_poll_ticks: 0,
+    };
+    let mut cursors: Vec<(u32, Scanner<'_>, Option<ScannedPeriod>)> = run
+        .workers
+        .iter()
+        .map(|w| {
+            act.workers.entry(w.worker).or_default();
+            let mut sc = w.scanner();
+            let p = next_period(&mut sc);
+            (w.worker, sc, p)
+        })
+        .collect();
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = cursors
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.2.map(|p| Reverse((p.start, i))))
+        .collect();
+    while let Some(Reverse((_, i))) = heap.pop() {
+        let (worker, sc, next) = &mut cursors[i];
+        let Some(p) = next.take() else { continue };
+        act.period(*worker, &p, sc);
+        *next = next_period(sc);
+        if let Some(q) = next {
+            heap.push(Reverse((q.start, i)));
+        }
+    }
+    // Open waits, to the run's end; each task's main worker.
+    let end = run.t1;
+    let mut open: Vec<(u64, u64, EndState)> = Vec::new();
+    for (&id, t) in act.tasks.iter_mut() {
+        t.worker =
+            t.on.iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+                .map(|&(w, _)| w);
+        if let Some((from, state)) = t.last {
+            if matches!(
+                state,
+                EndState::BlockedInput { .. }
+                    | EndState::BlockedOutput { .. }
+                    | EndState::BlockedAny
+            ) {
+                open.push((id, from, state));
+            }
+        }
+    }
+    open.sort_unstable_by_key(|o| o.0);
+    act.open_waits = open.len() as u64;
+    for (id, from, state) in open {
+        act.gap(id, from, end.max(from), state, None);
+    }
+    act
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_splits_exactly() {
+        let g = Grid::new(100, 110, 3);
+        assert_eq!(
+            (g.start(0), g.start(1), g.start(2), g.start(3)),
+            (100, 103, 106, 110)
+        );
+        let mut got = Vec::new();
+        g.split(101, 108, |w, t| got.push((w, t)));
+        assert_eq!(got, [(0, 2), (1, 3), (2, 2)]);
+        let mut total = 0;
+        g.split(0, u64::MAX, |_, t| total += t);
+        assert_eq!(total, 10, "clamped to the grid");
+        for t in 100..=110 {
+            let i = g.index(t);
+            assert!(g.start(i) <= t && (t < g.start(i + 1) || t == 110), "{t}");
+        }
+        let empty = Grid::new(5, 5, 4);
+        empty.split(0, 10, |_, _| panic!("no time"));
+        assert_eq!(empty.index(7), 0);
+    }
+
+    #[test]
+    fn strips_grow_both_ways() {
+        let mut s = Strip::default();
+        s.add(5, 1);
+        s.add(2, 2);
+        s.add(7, 3);
+        assert_eq!(
+            (s.get(1), s.get(2), s.get(5), s.get(7), s.get(9)),
+            (0, 2, 1, 3, 0)
+        );
+    }
+}

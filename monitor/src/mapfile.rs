@@ -1,0 +1,497 @@
+//! `rill-mon map`: a mapping of the observed task graph onto W workers,
+//! written as a file that the runtime's `--mapping FILE`
+//! (`rill::ManualTable::load`) reads back, with a what-if estimate of the
+//! run time under it and under the observed mapping.
+//!
+//! The graph: one node per task name (tasks sharing a name share a line of
+//! the file, so they share a worker), weighted by the tasks' busy time; one
+//! edge per stream between its writer and reader, weighted by its traffic
+//! `messages + waits` (messages carried, plus its reader's and writer's
+//! waits: each is a wake-up that crosses workers when the ends do).
+//! Unnamed tasks cannot be listed: the runtime places them round-robin
+//! among the tasks no line matches, so in spawn (id) order they go to
+//! workers 0, 1, 2, ...; the estimate pins them there. The partition is
+//! [`partition`](crate::partition()).
+//!
+//! What-if model: `T(m) = max over workers x of B(x) + c · X(x)`, where
+//! `B(x)` is the busy time of the tasks m puts on x and `X(x)` the traffic
+//! of the streams with one end on x and the other elsewhere. Busy time is
+//! taken as independent of placement. `c` is calibrated on the observed
+//! run: the smallest `c` for which the model under the observed mapping
+//! reaches the observed span (so it reproduces it), i.e. all time the busy
+//! times leave unexplained is put on the crossings. When the observed run
+//! had no crossing traffic, or its busiest worker's busy time already
+//! reaches the span, `c` = 0 and the estimate is a lower bound.
+//!
+//! Error: the model ignores dependencies. A run whose work is serialised by
+//! its graph (a token ring passes one token: one task runs at a time) takes
+//! the sum of its tasks' times, not the busiest worker's, so the estimate
+//! is too low there, by up to the factor of workers; and a stream's waits
+//! change with placement (on one worker a writer fills the stream before
+//! its reader runs, so there are fewer waits). Treat the estimate as the
+//! comparison of two mappings under one model, not a forecast to the
+//! millisecond.
+//!
+//! File format: `"name" = worker` lines, `#` comments. Names are quoted
+//! with the escapes `\\`, `\"`, `\n`, `\r`, `\t` and `\uXXXX` for other
+//! control characters, which `ManualTable::parse` decodes, so names with
+//! `#`, `=`, quotes or spaces at their ends round-trip. Matching is by
+//! longest prefix, and every named task has a line, so each maps by its own
+//! line (`relay/1` cannot catch `relay/10`: that name's own line is
+//! longer); only a task missing from the file whose name extends a listed
+//! one would take that line's worker.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use anyhow::bail;
+use serde::Serialize;
+
+use crate::activity::activity;
+use crate::load::{IdMap, RunLog};
+use crate::partition::{evaluate, partition, PartGraph};
+use crate::summary::fmt_ns;
+
+/// The most workers `map` plans for.
+pub const MAX_MAP_WORKERS: usize = 4096;
+
+/// What `rill-mon map` proposes.
+#[derive(Clone, Debug, Serialize)]
+pub struct MapPlan {
+    /// The log directory.
+    pub dir: String,
+    /// Workers planned for.
+    pub workers: usize,
+    /// One entry per task name, by worker, then by the first task's id.
+    pub tasks: Vec<MappedTask>,
+    /// Tasks without a name (not in the file; placed round-robin).
+    pub unnamed_tasks: u64,
+    /// The what-if estimate.
+    pub estimate: Estimate,
+    /// Per worker under the proposed mapping.
+    pub loads: Vec<WorkerLoad>,
+    /// Problems with the logs.
+    pub warnings: Vec<String>,
+}
+
+/// One line of the file.
+#[derive(Clone, Debug, Serialize)]
+pub struct MappedTask {
+    /// The task name.
+    pub name: String,
+    /// The proposed worker.
+    pub worker: usize,
+    /// Busy time of the tasks of that name.
+    pub busy_ns: u64,
+    /// How many tasks have that name.
+    pub tasks: u64,
+    /// The worker the (busiest) task of that name ran on.
+    pub observed_worker: Option<u32>,
+}
+
+/// A worker's load under the proposed mapping.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkerLoad {
+    /// Worker id.
+    pub worker: usize,
+    /// Busy time of its tasks.
+    pub busy_ns: u64,
+    /// `c ·` its crossing traffic.
+    pub crossing_ns: u64,
+    /// Its named tasks (lines of the file).
+    pub names: u64,
+}
+
+/// Streams between workers under a mapping.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Cut {
+    /// Streams whose ends are on different workers.
+    pub streams: u64,
+    /// Their messages.
+    pub messages: u64,
+    /// Their traffic (messages + waits).
+    pub traffic: u64,
+}
+
+/// The what-if estimate (see the module documentation).
+#[derive(Clone, Debug, Serialize)]
+pub struct Estimate {
+    /// The model's run time under the proposed mapping.
+    pub proposed_ns: u64,
+    /// The model's run time under the observed mapping.
+    pub observed_mapping_ns: u64,
+    /// The observed run's span.
+    pub observed_span_ns: u64,
+    /// `c`: time per unit of traffic crossing workers.
+    pub crossing_cost_ns: f64,
+    /// Whether `c` was calibrated on crossing traffic (else it is 0 and the
+    /// estimates are lower bounds).
+    pub calibrated: bool,
+    /// The proposed mapping's cut.
+    pub proposed_cut: Cut,
+    /// The observed mapping's cut.
+    pub observed_cut: Cut,
+}
+
+/// The task-level graph: nodes are task ids in order.
+struct TaskGraph {
+    ids: Vec<u64>,
+    busy: Vec<u64>,
+    /// (writer, reader, traffic, messages)
+    edges: Vec<(usize, usize, u64, u64)>,
+}
+
+fn cut_of(g: &TaskGraph, part: &[usize]) -> Cut {
+    let mut c = Cut::default();
+    for &(a, b, t, m) in &g.edges {
+        if a != b && part[a] != part[b] {
+            c.streams += 1;
+            c.messages = c.messages.saturating_add(m);
+            c.traffic = c.traffic.saturating_add(t);
+        }
+    }
+    c
+}
+
+fn part_graph(g: &TaskGraph) -> PartGraph {
+    PartGraph {
+        weights: g.busy.clone(),
+        edges: g.edges.iter().map(|&(a, b, t, _)| (a, b, t)).collect(),
+        pinned: Vec::new(),
+    }
+}
+
+/// The smallest `c ≥ 0` with `max_x loads[x] + c · traffic[x] = span`
+/// (`None` when no `c` is needed or none can help).
+fn calibrate(loads: &[u64], traffic: &[u64], span: u64) -> Option<f64> {
+    let base = loads.iter().copied().max().unwrap_or(0);
+    if base >= span {
+        return None;
+    }
+    loads
+        .iter()
+        .zip(traffic)
+        .filter(|(_, &t)| t > 0)
+        .map(|(&l, &t)| (span - l) as f64 / t as f64)
+        .min_by(f64::total_cmp)
+}
+
+/// Plans a mapping of the run's named tasks onto `workers` workers.
+///
+/// Errors: `workers` outside 1..=[`MAX_MAP_WORKERS`], or a run whose logs
+/// name no task.
+pub fn plan_mapping(run: &RunLog, workers: usize) -> anyhow::Result<MapPlan> {
+    if workers == 0 || workers > MAX_MAP_WORKERS {
+        bail!("--workers must be between 1 and {MAX_MAP_WORKERS}, not {workers}");
+    }
+    let act = activity(run, 1);
+    let mut ids: Vec<u64> = run.tasks.keys().copied().collect();
+    ids.extend(act.tasks.keys().filter(|t| !run.tasks.contains_key(t)));
+    ids.sort_unstable();
+    let named = |t: u64| {
+        run.tasks
+            .get(&t)
+            .and_then(|i| i.name.as_deref())
+            .filter(|n| !n.is_empty())
+    };
+    if !ids.iter().any(|&t| named(t).is_some()) {
+        bail!(
+            "the logs of {} name no task (names are logged with the MAPPING flag): nothing to map",
+            run.dir.display()
+        );
+    }
+    let mut index: IdMap<u64, usize> = IdMap::default();
+    for (i, &t) in ids.iter().enumerate() {
+        index.insert(t, i);
+    }
+    let busy: Vec<u64> = ids
+        .iter()
+        .map(|t| run.ns(act.tasks.get(t).map_or(0, |a| a.busy_ticks)))
+        .collect();
+    let mut streams: Vec<u64> = act.streams.keys().copied().collect();
+    streams.extend(run.streams.keys().filter(|s| !act.streams.contains_key(s)));
+    streams.sort_unstable();
+    let mut edges = Vec::new();
+    for s in streams {
+        let (Some(w), Some(r)) = act.ends(run, s) else {
+            continue;
+        };
+        let (Some(&a), Some(&b)) = (index.get(&w), index.get(&r)) else {
+            continue;
+        };
+        let messages = run.streams.get(&s).map_or(0, |i| i.written.max(i.read));
+        let waits = act
+            .streams
+            .get(&s)
+            .map_or(0, |x| x.reader_waits.saturating_add(x.writer_waits));
+        edges.push((a, b, messages.saturating_add(waits), messages));
+    }
+    let tg = TaskGraph { ids, busy, edges };
+    let n = tg.ids.len();
+
+    // The observed mapping, on dense worker indices.
+    let observed: Vec<Option<u32>> = tg.ids.iter().map(|&t| act.worker_of(run, t)).collect();
+    let mut seen: Vec<u32> = observed.iter().flatten().copied().collect();
+    seen.sort_unstable();
+    seen.dedup();
+    let obs_part: Vec<usize> = observed
+        .iter()
+        .map(|w| w.map_or(0, |w| seen.binary_search(&w).unwrap_or(0)))
+        .collect();
+    let pg = part_graph(&tg);
+    let obs = evaluate(&pg, &obs_part, seen.len().max(1), 0.0);
+    let span = run.span_ns();
+    let c = calibrate(&obs.loads, &obs.traffic, span);
+    let calibrated = c.is_some();
+    let c = c.unwrap_or(0.0);
+
+    // The name-level graph: one node per name, unnamed tasks pinned.
+    let mut node_of = vec![0usize; n];
+    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut nodes: Vec<(Option<&str>, u64, u64, usize)> = Vec::new(); // name, busy, tasks, first task
+    let mut unnamed = 0u64;
+    for (i, &id) in tg.ids.iter().enumerate() {
+        let k = match named(id) {
+            Some(name) => *names.entry(name).or_insert_with(|| {
+                nodes.push((Some(name), 0, 0, i));
+                nodes.len() - 1
+            }),
+            None => {
+                nodes.push((None, 0, 0, i));
+                unnamed += 1;
+                nodes.len() - 1
+            }
+        };
+        node_of[i] = k;
+        nodes[k].1 = nodes[k].1.saturating_add(tg.busy[i]);
+        nodes[k].2 += 1;
+    }
+    let mut rr = 0usize;
+    let ng = PartGraph {
+        weights: nodes.iter().map(|n| n.1).collect(),
+        edges: tg
+            .edges
+            .iter()
+            .map(|&(a, b, t, _)| (node_of[a], node_of[b], t))
+            .collect(),
+        pinned: nodes
+            .iter()
+            .map(|nd| {
+                nd.0.is_none().then(|| {
+                    rr += 1;
+                    (rr - 1) % workers
+                })
+            })
+            .collect(),
+    };
+    let node_part = partition(&ng, workers, c);
+    let prop_part: Vec<usize> = (0..n).map(|i| node_part[node_of[i]]).collect();
+    let prop = evaluate(&pg, &prop_part, workers, c);
+    let obs_c = evaluate(&pg, &obs_part, seen.len().max(1), c);
+
+    // The busiest task of each name gives its observed worker.
+    let mut heaviest: Vec<Option<(u64, usize)>> = vec![None; nodes.len()];
+    for i in 0..n {
+        let h = &mut heaviest[node_of[i]];
+        if h.is_none_or(|(b, _)| tg.busy[i] > b) {
+            *h = Some((tg.busy[i], i));
+        }
+    }
+    let mut tasks: Vec<MappedTask> = nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(k, nd)| {
+            let name = nd.0?;
+            Some(MappedTask {
+                name: name.to_owned(),
+                worker: node_part[k],
+                busy_ns: nd.1,
+                tasks: nd.2,
+                observed_worker: heaviest[k].and_then(|(_, i)| observed[i]),
+            })
+        })
+        .collect();
+    let first: BTreeMap<&str, usize> = nodes
+        .iter()
+        .filter_map(|nd| nd.0.map(|name| (name, nd.3)))
+        .collect();
+    tasks.sort_by_key(|t| (t.worker, first[t.name.as_str()]));
+    let loads = (0..workers)
+        .map(|x| WorkerLoad {
+            worker: x,
+            busy_ns: prop.loads[x],
+            crossing_ns: (c * prop.traffic[x] as f64).round() as u64,
+            names: tasks.iter().filter(|t| t.worker == x).count() as u64,
+        })
+        .collect();
+    Ok(MapPlan {
+        dir: run.dir.display().to_string(),
+        workers,
+        tasks,
+        unnamed_tasks: unnamed,
+        estimate: Estimate {
+            proposed_ns: prop.time.round() as u64,
+            observed_mapping_ns: obs_c.time.round() as u64,
+            observed_span_ns: span,
+            crossing_cost_ns: c,
+            calibrated,
+            proposed_cut: cut_of(&tg, &prop_part),
+            observed_cut: cut_of(&tg, &obs_part),
+        },
+        loads,
+        warnings: run.warnings.clone(),
+    })
+}
+
+/// `name` as a quoted key of the mapping file (see the module
+/// documentation for the escapes).
+pub fn quote_name(name: &str) -> String {
+    let mut s = String::with_capacity(name.len() + 2);
+    s.push('"');
+    for ch in name.chars() {
+        match ch {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            '\t' => s.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(s, "\\u{:04X}", u32::from(c));
+            }
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}
+
+impl MapPlan {
+    /// The mapping file.
+    pub fn to_file(&self) -> String {
+        let mut o = String::new();
+        let e = &self.estimate;
+        let ms = |ns: u64| fmt_ns(ns as f64);
+        let _ = writeln!(
+            o,
+            "# rill-mon map: the {} named task(s) of {} on {} worker(s).",
+            self.tasks.len(),
+            self.dir.replace('\n', " "),
+            self.workers
+        );
+        o.push_str(
+            "# Load with --mapping FILE (rill::ManualTable::load). Lines are \"task name\" = worker;\n\
+             # every named task has its own line, so longest-prefix matching maps each by it.\n\
+             # A task missing here whose name extends a listed one (relay/10 when only relay/1\n\
+             # is listed) would take that line's worker; unnamed tasks go round-robin.\n#\n",
+        );
+        let _ = writeln!(
+            o,
+            "# Predicted run time = max over workers of busy time + c x crossing traffic\n\
+             # (traffic = messages + waits on streams between workers):\n\
+             #   this mapping:     {}\n\
+             #   observed mapping: {} (the observed run took {})",
+            ms(e.proposed_ns),
+            ms(e.observed_mapping_ns),
+            ms(e.observed_span_ns)
+        );
+        if e.calibrated {
+            let _ = writeln!(
+                o,
+                "#   c = {} per message or wait across workers, calibrated on the observed run",
+                fmt_ns(e.crossing_cost_ns)
+            );
+        } else {
+            o.push_str(
+                "#   c = 0: the observed run gave no crossing time to calibrate, so both are lower bounds\n",
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# Streams between workers: {} carrying {} messages (observed: {} carrying {}).\n\
+             # The model ignores dependencies: a run serialised by its graph (a token ring)\n\
+             # takes longer than it predicts.",
+            e.proposed_cut.streams,
+            e.proposed_cut.messages,
+            e.observed_cut.streams,
+            e.observed_cut.messages
+        );
+        if self.unnamed_tasks > 0 {
+            let _ = writeln!(
+                o,
+                "# {} unnamed task(s) are not listed (the estimate puts them round-robin).",
+                self.unnamed_tasks
+            );
+        }
+        for l in &self.loads {
+            let _ = writeln!(
+                o,
+                "\n# worker {}: busy {}, crossing {}, {} name(s)",
+                l.worker,
+                ms(l.busy_ns),
+                ms(l.crossing_ns),
+                l.names
+            );
+            for t in self.tasks.iter().filter(|t| t.worker == l.worker) {
+                let _ = writeln!(o, "{} = {}", quote_name(&t.name), t.worker);
+            }
+        }
+        o
+    }
+
+    /// A few lines for the terminal.
+    pub fn to_text(&self, file: &str) -> String {
+        let e = &self.estimate;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "wrote {file}: {} named task(s) on {} worker(s){}",
+            self.tasks.len(),
+            self.workers,
+            if self.unnamed_tasks > 0 {
+                format!(
+                    " ({} unnamed task(s) left to round-robin)",
+                    self.unnamed_tasks
+                )
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(
+            o,
+            "predicted run time: {} with this mapping, {} with the observed one (observed span {}){}",
+            fmt_ns(e.proposed_ns as f64),
+            fmt_ns(e.observed_mapping_ns as f64),
+            fmt_ns(e.observed_span_ns as f64),
+            if e.calibrated {
+                format!(
+                    "; crossing cost {} per message or wait",
+                    fmt_ns(e.crossing_cost_ns)
+                )
+            } else {
+                "; no crossing cost observed, so lower bounds".to_owned()
+            }
+        );
+        let _ = writeln!(
+            o,
+            "streams between workers: {} ({} messages), observed {} ({} messages)",
+            e.proposed_cut.streams,
+            e.proposed_cut.messages,
+            e.observed_cut.streams,
+            e.observed_cut.messages
+        );
+        for l in &self.loads {
+            let _ = writeln!(
+                o,
+                "  worker {}: busy {}, crossing {}, {} name(s)",
+                l.worker,
+                fmt_ns(l.busy_ns as f64),
+                fmt_ns(l.crossing_ns as f64),
+                l.names
+            );
+        }
+        for w in &self.warnings {
+            let _ = writeln!(o, "warning: {w}");
+        }
+        o
+    }
+}

@@ -1,0 +1,576 @@
+//! `waits`, `bottleneck` and `map` on synthetic logs with known answers.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use rill_log::{Calibration, EndState, MonitorFlags, Record, Side, StreamIo};
+use rill_monitor::{bottleneck, load_run, plan_mapping, waits, BottleneckOptions, Bottlenecks};
+
+fn assign(task: u64, worker: u32, name: &str) -> Record {
+    Record::TaskAssign {
+        t: 0,
+        task,
+        parent: 0,
+        worker,
+        name: name.into(),
+    }
+}
+
+fn bind(stream: u64, side: Side, task: u64) -> Record {
+    Record::StreamBind {
+        t: 0,
+        stream,
+        side,
+        task,
+    }
+}
+
+/// A stream entry whose period woke the task on the other end.
+fn woke(stream: u64, reads: u32, writes: u32) -> StreamIo {
+    StreamIo {
+        woke_peer: true,
+        ..io(stream, reads, writes)
+    }
+}
+
+fn p(start: u64, end: u64, task: u64, state: EndState, io: Vec<StreamIo>) -> Record {
+    period(start, end, task, state, io, vec![], vec![])
+}
+
+fn write_run(dir: &Path, logs: &[Vec<Record>]) {
+    for (w, recs) in logs.iter().enumerate() {
+        write_log(
+            dir,
+            w as u32,
+            logs.len() as u32,
+            MonitorFlags::FULL,
+            Calibration::nanos(),
+            recs,
+        );
+    }
+}
+
+const A: u64 = 1;
+const B: u64 = 2;
+const S: u64 = 10;
+
+/// A (worker 0) writes S, B (worker 1) reads it:
+/// * A: [0,10) writes 4, blocked writing S (full); [30,40) writes 2, ends.
+/// * B: [5,8) blocked reading S (empty); [12,20) reads 4, blocked reading
+///   again; [45,50) reads 2, ends.
+///
+/// So B waited for A twice, 12 − 8 + 45 − 20 = 29 ns, and A for B once,
+/// 30 − 10 = 20 ns.
+fn two_stage(dir: &Path, a: &str, b: &str) {
+    let w0 = vec![
+        Record::WorkerStart { t: 0 },
+        assign(A, 0, a),
+        assign(B, 1, b),
+        bind(S, Side::Writer, A),
+        bind(S, Side::Reader, B),
+        p(
+            0,
+            10,
+            A,
+            EndState::BlockedOutput { stream: S },
+            vec![io(S, 0, 4)],
+        ),
+        p(30, 40, A, EndState::Ended, vec![io(S, 0, 2)]),
+        Record::WorkerEnd { t: 50 },
+    ];
+    let w1 = vec![
+        Record::WorkerStart { t: 0 },
+        p(5, 8, B, EndState::BlockedInput { stream: S }, vec![]),
+        p(
+            12,
+            20,
+            B,
+            EndState::BlockedInput { stream: S },
+            vec![io(S, 4, 0)],
+        ),
+        p(45, 50, B, EndState::Ended, vec![io(S, 2, 0)]),
+        Record::WorkerEnd { t: 50 },
+    ];
+    write_run(dir, &[w0, w1]);
+}
+
+#[test]
+fn waits_of_a_two_stage_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    two_stage(dir.path(), "a", "b");
+    let run = load_run(dir.path()).unwrap();
+    assert!(run.warnings.is_empty(), "{:?}", run.warnings);
+    let w = waits(&run, true);
+    assert_eq!(w.streams.len(), 1);
+    let s = &w.streams[0];
+    assert_eq!(
+        (s.stream, s.writer.as_str(), s.reader.as_str()),
+        (S, "a", "b")
+    );
+    assert_eq!(s.messages, 6);
+    assert_eq!((s.reader_waits, s.reader_wait_ns), (2, 29));
+    assert_eq!((s.writer_waits, s.writer_wait_ns), (1, 20));
+    assert!(s.cross_worker);
+    assert_eq!((w.total_wait_ns, w.cross_worker_wait_ns), (49, 49));
+    assert_eq!(w.open_waits, 0);
+    let pair = &w.task_pairs[0];
+    assert_eq!((pair.writer.as_str(), pair.reader.as_str()), ("a", "b"));
+    assert_eq!(
+        (pair.streams, pair.reader_wait_ns, pair.writer_wait_ns),
+        (1, 29, 20)
+    );
+    let wp = &w.worker_pairs[0];
+    assert_eq!((wp.writer_worker, wp.reader_worker), (Some(0), Some(1)));
+    assert!(wp.cross_worker);
+
+    // The JSON rows carry exactly the documented fields.
+    let v = serde_json::to_value(&w).unwrap();
+    let mut keys: Vec<&str> = v["streams"][0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "cross_worker",
+            "messages",
+            "reader",
+            "reader_wait_ns",
+            "reader_waits",
+            "stream",
+            "writer",
+            "writer_wait_ns",
+            "writer_waits"
+        ]
+    );
+    let text = w.to_text(40);
+    assert!(text.contains("W(A,B)") && text.contains("29 ns"), "{text}");
+}
+
+#[test]
+fn a_wait_that_never_ends_runs_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let w0 = vec![
+        Record::WorkerStart { t: 0 },
+        assign(A, 0, "a"),
+        p(0, 10, A, EndState::BlockedInput { stream: S }, vec![]),
+        Record::WorkerEnd { t: 100 },
+    ];
+    write_run(dir.path(), &[w0]);
+    let w = waits(&load_run(dir.path()).unwrap(), true);
+    assert_eq!(w.open_waits, 1);
+    let s = &w.streams[0];
+    assert_eq!((s.reader.as_str(), s.writer.as_str()), ("a", "-"));
+    assert_eq!((s.reader_waits, s.reader_wait_ns), (1, 90));
+    assert!(!s.cross_worker);
+    assert!(w.to_text(0).contains("never ended"));
+}
+
+#[test]
+fn numbered_names_fold_into_groups() {
+    // Two pipes p/1 and p/2 with the same shape, one stream each; and a
+    // named stream.
+    let dir = tempfile::tempdir().unwrap();
+    let mut w0 = vec![Record::WorkerStart { t: 0 }];
+    for k in 0..2u64 {
+        let (a, b, s) = (10 + 2 * k, 11 + 2 * k, 100 + k);
+        w0.push(assign(a, 0, &format!("p/{}/a", k + 1)));
+        w0.push(assign(b, 0, &format!("p/{}/b", k + 1)));
+        w0.push(Record::StreamName {
+            t: 0,
+            stream: s,
+            name: format!("p/{}/link", k + 1),
+        });
+        w0.push(bind(s, Side::Writer, a));
+        w0.push(bind(s, Side::Reader, b));
+        let t = 100 * k;
+        w0.push(p(t, t + 5, b, EndState::BlockedInput { stream: s }, vec![]));
+        w0.push(p(t + 10, t + 20, a, EndState::Ended, vec![io(s, 0, 3)]));
+        w0.push(p(t + 30, t + 40, b, EndState::Ended, vec![io(s, 3, 0)]));
+    }
+    write_run(dir.path(), &[w0]);
+    let run = load_run(dir.path()).unwrap();
+    let g = waits(&run, true);
+    assert!(g.grouped);
+    assert_eq!(g.streams.len(), 1, "{:?}", g.streams);
+    let s = &g.streams[0];
+    assert_eq!((s.writer.as_str(), s.reader.as_str()), ("p/*/a", "p/*/b"));
+    assert_eq!(s.stream_name.as_deref(), Some("p/*/link"));
+    assert_eq!(
+        (s.streams, s.messages, s.reader_waits, s.reader_wait_ns),
+        (2, 6, 2, 50)
+    );
+    let v = serde_json::to_value(&g).unwrap();
+    assert_eq!(v["streams"][0]["streams"], 2);
+
+    let one = waits(&run, false);
+    assert!(!one.grouped);
+    assert_eq!(one.streams.len(), 2);
+    assert_eq!(one.task_pairs.len(), 2);
+    assert_eq!(one.streams[0].stream_name.as_deref(), Some("p/1/link"));
+    let v = serde_json::to_value(&one).unwrap();
+    assert!(
+        v["streams"][0].get("streams").is_none(),
+        "one stream: no count"
+    );
+}
+
+/// The middle stage of src (worker 0) -> mid (worker 1) -> sink (worker 2)
+/// busy 95% of every 100 ns window, its input full and its output empty.
+fn middle_bottleneck(dir: &Path, windows: u64) {
+    const SRC: u64 = 1;
+    const MID: u64 = 2;
+    const SINK: u64 = 3;
+    const IN: u64 = 10;
+    const OUT: u64 = 11;
+    let mut w0 = vec![
+        Record::WorkerStart { t: 0 },
+        assign(SRC, 0, "src"),
+        assign(MID, 1, "mid"),
+        assign(SINK, 2, "sink"),
+        bind(IN, Side::Writer, SRC),
+        bind(IN, Side::Reader, MID),
+        bind(OUT, Side::Writer, MID),
+        bind(OUT, Side::Reader, SINK),
+    ];
+    let mut w1 = vec![Record::WorkerStart { t: 0 }];
+    let mut w2 = vec![Record::WorkerStart { t: 0 }];
+    for k in 0..windows {
+        let t = 100 * k;
+        // src writes one message and finds IN full; mid's read at the end
+        // of its period wakes it.
+        w0.push(p(
+            t,
+            t + 2,
+            SRC,
+            EndState::BlockedOutput { stream: IN },
+            vec![io(IN, 0, 1)],
+        ));
+        w1.push(p(
+            t + 2,
+            t + 97,
+            MID,
+            EndState::Yielded,
+            vec![woke(IN, 1, 0), woke(OUT, 0, 1)],
+        ));
+        // sink reads the message mid wrote and finds OUT empty again.
+        w2.push(p(
+            t + 98,
+            t + 99,
+            SINK,
+            EndState::BlockedInput { stream: OUT },
+            vec![io(OUT, 1, 0)],
+        ));
+    }
+    let end = 100 * windows;
+    w0.push(Record::WorkerEnd { t: end });
+    w1.push(Record::WorkerEnd { t: end });
+    w2.push(Record::WorkerEnd { t: end });
+    write_run(dir, &[w0, w1, w2]);
+}
+
+fn names(b: &Bottlenecks) -> Vec<(String, String)> {
+    b.bottlenecks
+        .iter()
+        .map(|f| (f.kind.clone(), f.name.clone()))
+        .collect()
+}
+
+#[test]
+fn the_busy_middle_stage_is_named_first() {
+    let dir = tempfile::tempdir().unwrap();
+    middle_bottleneck(dir.path(), 20);
+    let run = load_run(dir.path()).unwrap();
+    let b = bottleneck(&run, &BottleneckOptions::default());
+    assert_eq!(b.windows, 20);
+    let first = &b.bottlenecks[0];
+    assert_eq!(
+        (first.kind.as_str(), first.name.as_str()),
+        ("task", "mid"),
+        "{b:#?}"
+    );
+    assert!(first.share > 0.5, "{b:#?}");
+    assert!(
+        first.evidence.contains("in 20 of 20 windows"),
+        "{}",
+        first.evidence
+    );
+    assert!(
+        b.verdict.starts_with("mid holds the run back"),
+        "{}",
+        b.verdict
+    );
+    let text = b.to_text();
+    assert!(text.contains("α = 90%") && text.contains("mid"), "{text}");
+    let v = serde_json::to_value(&b).unwrap();
+    assert_eq!(v["bottlenecks"][0]["kind"], "task");
+    assert!(v["verdict"].as_str().unwrap().contains("mid"));
+
+    // A threshold above what the stage reaches: no task finding.
+    let strict = BottleneckOptions {
+        alpha: 0.99,
+        ..BottleneckOptions::default()
+    };
+    let b = bottleneck(&run, &strict);
+    assert!(b.bottlenecks.iter().all(|f| f.kind != "task"), "{b:#?}");
+    assert!(b.verdict.contains("mid"), "the busiest task: {}", b.verdict);
+}
+
+#[test]
+fn a_cross_worker_ping_pong_is_a_stream_bottleneck() {
+    // A (worker 0) and B (worker 1) each work 5 ns per 100, and each wake-up
+    // costs the woken one 45 ns before its idle worker dispatches it.
+    const S1: u64 = 10;
+    const S2: u64 = 11;
+    let dir = tempfile::tempdir().unwrap();
+    let mut w0 = vec![
+        Record::WorkerStart { t: 0 },
+        assign(A, 0, "ping"),
+        assign(B, 1, "pong"),
+        bind(S1, Side::Writer, A),
+        bind(S1, Side::Reader, B),
+        bind(S2, Side::Writer, B),
+        bind(S2, Side::Reader, A),
+    ];
+    let mut w1 = vec![Record::WorkerStart { t: 0 }];
+    for k in 0..20u64 {
+        let t = 100 * k;
+        let reads = u32::from(k > 0);
+        w0.push(p(
+            t,
+            t + 5,
+            A,
+            EndState::BlockedInput { stream: S2 },
+            vec![woke(S1, 0, 1), io(S2, reads, 0)],
+        ));
+        w1.push(p(
+            t + 50,
+            t + 55,
+            B,
+            EndState::BlockedInput { stream: S1 },
+            vec![io(S1, 1, 0), woke(S2, 0, 1)],
+        ));
+    }
+    w0.push(Record::WorkerEnd { t: 2000 });
+    w1.push(Record::WorkerEnd { t: 2000 });
+    write_run(dir.path(), &[w0, w1]);
+    let run = load_run(dir.path()).unwrap();
+    let b = bottleneck(&run, &BottleneckOptions::default());
+    let found = names(&b);
+    assert_eq!(found.len(), 2, "{b:#?}");
+    assert!(found.iter().all(|(k, _)| k == "stream"), "{found:?}");
+    assert!(found.contains(&("stream".into(), "ping -> pong".into())));
+    assert!(found.contains(&("stream".into(), "pong -> ping".into())));
+    assert!(b.verdict.starts_with("Placement"), "{}", b.verdict);
+    for f in &b.bottlenecks {
+        assert!(f.evidence.contains("45%"), "{f:?}");
+    }
+    // Each waited for the other 20 times (the last wait of each is open).
+    let w = waits(&run, false);
+    assert!(w.streams.iter().all(|s| s.cross_worker));
+    assert_eq!(w.open_waits, 2);
+    let (rw, rn) = (w.streams[0].reader_waits, w.streams[1].reader_waits);
+    assert_eq!((rw, rn), (20, 20));
+}
+
+#[test]
+fn one_busy_worker_and_an_idle_one_is_load_imbalance() {
+    // Three tasks share worker 0 (30% each); worker 1's task works 5%.
+    const X: u64 = 1;
+    const Y: u64 = 2;
+    const V: u64 = 3;
+    const Z: u64 = 4;
+    let dir = tempfile::tempdir().unwrap();
+    let mut w0 = vec![
+        Record::WorkerStart { t: 0 },
+        assign(X, 0, "x"),
+        assign(Y, 0, "y"),
+        assign(V, 0, "v"),
+        assign(Z, 1, "z"),
+    ];
+    let mut w1 = vec![Record::WorkerStart { t: 0 }];
+    for k in 0..20u64 {
+        let t = 100 * k;
+        w0.push(p(t, t + 31, X, EndState::Yielded, vec![]));
+        w0.push(p(t + 31, t + 62, Y, EndState::Yielded, vec![]));
+        w0.push(p(t + 62, t + 94, V, EndState::Yielded, vec![]));
+        w1.push(p(t, t + 5, Z, EndState::Yielded, vec![]));
+    }
+    w0.push(Record::WorkerEnd { t: 2000 });
+    w1.push(Record::WorkerEnd { t: 2000 });
+    write_run(dir.path(), &[w0, w1]);
+    let b = bottleneck(
+        &load_run(dir.path()).unwrap(),
+        &BottleneckOptions::default(),
+    );
+    assert_eq!(
+        names(&b),
+        [("worker".to_owned(), "worker 0".to_owned())],
+        "{b:#?}"
+    );
+    let f = &b.bottlenecks[0];
+    assert!(f.evidence.contains("worker 1"), "{}", f.evidence);
+    assert!(b.verdict.starts_with("Load imbalance"), "{}", b.verdict);
+    assert!(f.share > 0.0);
+}
+
+#[test]
+fn a_cyclic_ring_terminates_and_names_its_slow_task() {
+    // r0 -> r1 -> r2 -> r0, one per worker; r1 works 95 ns of every 100,
+    // the others 1 ns, with its input full and its output empty.
+    let dir = tempfile::tempdir().unwrap();
+    let streams = [10u64, 11, 12]; // stream k: r(k) -> r(k+1)
+    let mut logs: Vec<Vec<Record>> = (0..3).map(|_| vec![Record::WorkerStart { t: 0 }]).collect();
+    for k in 0..3u64 {
+        logs[0].push(assign(k + 1, k as u32, &format!("ring/{k}")));
+        logs[0].push(bind(streams[k as usize], Side::Writer, k + 1));
+        logs[0].push(bind(streams[k as usize], Side::Reader, (k + 1) % 3 + 1));
+    }
+    for j in 0..20u64 {
+        let t = 100 * j;
+        logs[0].push(p(
+            t,
+            t + 1,
+            1,
+            EndState::BlockedOutput { stream: 10 },
+            vec![io(12, 1, 0), io(10, 0, 1)],
+        ));
+        logs[1].push(p(
+            t + 1,
+            t + 96,
+            2,
+            EndState::Yielded,
+            vec![woke(10, 1, 0), woke(11, 0, 1)],
+        ));
+        logs[2].push(p(
+            t + 97,
+            t + 98,
+            3,
+            EndState::BlockedInput { stream: 11 },
+            vec![io(11, 1, 0), io(12, 0, 1)],
+        ));
+    }
+    for l in &mut logs {
+        l.push(Record::WorkerEnd { t: 2000 });
+    }
+    write_run(dir.path(), &logs);
+    let run = load_run(dir.path()).unwrap();
+    for windows in [1, 7, 20, 1000] {
+        let opts = BottleneckOptions {
+            windows,
+            ..BottleneckOptions::default()
+        };
+        let b = bottleneck(&run, &opts);
+        assert_eq!(b.bottlenecks[0].name, "ring/1", "{windows} windows: {b:#?}");
+    }
+    // Its waits and a mapping terminate too.
+    assert_eq!(waits(&run, false).streams.len(), 3);
+    let folded = waits(&run, true);
+    assert_eq!(folded.streams.len(), 1);
+    assert_eq!(folded.streams[0].streams, 3);
+    assert_eq!(folded.streams[0].writer, "ring/*");
+    let plan = plan_mapping(&run, 2).unwrap();
+    assert_eq!(plan.tasks.len(), 3);
+}
+
+#[test]
+fn the_wake_up_splits_a_wait() {
+    // B blocks reading S at 10; A's period [20, 30) writes S and wakes it;
+    // B runs again at 50 on a worker that ran nothing else: 20 ns blocked,
+    // 20 ns waiting to be dispatched after the wake-up.
+    let dir = tempfile::tempdir().unwrap();
+    let w0 = vec![
+        Record::WorkerStart { t: 0 },
+        assign(A, 0, "a"),
+        assign(B, 1, "b"),
+        bind(S, Side::Writer, A),
+        bind(S, Side::Reader, B),
+        p(20, 30, A, EndState::Ended, vec![woke(S, 0, 1)]),
+        Record::WorkerEnd { t: 100 },
+    ];
+    let w1 = vec![
+        Record::WorkerStart { t: 0 },
+        p(0, 10, B, EndState::BlockedInput { stream: S }, vec![]),
+        p(50, 60, B, EndState::Ended, vec![io(S, 1, 0)]),
+        Record::WorkerEnd { t: 100 },
+    ];
+    write_run(dir.path(), &[w0, w1]);
+    let run = load_run(dir.path()).unwrap();
+    let w = waits(&run, true);
+    assert_eq!(
+        w.streams[0].reader_wait_ns, 40,
+        "the wait runs to the dispatch"
+    );
+    let b = bottleneck(
+        &run,
+        &BottleneckOptions {
+            windows: 1,
+            ..BottleneckOptions::default()
+        },
+    );
+    // 20 ns of 100 after the wake-up, on an idle worker: γ is reached.
+    assert_eq!(
+        names(&b),
+        [("stream".to_owned(), "a -> b".to_owned())],
+        "{b:#?}"
+    );
+    assert!(
+        b.bottlenecks[0].evidence.contains("20%"),
+        "{:?}",
+        b.bottlenecks[0]
+    );
+    // All waiting: B's 40 ns.
+    assert_eq!(b.waiting_ns, 40);
+    assert!((b.bottlenecks[0].share - 0.5).abs() < 1e-9);
+}
+
+#[test]
+fn analyses_of_a_run_without_periods_or_names() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(
+        dir.path(),
+        &[vec![
+            Record::WorkerStart { t: 0 },
+            Record::WorkerEnd { t: 10 },
+        ]],
+    );
+    let run = load_run(dir.path()).unwrap();
+    let w = waits(&run, true);
+    assert!(w.streams.is_empty());
+    let _ = w.to_text(0);
+    let b = bottleneck(&run, &BottleneckOptions::default());
+    assert!(b.bottlenecks.is_empty());
+    assert!(b.verdict.starts_with("Nothing to judge"), "{}", b.verdict);
+    let e = plan_mapping(&run, 2).unwrap_err().to_string();
+    assert!(e.contains("name no task"), "{e}");
+}
+
+#[test]
+fn the_two_stage_pipe_maps_onto_one_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    two_stage(dir.path(), "a#1", "b = 2");
+    let run = load_run(dir.path()).unwrap();
+    let plan = plan_mapping(&run, 1).unwrap();
+    assert!(plan.tasks.iter().all(|t| t.worker == 0));
+    assert_eq!(plan.estimate.proposed_cut.streams, 0);
+    assert_eq!(plan.estimate.observed_cut.streams, 1);
+    assert_eq!(plan.estimate.observed_cut.messages, 6);
+    // Busy 20 + 16 on one worker; the observed span is 50.
+    assert_eq!(plan.estimate.proposed_ns, 36);
+    assert_eq!(plan.estimate.observed_span_ns, 50);
+    // Observed: busy 20 and 16, traffic 6 + 3 waits = 9 on each worker;
+    // c = (50 - 20) / 9 reproduces the span.
+    assert!(plan.estimate.calibrated);
+    assert!((plan.estimate.crossing_cost_ns - 30.0 / 9.0).abs() < 1e-9);
+    assert_eq!(plan.estimate.observed_mapping_ns, 50);
+    let file = plan.to_file();
+    let table = rill::ManualTable::parse(&file).unwrap();
+    assert_eq!(table.lookup("a#1"), Some(0));
+    assert_eq!(table.lookup("b = 2"), Some(0));
+    assert_eq!(table.entries().len(), 2);
+}

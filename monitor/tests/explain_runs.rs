@@ -1,0 +1,264 @@
+//! `waits`, `bottleneck` and `map` on real runs of the runtime.
+//!
+//! The runs measure time on a machine that other work may share, so they
+//! run one at a time (a lock), and a bottleneck test that loses to noise
+//! gets three tries before it fails (each failed try prints its report).
+
+mod runs;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rill_monitor::{bottleneck, load_run, waits, BottleneckOptions, Bottlenecks};
+
+/// One real run at a time.
+static RUNS: Mutex<()> = Mutex::new(());
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    RUNS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `b` names `who` (a task) first; prints the report otherwise.
+fn first_is(b: &Bottlenecks, who: &str, what: &str) -> bool {
+    let ok = b
+        .bottlenecks
+        .first()
+        .is_some_and(|f| f.kind == "task" && f.name == who);
+    if !ok {
+        eprintln!("{what}: expected {who} first\n{}", b.to_text());
+    }
+    ok
+}
+
+/// Tries `f` up to three times.
+fn within_three_tries(what: &str, mut f: impl FnMut() -> bool) {
+    assert!(
+        (0..3).any(|_| f()),
+        "{what}: not named first in three tries"
+    );
+}
+
+#[test]
+fn a_planted_slow_relay_is_named_first() {
+    let _g = lock();
+    for slow in [1, 4] {
+        for workers in [1, 2, 4] {
+            let what = format!("relay {slow} slow on {workers} worker(s)");
+            within_three_tries(&what, || {
+                let dir = tempfile::tempdir().unwrap();
+                runs::pipe(
+                    dir.path(),
+                    workers,
+                    rill::Mapping::RoundRobin,
+                    6,
+                    Some(slow),
+                    Duration::from_millis(1),
+                    40,
+                );
+                let run = load_run(dir.path()).unwrap();
+                let b = bottleneck(&run, &BottleneckOptions::default());
+                first_is(&b, &format!("pipe/relay/{slow}"), &what)
+            });
+        }
+    }
+}
+
+#[test]
+fn a_ring_with_a_slow_task_terminates_and_names_it() {
+    let _g = lock();
+    // Not more workers than this machine may have cores: oversubscribed, a
+    // worker whose thread the system deschedules makes its peers spin, and
+    // the logs (rightly) show them busy.
+    for workers in [1, 2] {
+        let what = format!("ring on {workers} worker(s)");
+        within_three_tries(&what, || {
+            let dir = tempfile::tempdir().unwrap();
+            runs::ring(dir.path(), workers, 4, 4, 15, 2, Duration::from_millis(1));
+            let run = load_run(dir.path()).unwrap();
+            let b = bottleneck(&run, &BottleneckOptions::default());
+            first_is(&b, "ring/2", &what)
+        });
+    }
+    // One token: the work is serialised; the analyses terminate and name
+    // the slow task.
+    let dir = tempfile::tempdir().unwrap();
+    runs::ring(dir.path(), 2, 4, 1, 10, 2, Duration::from_micros(500));
+    let run = load_run(dir.path()).unwrap();
+    let b = bottleneck(&run, &BottleneckOptions::default());
+    let named = b.verdict.contains("ring/2") || b.bottlenecks.iter().any(|f| f.name == "ring/2");
+    assert!(named, "{}", b.to_text());
+    let w = waits(&run, false);
+    assert_eq!(w.streams.len(), 4);
+    assert!(w.streams.iter().all(|s| s.messages == 10));
+}
+
+#[test]
+fn the_waits_of_a_real_pipe() {
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    runs::pipe(
+        dir.path(),
+        2,
+        rill::Mapping::RoundRobin,
+        6,
+        None,
+        Duration::ZERO,
+        200,
+    );
+    let run = load_run(dir.path()).unwrap();
+    let one = waits(&run, false);
+    assert_eq!(one.streams.len(), 7);
+    assert!(one.streams.iter().all(|s| s.messages == 200), "{one:#?}");
+    let summary = rill_monitor::summarize(&run);
+    let worker: BTreeMap<&str, Option<u32>> = summary
+        .tasks
+        .iter()
+        .map(|t| (t.name.as_str(), t.worker))
+        .collect();
+    for s in &one.streams {
+        // Round-robin never migrates here: the ends' assigned workers tell
+        // whether the stream crosses.
+        assert_eq!(
+            s.cross_worker,
+            worker[s.writer.as_str()] != worker[s.reader.as_str()],
+            "{s:?}"
+        );
+        let blocked = summary
+            .streams
+            .iter()
+            .find(|x| x.stream == s.stream)
+            .unwrap();
+        assert_eq!(s.reader_waits, blocked.reader_blocked, "{s:?}");
+        assert_eq!(s.writer_waits, blocked.writer_blocked, "{s:?}");
+    }
+    let folded = waits(&run, true);
+    let rows: Vec<(&str, &str, u64)> = folded
+        .streams
+        .iter()
+        .map(|s| (s.writer.as_str(), s.reader.as_str(), s.messages))
+        .collect();
+    assert_eq!(folded.streams.len(), 3, "{rows:?}");
+    assert!(
+        rows.contains(&("pipe/relay/*", "pipe/relay/*", 1000)),
+        "{rows:?}"
+    );
+    assert!(
+        rows.contains(&("pipe/src", "pipe/relay/*", 200)),
+        "{rows:?}"
+    );
+}
+
+/// Names that longest-prefix matching and the file's syntax could get
+/// wrong: prefixes of each other, `#`, `=`, quotes, backslashes, spaces at
+/// the ends.
+fn awkward_names() -> Vec<String> {
+    [
+        "chain/step/1",
+        "chain/step/10",
+        "chain/step/2",
+        "odd#name",
+        "k = v",
+        " pad ",
+        "q\"uote",
+        "back\\slash",
+        "chain/step",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+#[test]
+fn map_writes_a_file_the_runtime_loads_back() {
+    let _g = lock();
+    let names = awkward_names();
+    let observed = tempfile::tempdir().unwrap();
+    runs::chain(
+        observed.path(),
+        4,
+        rill::Mapping::RoundRobin,
+        &names,
+        Some(3),
+        Duration::from_micros(300),
+        50,
+    );
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("map.txt");
+    let o = Command::new(env!("CARGO_BIN_EXE_rill-mon"))
+        .arg("map")
+        .arg(observed.path())
+        .args(["--workers", "2", "--json", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let intended: BTreeMap<String, usize> = plan["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_owned(),
+                t["worker"].as_u64().unwrap() as usize,
+            )
+        })
+        .collect();
+    // Every named task of the run is in the plan, and the file maps each
+    // name to its worker.
+    let run = load_run(observed.path()).unwrap();
+    let table = rill::ManualTable::load(&file).unwrap();
+    table.validate(2).unwrap();
+    for t in run.tasks.values() {
+        let name = t.name.as_deref().unwrap();
+        let w = intended[name];
+        assert!(w < 2);
+        assert_eq!(table.lookup(name), Some(w), "{name:?}");
+    }
+    assert_eq!(
+        intended.len(),
+        names.len() + 3,
+        "the chain, src, sink, main"
+    );
+    assert_eq!(table.entries().len(), intended.len());
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("# Predicted run time"), "{text}");
+    assert!(plan["estimate"]["proposed_ns"].as_u64().unwrap() > 0);
+
+    // A run under the file puts every task where the plan said.
+    let mapped = tempfile::tempdir().unwrap();
+    runs::chain(
+        mapped.path(),
+        2,
+        rill::Mapping::Manual(table),
+        &names,
+        Some(3),
+        Duration::from_micros(300),
+        50,
+    );
+    let run = load_run(mapped.path()).unwrap();
+    for t in run.tasks.values() {
+        let name = t.name.as_deref().unwrap();
+        assert_eq!(t.assigned, Some(intended[name] as u32), "{name:?}");
+    }
+}
+
+/// Writes the logs of a pipe whose relay 3 works 1 ms per message (2
+/// workers, round-robin) to `$RILL_MON_DEMO`, to look at by hand.
+#[test]
+#[ignore]
+fn write_demo_logs() {
+    if let Ok(dir) = std::env::var("RILL_MON_DEMO") {
+        runs::pipe(
+            std::path::Path::new(&dir),
+            2,
+            rill::Mapping::RoundRobin,
+            6,
+            Some(3),
+            Duration::from_millis(1),
+            40,
+        );
+    }
+}
