@@ -3,7 +3,7 @@
 //! claims.
 //!
 //! An engine (rill, or a peer baseline) receives a validated [`PipeParams`],
-//! [`RingParams`], [`WordcountParams`] or a [`MicroRow`], runs the benchmark,
+//! [`RingParams`], [`WordcountParams`] or [`MicroParams`], runs the benchmark,
 //! checks its result with [`SequenceCheck`], [`verify_ring`] or
 //! [`WordcountParams::verify`], and returns a [`Measurement`]. The command line
 //! turns measurements into `ns_per_op` figures (wall milliseconds for the word
@@ -28,6 +28,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
+use rill::MonitorFlags;
 use serde::Serialize;
 
 use crate::apps::MappingChoice;
@@ -135,9 +136,9 @@ impl Placement {
         }
     }
 
-    /// The worker (0-based) that stage `stage` of a pipe of `depth` stages goes to
-    /// when there are `workers` workers. Engines that place tasks use this so that
-    /// every engine means the same thing by a placement.
+    /// The worker (0-based) that stage `stage` of a line of `depth` stages goes to
+    /// when there are `workers` workers: how rill places the ring's tasks. (rill's
+    /// pipe keeps LPEL's placement instead: see [`crate::rill_runs::pipe`].)
     ///
     /// `workers` and `depth` must be at least 1 and `stage < depth`.
     pub fn worker_of(self, stage: usize, depth: usize, workers: usize) -> usize {
@@ -234,6 +235,41 @@ impl fmt::Display for MicroRow {
     }
 }
 
+/// Parameters of one micro row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MicroParams {
+    /// The row.
+    pub row: MicroRow,
+    /// Workers asked for (at least 1); rows with their own count ignore it
+    /// ([`MicroRow::workers`]).
+    pub workers: usize,
+    /// Monitoring mode asked for on the command line (`--monitor`); only rill
+    /// uses it.
+    pub monitor: Option<MonitorFlags>,
+    /// Directory for monitoring logs (`--logs`); only rill uses it, and each
+    /// row writes into `DIR/ROW`.
+    pub logs: Option<PathBuf>,
+}
+
+impl MicroParams {
+    /// Row `row` on `workers` workers, unmonitored.
+    pub fn new(row: MicroRow, workers: usize) -> Self {
+        MicroParams {
+            row,
+            workers,
+            monitor: None,
+            logs: None,
+        }
+    }
+
+    /// Checks that the row can run with these values.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        check(self.workers >= 1, || {
+            "workers must be at least 1, got 0".to_string()
+        })
+    }
+}
+
 /// A parameter value that no benchmark can run with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamError(pub String);
@@ -270,8 +306,8 @@ pub struct PipeParams {
     /// Where the stages go, for engines that place tasks on workers.
     pub placement: Placement,
     /// Monitoring mode asked for on the command line (`--monitor`); only rill uses
-    /// it, and it decides which values it accepts.
-    pub monitor: Option<String>,
+    /// it.
+    pub monitor: Option<MonitorFlags>,
     /// Directory for monitoring logs (`--logs`); only rill uses it.
     pub logs: Option<PathBuf>,
 }
@@ -348,7 +384,7 @@ pub struct RingParams {
     pub workers: usize,
     /// Monitoring mode asked for on the command line (`--monitor`); only rill uses
     /// it.
-    pub monitor: Option<String>,
+    pub monitor: Option<MonitorFlags>,
     /// Directory for monitoring logs (`--logs`); only rill uses it.
     pub logs: Option<PathBuf>,
     /// Where the ring's tasks go (rill only): `parts` cuts the ring into W
@@ -426,7 +462,7 @@ pub struct WordcountParams {
     pub mapping: MappingChoice,
     /// Monitoring mode asked for on the command line (`--monitor`); only rill
     /// uses it.
-    pub monitor: Option<String>,
+    pub monitor: Option<MonitorFlags>,
     /// Directory for monitoring logs (`--logs`); only rill uses it.
     pub logs: Option<PathBuf>,
 }

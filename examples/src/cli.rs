@@ -4,13 +4,15 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::RangedU64ValueParser;
+use clap::{value_parser, Args, Parser, Subcommand, ValueEnum};
+use rill::MonitorFlags;
 
 use crate::apps::{self, AppOpts, MappingChoice};
 use crate::bench::{
-    Engine, Measurement, MicroRow, ParamError, PipeParams, Placement, RingParams, WordcountParams,
-    DEFAULT_CAPACITY, DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES, DEFAULT_RING_SIZE,
-    DEFAULT_WC_BATCH, DEFAULT_WC_CHUNK, DEFAULT_WC_COUNTERS,
+    Engine, Measurement, MicroParams, MicroRow, ParamError, PipeParams, Placement, RingParams,
+    WordcountParams, DEFAULT_CAPACITY, DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES,
+    DEFAULT_RING_SIZE, DEFAULT_WC_BATCH, DEFAULT_WC_CHUNK, DEFAULT_WC_COUNTERS,
 };
 use crate::engines;
 use crate::kernels;
@@ -53,38 +55,9 @@ another thread than the one that allocated it, as in a network that passes owned
 cheap with it). Built with `--features system-alloc` it uses the system allocator instead. \
 The table's header and every JSON object name the allocator of the run.";
 
-fn parse_at_least<T>(s: &str, min: T) -> Result<T, String>
-where
-    T: std::str::FromStr + PartialOrd + std::fmt::Display,
-{
-    let v: T = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("expected a whole number, got '{s}'"))?;
-    if v < min {
-        return Err(format!("must be at least {min}, got {v}"));
-    }
-    Ok(v)
-}
-
-fn at_least_usize<const MIN: usize>(s: &str) -> Result<usize, String> {
-    parse_at_least(s, MIN)
-}
-
-fn at_least_u64<const MIN: u64>(s: &str) -> Result<u64, String> {
-    parse_at_least(s, MIN)
-}
-
-fn at_least_u32<const MIN: u32>(s: &str) -> Result<u32, String> {
-    parse_at_least(s, MIN)
-}
-
-fn ring_hops(s: &str) -> Result<u64, String> {
-    let v = parse_at_least(s, 1u64)?;
-    if v == u64::MAX {
-        return Err("must be less than 2^64 - 1".to_string());
-    }
-    Ok(v)
+/// clap's parser of a whole number of at least `min`, for a `usize` argument.
+fn usize_from(min: u64) -> RangedU64ValueParser<usize> {
+    RangedU64ValueParser::new().range(min..)
 }
 
 /// The `rill-bench` command line.
@@ -166,7 +139,7 @@ pub struct CommonArgs {
 
     /// Runs of each benchmark per engine; the table shows median, min and max.
     #[arg(long, default_value_t = 1, value_name = "N",
-          value_parser = at_least_u32::<1>)]
+          value_parser = value_parser!(u32).range(1..))]
     pub repeat: u32,
 
     /// Print one JSON object per run (one line each) instead of a table.
@@ -176,13 +149,14 @@ pub struct CommonArgs {
     /// Worker threads for engines that have workers (rill, tokio) [default: the
     /// number of available cores].
     #[arg(long, value_name = "W",
-          value_parser = at_least_usize::<1>)]
+          value_parser = usize_from(1))]
     pub workers: Option<usize>,
 
-    /// Monitoring mode passed to rill: off, full, all, or a comma list of
-    /// map, sched, worker, stream, message, msgtime; the peers ignore it.
-    #[arg(long, value_name = "MODE", value_parser = monitor_flags)]
-    pub monitor: Option<String>,
+    /// Monitoring mode passed to rill: off, full, all (full and a time per
+    /// message), or a comma list of map, sched (or task), worker, stream,
+    /// message (or msg), msgtime; the peers ignore it.
+    #[arg(long, value_name = "MODE")]
+    pub monitor: Option<MonitorFlags>,
 
     /// Directory where rill writes its monitoring logs (micro: one
     /// subdirectory per row); the peers ignore it.
@@ -233,12 +207,12 @@ impl CommonArgs {
 pub struct PipeArgs {
     /// Stages in the pipe, source and sink included (at least 2).
     #[arg(long, default_value_t = DEFAULT_DEPTH, value_name = "D",
-          value_parser = at_least_usize::<2>)]
+          value_parser = usize_from(2))]
     pub depth: usize,
 
     /// Messages the source writes (at least 1).
     #[arg(long, default_value_t = DEFAULT_MESSAGES, value_name = "M",
-          value_parser = at_least_u64::<1>)]
+          value_parser = value_parser!(u64).range(1..))]
     pub messages: u64,
 
     /// Where stages go on the workers. Only rill applies it; the peers record it.
@@ -247,7 +221,7 @@ pub struct PipeArgs {
 
     /// Bound of each channel, in messages (at least 1).
     #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
-          value_parser = at_least_usize::<1>)]
+          value_parser = usize_from(1))]
     pub capacity: usize,
 
     /// Options every benchmark takes.
@@ -255,30 +229,22 @@ pub struct PipeArgs {
     pub common: CommonArgs,
 }
 
-/// Checks a `--monitor` value with the runtime's own parser, so a bad word
-/// is a usage error (exit 2) before anything runs.
-fn monitor_flags(s: &str) -> Result<String, String> {
-    s.parse::<rill::MonitorFlags>()
-        .map(|_| s.to_string())
-        .map_err(|e| e.to_string())
-}
-
 /// Arguments of `rill-bench ring`.
 #[derive(Debug, Args)]
 pub struct RingArgs {
     /// Tasks in the ring (at least 2).
     #[arg(long, default_value_t = DEFAULT_RING_SIZE, value_name = "S",
-          value_parser = at_least_usize::<2>)]
+          value_parser = usize_from(2))]
     pub size: usize,
 
     /// Hops the token makes in total (at least 1).
     #[arg(long, default_value_t = DEFAULT_HOPS, value_name = "H",
-          value_parser = ring_hops)]
+          value_parser = value_parser!(u64).range(1..u64::MAX))]
     pub hops: u64,
 
     /// Bound of each channel, in messages (at least 1).
     #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
-          value_parser = at_least_usize::<1>)]
+          value_parser = usize_from(1))]
     pub capacity: usize,
 
     /// Where rill puts the ring's tasks: parts (contiguous arcs, one per
@@ -303,7 +269,7 @@ pub struct WordcountArgs {
     /// Bytes of generated text (lines of 0 to 24 words drawn from a Zipf
     /// distribution over 30,000 words) when no --input is given.
     #[arg(long, value_name = "N", default_value_t = kernels::wordcount::DEFAULT_BYTES,
-          conflicts_with = "input", value_parser = at_least_usize::<1>)]
+          conflicts_with = "input", value_parser = usize_from(1))]
     pub bytes: usize,
 
     /// Seed of the generated text.
@@ -313,23 +279,23 @@ pub struct WordcountArgs {
     /// Words per message from the splitter to a counter (1: a message per
     /// word).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_WC_BATCH,
-          value_parser = at_least_usize::<1>)]
+          value_parser = usize_from(1))]
     pub batch: usize,
 
     /// Counters; each word goes to the counter its hash names.
     #[arg(long, value_name = "K", default_value_t = DEFAULT_WC_COUNTERS,
-          value_parser = at_least_usize::<1>)]
+          value_parser = usize_from(1))]
     pub counters: usize,
 
     /// Least bytes of text per message from the source to the splitter (each
     /// chunk ends after whitespace, so no word is cut).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_WC_CHUNK,
-          value_parser = at_least_usize::<1>)]
+          value_parser = usize_from(1))]
     pub chunk: usize,
 
     /// Bound of each channel, in messages (at least 1).
     #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
-          value_parser = at_least_usize::<1>)]
+          value_parser = usize_from(1))]
     pub capacity: usize,
 
     /// Where rill puts the tasks (wc/source, wc/split, wc/count/K,
@@ -338,7 +304,7 @@ pub struct WordcountArgs {
     /// source, merger and the other counters before it), parts (that order
     /// cut into W blocks), steal (round-robin, then work stealing), or a
     /// FILE of `prefix = worker` lines. The peers place their own.
-    #[arg(long, value_name = "MAPPING", default_value = "rr", value_parser = parse_mapping)]
+    #[arg(long, value_name = "MAPPING", default_value = "rr")]
     pub mapping: MappingChoice,
 
     /// Options every benchmark takes.
@@ -376,38 +342,29 @@ impl MicroArgs {
     }
 }
 
-fn parse_mapping(s: &str) -> Result<MappingChoice, String> {
-    s.parse()
-}
-
 fn parse_key(s: &str) -> Result<String, String> {
     kernels::des::KeySchedule::from_hex(s.trim()).map_err(|e| e.to_string())?;
     Ok(s.trim().to_string())
-}
-
-fn parse_f64(s: &str) -> Result<f64, String> {
-    s.trim()
-        .parse::<f64>()
-        .map_err(|_| format!("expected a number, got '{s}'"))
 }
 
 /// Options every application (`des`, `mc`, `rt`, `ant`) takes.
 #[derive(Clone, Debug, Args)]
 pub struct AppCommon {
     /// Worker threads [default: the number of available cores].
-    #[arg(long, value_name = "W", value_parser = at_least_usize::<1>)]
+    #[arg(long, value_name = "W", value_parser = usize_from(1))]
     pub workers: Option<usize>,
 
     /// Task placement: rr (round-robin), manual (the application's own
     /// table), parts (contiguous blocks of the network), steal (round-robin
     /// then work stealing), or a FILE of `prefix = worker` lines [default: rr;
     /// compare runs rr and manual itself].
-    #[arg(long, value_name = "rr|manual|parts|steal|FILE", value_parser = parse_mapping)]
+    #[arg(long, value_name = "rr|manual|parts|steal|FILE")]
     pub mapping: Option<MappingChoice>,
 
-    /// Monitoring: off, full, or a comma list of map,worker,task,stream,message,msgtime.
-    #[arg(long, value_name = "MODE", default_value = "off", value_parser = apps::parse_monitor)]
-    pub monitor: String,
+    /// Monitoring: off, full, all (full and a time per message), or a comma
+    /// list of map, sched (or task), worker, stream, message (or msg), msgtime.
+    #[arg(long, value_name = "MODE", default_value = "off")]
+    pub monitor: MonitorFlags,
 
     /// Directory for the monitoring logs.
     #[arg(long, value_name = "DIR")]
@@ -418,11 +375,11 @@ pub struct AppCommon {
     pub json: bool,
 
     /// Runs [default: 1; compare: 5 of each mapping].
-    #[arg(long, value_name = "N", value_parser = at_least_u32::<1>)]
+    #[arg(long, value_name = "N", value_parser = value_parser!(u32).range(1..))]
     pub repeat: Option<u32>,
 
     /// Capacity of the application's data streams [default: the application's].
-    #[arg(long, value_name = "C", value_parser = at_least_usize::<1>)]
+    #[arg(long, value_name = "C", value_parser = usize_from(1))]
     pub capacity: Option<usize>,
 }
 
@@ -434,7 +391,7 @@ impl AppCommon {
             o.workers = w;
         }
         o.mapping = self.mapping.clone().unwrap_or_default();
-        o.monitor = self.monitor.clone();
+        o.monitor = self.monitor;
         o.logs = self.logs.clone();
         o.capacity = self.capacity;
         o
@@ -483,13 +440,13 @@ pub struct DesArgs {
     pub decrypt: bool,
     /// Blocks per message.
     #[arg(long, value_name = "BLOCKS", default_value_t = apps::des::DEFAULT_BATCH,
-          value_parser = at_least_usize::<1>)]
+          value_parser = usize_from(1))]
     pub batch: usize,
     /// Round stages per pipeline (1, 2, 4, 8 or 16).
     #[arg(long, default_value_t = apps::des::DEFAULT_STAGES)]
     pub stages: usize,
     /// Parallel pipelines [default: the workers, at least 2].
-    #[arg(long, value_parser = at_least_usize::<1>)]
+    #[arg(long, value_parser = usize_from(1))]
     pub pipelines: Option<usize>,
     /// Options every application takes.
     #[command(flatten)]
@@ -500,36 +457,36 @@ pub struct DesArgs {
 #[derive(Clone, Debug, Args)]
 pub struct McArgs {
     /// Paths to simulate.
-    #[arg(long, default_value_t = kernels::mc::DEFAULT_PATHS, value_parser = at_least_u64::<1>)]
+    #[arg(long, default_value_t = kernels::mc::DEFAULT_PATHS, value_parser = value_parser!(u64).range(1..))]
     pub paths: u64,
     /// Time steps per path (the depth of each chain).
-    #[arg(long, default_value_t = kernels::mc::DEFAULT_STEPS, value_parser = at_least_u32::<1>)]
+    #[arg(long, default_value_t = kernels::mc::DEFAULT_STEPS, value_parser = value_parser!(u32).range(1..))]
     pub steps: u32,
     /// Spot price.
-    #[arg(long, default_value_t = 100.0, value_parser = parse_f64, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
     pub spot: f64,
     /// Strike.
-    #[arg(long, default_value_t = 100.0, value_parser = parse_f64, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
     pub strike: f64,
     /// Risk-free rate (continuously compounded).
-    #[arg(long, default_value_t = 0.05, value_parser = parse_f64, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
     pub rate: f64,
     /// Volatility.
-    #[arg(long, default_value_t = 0.2, value_parser = parse_f64, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.2, allow_negative_numbers = true)]
     pub vol: f64,
     /// Maturity in years.
-    #[arg(long, default_value_t = 1.0, value_parser = parse_f64, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub maturity: f64,
     /// Seed of the random numbers.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Paths per record.
     #[arg(long, value_name = "PATHS", default_value_t = apps::mc::DEFAULT_BATCH,
-          value_parser = at_least_usize::<1>)]
+          value_parser = usize_from(1))]
     pub batch: usize,
     /// Chains (records are dealt round-robin over them) [default: one per
     /// worker, at least 2].
-    #[arg(long, value_parser = at_least_usize::<1>)]
+    #[arg(long, value_parser = usize_from(1))]
     pub chains: Option<usize>,
     /// Options every application takes.
     #[command(flatten)]
@@ -540,13 +497,13 @@ pub struct McArgs {
 #[derive(Clone, Debug, Args)]
 pub struct RtArgs {
     /// Scenes to render.
-    #[arg(long, default_value_t = kernels::rt::DEFAULT_SCENES, value_parser = at_least_u32::<1>)]
+    #[arg(long, default_value_t = kernels::rt::DEFAULT_SCENES, value_parser = value_parser!(u32).range(1..))]
     pub scenes: u32,
     /// Image width.
-    #[arg(long, default_value_t = kernels::rt::DEFAULT_WIDTH, value_parser = at_least_u32::<1>)]
+    #[arg(long, default_value_t = kernels::rt::DEFAULT_WIDTH, value_parser = value_parser!(u32).range(1..))]
     pub width: u32,
     /// Image height.
-    #[arg(long, default_value_t = kernels::rt::DEFAULT_HEIGHT, value_parser = at_least_u32::<1>)]
+    #[arg(long, default_value_t = kernels::rt::DEFAULT_HEIGHT, value_parser = value_parser!(u32).range(1..))]
     pub height: u32,
     /// Write the images here (scene-NNNN.png or .ppm).
     #[arg(long, value_name = "DIR")]
@@ -555,7 +512,7 @@ pub struct RtArgs {
     #[arg(long, value_enum, default_value_t = apps::rt::ImageFormat::Png)]
     pub format: apps::rt::ImageFormat,
     /// Solver tasks.
-    #[arg(long, default_value_t = apps::rt::DEFAULT_SOLVERS, value_parser = at_least_usize::<1>)]
+    #[arg(long, default_value_t = apps::rt::DEFAULT_SOLVERS, value_parser = usize_from(1))]
     pub solvers: usize,
     /// Options every application takes.
     #[command(flatten)]
@@ -566,13 +523,13 @@ pub struct RtArgs {
 #[derive(Clone, Debug, Args)]
 pub struct AntArgs {
     /// Jobs in the generated instance.
-    #[arg(long, default_value_t = kernels::ant::DEFAULT_JOBS, value_parser = at_least_usize::<1>)]
+    #[arg(long, default_value_t = kernels::ant::DEFAULT_JOBS, value_parser = usize_from(1))]
     pub jobs: usize,
     /// Ants per iteration.
-    #[arg(long, default_value_t = kernels::ant::DEFAULT_ANTS, value_parser = at_least_u32::<1>)]
+    #[arg(long, default_value_t = kernels::ant::DEFAULT_ANTS, value_parser = value_parser!(u32).range(1..))]
     pub ants: u32,
     /// Iterations.
-    #[arg(long, default_value_t = kernels::ant::DEFAULT_ITERATIONS, value_parser = at_least_u32::<1>)]
+    #[arg(long, default_value_t = kernels::ant::DEFAULT_ITERATIONS, value_parser = value_parser!(u32).range(1..))]
     pub iterations: u32,
     /// Seed of the instance and the colony.
     #[arg(long, default_value_t = 1)]
@@ -691,10 +648,10 @@ pub struct AllArgs {
     pub quick: bool,
     /// Runs of each configuration; the table shows medians [default: 3, or 1
     /// with --quick].
-    #[arg(long, value_name = "N", value_parser = at_least_u32::<1>)]
+    #[arg(long, value_name = "N", value_parser = value_parser!(u32).range(1..))]
     pub repeat: Option<u32>,
     /// Worker threads [default: the number of available cores].
-    #[arg(long, value_name = "W", value_parser = at_least_usize::<1>)]
+    #[arg(long, value_name = "W", value_parser = usize_from(1))]
     pub workers: Option<usize>,
     /// Print the results as JSON lines instead of the table.
     #[arg(long)]
@@ -763,7 +720,7 @@ impl Command {
                     capacity: a.capacity,
                     workers,
                     placement: a.placement,
-                    monitor: common.monitor.clone(),
+                    monitor: common.monitor,
                     logs: common.logs.clone(),
                 };
                 p.validate()?;
@@ -775,27 +732,27 @@ impl Command {
                     hops: a.hops,
                     capacity: a.capacity,
                     workers,
-                    monitor: common.monitor.clone(),
+                    monitor: common.monitor,
                     logs: common.logs.clone(),
                     placement: a.placement,
                 };
                 p.validate()?;
                 Ok(vec![Job::Ring(p)])
             }
-            Command::Micro(a) => {
-                if workers == 0 {
-                    return Err(ParamError("workers must be at least 1, got 0".into()));
-                }
-                Ok(a.rows()
-                    .into_iter()
-                    .map(|row| Job::Micro {
+            Command::Micro(a) => a
+                .rows()
+                .into_iter()
+                .map(|row| {
+                    let p = MicroParams {
                         row,
                         workers,
-                        monitor: common.monitor.clone(),
+                        monitor: common.monitor,
                         logs: common.logs.clone(),
-                    })
-                    .collect())
-            }
+                    };
+                    p.validate()?;
+                    Ok(Job::Micro(p))
+                })
+                .collect(),
             Command::Wordcount(a) => {
                 let source = match &a.input {
                     Some(f) => TextSource::File(f.clone()),
@@ -810,7 +767,7 @@ impl Command {
                     chunk: a.chunk,
                     capacity: a.capacity,
                     mapping: a.mapping.clone(),
-                    monitor: common.monitor.clone(),
+                    monitor: common.monitor,
                     logs: common.logs.clone(),
                     ..WordcountParams::new(Corpus::new(source).map_err(ParamError)?, workers)
                 };
@@ -828,12 +785,7 @@ pub fn run_job(job: &Job, engine: Engine) -> anyhow::Result<Measurement> {
         Job::Pipe(p) => engines::run_pipe(engine, p),
         Job::Ring(p) => engines::run_ring(engine, p),
         Job::Wordcount(p) => engines::run_wordcount(engine, p),
-        Job::Micro {
-            row,
-            workers,
-            monitor,
-            logs,
-        } => engines::run_micro(engine, *row, *workers, monitor.as_deref(), logs.as_deref()),
+        Job::Micro(p) => engines::run_micro(engine, p),
     }
 }
 
@@ -989,7 +941,7 @@ mod tests {
                 capacity: 2,
                 workers: 3,
                 placement: Placement::Parts,
-                monitor: Some("full".into()),
+                monitor: Some(MonitorFlags::FULL),
                 logs: Some("/tmp/x".into()),
             }
         );

@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use anyhow::{anyhow, Result};
 
-use crate::bench::{Engine, Measurement, MicroRow, PipeParams, RingParams, WordcountParams};
+use crate::bench::{Engine, Measurement, MicroParams, PipeParams, RingParams, WordcountParams};
 use crate::kernels::wordcount;
 use crate::{peers, rill_engine};
 
@@ -66,23 +66,13 @@ pub fn run_wordcount(engine: Engine, p: &WordcountParams) -> Result<Measurement>
     })
 }
 
-/// Runs one micro row on `engine` with `workers` workers (for the rows that do not
-/// fix their own count); `monitor` and `logs` as for the pipe (rill only; its
-/// logs go to `logs/ROW`).
-pub fn run_micro(
-    engine: Engine,
-    row: MicroRow,
-    workers: usize,
-    monitor: Option<&str>,
-    logs: Option<&std::path::Path>,
-) -> Result<Measurement> {
-    if workers == 0 {
-        return Err(anyhow!("workers must be at least 1, got 0"));
-    }
+/// Runs one micro row on `engine` (rill's logs go to `LOGS/ROW`).
+pub fn run_micro(engine: Engine, p: &MicroParams) -> Result<Measurement> {
+    p.validate()?;
     guarded(engine, || match engine {
-        Engine::Rill => rill_engine::micro(row, workers, monitor, logs),
-        Engine::Threads => peers::threads::micro(row, workers),
-        Engine::Tokio => peers::tokio_rt::micro(row, workers),
+        Engine::Rill => rill_engine::micro(p),
+        Engine::Threads => peers::threads::micro(p.row, p.workers),
+        Engine::Tokio => peers::tokio_rt::micro(p.row, p.workers),
         Engine::Sequential => no_sequential("micro"),
     })
 }
@@ -112,7 +102,26 @@ mod tests {
         for engine in Engine::ALL {
             assert!(run_pipe(engine, &p).is_err());
         }
-        assert!(run_micro(Engine::Threads, MicroRow::Yield, 0, None, None).is_err());
+        let micro = MicroParams::new(crate::bench::MicroRow::Yield, 0);
+        assert!(run_micro(Engine::Threads, &micro).is_err());
+        let ring = RingParams {
+            hops: 0,
+            ..RingParams::default()
+        };
+        let wordcount = WordcountParams {
+            batch: 0,
+            ..WordcountParams::new(
+                wordcount::Corpus::of(
+                    wordcount::TextSource::Generated { bytes: 3, seed: 0 },
+                    "a b".into(),
+                ),
+                1,
+            )
+        };
+        for engine in Engine::ALL {
+            assert!(run_ring(engine, &ring).is_err());
+            assert!(run_wordcount(engine, &wordcount).is_err());
+        }
     }
 
     #[test]

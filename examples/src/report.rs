@@ -7,7 +7,8 @@ use std::sync::OnceLock;
 use serde_json::{json, Map, Value};
 
 use crate::bench::{
-    Engine, Measurement, MicroRow, PipeParams, RingParams, WordcountParams, MICRO_CAPACITY,
+    Engine, Measurement, MicroParams, MicroRow, PipeParams, RingParams, WordcountParams,
+    MICRO_CAPACITY,
 };
 use crate::cli::Command;
 use crate::kernels::wordcount::TextSource;
@@ -35,17 +36,8 @@ pub enum Job {
     Ring(RingParams),
     /// A word count run.
     Wordcount(WordcountParams),
-    /// A micro row with the worker count asked for.
-    Micro {
-        /// The row.
-        row: MicroRow,
-        /// Workers asked for (rows with their own count ignore it).
-        workers: usize,
-        /// `--monitor MODE` for rill (the peers ignore it).
-        monitor: Option<String>,
-        /// `--logs DIR` for rill: each row writes into `DIR/ROW`.
-        logs: Option<std::path::PathBuf>,
-    },
+    /// A micro row.
+    Micro(MicroParams),
 }
 
 impl Job {
@@ -55,7 +47,7 @@ impl Job {
             Job::Pipe(_) => "pipe",
             Job::Ring(_) => "ring",
             Job::Wordcount(_) => "wordcount",
-            Job::Micro { .. } => "micro",
+            Job::Micro(_) => "micro",
         }
     }
 
@@ -70,20 +62,14 @@ impl Job {
     /// A short label for progress lines: the benchmark, or the micro row.
     pub fn label(&self) -> String {
         match self {
-            Job::Micro { row, .. } => format!("micro {row}"),
+            Job::Micro(p) => format!("micro {}", p.row),
             _ => self.bench().to_string(),
         }
     }
 
     /// Whether the job's figure is a CPU share rather than ns per operation.
     pub fn is_cpu_share(&self) -> bool {
-        matches!(
-            self,
-            Job::Micro {
-                row: MicroRow::IdleCpu,
-                ..
-            }
-        )
+        matches!(self, Job::Micro(p) if p.row == MicroRow::IdleCpu)
     }
 
     /// The job's parameters as JSON fields.
@@ -95,7 +81,7 @@ impl Job {
                 "depth": p.depth,
                 "messages": p.messages,
                 "capacity": p.capacity,
-                "monitor": p.monitor,
+                "monitor": p.monitor.map(|f| f.to_string()),
                 "logs": p.logs,
             }),
             Job::Ring(p) => json!({
@@ -104,7 +90,7 @@ impl Job {
                 "size": p.size,
                 "hops": p.hops,
                 "capacity": p.capacity,
-                "monitor": p.monitor,
+                "monitor": p.monitor.map(|f| f.to_string()),
                 "logs": p.logs,
             }),
             Job::Wordcount(p) => {
@@ -122,23 +108,18 @@ impl Job {
                     "counters": p.counters,
                     "chunk": p.chunk,
                     "capacity": p.capacity,
-                    "monitor": p.monitor,
+                    "monitor": p.monitor.map(|f| f.to_string()),
                     "logs": p.logs,
                 })
             }
-            Job::Micro {
-                row,
-                workers,
-                monitor,
-                logs,
-            } => {
+            Job::Micro(p) => {
                 let mut v = json!({
-                    "row": row.name(),
-                    "workers": row.workers(*workers),
-                    "monitor": monitor,
-                    "logs": logs,
+                    "row": p.row.name(),
+                    "workers": p.row.workers(p.workers),
+                    "monitor": p.monitor.map(|f| f.to_string()),
+                    "logs": p.logs,
                 });
-                if matches!(row, MicroRow::Handoff | MicroRow::CrossWorkerRoundtrip) {
+                if matches!(p.row, MicroRow::Handoff | MicroRow::CrossWorkerRoundtrip) {
                     v["capacity"] = json!(MICRO_CAPACITY);
                 }
                 v
@@ -172,7 +153,7 @@ impl Job {
                 p.mapping,
                 p.workers
             ),
-            Job::Micro { workers, .. } => format!("micro  workers={workers}"),
+            Job::Micro(p) => format!("micro  workers={}", p.workers),
         }
     }
 }
@@ -377,7 +358,7 @@ pub fn write_tables(
             .map(|(_, c)| c);
         for (engine, cell) in &cells {
             let row_col = match job {
-                Job::Micro { row, .. } => format!("{:<24}", row.name()),
+                Job::Micro(p) => format!("{:<24}", p.row.name()),
                 _ => String::new(),
             };
             match cell {
@@ -479,12 +460,7 @@ mod tests {
             assert!(v.get(key).is_some(), "missing {key} in {v}");
         }
         let idle = Outcome {
-            job: Job::Micro {
-                row: MicroRow::IdleCpu,
-                workers: 8,
-                monitor: None,
-                logs: None,
-            },
+            job: Job::Micro(MicroParams::new(MicroRow::IdleCpu, 8)),
             engine: Engine::Threads,
             run: 0,
             result: Ok(Measurement::new(Duration::from_millis(50), 0).with("cpu_share", 0.01)),

@@ -12,9 +12,11 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use rill::MonitorFlags;
+use rill_monitor::xml_escape;
 use serde_json::{json, Value};
 
-use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice, MonitorSpec};
+use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice};
 use crate::bench::{Engine, ParamError, PipeParams, Placement, RingParams, WordcountParams};
 use crate::cli::{run_job, AllArgs, AppCommand, CliError, CompareArgs, Summary};
 use crate::kernels::wordcount::{Corpus, TextSource};
@@ -46,7 +48,7 @@ impl Done {
                 "bench": bench,
                 "workers": self.opts.workers,
                 "mapping": self.opts.mapping.name(),
-                "monitor": self.opts.monitor,
+                "monitor": self.opts.monitor.to_string(),
                 "run": self.run,
                 "verified": false,
                 "error": e,
@@ -80,7 +82,7 @@ fn run_once(app: &dyn App, opts: &AppOpts, run: u32) -> Done {
         .and_then(|mut r| {
             // A monitored run: read its logs back (rill-mon's summary), so
             // that waiting events and log sizes appear beside the timing.
-            if !MonitorSpec::parse(&opts.monitor).is_ok_and(|s| s.is_off()) {
+            if !opts.monitor.is_off() {
                 let dir = opts
                     .logs
                     .clone()
@@ -288,7 +290,7 @@ pub fn compare(
                 "bench": app.name(),
                 "compare": true,
                 "workers": base.workers,
-                "monitor": base.monitor,
+                "monitor": base.monitor.to_string(),
                 "runs": repeat,
                 "rr_median_ms": rs.map(|s| s.median),
                 "manual_median_ms": ms.map(|s| s.median),
@@ -475,13 +477,6 @@ fn table(rows: &[Row]) -> String {
     s
 }
 
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
     let mut h = String::new();
     let _ = write!(
@@ -490,8 +485,8 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
          <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
          td,th{{border:1px solid #bbb;padding:3px 8px}}td.n{{text-align:right}}\
          tr.bad{{background:#fdd}}</style></head><body>\n<h1>rill report</h1>\n<p>{}</p>\n<p>{}</p>\n",
-        html_escape(title),
-        html_escape(machine)
+        xml_escape(title),
+        xml_escape(machine)
     );
     h.push_str(
         "<p>wall: median (and minimum) of the runs, in milliseconds, of the network's run \
@@ -515,7 +510,7 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
                 format!(
                     "<a href=\"{0}/summary.txt\">summary</a> <a href=\"{0}/summary.json\">json</a> \
                      <a href=\"{0}/timeline.svg\">timeline</a>",
-                    html_escape(&rel)
+                    xml_escape(&rel)
                 )
             }
             _ => String::new(),
@@ -526,16 +521,16 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
              <td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td>\
              <td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
             if r.verified { "" } else { " class=bad" },
-            html_escape(&r.label()),
+            xml_escape(&r.label()),
             r.engine,
-            html_escape(&r.mapping),
-            html_escape(&r.monitor),
+            xml_escape(&r.mapping),
+            xml_escape(&r.monitor),
             fmt_opt(r.wall.map(|w| w.median), |v| format!("{v:.1}")),
             fmt_opt(r.wall.map(|w| w.min), |v| format!("{v:.1}")),
             fmt_opt(r.speedup, |v| format!("{v:.2}x")),
             fmt_opt(r.overhead, |v| format!("{v:+.1}%")),
             if r.verified { "yes" } else { "NO" },
-            html_escape(&r.note),
+            xml_escape(&r.note),
             fmt_opt(
                 r.mon.as_ref().map(|m| m.log_bytes as f64 / 1024.0),
                 |v| format!("{v:.0}")
@@ -560,9 +555,9 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
             let _ = writeln!(
                 h,
                 "<h2>{} ({} mapping, monitored)</h2>\n<img src=\"{}/timeline.svg\" style=\"max-width:100%\">",
-                html_escape(&r.label()),
-                html_escape(&r.mapping),
-                html_escape(&rel)
+                xml_escape(&r.label()),
+                xml_escape(&r.mapping),
+                xml_escape(&rel)
             );
         }
     }
@@ -587,9 +582,8 @@ pub fn machine() -> String {
     format!("{cores} cores available, {model}")
 }
 
-fn logs_dir(out: &Path, app: &str, m: &MappingChoice, monitor: &str) -> Option<PathBuf> {
-    (!MonitorSpec::parse(monitor).is_ok_and(|s| s.is_off()))
-        .then(|| out.join("logs").join(format!("{app}-{m}")))
+fn logs_dir(out: &Path, app: &str, m: &MappingChoice, monitor: MonitorFlags) -> Option<PathBuf> {
+    (!monitor.is_off()).then(|| out.join("logs").join(format!("{app}-{m}")))
 }
 
 /// `rill-bench all`: every application with rr and manual mapping, with
@@ -616,7 +610,7 @@ pub fn all(
     })?;
     let apps = all_apps(args.quick).map_err(|e| CliError::Params(ParamError(e.to_string())))?;
     let mappings = [MappingChoice::Rr, MappingChoice::Manual];
-    let monitors = ["off", "full"];
+    let monitors = [MonitorFlags::OFF, MonitorFlags::FULL];
     // The pipe and the ring with rr placement (every hand-off crosses
     // workers, rill's weakest rows) beside their peers, and the ring with
     // its default placement.
@@ -681,14 +675,14 @@ pub fn all(
     let started = std::time::Instant::now();
 
     for app in &apps {
-        let mut cell: Vec<(MappingChoice, &str, Vec<Done>)> = Vec::new();
+        let mut cell: Vec<(MappingChoice, MonitorFlags, Vec<Done>)> = Vec::new();
         for monitor in monitors {
             for m in &mappings {
                 step += 1;
                 let opts = AppOpts {
                     workers,
                     mapping: m.clone(),
-                    monitor: monitor.into(),
+                    monitor,
                     logs: logs_dir(&args.out, app.name(), m, monitor),
                     ..AppOpts::default()
                 };
@@ -717,7 +711,7 @@ pub fn all(
                 cell.push((m.clone(), monitor, runs));
             }
         }
-        let median = |m: &MappingChoice, mon: &str| {
+        let median = |m: &MappingChoice, mon: MonitorFlags| {
             cell.iter()
                 .find(|(cm, cmon, _)| cm == m && *cmon == mon)
                 .and_then(|(_, _, runs)| {
@@ -737,8 +731,8 @@ pub fn all(
                     }
                     _ => None,
                 };
-                let overhead = match (monitor, median(m, "off"), wall) {
-                    ("full", Some(off), Some(w)) if off.median > 0.0 => {
+                let overhead = match (median(m, MonitorFlags::OFF), wall) {
+                    (Some(off), Some(w)) if monitor == MonitorFlags::FULL && off.median > 0.0 => {
                         Some((w.median / off.median - 1.0) * 100.0)
                     }
                     _ => None,
@@ -756,7 +750,7 @@ pub fn all(
                     placement: None,
                     engine: "rill",
                     mapping: m.name(),
-                    monitor: monitor.into(),
+                    monitor: monitor.to_string(),
                     wall,
                     speedup,
                     overhead,
@@ -847,7 +841,7 @@ pub fn all(
                         Job::Pipe(p) => p.placement.name().into(),
                         Job::Ring(p) => p.placement.name().into(),
                         Job::Wordcount(p) => p.mapping.name(),
-                        Job::Micro { .. } => "-".into(),
+                        Job::Micro(_) => "-".into(),
                     }
                 } else {
                     "-".into()

@@ -189,9 +189,9 @@ fn wordcount_argument_errors_exit_2() {
     let binary = dir.join("binary.dat");
     std::fs::write(&binary, b"caf\xe9 au lait").unwrap();
     for (args, says) in [
-        (&["wordcount", "--batch", "0"][..], "at least 1"),
-        (&["wordcount", "--counters", "0"], "at least 1"),
-        (&["wordcount", "--bytes", "lots"], "expected a whole number"),
+        (&["wordcount", "--batch", "0"][..], "0 is not in 1.."),
+        (&["wordcount", "--counters", "0"], "0 is not in 1.."),
+        (&["wordcount", "--bytes", "lots"], "invalid digit"),
         (
             &["wordcount", "--input", "/no/such/words.txt"],
             "cannot read the input file /no/such/words.txt",
@@ -309,6 +309,35 @@ fn app_table_output_and_mapping_file() {
 }
 
 #[test]
+fn apps_take_every_monitor_mode() {
+    let dir = std::env::temp_dir().join(format!("rill-cli-app-mon-{}", std::process::id()));
+    for (mode, shown) in [("all", "all"), ("sched,msg", "scheduler,message")] {
+        let out = rill_bench(&[
+            "rt",
+            "--scenes",
+            "1",
+            "--width",
+            "8",
+            "--height",
+            "8",
+            "--workers",
+            "2",
+            "--monitor",
+            mode,
+            "--logs",
+            dir.to_str().unwrap(),
+            "--json",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{mode}: {stderr}");
+        let lines = json_lines(&out.stdout);
+        assert_eq!(lines[0]["monitor"], shown, "{}", lines[0]);
+        assert!(dir.join("worker-0.rlog").exists(), "{mode}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
 fn des_files_round_trip_and_wrong_key_exits_1() {
     let dir = std::env::temp_dir().join(format!("rill-cli-des-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -367,14 +396,17 @@ fn app_argument_errors_exit_2() {
             &["des", "--input", "/no/such/input/file"],
             "/no/such/input/file",
         ),
-        (&["mc", "--paths", "0"], "at least 1"),
+        (&["mc", "--paths", "0"], "0 is not in 1.."),
         (&["mc", "--vol", "-0.2"], "vol must be positive"),
-        (&["rt", "--scenes", "0"], "at least 1"),
-        (&["ant", "--iterations", "0"], "at least 1"),
+        (&["rt", "--scenes", "0"], "0 is not in 1.."),
+        (&["ant", "--iterations", "0"], "0 is not in 1.."),
         (&["mc", "--mapping", "nowhere.map"], "no such mapping file"),
-        (&["des", "--monitor", "tasks"], "unknown monitoring class"),
+        (
+            &["des", "--monitor", "tasks"],
+            "unknown monitoring flag `tasks`",
+        ),
         (&["compare", "mc", "--mapping", "rr"], "leave out --mapping"),
-        (&["all", "--repeat", "0"], "at least 1"),
+        (&["all", "--repeat", "0"], "0 is not in 1.."),
     ] {
         let out = rill_bench(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
