@@ -6,7 +6,6 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rill_benches::{total, ENGINES};
 use rill_examples::bench::{MicroParams, MicroRow};
-use rill_examples::engines::run_micro;
 
 fn micro(c: &mut Criterion) {
     for row in [
@@ -19,8 +18,8 @@ fn micro(c: &mut Criterion) {
         g.sample_size(10);
         for e in ENGINES {
             let p = MicroParams::new(row, 2);
-            g.bench_with_input(BenchmarkId::from_parameter(e), &p, |b, p| {
-                b.iter_custom(|iters| total(iters, || run_micro(e, p)))
+            g.bench_with_input(BenchmarkId::from_parameter(e.name()), &p, |b, p| {
+                b.iter_custom(|iters| total(iters, || e.micro(p)))
             });
         }
         g.finish();

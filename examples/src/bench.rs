@@ -2,7 +2,7 @@
 //! measurement an engine returns, and the verifiers that check a run did what it
 //! claims.
 //!
-//! An engine (rill, or a peer baseline) receives a validated [`PipeParams`],
+//! An engine ([`crate::engines::Engine`]: rill, or a peer baseline) receives a validated [`PipeParams`],
 //! [`RingParams`], [`WordcountParams`] or [`MicroParams`], runs the benchmark,
 //! checks its result with [`SequenceCheck`], [`verify_ring`] or
 //! [`WordcountParams::verify`], and returns a [`Measurement`]. The command line
@@ -60,52 +60,6 @@ pub const IDLE_SETTLE: Duration = Duration::from_millis(10);
 
 /// How long `idle_cpu` measures the CPU time an idle runtime burns.
 pub const IDLE_WINDOW: Duration = Duration::from_millis(50);
-
-/// The engine a benchmark runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Engine {
-    /// rill: lightweight tasks on pinned workers, connected by rill streams.
-    Rill,
-    /// Peer: one OS thread per task, connected by `crossbeam_channel::bounded`.
-    Threads,
-    /// Peer: one `tokio::spawn`ed task per task on a multi-thread tokio runtime,
-    /// connected by `tokio::sync::mpsc::channel`.
-    Tokio,
-    /// No network: the plain sequential loop on the calling thread (only
-    /// benchmarks that have one: wordcount).
-    Sequential,
-}
-
-impl Engine {
-    /// Every engine that runs a network, rill first (the order in which the
-    /// command line runs them).
-    pub const ALL: [Engine; 3] = [Engine::Rill, Engine::Threads, Engine::Tokio];
-
-    /// The engines of the word count: the networks, then the sequential loop.
-    pub const WORDCOUNT: [Engine; 4] = [
-        Engine::Rill,
-        Engine::Threads,
-        Engine::Tokio,
-        Engine::Sequential,
-    ];
-
-    /// The engine's name as the command line and the JSON output spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Rill => "rill",
-            Engine::Threads => "threads",
-            Engine::Tokio => "tokio",
-            Engine::Sequential => "sequential",
-        }
-    }
-}
-
-impl fmt::Display for Engine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// Where the stages of a pipe go, for engines that map tasks to workers.
 ///

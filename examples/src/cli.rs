@@ -4,17 +4,17 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use clap::builder::RangedU64ValueParser;
-use clap::{value_parser, Args, Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser, RangedU64ValueParser, TypedValueParser};
+use clap::{value_parser, Args, Parser, Subcommand};
 use rill::MonitorFlags;
 
 use crate::apps::{self, AppOpts, MappingChoice};
 use crate::bench::{
-    Engine, Measurement, MicroParams, MicroRow, ParamError, PipeParams, Placement, RingParams,
-    WordcountParams, DEFAULT_CAPACITY, DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES,
-    DEFAULT_RING_SIZE, DEFAULT_WC_BATCH, DEFAULT_WC_CHUNK, DEFAULT_WC_COUNTERS,
+    MicroParams, MicroRow, ParamError, PipeParams, Placement, RingParams, WordcountParams,
+    DEFAULT_CAPACITY, DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES, DEFAULT_RING_SIZE,
+    DEFAULT_WC_BATCH, DEFAULT_WC_CHUNK, DEFAULT_WC_COUNTERS,
 };
-use crate::engines;
+use crate::engines::{self, Engine};
 use crate::kernels;
 use crate::kernels::wordcount::{Corpus, TextSource};
 use crate::report::{self, Job, Outcome};
@@ -106,20 +106,29 @@ pub enum Command {
     All(AllArgs),
 }
 
-/// An engine as the command line names it: one of [`Engine`], or `all`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// An engine as the command line names it: one engine, or `all`.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum EngineChoice {
-    /// Every engine the benchmark has: rill, threads and tokio (wordcount:
-    /// and sequential).
+    /// Every engine the benchmark has.
     All,
-    /// rill's lightweight tasks and streams.
-    Rill,
-    /// One OS thread per task, crossbeam-channel bounded channels.
-    Threads,
-    /// tokio tasks on a multi-thread runtime, tokio mpsc bounded channels.
-    Tokio,
-    /// The plain sequential loop, no network (wordcount only).
-    Sequential,
+    /// One engine.
+    One(&'static dyn Engine),
+}
+
+/// The parser of `--engine`'s values: `all` or an engine's name.
+fn engine_choice() -> impl TypedValueParser<Value = EngineChoice> {
+    let all = PossibleValue::new("all").help(
+        "every engine the benchmark has: rill, threads and tokio (wordcount: and sequential)",
+    );
+    let one = engines::WORDCOUNT
+        .iter()
+        .map(|e| PossibleValue::new(e.name()).help(e.about()));
+    PossibleValuesParser::new(std::iter::once(all).chain(one)).map(|name| {
+        match engines::by_name(&name) {
+            Some(e) => EngineChoice::One(e),
+            None => EngineChoice::All,
+        }
+    })
 }
 
 /// Arguments every benchmark takes.
@@ -130,7 +139,7 @@ pub struct CommonArgs {
     /// in turn and the table shows them side by side.
     #[arg(
         long,
-        value_enum,
+        value_parser = engine_choice(),
         value_delimiter = ',',
         default_value = "all",
         value_name = "ENGINES"
@@ -167,25 +176,22 @@ pub struct CommonArgs {
 impl CommonArgs {
     /// The engines chosen, each once, in the order given (`all` expands to rill,
     /// threads, tokio).
-    pub fn engines(&self) -> Vec<Engine> {
-        self.engines_from(&Engine::ALL)
+    pub fn engines(&self) -> Vec<&'static dyn Engine> {
+        self.engines_from(&engines::NETWORKS)
     }
 
     /// The engines chosen, each once, in the order given, `all` standing for
     /// the engines in `all`.
-    pub fn engines_from(&self, all: &[Engine]) -> Vec<Engine> {
-        let mut out = Vec::new();
+    pub fn engines_from(&self, all: &[&'static dyn Engine]) -> Vec<&'static dyn Engine> {
+        let mut out: Vec<&'static dyn Engine> = Vec::new();
         for choice in &self.engine {
-            let add: &[Engine] = match choice {
+            let add = match choice {
                 EngineChoice::All => all,
-                EngineChoice::Rill => &[Engine::Rill],
-                EngineChoice::Threads => &[Engine::Threads],
-                EngineChoice::Tokio => &[Engine::Tokio],
-                EngineChoice::Sequential => &[Engine::Sequential],
+                EngineChoice::One(e) => std::slice::from_ref(e),
             };
-            for e in add {
-                if !out.contains(e) {
-                    out.push(*e);
+            for &e in add {
+                if !out.contains(&e) {
+                    out.push(e);
                 }
             }
         }
@@ -688,21 +694,21 @@ impl Command {
     /// The engines `--engine` asks for: `all` is every engine the benchmark
     /// has (wordcount adds `sequential`); naming `sequential` for another
     /// benchmark is an error.
-    pub fn engines(&self) -> Result<Vec<Engine>, ParamError> {
+    pub fn engines(&self) -> Result<Vec<&'static dyn Engine>, ParamError> {
         let Some(common) = self.common() else {
             return Ok(Vec::new());
         };
         if let Command::Wordcount(_) = self {
-            return Ok(common.engines_from(&Engine::WORDCOUNT));
+            return Ok(common.engines_from(&engines::WORDCOUNT));
         }
-        let engines = common.engines();
-        if engines.contains(&Engine::Sequential) {
+        let chosen = common.engines();
+        if let Some(e) = chosen.iter().find(|e| !engines::NETWORKS.contains(e)) {
             return Err(ParamError(format!(
-                "--engine sequential: only wordcount has a sequential engine; {} runs on rill, threads and tokio",
+                "--engine {e}: only wordcount has a {e} engine; {} runs on rill, threads and tokio",
                 self.name()
             )));
         }
-        Ok(engines)
+        Ok(chosen)
     }
 
     /// The peer benchmark jobs this command asks for, validated (none for the
@@ -779,16 +785,6 @@ impl Command {
     }
 }
 
-/// Runs one job once on one engine.
-pub fn run_job(job: &Job, engine: Engine) -> anyhow::Result<Measurement> {
-    match job {
-        Job::Pipe(p) => engines::run_pipe(engine, p),
-        Job::Ring(p) => engines::run_ring(engine, p),
-        Job::Wordcount(p) => engines::run_wordcount(engine, p),
-        Job::Micro(p) => engines::run_micro(engine, p),
-    }
-}
-
 /// What [`run`] did: how many runs there were and how many failed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -839,7 +835,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, progress: &mut dyn Write) -> Result<S
                     common.repeat
                 );
                 let _ = progress.flush();
-                let result = run_job(job, engine).map_err(|e| format!("{e:#}"));
+                let result = engines::run(engine, job).map_err(|e| format!("{e:#}"));
                 let _ = writeln!(progress, "{}", report::short_result(job, &result));
                 summary.runs += 1;
                 if result.is_err() {
@@ -870,6 +866,10 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
 
+    fn names(engines: &[&dyn Engine]) -> Vec<&'static str> {
+        engines.iter().map(|e| e.name()).collect()
+    }
+
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("rill-bench").chain(args.iter().copied()))
     }
@@ -897,7 +897,7 @@ mod tests {
             }
         );
         assert_eq!(a.placement, Placement::Rr);
-        assert_eq!(a.common.engines(), Engine::ALL.to_vec());
+        assert_eq!(names(&a.common.engines()), ["rill", "threads", "tokio"]);
         assert_eq!(a.common.repeat, 1);
         assert!(!a.common.json);
         assert!(a.common.workers() >= 1);
@@ -946,7 +946,7 @@ mod tests {
             }
         );
         let c = cli.command.common().unwrap();
-        assert_eq!(c.engines(), vec![Engine::Threads, Engine::Tokio]);
+        assert_eq!(names(&c.engines()), ["threads", "tokio"]);
         assert_eq!(c.repeat, 5);
         assert!(c.json);
     }
@@ -954,25 +954,23 @@ mod tests {
     #[test]
     fn engine_lists() {
         let engines = |s: &str| {
-            parse(&["ring", "--engine", s])
+            let e = parse(&["ring", "--engine", s])
                 .unwrap()
                 .command
                 .common()
                 .unwrap()
-                .engines()
+                .engines();
+            names(&e)
         };
-        assert_eq!(engines("all"), Engine::ALL.to_vec());
-        assert_eq!(engines("tokio,rill"), vec![Engine::Tokio, Engine::Rill]);
-        assert_eq!(engines("threads,threads"), vec![Engine::Threads]);
-        assert_eq!(
-            engines("tokio,all"),
-            vec![Engine::Tokio, Engine::Rill, Engine::Threads]
-        );
+        assert_eq!(engines("all"), ["rill", "threads", "tokio"]);
+        assert_eq!(engines("tokio,rill"), ["tokio", "rill"]);
+        assert_eq!(engines("threads,threads"), ["threads"]);
+        assert_eq!(engines("tokio,all"), ["tokio", "rill", "threads"]);
         // Repeated flags add up.
         let cli = parse(&["ring", "--engine", "rill", "--engine", "tokio"]).unwrap();
         assert_eq!(
-            cli.command.common().unwrap().engines(),
-            vec![Engine::Rill, Engine::Tokio]
+            names(&cli.command.common().unwrap().engines()),
+            ["rill", "tokio"]
         );
     }
 
@@ -1037,7 +1035,10 @@ mod tests {
     #[test]
     fn wordcount_flags() {
         let cli = parse(&["wordcount", "--bytes", "2000"]).unwrap();
-        assert_eq!(cli.command.engines().unwrap(), Engine::WORDCOUNT.to_vec());
+        assert_eq!(
+            names(&cli.command.engines().unwrap()),
+            ["rill", "threads", "tokio", "sequential"]
+        );
         let Job::Wordcount(p) = &cli.command.jobs().unwrap()[0] else {
             panic!("not wordcount")
         };
@@ -1076,8 +1077,8 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            cli.command.engines().unwrap(),
-            vec![Engine::Sequential, Engine::Rill]
+            names(&cli.command.engines().unwrap()),
+            ["sequential", "rill"]
         );
         let Job::Wordcount(p) = &cli.command.jobs().unwrap()[0] else {
             panic!("not wordcount")
@@ -1092,13 +1093,10 @@ mod tests {
         let cli = parse(&["ring", "--engine", "sequential"]).unwrap();
         let e = cli.command.engines().unwrap_err();
         assert!(e.to_string().contains("only wordcount"), "{e}");
+        let all = parse(&["pipe", "--engine", "all"]).unwrap();
         assert_eq!(
-            parse(&["pipe", "--engine", "all"])
-                .unwrap()
-                .command
-                .engines()
-                .unwrap(),
-            Engine::ALL.to_vec()
+            names(&all.command.engines().unwrap()),
+            ["rill", "threads", "tokio"]
         );
         // A missing file is a parameter error.
         let cli = parse(&["wordcount", "--input", "/no/such/text.txt"]).unwrap();

@@ -7,11 +7,13 @@ use std::sync::OnceLock;
 use serde_json::{json, Map, Value};
 
 use crate::bench::{
-    Engine, Measurement, MicroParams, MicroRow, PipeParams, RingParams, WordcountParams,
+    Measurement, MicroParams, MicroRow, ParamError, PipeParams, RingParams, WordcountParams,
     MICRO_CAPACITY,
 };
 use crate::cli::Command;
+use crate::engines::Engine;
 use crate::kernels::wordcount::TextSource;
+use crate::rill_engine::Rill;
 
 static ALLOCATOR: OnceLock<&'static str> = OnceLock::new();
 
@@ -48,6 +50,16 @@ impl Job {
             Job::Ring(_) => "ring",
             Job::Wordcount(_) => "wordcount",
             Job::Micro(_) => "micro",
+        }
+    }
+
+    /// Checks the job's parameters (the `validate` of each parameter set).
+    pub fn validate(&self) -> Result<(), ParamError> {
+        match self {
+            Job::Pipe(p) => p.validate(),
+            Job::Ring(p) => p.validate(),
+            Job::Wordcount(p) => p.validate(),
+            Job::Micro(p) => p.validate(),
         }
     }
 
@@ -164,7 +176,7 @@ pub struct Outcome {
     /// The job.
     pub job: Job,
     /// The engine it ran on.
-    pub engine: Engine,
+    pub engine: &'static dyn Engine,
     /// Index of the run among the repeats, from 0.
     pub run: u32,
     /// The measurement, or the error's text.
@@ -266,7 +278,7 @@ impl Stats {
 }
 
 /// The table row of one engine for one job: its stats, or the first error.
-fn engine_cell(job: &Job, engine: Engine, outcomes: &[Outcome]) -> Result<Stats, String> {
+fn engine_cell(job: &Job, engine: &dyn Engine, outcomes: &[Outcome]) -> Result<Stats, String> {
     let mine: Vec<&Outcome> = outcomes
         .iter()
         .filter(|o| o.engine == engine && o.job == *job)
@@ -301,11 +313,11 @@ fn fmt_figure(x: f64) -> String {
 
 /// The ratio column: `engine/rill = 3.2x`, or why there is none.
 fn ratio(
-    engine: Engine,
+    engine: &dyn Engine,
     mine: &Result<Stats, String>,
     rill: Option<&Result<Stats, String>>,
 ) -> String {
-    if engine == Engine::Rill {
+    if is_rill(engine) {
         return "-".to_string();
     }
     let label = format!("{engine}/rill");
@@ -316,6 +328,11 @@ fn ratio(
     }
 }
 
+/// Whether `engine` is rill, the engine the others are compared with.
+pub fn is_rill(engine: &dyn Engine) -> bool {
+    engine.name() == Rill.name()
+}
+
 /// Writes one table per job kind (pipe, ring, or all micro rows together): one
 /// row per engine (and micro row) with median, min and max over the repeats and
 /// the ratio to rill.
@@ -323,7 +340,7 @@ pub fn write_tables(
     out: &mut dyn Write,
     command: &Command,
     jobs: &[Job],
-    engines: &[Engine],
+    engines: &[&'static dyn Engine],
     outcomes: &[Outcome],
 ) -> io::Result<()> {
     let repeat = command.common().map_or(1, |c| c.repeat);
@@ -348,14 +365,11 @@ pub fn write_tables(
         "engine", "unit", "median", "min", "max"
     )?;
     for job in jobs {
-        let cells: Vec<(Engine, Result<Stats, String>)> = engines
+        let cells: Vec<(&dyn Engine, Result<Stats, String>)> = engines
             .iter()
             .map(|&e| (e, engine_cell(job, e, outcomes)))
             .collect();
-        let rill = cells
-            .iter()
-            .find(|(e, _)| *e == Engine::Rill)
-            .map(|(_, c)| c);
+        let rill = cells.iter().find(|(e, _)| is_rill(*e)).map(|(_, c)| c);
         for (engine, cell) in &cells {
             let row_col = match job {
                 Job::Micro(p) => format!("{:<24}", p.row.name()),
@@ -382,6 +396,7 @@ pub fn write_tables(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::{threads::Threads, tokio_rt::Tokio};
     use std::time::Duration;
 
     fn pipe_job() -> Job {
@@ -406,7 +421,7 @@ mod tests {
     fn json_line_has_required_keys() {
         let o = Outcome {
             job: pipe_job(),
-            engine: Engine::Threads,
+            engine: &Threads,
             run: 2,
             result: Ok(Measurement::new(Duration::from_millis(3), 30).with("threads", 4)),
         };
@@ -444,7 +459,7 @@ mod tests {
     fn json_line_for_ring_micro_and_errors() {
         let ring = Outcome {
             job: Job::Ring(RingParams::default()),
-            engine: Engine::Tokio,
+            engine: &Tokio,
             run: 0,
             result: Ok(Measurement::new(Duration::from_millis(1), 1000)),
         };
@@ -461,7 +476,7 @@ mod tests {
         }
         let idle = Outcome {
             job: Job::Micro(MicroParams::new(MicroRow::IdleCpu, 8)),
-            engine: Engine::Threads,
+            engine: &Threads,
             run: 0,
             result: Ok(Measurement::new(Duration::from_millis(50), 0).with("cpu_share", 0.01)),
         };
@@ -472,7 +487,7 @@ mod tests {
         assert_eq!(v["cpu_share"], 0.01);
         let failed = Outcome {
             job: pipe_job(),
-            engine: Engine::Rill,
+            engine: &Rill,
             run: 0,
             result: Err("rill engine not wired yet".into()),
         };
@@ -492,14 +507,14 @@ mod tests {
             })
         };
         assert_eq!(
-            ratio(Engine::Threads, &s(30.0), Some(&s(10.0))),
+            ratio(&Threads, &s(30.0), Some(&s(10.0))),
             "threads/rill = 3.00x"
         );
-        assert_eq!(ratio(Engine::Rill, &s(10.0), Some(&s(10.0))), "-");
+        assert_eq!(ratio(&Rill, &s(10.0), Some(&s(10.0))), "-");
         assert_eq!(
-            ratio(Engine::Tokio, &s(10.0), Some(&Err("x".into()))),
+            ratio(&Tokio, &s(10.0), Some(&Err("x".into()))),
             "tokio/rill = n/a"
         );
-        assert_eq!(ratio(Engine::Tokio, &s(10.0), None), "");
+        assert_eq!(ratio(&Tokio, &s(10.0), None), "");
     }
 }

@@ -11,6 +11,7 @@ use rill::{MonitorConfig, MonitorFlags};
 
 use crate::apps;
 use crate::bench::{Measurement, MicroParams, MicroRow, PipeParams, RingParams, WordcountParams};
+use crate::engines::Engine;
 use crate::rill_runs::{self, RunInfo};
 
 /// The runtime's monitoring setting for `--monitor MODE` (off when not
@@ -56,41 +57,55 @@ fn micro_ops(row: MicroRow) -> u64 {
     }
 }
 
-/// Pipe on rill: a source, `depth - 2` relays and a sink.
-pub fn pipe(p: &PipeParams) -> Result<Measurement> {
-    let mon = monitor_config(p.monitor, p.logs.as_deref(), "pipe");
-    let info = rill_runs::pipe(p, &mon)?;
-    Ok(with_info(
-        Measurement::new(info.wall, p.channel_hops()),
-        &info,
-        &mon,
-    ))
-}
+/// rill: lightweight tasks on pinned workers, connected by rill streams.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Rill;
 
-/// Ring on rill: `size` tasks passing one token for `hops` hops.
-pub fn ring(p: &RingParams) -> Result<Measurement> {
-    let mon = monitor_config(p.monitor, p.logs.as_deref(), "ring");
-    let info = rill_runs::ring(p, &mon)?;
-    Ok(with_info(Measurement::new(info.wall, p.hops), &info, &mon))
-}
+impl Engine for Rill {
+    fn name(&self) -> &'static str {
+        "rill"
+    }
 
-/// The word count on rill ([`apps::wordcount`]), checked against the
-/// sequential count after the run.
-pub fn wordcount(p: &WordcountParams) -> Result<Measurement> {
-    let mon = monitor_config(p.monitor, p.logs.as_deref(), "wordcount");
-    let run = apps::wordcount::run(p, &mon)?;
-    let info = RunInfo::of(run.wall, &run.stats);
-    let m = p.measured(run.wall, &run.value)?;
-    Ok(with_info(m, &info, &mon).with("mapping", p.mapping.name()))
-}
+    fn about(&self) -> &'static str {
+        "rill's lightweight tasks and streams"
+    }
 
-/// One micro row on rill ([`rill_runs::micro`] says on how many workers).
-/// With monitoring, the row's logs go to `LOGS/ROW` (default
-/// `rill-logs/micro/ROW`).
-pub fn micro(p: &MicroParams) -> Result<Measurement> {
-    let row = p.row;
-    let logs = p.logs.as_ref().map(|d| d.join(row.name()));
-    let mon = monitor_config(p.monitor, logs.as_deref(), &format!("micro/{}", row.name()));
-    let (m, info) = rill_runs::micro(row, micro_ops(row), &mon)?;
-    Ok(with_info(m, &info, &mon))
+    /// A source, `depth - 2` relays and a sink.
+    fn pipe(&self, p: &PipeParams) -> Result<Measurement> {
+        let mon = monitor_config(p.monitor, p.logs.as_deref(), "pipe");
+        let info = rill_runs::pipe(p, &mon)?;
+        Ok(with_info(
+            Measurement::new(info.wall, p.channel_hops()),
+            &info,
+            &mon,
+        ))
+    }
+
+    /// `size` tasks passing one token for `hops` hops.
+    fn ring(&self, p: &RingParams) -> Result<Measurement> {
+        let mon = monitor_config(p.monitor, p.logs.as_deref(), "ring");
+        let info = rill_runs::ring(p, &mon)?;
+        Ok(with_info(Measurement::new(info.wall, p.hops), &info, &mon))
+    }
+
+    /// One micro row ([`rill_runs::micro`] says on how many workers). With
+    /// monitoring, the row's logs go to `LOGS/ROW` (default
+    /// `rill-logs/micro/ROW`).
+    fn micro(&self, p: &MicroParams) -> Result<Measurement> {
+        let row = p.row;
+        let logs = p.logs.as_ref().map(|d| d.join(row.name()));
+        let mon = monitor_config(p.monitor, logs.as_deref(), &format!("micro/{}", row.name()));
+        let (m, info) = rill_runs::micro(row, micro_ops(row), &mon)?;
+        Ok(with_info(m, &info, &mon))
+    }
+
+    /// The word count network ([`apps::wordcount`]), checked against the
+    /// sequential count after the run.
+    fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
+        let mon = monitor_config(p.monitor, p.logs.as_deref(), "wordcount");
+        let run = apps::wordcount::run(p, &mon)?;
+        let info = RunInfo::of(run.wall, &run.stats);
+        let m = p.measured(run.wall, &run.value)?;
+        Ok(with_info(m, &info, &mon).with("mapping", p.mapping.name()))
+    }
 }

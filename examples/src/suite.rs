@@ -17,8 +17,9 @@ use rill_monitor::xml_escape;
 use serde_json::{json, Value};
 
 use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice};
-use crate::bench::{Engine, ParamError, PipeParams, Placement, RingParams, WordcountParams};
-use crate::cli::{run_job, AllArgs, AppCommand, CliError, CompareArgs, Summary};
+use crate::bench::{ParamError, PipeParams, Placement, RingParams, WordcountParams};
+use crate::cli::{AllArgs, AppCommand, CliError, CompareArgs, Summary};
+use crate::engines::{self, Engine};
 use crate::kernels::wordcount::{Corpus, TextSource};
 use crate::report::{self, Job, Outcome, Stats};
 
@@ -658,12 +659,12 @@ pub fn all(
     })
     .map_err(|e| CliError::Params(ParamError(e)))?;
     let peer_benches = [
-        (Job::Pipe(pipe), &Engine::ALL[..]),
-        (Job::Ring(ring), &Engine::ALL[..]),
-        (Job::Ring(ring_rr), &Engine::ALL[..]),
+        (Job::Pipe(pipe), &engines::NETWORKS[..]),
+        (Job::Ring(ring), &engines::NETWORKS[..]),
+        (Job::Ring(ring_rr), &engines::NETWORKS[..]),
         (
             Job::Wordcount(WordcountParams::new(corpus, workers)),
-            &Engine::WORDCOUNT[..],
+            &engines::WORDCOUNT[..],
         ),
     ];
     let total_steps = apps.len() * mappings.len() * monitors.len()
@@ -768,7 +769,7 @@ pub fn all(
 
     // The pipe, ring and word count on rill and on the peers.
     for (job, job_engines) in peer_benches {
-        let mut cells: Vec<(Engine, Vec<Outcome>)> = Vec::new();
+        let mut cells: Vec<(&'static dyn Engine, Vec<Outcome>)> = Vec::new();
         for &engine in job_engines {
             step += 1;
             let mut outcomes = Vec::new();
@@ -780,7 +781,7 @@ pub fn all(
                     run + 1
                 );
                 let _ = progress.flush();
-                let result = run_job(&job, engine).map_err(|e| format!("{e:#}"));
+                let result = engines::run(engine, &job).map_err(|e| format!("{e:#}"));
                 let _ = writeln!(progress, "{}", report::short_result(&job, &result));
                 summary.runs += 1;
                 if result.is_err() {
@@ -813,9 +814,9 @@ pub fn all(
         let rill_wall = wall_of(&cells[0].1);
         for (engine, outcomes) in &cells {
             let wall = wall_of(outcomes);
-            let speedup = match (engine, rill_wall, wall) {
-                (Engine::Rill, _, _) => None,
-                (_, Some(r), Some(w)) if r.median > 0.0 => Some(w.median / r.median),
+            let rill = report::is_rill(*engine);
+            let speedup = match (rill_wall, wall) {
+                (Some(r), Some(w)) if !rill && r.median > 0.0 => Some(w.median / r.median),
                 _ => None,
             };
             let ns = outcomes
@@ -836,7 +837,7 @@ pub fn all(
                     _ => None,
                 },
                 engine: engine.name(),
-                mapping: if *engine == Engine::Rill {
+                mapping: if rill {
                     match &job {
                         Job::Pipe(p) => p.placement.name().into(),
                         Job::Ring(p) => p.placement.name().into(),

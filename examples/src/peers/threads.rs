@@ -11,9 +11,10 @@ use anyhow::{anyhow, Context, Result};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::bench::{
-    measure_idle_cpu, verify_ring, Measurement, MicroRow, PipeParams, RingParams, SequenceCheck,
-    VerifyError, MICRO_CAPACITY,
+    measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams, RingParams,
+    SequenceCheck, VerifyError, WordcountParams, MICRO_CAPACITY,
 };
+use crate::engines::Engine;
 
 /// Yields timed by the `yield` row.
 pub const YIELD_OPS: u64 = 200_000;
@@ -309,6 +310,36 @@ pub(crate) fn micro_ops(row: MicroRow, _workers: usize, ops: u64) -> Result<Meas
             }
             m
         }
+    }
+}
+
+/// Peer: one OS thread per task, connected by `crossbeam_channel::bounded`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Threads;
+
+impl Engine for Threads {
+    fn name(&self) -> &'static str {
+        "threads"
+    }
+
+    fn about(&self) -> &'static str {
+        "one OS thread per task, crossbeam-channel bounded channels"
+    }
+
+    fn pipe(&self, p: &PipeParams) -> Result<Measurement> {
+        pipe(p)
+    }
+
+    fn ring(&self, p: &RingParams) -> Result<Measurement> {
+        ring(p)
+    }
+
+    fn micro(&self, p: &MicroParams) -> Result<Measurement> {
+        micro(p.row, p.workers)
+    }
+
+    fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
+        super::wordcount::threads(p)
     }
 }
 

@@ -14,9 +14,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::bench::{
-    measure_idle_cpu, verify_ring, Measurement, MicroRow, PipeParams, RingParams, SequenceCheck,
-    VerifyError, MICRO_CAPACITY,
+    measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams, RingParams,
+    SequenceCheck, VerifyError, WordcountParams, MICRO_CAPACITY,
 };
+use crate::engines::Engine;
 
 /// Yields timed by the `yield` row.
 pub const YIELD_OPS: u64 = 200_000;
@@ -290,6 +291,36 @@ pub(crate) fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measu
             }
             m
         }
+    }
+}
+
+/// Peer: one `tokio::spawn`ed task per task on a multi-thread tokio runtime, connected by `tokio::sync::mpsc::channel`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tokio;
+
+impl Engine for Tokio {
+    fn name(&self) -> &'static str {
+        "tokio"
+    }
+
+    fn about(&self) -> &'static str {
+        "tokio tasks on a multi-thread runtime, tokio mpsc bounded channels"
+    }
+
+    fn pipe(&self, p: &PipeParams) -> Result<Measurement> {
+        pipe(p)
+    }
+
+    fn ring(&self, p: &RingParams) -> Result<Measurement> {
+        ring(p)
+    }
+
+    fn micro(&self, p: &MicroParams) -> Result<Measurement> {
+        micro(p.row, p.workers)
+    }
+
+    fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
+        super::wordcount::tokio(p)
     }
 }
 
