@@ -587,78 +587,54 @@ fn logs_dir(out: &Path, app: &str, m: &MappingChoice, monitor: MonitorFlags) -> 
     (!monitor.is_off()).then(|| out.join("logs").join(format!("{app}-{m}")))
 }
 
-/// `rill-bench all`: every application with rr and manual mapping, with
-/// monitoring off and full, and the pipe, ring and word count against their
-/// peers (the word count also against the sequential loop); one
-/// table on `out`, progress on `progress`, and `results.json` and
-/// `index.html` in `--out`.
-pub fn all(
-    args: &AllArgs,
-    out: &mut dyn Write,
-    progress: &mut dyn Write,
-) -> Result<Summary, CliError> {
-    let workers = args.workers.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
-    let repeat = args.repeat.unwrap_or(if args.quick { 1 } else { 3 });
-    std::fs::create_dir_all(&args.out).map_err(|e| {
-        CliError::Params(ParamError(format!(
-            "cannot create the output directory {}: {e}",
-            args.out.display()
-        )))
-    })?;
-    let apps = all_apps(args.quick).map_err(|e| CliError::Params(ParamError(e.to_string())))?;
-    let mappings = [MappingChoice::Rr, MappingChoice::Manual];
-    let monitors = [MonitorFlags::OFF, MonitorFlags::FULL];
-    // The pipe and the ring with rr placement (every hand-off crosses
-    // workers, rill's weakest rows) beside their peers, and the ring with
-    // its default placement.
-    let (pipe, ring) = if args.quick {
-        (
-            PipeParams {
-                depth: 10,
-                messages: 2_000,
-                workers,
-                placement: Placement::Rr,
-                ..PipeParams::default()
-            },
-            RingParams {
-                size: 10,
-                hops: 2_000,
-                workers,
-                ..RingParams::default()
-            },
-        )
+/// The mappings and monitoring modes every application runs with in
+/// `rill-bench all`, in the order they run.
+const ALL_MAPPINGS: [MappingChoice; 2] = [MappingChoice::Rr, MappingChoice::Manual];
+const ALL_MONITORS: [MonitorFlags; 2] = [MonitorFlags::OFF, MonitorFlags::FULL];
+
+/// An application's runs under one mapping and monitoring mode.
+type AppCell = (MappingChoice, MonitorFlags, Vec<Done>);
+
+/// The engines a peer benchmark runs on.
+type Engines = &'static [&'static dyn Engine];
+
+/// One engine's outcomes of a peer benchmark.
+type EngineCell = (&'static dyn Engine, Vec<Outcome>);
+
+fn param_error(e: impl std::fmt::Display) -> CliError {
+    CliError::Params(ParamError(e.to_string()))
+}
+
+/// The peer benchmarks of `rill-bench all`, each with the engines it runs
+/// on: the pipe and the ring with rr placement (every hand-off crosses
+/// workers, rill's weakest rows) and the ring with its default placement,
+/// beside their peers, and the word count of 2 MB (200 kB with `--quick`)
+/// beside its peers and the sequential loop.
+fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, CliError> {
+    let (depth, messages, size, hops, bytes) = if quick {
+        (10, 2_000, 10, 2_000, 200_000)
     } else {
-        (
-            PipeParams {
-                depth: 50,
-                messages: 20_000,
-                workers,
-                placement: Placement::Rr,
-                ..PipeParams::default()
-            },
-            RingParams {
-                size: 100,
-                hops: 20_000,
-                workers,
-                ..RingParams::default()
-            },
-        )
+        (50, 20_000, 100, 20_000, 2_000_000)
+    };
+    let pipe = PipeParams {
+        depth,
+        messages,
+        workers,
+        placement: Placement::Rr,
+        ..PipeParams::default()
+    };
+    let ring = RingParams {
+        size,
+        hops,
+        workers,
+        ..RingParams::default()
     };
     let ring_rr = RingParams {
         placement: Placement::Rr,
         ..ring.clone()
     };
-    // The word count's text: 2 MB (200 kB with --quick), default network.
-    let corpus = Corpus::new(TextSource::Generated {
-        bytes: if args.quick { 200_000 } else { 2_000_000 },
-        seed: 1,
-    })
-    .map_err(|e| CliError::Params(ParamError(e)))?;
-    let peer_benches = [
+    let corpus = Corpus::new(TextSource::Generated { bytes, seed: 1 }).map_err(param_error)?;
+    Ok(vec![
         (Job::Pipe(pipe), &engines::NETWORKS[..]),
         (Job::Ring(ring), &engines::NETWORKS[..]),
         (Job::Ring(ring_rr), &engines::NETWORKS[..]),
@@ -666,126 +642,101 @@ pub fn all(
             Job::Wordcount(WordcountParams::new(corpus, workers)),
             &engines::WORDCOUNT[..],
         ),
-    ];
-    let total_steps = apps.len() * mappings.len() * monitors.len()
-        + peer_benches.iter().map(|(_, e)| e.len()).sum::<usize>();
-    let mut step = 0;
-    let mut summary = Summary::default();
-    let mut json_runs: Vec<Value> = Vec::new();
-    let mut rows: Vec<Row> = Vec::new();
-    let started = std::time::Instant::now();
+    ])
+}
 
-    for app in &apps {
-        let mut cell: Vec<(MappingChoice, MonitorFlags, Vec<Done>)> = Vec::new();
-        for monitor in monitors {
-            for m in &mappings {
-                step += 1;
+/// One `rill-bench all` in progress: its settings, where its output goes,
+/// the runs counted so far and the JSON lines of those runs.
+struct AllRun<'a> {
+    args: &'a AllArgs,
+    workers: usize,
+    repeat: u32,
+    out: &'a mut dyn Write,
+    progress: &'a mut dyn Write,
+    summary: Summary,
+    /// The configuration running (for the progress lines), of `steps`.
+    step: usize,
+    steps: usize,
+    json_runs: Vec<Value>,
+}
+
+impl AllRun<'_> {
+    /// Keeps a run's JSON line for results.json, marked as part of `all`,
+    /// and prints it with `--json`.
+    fn record(&mut self, mut line: Value) -> Result<(), CliError> {
+        line["suite"] = json!("all");
+        if self.args.json {
+            writeln!(self.out, "{line}")?;
+        }
+        self.json_runs.push(line);
+        Ok(())
+    }
+
+    /// Runs `app` `--repeat` times under each mapping and monitoring mode;
+    /// the runs of each, in the order of [`ALL_MONITORS`] then
+    /// [`ALL_MAPPINGS`].
+    fn app_runs(&mut self, app: &dyn App) -> Result<Vec<AppCell>, CliError> {
+        let mut cells = Vec::new();
+        for monitor in ALL_MONITORS {
+            for m in ALL_MAPPINGS {
+                self.step += 1;
                 let opts = AppOpts {
-                    workers,
+                    workers: self.workers,
                     mapping: m.clone(),
                     monitor,
-                    logs: logs_dir(&args.out, app.name(), m, monitor),
+                    logs: logs_dir(&self.args.out, app.name(), &m, monitor),
                     ..AppOpts::default()
                 };
+                let (step, steps, repeat) = (self.step, self.steps, self.repeat);
                 let mut runs = Vec::new();
                 for run in 0..repeat {
                     let d = run_counted(
-                        app.as_ref(),
+                        app,
                         &opts,
                         run,
                         format_args!(
-                            "[all {step}/{total_steps}] {} mapping={m} monitor={monitor} run {}/{repeat}",
+                            "[all {step}/{steps}] {} mapping={m} monitor={monitor} run {}/{repeat}",
                             app.name(),
                             run + 1
                         ),
-                        progress,
-                        &mut summary,
+                        self.progress,
+                        &mut self.summary,
                     );
-                    let mut j = d.json(app.name());
-                    j["suite"] = json!("all");
-                    if args.json {
-                        writeln!(out, "{j}")?;
-                    }
-                    json_runs.push(j);
+                    self.record(d.json(app.name()))?;
                     runs.push(d);
                 }
-                cell.push((m.clone(), monitor, runs));
+                cells.push((m, monitor, runs));
             }
         }
-        let median = |m: &MappingChoice, mon: MonitorFlags| {
-            cell.iter()
-                .find(|(cm, cmon, _)| cm == m && *cmon == mon)
-                .and_then(|(_, _, runs)| {
-                    stats_of(&runs.iter().filter(|d| d.ok()).collect::<Vec<_>>())
-                })
-        };
-        for monitor in monitors {
-            for m in &mappings {
-                let (_, _, runs) = cell
-                    .iter()
-                    .find(|(cm, cmon, _)| cm == m && *cmon == monitor)
-                    .expect("every cell ran");
-                let wall = median(m, monitor);
-                let speedup = match (m, median(&MappingChoice::Rr, monitor), wall) {
-                    (MappingChoice::Manual, Some(rr), Some(w)) if w.median > 0.0 => {
-                        Some(rr.median / w.median)
-                    }
-                    _ => None,
-                };
-                let overhead = match (median(m, MonitorFlags::OFF), wall) {
-                    (Some(off), Some(w)) if monitor == MonitorFlags::FULL && off.median > 0.0 => {
-                        Some((w.median / off.median - 1.0) * 100.0)
-                    }
-                    _ => None,
-                };
-                let note = runs
-                    .iter()
-                    .find_map(|d| match &d.result {
-                        Err(e) => Some(e.clone()),
-                        Ok(r) if !r.verified => Some(r.problems.join("; ")),
-                        Ok(_) => None,
-                    })
-                    .unwrap_or_default();
-                rows.push(Row {
-                    bench: app.name().into(),
-                    placement: None,
-                    engine: "rill",
-                    mapping: m.name(),
-                    monitor: monitor.to_string(),
-                    wall,
-                    speedup,
-                    overhead,
-                    verified: runs.iter().all(Done::ok),
-                    note,
-                    logs: logs_dir(&args.out, app.name(), m, monitor),
-                    mon: runs
-                        .iter()
-                        .rev()
-                        .find_map(|d| d.result.as_ref().ok().and_then(|r| r.monitor.clone())),
-                });
-            }
-        }
+        Ok(cells)
     }
 
-    // The pipe, ring and word count on rill and on the peers.
-    for (job, job_engines) in peer_benches {
-        let mut cells: Vec<(&'static dyn Engine, Vec<Outcome>)> = Vec::new();
+    /// Runs `job` `--repeat` times on each engine; the outcomes of each.
+    fn peer_runs(
+        &mut self,
+        job: &Job,
+        job_engines: &[&'static dyn Engine],
+    ) -> Result<Vec<EngineCell>, CliError> {
+        let mut cells = Vec::new();
         for &engine in job_engines {
-            step += 1;
+            self.step += 1;
             let mut outcomes = Vec::new();
-            for run in 0..repeat {
+            for run in 0..self.repeat {
                 let _ = write!(
-                    progress,
-                    "[all {step}/{total_steps}] {} engine={engine} run {}/{repeat} ... ",
+                    self.progress,
+                    "[all {}/{}] {} engine={engine} run {}/{} ... ",
+                    self.step,
+                    self.steps,
                     job.bench(),
-                    run + 1
+                    run + 1,
+                    self.repeat
                 );
-                let _ = progress.flush();
-                let result = engines::run(engine, &job).map_err(|e| format!("{e:#}"));
-                let _ = writeln!(progress, "{}", report::short_result(&job, &result));
-                summary.runs += 1;
+                let _ = self.progress.flush();
+                let result = engines::run(engine, job).map_err(|e| format!("{e:#}"));
+                let _ = writeln!(self.progress, "{}", report::short_result(job, &result));
+                self.summary.runs += 1;
                 if result.is_err() {
-                    summary.failures += 1;
+                    self.summary.failures += 1;
                 }
                 let o = Outcome {
                     job: job.clone(),
@@ -793,26 +744,90 @@ pub fn all(
                     run,
                     result,
                 };
-                let mut j = report::json_line(&o);
-                j["suite"] = json!("all");
-                if args.json {
-                    writeln!(out, "{j}")?;
-                }
-                json_runs.push(j);
+                self.record(report::json_line(&o))?;
                 outcomes.push(o);
             }
             cells.push((engine, outcomes));
         }
-        let wall_of = |outcomes: &[Outcome]| {
-            let v: Vec<f64> = outcomes
+        Ok(cells)
+    }
+}
+
+/// The table rows of one application: one per mapping and monitoring mode,
+/// with the speedup of manual over rr and the overhead of monitoring.
+fn app_rows(args: &AllArgs, app: &str, cells: &[AppCell]) -> Vec<Row> {
+    let median = |m: &MappingChoice, mon: MonitorFlags| {
+        cells
+            .iter()
+            .find(|(cm, cmon, _)| cm == m && *cmon == mon)
+            .and_then(|(_, _, runs)| stats_of(&runs.iter().filter(|d| d.ok()).collect::<Vec<_>>()))
+    };
+    cells
+        .iter()
+        .map(|(m, monitor, runs)| {
+            let monitor = *monitor;
+            let wall = median(m, monitor);
+            let speedup = match (m, median(&MappingChoice::Rr, monitor), wall) {
+                (MappingChoice::Manual, Some(rr), Some(w)) if w.median > 0.0 => {
+                    Some(rr.median / w.median)
+                }
+                _ => None,
+            };
+            let overhead = match (median(m, MonitorFlags::OFF), wall) {
+                (Some(off), Some(w)) if monitor == MonitorFlags::FULL && off.median > 0.0 => {
+                    Some((w.median / off.median - 1.0) * 100.0)
+                }
+                _ => None,
+            };
+            let note = runs
                 .iter()
-                .filter_map(|o| o.result.as_ref().ok())
-                .map(|m| m.wall.as_secs_f64() * 1e3)
-                .collect();
-            Stats::of(&v)
-        };
-        let rill_wall = wall_of(&cells[0].1);
-        for (engine, outcomes) in &cells {
+                .find_map(|d| match &d.result {
+                    Err(e) => Some(e.clone()),
+                    Ok(r) if !r.verified => Some(r.problems.join("; ")),
+                    Ok(_) => None,
+                })
+                .unwrap_or_default();
+            Row {
+                bench: app.into(),
+                placement: None,
+                engine: "rill",
+                mapping: m.name(),
+                monitor: monitor.to_string(),
+                wall,
+                speedup,
+                overhead,
+                verified: runs.iter().all(Done::ok),
+                note,
+                logs: logs_dir(&args.out, app, m, monitor),
+                mon: runs
+                    .iter()
+                    .rev()
+                    .find_map(|d| d.result.as_ref().ok().and_then(|r| r.monitor.clone())),
+            }
+        })
+        .collect()
+}
+
+/// The table rows of one peer benchmark: one per engine, with each peer's
+/// wall time over rill's.
+fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
+    let wall_of = |outcomes: &[Outcome]| {
+        let v: Vec<f64> = outcomes
+            .iter()
+            .filter_map(|o| o.result.as_ref().ok())
+            .map(|m| m.wall.as_secs_f64() * 1e3)
+            .collect();
+        Stats::of(&v)
+    };
+    let rill_wall = wall_of(&cells[0].1);
+    let placement = match job {
+        Job::Pipe(p) => Some(p.placement.name()),
+        Job::Ring(p) => Some(p.placement.name()),
+        _ => None,
+    };
+    cells
+        .iter()
+        .map(|(engine, outcomes)| {
             let wall = wall_of(outcomes);
             let rill = report::is_rill(*engine);
             let speedup = match (rill_wall, wall) {
@@ -829,24 +844,17 @@ pub fn all(
                     .map(|s| format!("{:.0} ns/{}", s.median, job.op_name()))
                     .unwrap_or_default(),
             };
-            rows.push(Row {
+            let mapping = match job {
+                _ if !rill => "-".into(),
+                Job::Wordcount(p) => p.mapping.name(),
+                Job::Micro(_) => "-".into(),
+                _ => placement.unwrap_or("-").into(),
+            };
+            Row {
                 bench: job.bench().into(),
-                placement: match &job {
-                    Job::Pipe(p) => Some(p.placement.name()),
-                    Job::Ring(p) => Some(p.placement.name()),
-                    _ => None,
-                },
+                placement,
                 engine: engine.name(),
-                mapping: if rill {
-                    match &job {
-                        Job::Pipe(p) => p.placement.name().into(),
-                        Job::Ring(p) => p.placement.name().into(),
-                        Job::Wordcount(p) => p.mapping.name(),
-                        Job::Micro(_) => "-".into(),
-                    }
-                } else {
-                    "-".into()
-                },
+                mapping,
                 monitor: "off".into(),
                 wall,
                 speedup,
@@ -855,38 +863,22 @@ pub fn all(
                 note,
                 logs: None,
                 mon: None,
-            });
-        }
-    }
+            }
+        })
+        .collect()
+}
 
-    let elapsed = started.elapsed().as_secs_f64();
-    let title = format!(
-        "rill-bench all{}: {workers} workers, {repeat} run{} per configuration, allocator {}, {:.1} s in all",
-        if args.quick { " --quick" } else { "" },
-        if repeat == 1 { "" } else { "s" },
-        report::allocator(),
-        elapsed
-    );
-    let machine = machine();
-    let table = table(&rows);
-    if !args.json {
-        writeln!(out, "{title}\n{machine}\n")?;
-        write!(out, "{table}")?;
-        writeln!(
-            out,
-            "\nspeedup: manual rows: rr median / manual median; peer rows: peer median / rill median.\n\
-             overhead: monitor=full median / monitor=off median - 1, same mapping."
-        )?;
-    }
-    let results = json!({
+/// The contents of results.json.
+fn results_json(run: &AllRun<'_>, title: &str, machine: &str, elapsed: f64, rows: &[Row]) -> Value {
+    json!({
         "title": title,
         "machine": machine,
-        "workers": workers,
-        "repeat": repeat,
-        "quick": args.quick,
+        "workers": run.workers,
+        "repeat": run.repeat,
+        "quick": run.args.quick,
         "allocator": report::allocator(),
         "elapsed_s": elapsed,
-        "failures": summary.failures,
+        "failures": run.summary.failures,
         "rows": rows.iter().map(|r| json!({
             "bench": r.bench,
             "placement": r.placement,
@@ -902,8 +894,76 @@ pub fn all(
             "note": r.note,
             "logs": r.logs,
         })).collect::<Vec<_>>(),
-        "runs": json_runs,
+        "runs": run.json_runs,
+    })
+}
+
+/// `rill-bench all`: every application with rr and manual mapping, with
+/// monitoring off and full, and the pipe, ring and word count against their
+/// peers (the word count also against the sequential loop); one
+/// table on `out`, progress on `progress`, and `results.json` and
+/// `index.html` in `--out`.
+pub fn all(
+    args: &AllArgs,
+    out: &mut dyn Write,
+    progress: &mut dyn Write,
+) -> Result<Summary, CliError> {
+    let workers = args.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
     });
+    std::fs::create_dir_all(&args.out).map_err(|e| {
+        param_error(format!(
+            "cannot create the output directory {}: {e}",
+            args.out.display()
+        ))
+    })?;
+    let apps = all_apps(args.quick).map_err(param_error)?;
+    let peer_jobs = all_peer_jobs(args.quick, workers)?;
+    let mut run = AllRun {
+        args,
+        workers,
+        repeat: args.repeat.unwrap_or(if args.quick { 1 } else { 3 }),
+        out,
+        progress,
+        summary: Summary::default(),
+        step: 0,
+        steps: apps.len() * ALL_MAPPINGS.len() * ALL_MONITORS.len()
+            + peer_jobs.iter().map(|(_, e)| e.len()).sum::<usize>(),
+        json_runs: Vec::new(),
+    };
+    let started = std::time::Instant::now();
+    let mut rows: Vec<Row> = Vec::new();
+    for app in &apps {
+        let cells = run.app_runs(app.as_ref())?;
+        rows.extend(app_rows(args, app.name(), &cells));
+    }
+    for (job, job_engines) in &peer_jobs {
+        let cells = run.peer_runs(job, job_engines)?;
+        rows.extend(peer_rows(job, &cells));
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+
+    let title = format!(
+        "rill-bench all{}: {workers} workers, {} run{} per configuration, allocator {}, {:.1} s in all",
+        if args.quick { " --quick" } else { "" },
+        run.repeat,
+        if run.repeat == 1 { "" } else { "s" },
+        report::allocator(),
+        elapsed
+    );
+    let machine = machine();
+    if !args.json {
+        writeln!(run.out, "{title}\n{machine}\n")?;
+        write!(run.out, "{}", table(&rows))?;
+        writeln!(
+            run.out,
+            "\nspeedup: manual rows: rr median / manual median; peer rows: peer median / rill median.\n\
+             overhead: monitor=full median / monitor=off median - 1, same mapping."
+        )?;
+    }
+    let results = results_json(&run, &title, &machine, elapsed, &rows);
     let write =
         |name: &str, text: String| std::fs::write(args.out.join(name), text).map_err(CliError::Io);
     write(
@@ -912,10 +972,10 @@ pub fn all(
     )?;
     write("index.html", html(&rows, &title, &machine, &args.out))?;
     let _ = writeln!(
-        progress,
+        run.progress,
         "rill-bench all: wrote {} and {}",
         args.out.join("results.json").display(),
         args.out.join("index.html").display()
     );
-    Ok(summary)
+    Ok(run.summary)
 }
