@@ -10,7 +10,8 @@
 //! - [`apps`]: the applications as stream networks of named tasks on rill.
 //! - [`peers`]: the same benchmarks on OS threads and on tokio.
 //! - [`cli`], [`report`] and [`suite`]: the command line and its output;
-//!   `suite` runs the applications, `compare` and `all`.
+//!   `suite` runs the applications, `compare` and `all`; [`table`] prints
+//!   their tables.
 
 pub mod apps;
 pub mod bench;
@@ -22,3 +23,4 @@ pub mod report;
 pub mod rill_engine;
 pub mod rill_runs;
 pub mod suite;
+pub mod table;

@@ -14,6 +14,7 @@ use crate::cli::Command;
 use crate::engines::Engine;
 use crate::kernels::wordcount::TextSource;
 use crate::rill_engine::Rill;
+use crate::table::Table;
 
 static ALLOCATOR: OnceLock<&'static str> = OnceLock::new();
 
@@ -333,9 +334,9 @@ pub fn is_rill(engine: &dyn Engine) -> bool {
     engine.name() == Rill.name()
 }
 
-/// Writes one table per job kind (pipe, ring, or all micro rows together): one
-/// row per engine (and micro row) with median, min and max over the repeats and
-/// the ratio to rill.
+/// Writes the table of a command's jobs (one pipe, ring or word count, or
+/// every micro row): its title, then one row per engine (and micro row) with
+/// median, min and max over the repeats and the ratio to rill, or the error.
 pub fn write_tables(
     out: &mut dyn Write,
     command: &Command,
@@ -354,16 +355,12 @@ pub fn write_tables(
             allocator()
         )?;
     }
-    let row_col = if micro {
-        format!("{:<24}", "row")
-    } else {
-        String::new()
-    };
-    writeln!(
-        out,
-        "{row_col}{:<10} {:>8} {:>12} {:>12} {:>12}  vs rill",
-        "engine", "unit", "median", "min", "max"
-    )?;
+    let mut head = vec!["engine", "unit", "median", "min", "max", "vs rill"];
+    if micro {
+        head.insert(0, "row");
+    }
+    let text_cols: &[usize] = if micro { &[0, 1, 6] } else { &[0, 5] };
+    let mut table = Table::plain(head).left(text_cols);
     for job in jobs {
         let cells: Vec<(&dyn Engine, Result<Stats, String>)> = engines
             .iter()
@@ -371,26 +368,24 @@ pub fn write_tables(
             .collect();
         let rill = cells.iter().find(|(e, _)| is_rill(*e)).map(|(_, c)| c);
         for (engine, cell) in &cells {
-            let row_col = match job {
-                Job::Micro(p) => format!("{:<24}", p.row.name()),
-                _ => String::new(),
+            let mut row = match job {
+                Job::Micro(p) => vec![p.row.name().to_string()],
+                _ => Vec::new(),
             };
+            row.extend([engine.name().to_string(), unit(job).to_string()]);
             match cell {
-                Ok(s) => writeln!(
-                    out,
-                    "{row_col}{:<10} {:>8} {:>12} {:>12} {:>12}  {}",
-                    engine.name(),
-                    unit(job),
+                Ok(s) => row.extend([
                     fmt_figure(s.median),
                     fmt_figure(s.min),
                     fmt_figure(s.max),
-                    ratio(*engine, cell, rill)
-                )?,
-                Err(e) => writeln!(out, "{row_col}{:<10} error: {e}", engine.name())?,
+                    ratio(*engine, cell, rill),
+                ]),
+                Err(e) => row.extend(["-".into(), "-".into(), "-".into(), format!("error: {e}")]),
             }
+            table.row(row);
         }
     }
-    Ok(())
+    write!(out, "{table}")
 }
 
 #[cfg(test)]

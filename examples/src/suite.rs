@@ -22,6 +22,7 @@ use crate::cli::{AllArgs, AppCommand, CliError, CompareArgs, Summary};
 use crate::engines::{self, Engine};
 use crate::kernels::wordcount::{Corpus, TextSource};
 use crate::report::{self, Job, Outcome, Stats};
+use crate::table::Table;
 
 /// One finished (or failed) run of an application.
 struct Done {
@@ -307,31 +308,32 @@ pub fn compare(
         "workers={} monitor={}  ({repeat} runs of each mapping, alternating)",
         base.workers, base.monitor
     )?;
-    let cols = extra_medians(&rr);
-    let mut head = format!(
-        "{:<8} {:>10} {:>10} {:>10}",
-        "mapping", "median ms", "min ms", "max ms"
+    let mut head = vec![
+        "mapping".to_string(),
+        "median ms".into(),
+        "min ms".into(),
+        "max ms".into(),
+    ];
+    head.extend(
+        extra_medians(&rr)
+            .into_iter()
+            .map(|(name, _)| name.to_string()),
     );
-    for (name, _) in &cols {
-        let _ = write!(head, " {name:>11}");
-    }
-    writeln!(out, "{head}")?;
+    let mut table = Table::plain(head).left(&[0]);
     for (m, runs, st) in [(&mappings[0], &rr, rs), (&mappings[1], &manual, ms)] {
-        let mut line = match st {
-            Some(s) => format!(
-                "{:<8} {:>10.1} {:>10.1} {:>10.1}",
-                m.name(),
-                s.median,
-                s.min,
-                s.max
-            ),
-            None => format!("{:<8} {:>10}", m.name(), "failed"),
-        };
-        for (_, v) in extra_medians(runs) {
-            let _ = write!(line, " {v:>11.1}");
+        let mut row = vec![m.name()];
+        match st {
+            Some(s) => row.extend([s.median, s.min, s.max].map(|v| format!("{v:.1}"))),
+            None => row.push("failed".into()),
         }
-        writeln!(out, "{line}")?;
+        row.extend(
+            extra_medians(runs)
+                .into_iter()
+                .map(|(_, v)| format!("{v:.1}")),
+        );
+        table.row(row);
     }
+    write!(out, "{table}")?;
     match speedup {
         Some(s) => writeln!(out, "speedup (rr median / manual median): {s:.2}x")?,
         None => writeln!(out, "speedup: n/a (a mapping had no verified run)")?,
@@ -434,8 +436,7 @@ fn fmt_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 }
 
 fn table(rows: &[Row]) -> String {
-    let mut s = format!(
-        "{:<11} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}\n",
+    let mut t = Table::plain([
         "bench",
         "engine",
         "mapping",
@@ -447,35 +448,33 @@ fn table(rows: &[Row]) -> String {
         "verified",
         "log KB",
         "B/ev",
-        "note (monitored: WE/WT ms per worker)"
-    );
+        "note (monitored: WE/WT ms per worker)",
+    ])
+    .left(&[0, 1, 2, 3, 11]);
     for r in rows {
-        let _ = writeln!(
-            s,
-            "{:<11} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}",
+        t.row([
             r.label(),
-            r.engine,
-            r.mapping,
-            r.monitor,
+            r.engine.to_string(),
+            r.mapping.clone(),
+            r.monitor.clone(),
             fmt_opt(r.wall.map(|w| w.median), |v| format!("{v:.1}")),
             fmt_opt(r.wall.map(|w| w.min), |v| format!("{v:.1}")),
             fmt_opt(r.speedup, |v| format!("{v:.2}x")),
             fmt_opt(r.overhead, |v| format!("{v:+.1}%")),
-            if r.verified { "yes" } else { "NO" },
-            fmt_opt(
-                r.mon.as_ref().map(|m| m.log_bytes as f64 / 1024.0),
-                |v| format!("{v:.0}")
-            ),
-            fmt_opt(r.mon.as_ref().map(|m| m.bytes_per_event()), |v| format!(
-                "{v:.2}"
-            )),
+            if r.verified { "yes" } else { "NO" }.to_string(),
+            fmt_opt(r.mon.as_ref().map(|m| m.log_bytes as f64 / 1024.0), |v| {
+                format!("{v:.0}")
+            }),
+            fmt_opt(r.mon.as_ref().map(|m| m.bytes_per_event()), |v| {
+                format!("{v:.2}")
+            }),
             match &r.mon {
                 Some(m) if r.note.is_empty() => waits_text(m),
                 _ => r.note.clone(),
-            }
-        );
+            },
+        ]);
     }
-    s
+    t.to_string()
 }
 
 fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
