@@ -197,6 +197,10 @@ pub struct MicroParams {
     /// Workers asked for (at least 1); rows with their own count ignore it
     /// ([`MicroRow::workers`]).
     pub workers: usize,
+    /// Operations to time (at least 1); `None`: each engine's own count for
+    /// the row, chosen so that it runs for tens of milliseconds. `idle_cpu`
+    /// has none.
+    pub ops: Option<u64>,
     /// Monitoring mode asked for on the command line (`--monitor`); only rill
     /// uses it.
     pub monitor: Option<MonitorFlags>,
@@ -211,6 +215,7 @@ impl MicroParams {
         MicroParams {
             row,
             workers,
+            ops: None,
             monitor: None,
             logs: None,
         }
@@ -220,6 +225,9 @@ impl MicroParams {
     pub fn validate(&self) -> Result<(), ParamError> {
         check(self.workers >= 1, || {
             "workers must be at least 1, got 0".to_string()
+        })?;
+        check(self.ops != Some(0), || {
+            "micro ops must be at least 1, got 0".to_string()
         })
     }
 }

@@ -12,7 +12,10 @@
 //! - [`cli`], [`report`] and [`suite`]: the command line and its output;
 //!   `suite` runs the applications, `compare` and `all`; [`table`] prints
 //!   their tables.
+//! - [`ab`]: `rill-bench ab`, A/B measurements of builds and monitoring
+//!   modes.
 
+pub mod ab;
 pub mod apps;
 pub mod bench;
 pub mod cli;

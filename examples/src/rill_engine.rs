@@ -95,7 +95,8 @@ impl Engine for Rill {
         let row = p.row;
         let logs = p.logs.as_ref().map(|d| d.join(row.name()));
         let mon = monitor_config(p.monitor, logs.as_deref(), &format!("micro/{}", row.name()));
-        let (m, info) = rill_runs::micro(row, micro_ops(row), &mon)?;
+        let ops = p.ops.unwrap_or_else(|| micro_ops(row));
+        let (m, info) = rill_runs::micro(row, ops, &mon)?;
         Ok(with_info(m, &info, &mon))
     }
 

@@ -8,6 +8,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, RangedU64ValueParser, T
 use clap::{value_parser, Args, Parser, Subcommand};
 use rill::MonitorFlags;
 
+use crate::ab;
 use crate::apps::{self, AppOpts, MappingChoice};
 use crate::bench::{
     MicroParams, MicroRow, ParamError, PipeParams, Placement, RingParams, WordcountParams,
@@ -33,7 +34,7 @@ read as ratios to its peers'. Every run verifies its result (the sink saw exactl
 (engine `sequential`), every run checked against the sequential count. It also runs the four \
 applications as stream networks of named tasks on rill (des, mc, rt, ant), each checking its \
 own result, compares round-robin with manual mapping (compare), and runs everything at small \
-sizes (all).";
+sizes (all). `ab` sets rill-bench builds and monitoring modes against each other, run by run.";
 
 const AFTER_HELP: &str = "\
 Output: a table per benchmark (median, min and max of ns/op over the repeats, wall \
@@ -103,6 +104,11 @@ pub enum Command {
     /// and the pipe, ring and word count against their peers, on small sizes;
     /// prints one table and writes results.json and index.html.
     All(AllArgs),
+    /// A/B on a shared machine: runs rows on rill with each build (rill-bench
+    /// executables, older ones too) and monitoring mode in turn, round after
+    /// round, and prints medians, ranges and each configuration's ratio to
+    /// the first build and to the first mode, with the machine.
+    Ab(AbArgs),
 }
 
 /// An engine as the command line names it: one engine, or `all`.
@@ -325,6 +331,12 @@ pub struct MicroArgs {
     /// --workers.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "ROWS")]
     pub rows: Vec<MicroRow>,
+
+    /// Operations each row times, on every engine [default: each engine's
+    /// own count for the row, tens of milliseconds of work]; idle_cpu has
+    /// none.
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..))]
+    pub ops: Option<u64>,
 
     /// Options every benchmark takes.
     #[command(flatten)]
@@ -663,9 +675,81 @@ pub struct AllArgs {
     pub json: bool,
 }
 
+/// The parser of `ab --rows`' values: the name of one of [`ab::ROWS`].
+fn ab_row() -> impl TypedValueParser<Value = &'static ab::Row> {
+    let rows = ab::ROWS.iter().map(|r| {
+        let mut help = r.args.join(" ");
+        if let Some(w) = r.workers {
+            help.push_str(&format!(" (on {w} workers)"));
+        }
+        PossibleValue::new(r.name).help(help)
+    });
+    PossibleValuesParser::new(rows).map(|name| ab::row(&name).expect("a possible value"))
+}
+
+/// Arguments of `rill-bench ab`.
+#[derive(Debug, Args)]
+#[command(after_long_help = AB_AFTER_HELP)]
+pub struct AbArgs {
+    /// A rill-bench executable to measure, NAME=PATH; repeat the flag for
+    /// each build [default: this rill-bench, named `this`].
+    #[arg(long = "build", value_name = "NAME=PATH")]
+    pub builds: Vec<ab::Build>,
+
+    /// Monitoring modes to measure in, a comma-separated list of off, counts
+    /// (map,worker,task,stream: all but the message order), full, all, or one
+    /// event class; every build runs in every mode.
+    #[arg(
+        long,
+        value_name = "MODES",
+        value_delimiter = ',',
+        default_value = "off"
+    )]
+    pub monitor: Vec<ab::Mode>,
+
+    /// Rows to run, a comma-separated list [default: roundtrip, yield,
+    /// handoff, pipe-rr, pipe-const, pipe-parts, ring-const, ring-parts,
+    /// ring-rr, and with 16 cores pipe-rr-w16 and ring-parts-w16].
+    #[arg(long, value_name = "ROWS", value_delimiter = ',', value_parser = ab_row())]
+    pub rows: Vec<&'static ab::Row>,
+
+    /// Rounds: each runs every row with every build and mode once.
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = value_parser!(u32).range(1..))]
+    pub rounds: u32,
+
+    /// Worker threads of each run (rows that name their own count keep it).
+    #[arg(long, value_name = "W", default_value_t = 2, value_parser = usize_from(1))]
+    pub workers: usize,
+
+    /// Print one JSON object (one line) instead of the Markdown table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Arguments added to every run's command line, after `--` (for example
+    /// `-- --ops 100000` to shorten micro rows).
+    #[arg(last = true, value_name = "ARGS")]
+    pub extra: Vec<String>,
+}
+
+const AB_AFTER_HELP: &str = "\
+Each run is `PATH ROW-ARGS [--engine rill] --workers W --json [--monitor MODE --logs TMP] \
+[ARGS]`; its figure is ns_per_op (wall_ms for the applications). The order of the \
+builds and modes reverses every other round. A failed run is reported and left out, \
+and the exit status is then 1.
+
+Examples:
+  rill-bench ab --build old=/tmp/rill-bench-old --build new=target/release/rill-bench --rounds 9
+  rill-bench ab --build out=NOHOOKS --build hooks=HOOKS --monitor off,counts,full --rows pipe-rr
+    (NOHOOKS built with --no-default-features: what the monitoring hooks themselves cost)
+  rill-bench ab --monitor off,full --rows des-manual,mc-manual,rt-manual,ant-manual --workers 4
+
+The paper's mapping experiments are `rill-bench compare mc --workers 2 --repeat 5` and, \
+for waiting, `rill-bench compare mc --paths 50 --batch 1 --workers 4 --monitor full`.";
+
 impl Command {
     /// The subcommand's name: `pipe`, `ring`, `micro`, `wordcount`, `des`, `mc`,
-    /// `rt`, `ant`, `compare` or `all`.
+    /// `rt`, `ant`, `compare`, `all` or `ab`.
     pub fn name(&self) -> &'static str {
         match self {
             Command::Pipe(_) => "pipe",
@@ -675,6 +759,7 @@ impl Command {
             Command::App(a) => a.name(),
             Command::Compare(_) => "compare",
             Command::All(_) => "all",
+            Command::Ab(_) => "ab",
         }
     }
 
@@ -751,6 +836,7 @@ impl Command {
                     let p = MicroParams {
                         row,
                         workers,
+                        ops: a.ops,
                         monitor: common.monitor,
                         logs: common.logs.clone(),
                     };

@@ -5,6 +5,7 @@
 use std::io::Write;
 
 use super::args::{Cli, Command};
+use crate::ab;
 use crate::bench::ParamError;
 use crate::engines;
 use crate::report::{self, Outcome};
@@ -42,6 +43,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, progress: &mut dyn Write) -> Result<S
         Command::App(a) => return suite::run_app(a, out, progress),
         Command::Compare(a) => return suite::compare(a, out, progress),
         Command::All(a) => return suite::all(a, out, progress),
+        Command::Ab(a) => return ab::run(a, out, progress),
         c => c.common().expect("a peer benchmark has common arguments"),
     };
     let engines = cli.command.engines().map_err(CliError::Params)?;

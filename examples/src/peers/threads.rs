@@ -215,19 +215,19 @@ fn ring_task(rx: Receiver<u64>, tx: Sender<u64>, hops: u64) -> RingTaskResult {
 /// - `cross_worker_roundtrip`: two threads, a ping and a pong channel,
 ///   [`ROUNDTRIP_OPS`] round trips.
 /// - `idle_cpu`: one thread blocked on an empty channel.
-pub fn micro(row: MicroRow, workers: usize) -> Result<Measurement> {
-    let ops = match row {
+pub fn micro(p: &MicroParams) -> Result<Measurement> {
+    let row = p.row;
+    let ops = p.ops.unwrap_or(match row {
         MicroRow::Yield => YIELD_OPS,
         MicroRow::Spawn => SPAWN_OPS,
         MicroRow::Handoff => HANDOFF_OPS,
         MicroRow::CrossWorkerRoundtrip => ROUNDTRIP_OPS,
         MicroRow::IdleCpu => 0,
-    };
-    micro_ops(row, workers, ops)
+    });
+    micro_ops(row, p.workers, ops)
 }
 
-/// [`micro`] with `ops` operations instead of the row's default (tests use small
-/// counts).
+/// Row `row` with `ops` operations on `workers` workers.
 pub(crate) fn micro_ops(row: MicroRow, _workers: usize, ops: u64) -> Result<Measurement> {
     match row {
         MicroRow::Yield => {
@@ -335,7 +335,7 @@ impl Engine for Threads {
     }
 
     fn micro(&self, p: &MicroParams) -> Result<Measurement> {
-        micro(p.row, p.workers)
+        micro(p)
     }
 
     fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {

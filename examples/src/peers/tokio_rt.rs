@@ -173,19 +173,19 @@ async fn ring_task(
 ///   program.
 /// - `idle_cpu`: a multi-thread runtime with 1 worker and one task waiting on an
 ///   empty channel.
-pub fn micro(row: MicroRow, workers: usize) -> Result<Measurement> {
-    let ops = match row {
+pub fn micro(p: &MicroParams) -> Result<Measurement> {
+    let row = p.row;
+    let ops = p.ops.unwrap_or(match row {
         MicroRow::Yield => YIELD_OPS,
         MicroRow::Spawn => SPAWN_OPS,
         MicroRow::Handoff => HANDOFF_OPS,
         MicroRow::CrossWorkerRoundtrip => ROUNDTRIP_OPS,
         MicroRow::IdleCpu => 0,
-    };
-    micro_ops(row, workers, ops)
+    });
+    micro_ops(row, p.workers, ops)
 }
 
-/// [`micro`] with `ops` operations instead of the row's default (tests use small
-/// counts).
+/// Row `row` with `ops` operations on `workers` workers.
 pub(crate) fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measurement> {
     let workers = row.workers(workers);
     match row {
@@ -316,7 +316,7 @@ impl Engine for Tokio {
     }
 
     fn micro(&self, p: &MicroParams) -> Result<Measurement> {
-        micro(p.row, p.workers)
+        micro(p)
     }
 
     fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
