@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
-use rill_examples::bench::{Engine, Measurement};
+use rill_examples::bench::Measurement;
+use rill_examples::engines::{self, Engine};
 
 /// The engines every bench compares.
-pub const ENGINES: [Engine; 3] = [Engine::Rill, Engine::Threads, Engine::Tokio];
+pub const ENGINES: [&dyn Engine; 3] = engines::NETWORKS;
 
 /// Runs `f` `iters` times and returns the summed wall time it measured itself
 /// (the engines time their own runs; set-up is excluded).

@@ -5,8 +5,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rill_benches::{total, ENGINES};
-use rill_examples::bench::MicroRow;
-use rill_examples::engines::run_micro;
+use rill_examples::bench::{MicroParams, MicroRow};
 
 fn micro(c: &mut Criterion) {
     for row in [
@@ -18,8 +17,9 @@ fn micro(c: &mut Criterion) {
         let mut g = c.benchmark_group(format!("micro/{row:?}"));
         g.sample_size(10);
         for e in ENGINES {
-            g.bench_with_input(BenchmarkId::from_parameter(e), &row, |b, &row| {
-                b.iter_custom(|iters| total(iters, || run_micro(e, row, 2, None, None)))
+            let p = MicroParams::new(row, 2);
+            g.bench_with_input(BenchmarkId::from_parameter(e.name()), &p, |b, p| {
+                b.iter_custom(|iters| total(iters, || e.micro(p)))
             });
         }
         g.finish();

@@ -3,7 +3,6 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rill_benches::{total, ENGINES};
 use rill_examples::bench::{Placement, RingParams};
-use rill_examples::engines::run_ring;
 
 fn ring(c: &mut Criterion) {
     let mut g = c.benchmark_group("ring");
@@ -19,8 +18,8 @@ fn ring(c: &mut Criterion) {
     };
     g.throughput(Throughput::Elements(p.hops));
     for e in ENGINES {
-        g.bench_with_input(BenchmarkId::from_parameter(e), &p, |b, p| {
-            b.iter_custom(|iters| total(iters, || run_ring(e, p)))
+        g.bench_with_input(BenchmarkId::from_parameter(e.name()), &p, |b, p| {
+            b.iter_custom(|iters| total(iters, || e.ring(p)))
         });
     }
     g.finish();

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Scaling with the number of workers: the four applications on rill (each
-# verifies its result) and the rr pipe and the ring against their peers, for
-# W = 1, 2, 4, ... up to the cores available. Prints Markdown; medians with min
-# and max; speed-up against W = 1 from the same run.
+# Scaling with the number of workers, which `rill-bench ab` keeps fixed: for
+# W = 1, 2, 4, ... up to the cores available, the four applications on rill
+# (rr and parts mapping; wall ms, median (min-max) of REPEAT runs, and the
+# speed-up against W = 1 from the same invocation), and the rr pipe and the
+# ring beside their peers (rill-bench's own tables), with rill again at a
+# 500 us idle spin (RILL_SPIN_US) to show whether parking is what a row
+# costs. Prints Markdown.
 #
 #   scripts/scaling.sh [REPEAT] [MAXW]
 #
-# RILL_BIN=DIR uses prebuilt binaries from DIR (rill-bench) instead of building,
-# for a machine without cargo. JSON lines of every run go to $SCALING_JSON when set.
+# RILL_BIN=DIR uses a prebuilt DIR/rill-bench instead of building, for a
+# machine without cargo.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 R=${1:-3}
@@ -18,78 +21,65 @@ else
     build_release
 fi
 [[ -x "$BENCH" ]] || { echo "no rill-bench at $BENCH" >&2; exit 2; }
+WS=()
+for w in 1 2 4 8 16 32 64; do (( w <= MAXW )) && WS+=("$w"); done
 machine
 echo
-python3 - "$BENCH" "$R" "$MAXW" "${SCALING_JSON:-}" <<'PY'
-import json, os, statistics, subprocess, sys
-bench, R, maxw, jpath = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-jout = open(jpath, "a") if jpath else None
-ws = [w for w in (1, 2, 4, 8, 16, 32, 64) if w <= maxw]
 
-def runs(args, env=None):
-    out = subprocess.run([bench] + args + ["--json", "--repeat", str(R)],
-                         capture_output=True, text=True,
-                         env=dict(os.environ, **(env or {})))
-    rows = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
-    if out.returncode != 0 or not rows or not all(r.get("verified", True) for r in rows):
-        sys.exit(f"failed: {' '.join(args)}\n{out.stderr[-2000:]}")
-    if jout:
-        for r in rows:
-            jout.write(json.dumps(r) + "\n")
-    return rows
+# The median, min and max wall ms of an application's runs, from its JSON lines.
+wall_stats() {
+    grep -o '"wall_ms":[0-9.e+-]*' | cut -d: -f2 | sort -g |
+        awk '{ v[NR] = $1 } END {
+            m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+            printf "%.1f %.1f %.1f\n", m, v[1], v[NR] }'
+}
 
-def stat(v):
-    return statistics.median(v), min(v), max(v)
+echo "## Applications on rill: wall ms, median (min-max), speed-up against 1 worker"
+echo
+echo "The work is the same for every W: rt uses max(4, W) solvers for its fixed"
+echo "scenes, ant its 45 ants; des and mc default to one pipeline or chain per worker."
+echo
+printf '| app | mapping |'; printf ' W=%s |' "${WS[@]}"; echo
+printf '|---|---|'; printf -- '---|%.0s' "${WS[@]}"; echo
+for app in "des --size 4000000" "mc --paths 2000000" "rt --scenes 200" "ant --iterations 10"; do
+    for mapping in rr parts; do
+        line="| ${app%% *} | $mapping |"
+        base=""
+        for w in "${WS[@]}"; do
+            extra=()
+            [[ $app == rt* ]] && extra=(--solvers $(( w > 4 ? w : 4 )))
+            # shellcheck disable=SC2086
+            read -r med lo hi < <("$BENCH" $app "${extra[@]}" --mapping "$mapping" --workers "$w" \
+                --repeat "$R" --json 2>/dev/null | wall_stats)
+            base=${base:-$med}
+            line+=" $med ($lo-$hi) x$(awk -v b="$base" -v m="$med" 'BEGIN { printf "%.2f", b / m }') |"
+            echo "  ${app%% *} $mapping W=$w: $med ms" >&2
+        done
+        echo "$line"
+    done
+done
 
-apps = [
-    ("des", ["des", "--size", "4000000"]),
-    ("mc", ["mc", "--paths", "2000000"]),
-    ("rt", ["rt", "--scenes", "200"]),
-    ("ant", ["ant", "--iterations", "10"]),
-]
-print("## Applications on rill: wall ms, median (min-max), speed-up vs 1 worker")
-print()
-print("| app | mapping | " + " | ".join(f"W={w}" for w in ws) + " |")
-print("|---|---|" + "---|" * len(ws))
-for name, args in apps:
-    for mapping in ("rr", "parts"):
-        cells, base = [], None
-        for w in ws:
-            extra = ["--solvers", str(max(4, w))] if name == "rt" else []
-            extra += ["--mapping", mapping, "--workers", str(w)]
-            m, lo, hi = stat([r["wall_ms"] for r in runs(args + extra)])
-            base = base or m
-            cells.append(f"{m:.0f} ({lo:.0f}-{hi:.0f}) x{base / m:.2f}")
-            print(f"  {name} {mapping} W={w}: {m:.1f} ms", file=sys.stderr)
-        print(f"| {name} | {mapping} | " + " | ".join(cells) + " |", flush=True)
-print()
-print("The work is the same for every W: rt uses max(4, W) solvers for its fixed scenes,"
-      " ant its 45 ants; des and mc default to one pipeline or chain per worker.")
-print()
-for bench_name, args in [("pipe depth 100, rr placement, ns per message per stage",
-                          ["pipe", "--placement", "rr", "--messages", "100000"]),
-                         ("ring of 100, 200000 hops, ns per hop (rill: parts placement)",
-                          ["ring", "--hops", "200000", "--placement", "parts"])]:
-    print(f"## {bench_name}: median (min-max)")
-    print()
-    print("| engine | " + " | ".join(f"W={w}" for w in ws) + " |")
-    print("|---|" + "---|" * len(ws))
-    # rill again with a 500 us idle spin (RILL_SPIN_US): whether parking
-    # between wakes is what a row costs.
-    for eng, env in (("rill", None), ("rill, spin 500 us", {"RILL_SPIN_US": "500"}),
-                     ("threads", None), ("tokio", None)):
-        cells = []
-        for w in ws:
-            # One OS thread per ring task whatever W is: run it once.
-            if bench_name.startswith("ring") and eng == "threads" and w > 1:
-                cells.append("-")
-                continue
-            rows = runs(args + ["--engine", eng.split(",")[0], "--workers", str(w)], env)
-            m, lo, hi = stat([r["ns_per_op"] for r in rows])
-            parks = [r["parks"] for r in rows if "parks" in r]
-            cells.append(f"{m:.1f} ({lo:.1f}-{hi:.1f})"
-                         + (f", {statistics.median(parks):.0f} parks" if parks else ""))
-            print(f"  {bench_name.split(',')[0]} {eng} W={w}: {m:.1f}", file=sys.stderr)
-        print(f"| {eng} | " + " | ".join(cells) + " |", flush=True)
-    print()
-PY
+for w in "${WS[@]}"; do
+    echo
+    echo "## W=$w: pipe depth 100, rr placement, 100000 messages; ns per message per stage"
+    echo
+    echo '```'
+    "$BENCH" pipe --placement rr --messages 100000 --workers "$w" --repeat "$R" 2>/dev/null
+    echo -n "rill, spin 500 us: "
+    RILL_SPIN_US=500 "$BENCH" pipe --engine rill --placement rr --messages 100000 \
+        --workers "$w" --repeat "$R" 2>/dev/null | tail -1
+    echo '```'
+    echo
+    echo "## W=$w: ring of 100, 200000 hops, rill's parts placement; ns per hop"
+    echo
+    # One OS thread per ring task whatever W is: threads run at W = 1 only.
+    engines=rill,tokio
+    (( w == 1 )) && engines=all
+    echo '```'
+    "$BENCH" ring --placement parts --hops 200000 --engine "$engines" --workers "$w" \
+        --repeat "$R" 2>/dev/null
+    echo -n "rill, spin 500 us: "
+    RILL_SPIN_US=500 "$BENCH" ring --engine rill --placement parts --hops 200000 \
+        --workers "$w" --repeat "$R" 2>/dev/null | tail -1
+    echo '```'
+done

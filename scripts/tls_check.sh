@@ -19,21 +19,23 @@ if [[ -z $exe ]]; then
     exe="$BENCH"
 fi
 [[ -x $exe ]] || { echo "not an executable: $exe" >&2; exit 2; }
-objdump -d --no-show-raw-insn -M intel "$exe" | python3 -c '
-import re, sys
-cur, bodies, hits = None, set(), {}
-for line in sys.stdin:
-    m = re.match(r"^([0-9a-f]+) <(.*)>:", line)
-    if m:
-        # Mangled names: the closures share one demangled name.
-        cur = m.group(2)
-        if "call_once" in cur:
-            bodies.add(cur)
-        continue
-    if cur in bodies and re.search(r"fs:0x0\b", line):
-        hits[cur] = hits.get(cur, 0) + 1
-print(f"{len(hits)} of {len(bodies)} task bodies take the thread pointer address")
-for name, n in sorted(hits.items()):
-    print(f"  {n:3} {name[:150]}")
-sys.exit(1 if hits else 0)
-'
+# A function starts at `ADDR <NAME>:`; a task body is a `call_once` closure
+# (mangled names, so each closure has its own).
+objdump -d --no-show-raw-insn -M intel "$exe" | awk '
+/^[0-9a-f]+ <.*>:$/ {
+    cur = $0
+    sub(/^[0-9a-f]+ </, "", cur)
+    sub(/>:$/, "", cur)
+    body = index(cur, "call_once") > 0
+    if (body) bodies[cur] = 1
+    next
+}
+body && /fs:0x0([^0-9A-Za-z_]|$)/ { hits[cur]++ }
+END {
+    n = 0; for (k in hits) n++
+    m = 0; for (k in bodies) m++
+    printf "%d of %d task bodies take the thread pointer address\n", n, m
+    for (k in hits) printf "  %3d %s\n", hits[k], substr(k, 1, 150) | "sort -k2"
+    close("sort -k2")
+    exit (n > 0 ? 1 : 0)
+}'

@@ -2,8 +2,8 @@
 //! measurement an engine returns, and the verifiers that check a run did what it
 //! claims.
 //!
-//! An engine (rill, or a peer baseline) receives a validated [`PipeParams`],
-//! [`RingParams`], [`WordcountParams`] or a [`MicroRow`], runs the benchmark,
+//! An engine ([`crate::engines::Engine`]: rill, or a peer baseline) receives a validated [`PipeParams`],
+//! [`RingParams`], [`WordcountParams`] or [`MicroParams`], runs the benchmark,
 //! checks its result with [`SequenceCheck`], [`verify_ring`] or
 //! [`WordcountParams::verify`], and returns a [`Measurement`]. The command line
 //! turns measurements into `ns_per_op` figures (wall milliseconds for the word
@@ -28,6 +28,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
+use rill::MonitorFlags;
 use serde::Serialize;
 
 use crate::apps::MappingChoice;
@@ -60,52 +61,6 @@ pub const IDLE_SETTLE: Duration = Duration::from_millis(10);
 /// How long `idle_cpu` measures the CPU time an idle runtime burns.
 pub const IDLE_WINDOW: Duration = Duration::from_millis(50);
 
-/// The engine a benchmark runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Engine {
-    /// rill: lightweight tasks on pinned workers, connected by rill streams.
-    Rill,
-    /// Peer: one OS thread per task, connected by `crossbeam_channel::bounded`.
-    Threads,
-    /// Peer: one `tokio::spawn`ed task per task on a multi-thread tokio runtime,
-    /// connected by `tokio::sync::mpsc::channel`.
-    Tokio,
-    /// No network: the plain sequential loop on the calling thread (only
-    /// benchmarks that have one: wordcount).
-    Sequential,
-}
-
-impl Engine {
-    /// Every engine that runs a network, rill first (the order in which the
-    /// command line runs them).
-    pub const ALL: [Engine; 3] = [Engine::Rill, Engine::Threads, Engine::Tokio];
-
-    /// The engines of the word count: the networks, then the sequential loop.
-    pub const WORDCOUNT: [Engine; 4] = [
-        Engine::Rill,
-        Engine::Threads,
-        Engine::Tokio,
-        Engine::Sequential,
-    ];
-
-    /// The engine's name as the command line and the JSON output spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Rill => "rill",
-            Engine::Threads => "threads",
-            Engine::Tokio => "tokio",
-            Engine::Sequential => "sequential",
-        }
-    }
-}
-
-impl fmt::Display for Engine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// Where the stages of a pipe go, for engines that map tasks to workers.
 ///
 /// With `W` workers and `D` stages numbered 0 (the source) to `D-1` (the sink):
@@ -135,9 +90,9 @@ impl Placement {
         }
     }
 
-    /// The worker (0-based) that stage `stage` of a pipe of `depth` stages goes to
-    /// when there are `workers` workers. Engines that place tasks use this so that
-    /// every engine means the same thing by a placement.
+    /// The worker (0-based) that stage `stage` of a line of `depth` stages goes to
+    /// when there are `workers` workers: how rill places the ring's tasks. (rill's
+    /// pipe keeps LPEL's placement instead: see [`crate::rill_runs::pipe`].)
     ///
     /// `workers` and `depth` must be at least 1 and `stage < depth`.
     pub fn worker_of(self, stage: usize, depth: usize, workers: usize) -> usize {
@@ -234,6 +189,49 @@ impl fmt::Display for MicroRow {
     }
 }
 
+/// Parameters of one micro row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MicroParams {
+    /// The row.
+    pub row: MicroRow,
+    /// Workers asked for (at least 1); rows with their own count ignore it
+    /// ([`MicroRow::workers`]).
+    pub workers: usize,
+    /// Operations to time (at least 1); `None`: each engine's own count for
+    /// the row, chosen so that it runs for tens of milliseconds. `idle_cpu`
+    /// has none.
+    pub ops: Option<u64>,
+    /// Monitoring mode asked for on the command line (`--monitor`); only rill
+    /// uses it.
+    pub monitor: Option<MonitorFlags>,
+    /// Directory for monitoring logs (`--logs`); only rill uses it, and each
+    /// row writes into `DIR/ROW`.
+    pub logs: Option<PathBuf>,
+}
+
+impl MicroParams {
+    /// Row `row` on `workers` workers, unmonitored.
+    pub fn new(row: MicroRow, workers: usize) -> Self {
+        MicroParams {
+            row,
+            workers,
+            ops: None,
+            monitor: None,
+            logs: None,
+        }
+    }
+
+    /// Checks that the row can run with these values.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        check(self.workers >= 1, || {
+            "workers must be at least 1, got 0".to_string()
+        })?;
+        check(self.ops != Some(0), || {
+            "micro ops must be at least 1, got 0".to_string()
+        })
+    }
+}
+
 /// A parameter value that no benchmark can run with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamError(pub String);
@@ -270,8 +268,8 @@ pub struct PipeParams {
     /// Where the stages go, for engines that place tasks on workers.
     pub placement: Placement,
     /// Monitoring mode asked for on the command line (`--monitor`); only rill uses
-    /// it, and it decides which values it accepts.
-    pub monitor: Option<String>,
+    /// it.
+    pub monitor: Option<MonitorFlags>,
     /// Directory for monitoring logs (`--logs`); only rill uses it.
     pub logs: Option<PathBuf>,
 }
@@ -348,7 +346,7 @@ pub struct RingParams {
     pub workers: usize,
     /// Monitoring mode asked for on the command line (`--monitor`); only rill uses
     /// it.
-    pub monitor: Option<String>,
+    pub monitor: Option<MonitorFlags>,
     /// Directory for monitoring logs (`--logs`); only rill uses it.
     pub logs: Option<PathBuf>,
     /// Where the ring's tasks go (rill only): `parts` cuts the ring into W
@@ -426,7 +424,7 @@ pub struct WordcountParams {
     pub mapping: MappingChoice,
     /// Monitoring mode asked for on the command line (`--monitor`); only rill
     /// uses it.
-    pub monitor: Option<String>,
+    pub monitor: Option<MonitorFlags>,
     /// Directory for monitoring logs (`--logs`); only rill uses it.
     pub logs: Option<PathBuf>,
 }

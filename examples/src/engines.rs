@@ -1,95 +1,130 @@
-//! One entry point per benchmark that dispatches on the [`Engine`].
+//! The engines a benchmark runs on, behind one trait: [`Engine`], implemented
+//! by rill ([`crate::rill_engine::Rill`]), its two peers
+//! ([`crate::peers::threads::Threads`], [`crate::peers::tokio_rt::Tokio`]) and
+//! the word count's sequential loop ([`Sequential`]).
 //!
-//! Parameters are validated here, before any engine sees them, and a panic inside
-//! an engine is caught and returned as an error, so that one engine's failure
-//! never stops the others' runs.
+//! [`run`] is the entry point: it validates a job's parameters before any
+//! engine sees them, and turns a panic inside an engine into an error, so
+//! that one engine's failure never stops the others' runs.
 
+use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use anyhow::{anyhow, Result};
 
-use crate::bench::{Engine, Measurement, MicroRow, PipeParams, RingParams, WordcountParams};
+use crate::bench::{Measurement, MicroParams, PipeParams, RingParams, WordcountParams};
 use crate::kernels::wordcount;
-use crate::{peers, rill_engine};
+use crate::peers::threads::{panic_text, Threads};
+use crate::peers::tokio_rt::Tokio;
+use crate::report::Job;
+use crate::rill_engine::Rill;
 
-fn guarded(engine: Engine, f: impl FnOnce() -> Result<Measurement>) -> Result<Measurement> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        Err(anyhow!(
-            "engine {engine} panicked: {}",
-            peers::threads::panic_text(&*p)
-        ))
-    })
-}
+/// Something that runs the benchmarks: each method runs one benchmark once,
+/// on parameters already validated, verifies the result and returns what it
+/// measured. A benchmark an engine does not have returns an error (the
+/// default).
+pub trait Engine: Sync {
+    /// The engine's name as the command line and the JSON output spell it.
+    fn name(&self) -> &'static str;
 
-fn no_sequential(bench: &str) -> Result<Measurement> {
-    Err(anyhow!(
-        "{bench} has no sequential engine: use rill, threads or tokio"
-    ))
-}
+    /// What the engine is, in a line (for `--help`).
+    fn about(&self) -> &'static str;
 
-/// Runs the pipe benchmark on `engine`.
-pub fn run_pipe(engine: Engine, p: &PipeParams) -> Result<Measurement> {
-    p.validate()?;
-    guarded(engine, || match engine {
-        Engine::Rill => rill_engine::pipe(p),
-        Engine::Threads => peers::threads::pipe(p),
-        Engine::Tokio => peers::tokio_rt::pipe(p),
-        Engine::Sequential => no_sequential("pipe"),
-    })
-}
-
-/// Runs the ring benchmark on `engine`.
-pub fn run_ring(engine: Engine, p: &RingParams) -> Result<Measurement> {
-    p.validate()?;
-    guarded(engine, || match engine {
-        Engine::Rill => rill_engine::ring(p),
-        Engine::Threads => peers::threads::ring(p),
-        Engine::Tokio => peers::tokio_rt::ring(p),
-        Engine::Sequential => no_sequential("ring"),
-    })
-}
-
-/// Runs the word count on `engine`; `sequential` times the plain loop
-/// ([`wordcount::count_words`]) on this thread.
-pub fn run_wordcount(engine: Engine, p: &WordcountParams) -> Result<Measurement> {
-    p.validate()?;
-    guarded(engine, || match engine {
-        Engine::Rill => rill_engine::wordcount(p),
-        Engine::Threads => peers::wordcount::threads(p),
-        Engine::Tokio => peers::wordcount::tokio(p),
-        Engine::Sequential => {
-            let start = std::time::Instant::now();
-            let counts = wordcount::count_words(p.corpus.text());
-            let wall = start.elapsed();
-            Ok(p.measured(wall, &counts)?)
-        }
-    })
-}
-
-/// Runs one micro row on `engine` with `workers` workers (for the rows that do not
-/// fix their own count); `monitor` and `logs` as for the pipe (rill only; its
-/// logs go to `logs/ROW`).
-pub fn run_micro(
-    engine: Engine,
-    row: MicroRow,
-    workers: usize,
-    monitor: Option<&str>,
-    logs: Option<&std::path::Path>,
-) -> Result<Measurement> {
-    if workers == 0 {
-        return Err(anyhow!("workers must be at least 1, got 0"));
+    /// The pipe ([`PipeParams`]).
+    fn pipe(&self, _p: &PipeParams) -> Result<Measurement> {
+        Err(lacks(self.name(), "pipe"))
     }
-    guarded(engine, || match engine {
-        Engine::Rill => rill_engine::micro(row, workers, monitor, logs),
-        Engine::Threads => peers::threads::micro(row, workers),
-        Engine::Tokio => peers::tokio_rt::micro(row, workers),
-        Engine::Sequential => no_sequential("micro"),
-    })
+
+    /// The ring ([`RingParams`]).
+    fn ring(&self, _p: &RingParams) -> Result<Measurement> {
+        Err(lacks(self.name(), "ring"))
+    }
+
+    /// One micro row ([`MicroParams`]).
+    fn micro(&self, _p: &MicroParams) -> Result<Measurement> {
+        Err(lacks(self.name(), "micro"))
+    }
+
+    /// The word count ([`WordcountParams`]).
+    fn wordcount(&self, _p: &WordcountParams) -> Result<Measurement> {
+        Err(lacks(self.name(), "wordcount"))
+    }
+}
+
+fn lacks(engine: &str, bench: &str) -> anyhow::Error {
+    anyhow!("{bench} has no {engine} engine")
+}
+
+impl fmt::Debug for dyn Engine + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Display for dyn Engine + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Engines are the same when their names are.
+impl PartialEq for dyn Engine + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+/// No network: the plain sequential loop ([`wordcount::count_words`]) on
+/// the calling thread. Only the word count has one.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sequential;
+
+impl Engine for Sequential {
+    fn name(&self) -> &'static str {
+        "sequential"
+    }
+
+    fn about(&self) -> &'static str {
+        "the plain sequential loop, no network (wordcount only)"
+    }
+
+    fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
+        let start = std::time::Instant::now();
+        let counts = wordcount::count_words(p.corpus.text());
+        let wall = start.elapsed();
+        Ok(p.measured(wall, &counts)?)
+    }
+}
+
+/// Every engine that runs a network, rill first (the order in which the
+/// command line runs them).
+pub const NETWORKS: [&dyn Engine; 3] = [&Rill, &Threads, &Tokio];
+
+/// The engines of the word count: the networks, then the sequential loop.
+pub const WORDCOUNT: [&dyn Engine; 4] = [&Rill, &Threads, &Tokio, &Sequential];
+
+/// The engine called `name`, if there is one.
+pub fn by_name(name: &str) -> Option<&'static dyn Engine> {
+    WORDCOUNT.into_iter().find(|e| e.name() == name)
+}
+
+/// Runs `job` once on `engine`: its parameters validated first, a panic
+/// inside the engine an error.
+pub fn run(engine: &dyn Engine, job: &Job) -> Result<Measurement> {
+    job.validate()?;
+    catch_unwind(AssertUnwindSafe(|| match job {
+        Job::Pipe(p) => engine.pipe(p),
+        Job::Ring(p) => engine.ring(p),
+        Job::Micro(p) => engine.micro(p),
+        Job::Wordcount(p) => engine.wordcount(p),
+    }))
+    .unwrap_or_else(|p| Err(anyhow!("engine {engine} panicked: {}", panic_text(&*p))))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::MicroRow;
 
     #[test]
     fn rill_runs_and_verifies() {
@@ -99,20 +134,42 @@ mod tests {
             workers: 2,
             ..PipeParams::default()
         };
-        let m = run_pipe(Engine::Rill, &p).unwrap();
+        let m = run(&Rill, &Job::Pipe(p)).unwrap();
         assert_eq!(m.ops, 300);
     }
 
     #[test]
     fn invalid_params_rejected_before_engines() {
-        let p = PipeParams {
+        let pipe = PipeParams {
             depth: 1,
             ..PipeParams::default()
         };
-        for engine in Engine::ALL {
-            assert!(run_pipe(engine, &p).is_err());
+        let ring = RingParams {
+            hops: 0,
+            ..RingParams::default()
+        };
+        let wordcount = WordcountParams {
+            batch: 0,
+            ..WordcountParams::new(
+                wordcount::Corpus::of(
+                    wordcount::TextSource::Generated { bytes: 3, seed: 0 },
+                    "a b".into(),
+                ),
+                1,
+            )
+        };
+        let micro = MicroParams::new(MicroRow::Yield, 0);
+        for engine in NETWORKS {
+            for job in [
+                Job::Pipe(pipe.clone()),
+                Job::Ring(ring.clone()),
+                Job::Wordcount(wordcount.clone()),
+                Job::Micro(micro.clone()),
+            ] {
+                let e = run(engine, &job).unwrap_err().to_string();
+                assert!(e.contains("at least"), "{engine} {}: {e}", job.bench());
+            }
         }
-        assert!(run_micro(Engine::Threads, MicroRow::Yield, 0, None, None).is_err());
     }
 
     #[test]
@@ -124,21 +181,43 @@ mod tests {
         .unwrap();
         let p = WordcountParams::new(corpus, 2);
         let words = wordcount::total_words(p.corpus.reference());
-        for engine in Engine::WORDCOUNT {
-            let m = run_wordcount(engine, &p).unwrap();
+        for engine in WORDCOUNT {
+            let m = run(engine, &Job::Wordcount(p.clone())).unwrap();
             assert_eq!(m.ops, words, "{engine}");
         }
-        let e = run_pipe(Engine::Sequential, &PipeParams::default()).unwrap_err();
+        let e = run(&Sequential, &Job::Pipe(PipeParams::default())).unwrap_err();
         assert!(e.to_string().contains("no sequential engine"), "{e}");
     }
 
     #[test]
+    fn names() {
+        let names: Vec<&str> = WORDCOUNT.iter().map(|e| e.name()).collect();
+        assert_eq!(names, ["rill", "threads", "tokio", "sequential"]);
+        for e in WORDCOUNT {
+            assert_eq!(by_name(e.name()), Some(e));
+        }
+        assert_eq!(by_name("go"), None);
+    }
+
+    #[test]
     fn panics_become_errors() {
+        struct Boom;
+        impl Engine for Boom {
+            fn name(&self) -> &'static str {
+                "boom"
+            }
+            fn about(&self) -> &'static str {
+                "panics"
+            }
+            fn pipe(&self, _: &PipeParams) -> Result<Measurement> {
+                panic!("boom")
+            }
+        }
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
-        let r = guarded(Engine::Tokio, || panic!("boom"));
+        let r = run(&Boom, &Job::Pipe(PipeParams::default()));
         std::panic::set_hook(prev);
         let e = r.unwrap_err().to_string();
-        assert!(e.contains("tokio panicked: boom"), "{e}");
+        assert!(e.contains("boom panicked: boom"), "{e}");
     }
 }

@@ -7,10 +7,14 @@ use std::sync::OnceLock;
 use serde_json::{json, Map, Value};
 
 use crate::bench::{
-    Engine, Measurement, MicroRow, PipeParams, RingParams, WordcountParams, MICRO_CAPACITY,
+    Measurement, MicroParams, MicroRow, ParamError, PipeParams, RingParams, WordcountParams,
+    MICRO_CAPACITY,
 };
 use crate::cli::Command;
+use crate::engines::Engine;
 use crate::kernels::wordcount::TextSource;
+use crate::rill_engine::Rill;
+use crate::table::Table;
 
 static ALLOCATOR: OnceLock<&'static str> = OnceLock::new();
 
@@ -35,17 +39,8 @@ pub enum Job {
     Ring(RingParams),
     /// A word count run.
     Wordcount(WordcountParams),
-    /// A micro row with the worker count asked for.
-    Micro {
-        /// The row.
-        row: MicroRow,
-        /// Workers asked for (rows with their own count ignore it).
-        workers: usize,
-        /// `--monitor MODE` for rill (the peers ignore it).
-        monitor: Option<String>,
-        /// `--logs DIR` for rill: each row writes into `DIR/ROW`.
-        logs: Option<std::path::PathBuf>,
-    },
+    /// A micro row.
+    Micro(MicroParams),
 }
 
 impl Job {
@@ -55,7 +50,17 @@ impl Job {
             Job::Pipe(_) => "pipe",
             Job::Ring(_) => "ring",
             Job::Wordcount(_) => "wordcount",
-            Job::Micro { .. } => "micro",
+            Job::Micro(_) => "micro",
+        }
+    }
+
+    /// Checks the job's parameters (the `validate` of each parameter set).
+    pub fn validate(&self) -> Result<(), ParamError> {
+        match self {
+            Job::Pipe(p) => p.validate(),
+            Job::Ring(p) => p.validate(),
+            Job::Wordcount(p) => p.validate(),
+            Job::Micro(p) => p.validate(),
         }
     }
 
@@ -70,20 +75,14 @@ impl Job {
     /// A short label for progress lines: the benchmark, or the micro row.
     pub fn label(&self) -> String {
         match self {
-            Job::Micro { row, .. } => format!("micro {row}"),
+            Job::Micro(p) => format!("micro {}", p.row),
             _ => self.bench().to_string(),
         }
     }
 
     /// Whether the job's figure is a CPU share rather than ns per operation.
     pub fn is_cpu_share(&self) -> bool {
-        matches!(
-            self,
-            Job::Micro {
-                row: MicroRow::IdleCpu,
-                ..
-            }
-        )
+        matches!(self, Job::Micro(p) if p.row == MicroRow::IdleCpu)
     }
 
     /// The job's parameters as JSON fields.
@@ -95,7 +94,7 @@ impl Job {
                 "depth": p.depth,
                 "messages": p.messages,
                 "capacity": p.capacity,
-                "monitor": p.monitor,
+                "monitor": p.monitor.map(|f| f.to_string()),
                 "logs": p.logs,
             }),
             Job::Ring(p) => json!({
@@ -104,7 +103,7 @@ impl Job {
                 "size": p.size,
                 "hops": p.hops,
                 "capacity": p.capacity,
-                "monitor": p.monitor,
+                "monitor": p.monitor.map(|f| f.to_string()),
                 "logs": p.logs,
             }),
             Job::Wordcount(p) => {
@@ -122,23 +121,18 @@ impl Job {
                     "counters": p.counters,
                     "chunk": p.chunk,
                     "capacity": p.capacity,
-                    "monitor": p.monitor,
+                    "monitor": p.monitor.map(|f| f.to_string()),
                     "logs": p.logs,
                 })
             }
-            Job::Micro {
-                row,
-                workers,
-                monitor,
-                logs,
-            } => {
+            Job::Micro(p) => {
                 let mut v = json!({
-                    "row": row.name(),
-                    "workers": row.workers(*workers),
-                    "monitor": monitor,
-                    "logs": logs,
+                    "row": p.row.name(),
+                    "workers": p.row.workers(p.workers),
+                    "monitor": p.monitor.map(|f| f.to_string()),
+                    "logs": p.logs,
                 });
-                if matches!(row, MicroRow::Handoff | MicroRow::CrossWorkerRoundtrip) {
+                if matches!(p.row, MicroRow::Handoff | MicroRow::CrossWorkerRoundtrip) {
                     v["capacity"] = json!(MICRO_CAPACITY);
                 }
                 v
@@ -172,7 +166,7 @@ impl Job {
                 p.mapping,
                 p.workers
             ),
-            Job::Micro { workers, .. } => format!("micro  workers={workers}"),
+            Job::Micro(p) => format!("micro  workers={}", p.workers),
         }
     }
 }
@@ -183,7 +177,7 @@ pub struct Outcome {
     /// The job.
     pub job: Job,
     /// The engine it ran on.
-    pub engine: Engine,
+    pub engine: &'static dyn Engine,
     /// Index of the run among the repeats, from 0.
     pub run: u32,
     /// The measurement, or the error's text.
@@ -285,7 +279,7 @@ impl Stats {
 }
 
 /// The table row of one engine for one job: its stats, or the first error.
-fn engine_cell(job: &Job, engine: Engine, outcomes: &[Outcome]) -> Result<Stats, String> {
+fn engine_cell(job: &Job, engine: &dyn Engine, outcomes: &[Outcome]) -> Result<Stats, String> {
     let mine: Vec<&Outcome> = outcomes
         .iter()
         .filter(|o| o.engine == engine && o.job == *job)
@@ -320,11 +314,11 @@ fn fmt_figure(x: f64) -> String {
 
 /// The ratio column: `engine/rill = 3.2x`, or why there is none.
 fn ratio(
-    engine: Engine,
+    engine: &dyn Engine,
     mine: &Result<Stats, String>,
     rill: Option<&Result<Stats, String>>,
 ) -> String {
-    if engine == Engine::Rill {
+    if is_rill(engine) {
         return "-".to_string();
     }
     let label = format!("{engine}/rill");
@@ -335,14 +329,19 @@ fn ratio(
     }
 }
 
-/// Writes one table per job kind (pipe, ring, or all micro rows together): one
-/// row per engine (and micro row) with median, min and max over the repeats and
-/// the ratio to rill.
+/// Whether `engine` is rill, the engine the others are compared with.
+pub fn is_rill(engine: &dyn Engine) -> bool {
+    engine.name() == Rill.name()
+}
+
+/// Writes the table of a command's jobs (one pipe, ring or word count, or
+/// every micro row): its title, then one row per engine (and micro row) with
+/// median, min and max over the repeats and the ratio to rill, or the error.
 pub fn write_tables(
     out: &mut dyn Write,
     command: &Command,
     jobs: &[Job],
-    engines: &[Engine],
+    engines: &[&'static dyn Engine],
     outcomes: &[Outcome],
 ) -> io::Result<()> {
     let repeat = command.common().map_or(1, |c| c.repeat);
@@ -356,51 +355,43 @@ pub fn write_tables(
             allocator()
         )?;
     }
-    let row_col = if micro {
-        format!("{:<24}", "row")
-    } else {
-        String::new()
-    };
-    writeln!(
-        out,
-        "{row_col}{:<10} {:>8} {:>12} {:>12} {:>12}  vs rill",
-        "engine", "unit", "median", "min", "max"
-    )?;
+    let mut head = vec!["engine", "unit", "median", "min", "max", "vs rill"];
+    if micro {
+        head.insert(0, "row");
+    }
+    let text_cols: &[usize] = if micro { &[0, 1, 6] } else { &[0, 5] };
+    let mut table = Table::plain(head).left(text_cols);
     for job in jobs {
-        let cells: Vec<(Engine, Result<Stats, String>)> = engines
+        let cells: Vec<(&dyn Engine, Result<Stats, String>)> = engines
             .iter()
             .map(|&e| (e, engine_cell(job, e, outcomes)))
             .collect();
-        let rill = cells
-            .iter()
-            .find(|(e, _)| *e == Engine::Rill)
-            .map(|(_, c)| c);
+        let rill = cells.iter().find(|(e, _)| is_rill(*e)).map(|(_, c)| c);
         for (engine, cell) in &cells {
-            let row_col = match job {
-                Job::Micro { row, .. } => format!("{:<24}", row.name()),
-                _ => String::new(),
+            let mut row = match job {
+                Job::Micro(p) => vec![p.row.name().to_string()],
+                _ => Vec::new(),
             };
+            row.extend([engine.name().to_string(), unit(job).to_string()]);
             match cell {
-                Ok(s) => writeln!(
-                    out,
-                    "{row_col}{:<10} {:>8} {:>12} {:>12} {:>12}  {}",
-                    engine.name(),
-                    unit(job),
+                Ok(s) => row.extend([
                     fmt_figure(s.median),
                     fmt_figure(s.min),
                     fmt_figure(s.max),
-                    ratio(*engine, cell, rill)
-                )?,
-                Err(e) => writeln!(out, "{row_col}{:<10} error: {e}", engine.name())?,
+                    ratio(*engine, cell, rill),
+                ]),
+                Err(e) => row.extend(["-".into(), "-".into(), "-".into(), format!("error: {e}")]),
             }
+            table.row(row);
         }
     }
-    Ok(())
+    write!(out, "{table}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::{threads::Threads, tokio_rt::Tokio};
     use std::time::Duration;
 
     fn pipe_job() -> Job {
@@ -425,7 +416,7 @@ mod tests {
     fn json_line_has_required_keys() {
         let o = Outcome {
             job: pipe_job(),
-            engine: Engine::Threads,
+            engine: &Threads,
             run: 2,
             result: Ok(Measurement::new(Duration::from_millis(3), 30).with("threads", 4)),
         };
@@ -463,7 +454,7 @@ mod tests {
     fn json_line_for_ring_micro_and_errors() {
         let ring = Outcome {
             job: Job::Ring(RingParams::default()),
-            engine: Engine::Tokio,
+            engine: &Tokio,
             run: 0,
             result: Ok(Measurement::new(Duration::from_millis(1), 1000)),
         };
@@ -479,13 +470,8 @@ mod tests {
             assert!(v.get(key).is_some(), "missing {key} in {v}");
         }
         let idle = Outcome {
-            job: Job::Micro {
-                row: MicroRow::IdleCpu,
-                workers: 8,
-                monitor: None,
-                logs: None,
-            },
-            engine: Engine::Threads,
+            job: Job::Micro(MicroParams::new(MicroRow::IdleCpu, 8)),
+            engine: &Threads,
             run: 0,
             result: Ok(Measurement::new(Duration::from_millis(50), 0).with("cpu_share", 0.01)),
         };
@@ -496,7 +482,7 @@ mod tests {
         assert_eq!(v["cpu_share"], 0.01);
         let failed = Outcome {
             job: pipe_job(),
-            engine: Engine::Rill,
+            engine: &Rill,
             run: 0,
             result: Err("rill engine not wired yet".into()),
         };
@@ -516,14 +502,14 @@ mod tests {
             })
         };
         assert_eq!(
-            ratio(Engine::Threads, &s(30.0), Some(&s(10.0))),
+            ratio(&Threads, &s(30.0), Some(&s(10.0))),
             "threads/rill = 3.00x"
         );
-        assert_eq!(ratio(Engine::Rill, &s(10.0), Some(&s(10.0))), "-");
+        assert_eq!(ratio(&Rill, &s(10.0), Some(&s(10.0))), "-");
         assert_eq!(
-            ratio(Engine::Tokio, &s(10.0), Some(&Err("x".into()))),
+            ratio(&Tokio, &s(10.0), Some(&Err("x".into()))),
             "tokio/rill = n/a"
         );
-        assert_eq!(ratio(Engine::Tokio, &s(10.0), None), "");
+        assert_eq!(ratio(&Tokio, &s(10.0), None), "");
     }
 }

@@ -1,42 +1,35 @@
-//! The rill engine: the benchmarks on rill's own tasks and streams, adapted
-//! from [`crate::rill_runs`] to the command line's parameter and measurement
-//! types.
-//!
-//! Pipe placement follows LPEL's test: the source runs on worker 0 and the
-//! sink on worker 1 (when there are two workers); `const` puts every relay on
-//! worker 0, `rr` alternates relays over the workers, `parts` cuts the relays
-//! into two contiguous halves on workers 0 and 1. `wall` covers the run of the
-//! network (the tasks are created just before it) and excludes building the
-//! runtime.
+//! The rill engine: the benchmarks on rill's own tasks and streams
+//! ([`crate::rill_runs`], and [`crate::apps::wordcount`] for the word count),
+//! their figures turned into the command line's measurements. `wall` covers
+//! the run of the network (the tasks are created just before it) and
+//! excludes building the runtime.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use rill::{MonitorConfig, MonitorFlags};
 
 use crate::apps;
-use crate::bench::{Measurement, MicroRow, PipeParams, Placement, RingParams, WordcountParams};
-use crate::rill_runs::{self, Micro, PipePlacement, RunInfo};
+use crate::bench::{Measurement, MicroParams, MicroRow, PipeParams, RingParams, WordcountParams};
+use crate::engines::Engine;
+use crate::rill_runs::{self, RunInfo};
 
-/// Turns `--monitor MODE` and `--logs DIR` into the runtime's setting. The
-/// logs of benchmark `bench` go to `DIR` (default `rill-logs/BENCH`).
+/// The runtime's monitoring setting for `--monitor MODE` (off when not
+/// given) and `--logs DIR`. The logs of benchmark `bench` go to `DIR`
+/// (default `rill-logs/BENCH`).
 pub fn monitor_config(
-    mode: Option<&str>,
+    mode: Option<MonitorFlags>,
     logs: Option<&Path>,
     bench: &str,
-) -> Result<MonitorConfig> {
-    let flags: MonitorFlags = match mode {
-        None => MonitorFlags::OFF,
-        Some(m) => m.parse().map_err(|e| anyhow!("--monitor {m}: {e}"))?,
-    };
+) -> MonitorConfig {
     let dir = match logs {
         Some(d) => d.to_path_buf(),
         None => PathBuf::from("rill-logs").join(bench),
     };
-    Ok(MonitorConfig {
-        flags,
+    MonitorConfig {
+        flags: mode.unwrap_or(MonitorFlags::OFF),
         dir: Some(dir),
-    })
+    }
 }
 
 fn with_info(m: Measurement, info: &RunInfo, mon: &MonitorConfig) -> Measurement {
@@ -64,67 +57,56 @@ fn micro_ops(row: MicroRow) -> u64 {
     }
 }
 
-/// Pipe on rill: a source, `depth - 2` relays and a sink.
-pub fn pipe(p: &PipeParams) -> Result<Measurement> {
-    let placement = match p.placement {
-        Placement::Const => PipePlacement::Const,
-        Placement::Rr => PipePlacement::Rr,
-        Placement::Parts => PipePlacement::Parts,
-    };
-    let mon = monitor_config(p.monitor.as_deref(), p.logs.as_deref(), "pipe")?;
-    let info = rill_runs::pipe_mon(p.depth, p.messages, p.capacity, p.workers, placement, &mon)?;
-    Ok(with_info(
-        Measurement::new(info.wall, p.messages * (p.depth as u64 - 1)),
-        &info,
-        &mon,
-    ))
-}
+/// rill: lightweight tasks on pinned workers, connected by rill streams.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Rill;
 
-/// Ring on rill: `size` tasks passing one token for `hops` hops.
-pub fn ring(p: &RingParams) -> Result<Measurement> {
-    let mon = monitor_config(p.monitor.as_deref(), p.logs.as_deref(), "ring")?;
-    let placement = match p.placement {
-        Placement::Const => PipePlacement::Const,
-        Placement::Rr => PipePlacement::Rr,
-        Placement::Parts => PipePlacement::Parts,
-    };
-    let info = rill_runs::ring_mon(p.size, p.hops, p.capacity, p.workers, placement, &mon)?;
-    Ok(with_info(Measurement::new(info.wall, p.hops), &info, &mon))
-}
-
-/// The word count on rill ([`apps::wordcount`]), checked against the
-/// sequential count after the run.
-pub fn wordcount(p: &WordcountParams) -> Result<Measurement> {
-    let mon = monitor_config(p.monitor.as_deref(), p.logs.as_deref(), "wordcount")?;
-    let run = apps::wordcount::run(p, &mon)?;
-    let info = RunInfo::of(run.wall, &run.stats);
-    let m = p.measured(run.wall, &run.value)?;
-    Ok(with_info(m, &info, &mon).with("mapping", p.mapping.name()))
-}
-
-/// One micro row on rill. `yield`, `spawn` and `handoff` run on one worker,
-/// `cross_worker_roundtrip` and `idle_cpu` on two. With monitoring, the row's
-/// logs go to `LOGS/ROW` (default `rill-logs/micro/ROW`).
-pub fn micro(
-    row: MicroRow,
-    _workers: usize,
-    monitor: Option<&str>,
-    logs: Option<&Path>,
-) -> Result<Measurement> {
-    let logs = logs.map(|d| d.join(row.name()));
-    let mon = monitor_config(monitor, logs.as_deref(), &format!("micro/{}", row.name()))?;
-    let n = micro_ops(row);
-    let m = match row {
-        MicroRow::Yield => Micro::Yield,
-        MicroRow::Spawn => Micro::Spawn,
-        MicroRow::Handoff => Micro::Handoff,
-        MicroRow::CrossWorkerRoundtrip => Micro::CrossWorkerRoundtrip,
-        MicroRow::IdleCpu => Micro::IdleCpu,
-    };
-    let (wall, ops, info) = rill_runs::micro_mon(m, n, &mon)?;
-    if row == MicroRow::IdleCpu {
-        let m = Measurement::new(wall, 0).with("cpu_share", ops as f64 / 1e6);
-        return Ok(with_info(m, &info, &mon));
+impl Engine for Rill {
+    fn name(&self) -> &'static str {
+        "rill"
     }
-    Ok(with_info(Measurement::new(wall, ops), &info, &mon))
+
+    fn about(&self) -> &'static str {
+        "rill's lightweight tasks and streams"
+    }
+
+    /// A source, `depth - 2` relays and a sink.
+    fn pipe(&self, p: &PipeParams) -> Result<Measurement> {
+        let mon = monitor_config(p.monitor, p.logs.as_deref(), "pipe");
+        let info = rill_runs::pipe(p, &mon)?;
+        Ok(with_info(
+            Measurement::new(info.wall, p.channel_hops()),
+            &info,
+            &mon,
+        ))
+    }
+
+    /// `size` tasks passing one token for `hops` hops.
+    fn ring(&self, p: &RingParams) -> Result<Measurement> {
+        let mon = monitor_config(p.monitor, p.logs.as_deref(), "ring");
+        let info = rill_runs::ring(p, &mon)?;
+        Ok(with_info(Measurement::new(info.wall, p.hops), &info, &mon))
+    }
+
+    /// One micro row ([`rill_runs::micro`] says on how many workers). With
+    /// monitoring, the row's logs go to `LOGS/ROW` (default
+    /// `rill-logs/micro/ROW`).
+    fn micro(&self, p: &MicroParams) -> Result<Measurement> {
+        let row = p.row;
+        let logs = p.logs.as_ref().map(|d| d.join(row.name()));
+        let mon = monitor_config(p.monitor, logs.as_deref(), &format!("micro/{}", row.name()));
+        let ops = p.ops.unwrap_or_else(|| micro_ops(row));
+        let (m, info) = rill_runs::micro(row, ops, &mon)?;
+        Ok(with_info(m, &info, &mon))
+    }
+
+    /// The word count network ([`apps::wordcount`]), checked against the
+    /// sequential count after the run.
+    fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
+        let mon = monitor_config(p.monitor, p.logs.as_deref(), "wordcount");
+        let run = apps::wordcount::run(p, &mon)?;
+        let info = RunInfo::of(run.wall, &run.stats);
+        let m = p.measured(run.wall, &run.value)?;
+        Ok(with_info(m, &info, &mon).with("mapping", p.mapping.name()))
+    }
 }

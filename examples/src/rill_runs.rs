@@ -1,25 +1,18 @@
-//! The pipe, ring and micro benchmarks on rill, with plain parameters. The
-//! `rill-bench` engine layer wraps these.
+//! The pipe, ring and micro benchmarks as rill networks, run by the `rill`
+//! engine ([`crate::rill_engine`]). Each takes the benchmark's parameters,
+//! already validated, and the monitoring setting, and returns the run's
+//! figures.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use rill::{MonitorConfig, Runtime};
 
-/// Where the relays of a pipe go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PipePlacement {
-    /// Every relay on worker 0.
-    Const,
-    /// Relays alternate over the workers.
-    Rr,
-    /// Relays cut into two contiguous halves, on workers 0 and 1.
-    Parts,
-}
+use crate::bench::{measure_idle_cpu, Measurement, MicroRow, PipeParams, Placement, RingParams};
 
-fn runtime_mon(workers: usize, capacity: usize, mon: &MonitorConfig) -> Result<Runtime> {
+fn runtime(workers: usize, capacity: usize, mon: &MonitorConfig) -> Result<Runtime> {
     Ok(Runtime::builder()
         .workers(workers)
         .capacity(capacity)
@@ -55,46 +48,24 @@ impl RunInfo {
     }
 }
 
-/// LPEL's pipe: a source, `depth - 2` relays and a sink. Returns the wall time
-/// of the run; fails if the sink did not get exactly 0..messages in order.
-pub fn pipe(
-    depth: usize,
-    messages: u64,
-    capacity: usize,
-    workers: usize,
-    placement: PipePlacement,
-) -> Result<Duration> {
-    Ok(pipe_mon(
-        depth,
-        messages,
-        capacity,
-        workers,
-        placement,
-        &MonitorConfig::off(),
-    )?
-    .wall)
-}
-
-/// [`pipe`] with monitoring.
-pub fn pipe_mon(
-    depth: usize,
-    messages: u64,
-    capacity: usize,
-    workers: usize,
-    placement: PipePlacement,
-    mon: &MonitorConfig,
-) -> Result<RunInfo> {
-    if depth < 2 {
-        bail!("pipe depth must be at least 2 (a source and a sink)");
-    }
-    let mut rt = runtime_mon(workers, capacity, mon)?;
-    let relays = depth - 2;
+/// LPEL's pipe: a source, `depth - 2` relays and a sink. The placement
+/// follows LPEL's test rather than [`Placement::worker_of`]: the source runs
+/// on worker 0 and the sink on worker 1 (when there are two workers);
+/// `const` puts every relay on worker 0, `rr` puts relay `k` on worker
+/// `(k + 1) mod W`, `parts` cuts the relays into two contiguous halves on
+/// the source's and the sink's workers. Fails if the sink did not get
+/// exactly `0..messages` in order.
+pub fn pipe(p: &PipeParams, mon: &MonitorConfig) -> Result<RunInfo> {
+    let (workers, messages, capacity) = (p.workers, p.messages, p.capacity);
+    let mut rt = runtime(workers, capacity, mon)?;
+    let relays = p.depth - 2;
     let last = workers.min(2) - 1;
+    let placement = p.placement;
     let place = move |k: usize| -> usize {
         match placement {
-            PipePlacement::Const => 0,
-            PipePlacement::Rr => (k + 1) % workers,
-            PipePlacement::Parts => {
+            Placement::Const => 0,
+            Placement::Rr => (k + 1) % workers,
+            Placement::Parts => {
                 if k < relays / 2 {
                     0
                 } else {
@@ -147,36 +118,15 @@ pub fn pipe_mon(
 /// LPEL's ring: one token passed around `size` tasks for `hops` hops in total.
 /// Task i reads stream i and writes stream i+1 (mod size); the token counts
 /// its hops, and the task that receives it after the last hop stops, which
-/// closes the ring task by task.
-pub fn ring(size: usize, hops: u64, capacity: usize, workers: usize) -> Result<Duration> {
-    Ok(ring_mon(
-        size,
-        hops,
-        capacity,
-        workers,
-        PipePlacement::Rr,
-        &MonitorConfig::off(),
-    )?
-    .wall)
-}
-
-/// [`ring`] with monitoring.
-pub fn ring_mon(
-    size: usize,
-    hops: u64,
-    capacity: usize,
-    workers: usize,
-    placement: PipePlacement,
-    mon: &MonitorConfig,
-) -> Result<RunInfo> {
-    if size < 2 {
-        bail!("ring size must be at least 2");
-    }
-    let mut rt = runtime_mon(workers, capacity, mon)?;
+/// closes the ring task by task. Task i runs on
+/// [`Placement::worker_of`]`(i, size, workers)`.
+pub fn ring(p: &RingParams, mon: &MonitorConfig) -> Result<RunInfo> {
+    let (size, hops) = (p.size, p.hops);
+    let mut rt = runtime(p.workers, p.capacity, mon)?;
     let mut writers: Vec<Option<rill::Writer<u64>>> = Vec::new();
     let mut readers: Vec<Option<rill::Reader<u64>>> = Vec::new();
     for _ in 0..size {
-        let (w, r) = rill::stream::<u64>(capacity);
+        let (w, r) = rill::stream::<u64>(p.capacity);
         writers.push(Some(w));
         readers.push(Some(r));
     }
@@ -187,11 +137,7 @@ pub fn ring_mon(
             .take()
             .expect("each writer is taken once");
         let result = result.clone();
-        let worker = match placement {
-            PipePlacement::Const => 0,
-            PipePlacement::Rr => i % workers,
-            PipePlacement::Parts => i * workers / size,
-        };
+        let worker = p.placement.worker_of(i, size, p.workers);
         rt.try_spawn_on(worker, format!("ring/{i}"), move || {
             if i == 0 && wout.write(0).is_err() {
                 return;
@@ -218,49 +164,43 @@ pub fn ring_mon(
     Ok(RunInfo::of(wall, &stats))
 }
 
-/// Micro-benchmark rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Micro {
-    /// One task yielding on one worker.
-    Yield,
-    /// Spawn, run and exit of an empty task.
-    Spawn,
-    /// One message between two tasks on one worker.
-    Handoff,
-    /// Ping-pong between tasks on two workers.
-    CrossWorkerRoundtrip,
-    /// CPU share of an idle worker after 10 ms with nothing to do.
-    IdleCpu,
+/// A value a task fills in and the caller reads after the run.
+type Shared<T> = Arc<Mutex<Option<T>>>;
+
+fn take<T>(slot: &Shared<T>, what: &str) -> Result<T> {
+    slot.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .ok_or_else(|| anyhow!("{what}: the timing task did not finish"))
 }
 
-/// Runs a micro row with `n` operations. Returns (wall time, operations); for
-/// `IdleCpu` the second value is the CPU share in parts per million.
-pub fn micro(row: Micro, n: u64) -> Result<(Duration, u64)> {
-    micro_mon(row, n, &MonitorConfig::off()).map(|(d, ops, _)| (d, ops))
-}
-
-/// [`micro`] with monitoring; also returns the run's statistics.
-pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u64, RunInfo)> {
-    let runtime = |workers, capacity| runtime_mon(workers, capacity, mon);
+/// Runs micro row `row` with `n` operations: `yield`, `spawn` and `handoff`
+/// on one worker, `cross_worker_roundtrip` on two, and `idle_cpu` on two
+/// (worker 0 blocked in the OS by a task that measures with
+/// [`measure_idle_cpu`], worker 1 idle; `n` does not apply). Returns the
+/// measurement (`n` operations in the time the row times) and the run's
+/// figures.
+pub fn micro(row: MicroRow, n: u64, mon: &MonitorConfig) -> Result<(Measurement, RunInfo)> {
+    let timed =
+        |d: Duration, stats: &rill::RunStats| (Measurement::new(d, n), RunInfo::of(d, stats));
     match row {
-        Micro::Yield => {
-            let mut rt = runtime(1, 16)?;
-            let t = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+        MicroRow::Yield => {
+            let mut rt = runtime(1, 16, mon)?;
+            let t: Shared<Duration> = Shared::default();
             let t2 = t.clone();
             rt.spawn("micro/yield", move || {
                 let t0 = Instant::now();
                 for _ in 0..n {
                     rill::yield_now();
                 }
-                *t2.lock().unwrap() = t0.elapsed();
+                *t2.lock().unwrap() = Some(t0.elapsed());
             });
             let stats = rt.run()?;
-            let d = *t.lock().unwrap();
-            Ok((d, n, RunInfo::of(d, &stats)))
+            Ok(timed(take(&t, "yield")?, &stats))
         }
-        Micro::Spawn => {
-            let mut rt = runtime(1, 16)?;
-            let t = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+        MicroRow::Spawn => {
+            let mut rt = runtime(1, 16, mon)?;
+            let t: Shared<Duration> = Shared::default();
             let t2 = t.clone();
             let done = Arc::new(AtomicU64::new(0));
             let d2 = done.clone();
@@ -281,17 +221,16 @@ pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u
                 while d2.load(Ordering::Relaxed) < n {
                     rill::yield_now();
                 }
-                *t2.lock().unwrap() = t0.elapsed();
+                *t2.lock().unwrap() = Some(t0.elapsed());
             });
             let stats = rt.run()?;
             if done.load(Ordering::Relaxed) != n {
                 bail!("spawn: {} of {n} tasks ran", done.load(Ordering::Relaxed));
             }
-            let d = *t.lock().unwrap();
-            Ok((d, n, RunInfo::of(d, &stats)))
+            Ok(timed(take(&t, "spawn")?, &stats))
         }
-        Micro::Handoff => {
-            let mut rt = runtime(1, 16)?;
+        MicroRow::Handoff => {
+            let mut rt = runtime(1, 16, mon)?;
             let (mut w, mut r) = rill::stream::<u64>(16);
             rt.spawn("micro/writer", move || {
                 for i in 0..n {
@@ -313,13 +252,13 @@ pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u
             if sum.load(Ordering::Relaxed) != n * (n.saturating_sub(1)) / 2 {
                 bail!("handoff: wrong sum");
             }
-            Ok((d, n, RunInfo::of(d, &stats)))
+            Ok(timed(d, &stats))
         }
-        Micro::CrossWorkerRoundtrip => {
-            let mut rt = runtime(2, 1)?;
+        MicroRow::CrossWorkerRoundtrip => {
+            let mut rt = runtime(2, 1, mon)?;
             let (mut pw, mut pr) = rill::stream::<u64>(1);
             let (mut qw, mut qr) = rill::stream::<u64>(1);
-            let t = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+            let t: Shared<Duration> = Shared::default();
             let t2 = t.clone();
             rt.try_spawn_on(0, "micro/ping", move || {
                 let t0 = Instant::now();
@@ -328,7 +267,7 @@ pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u
                     let v = qr.read().unwrap();
                     assert_eq!(v, i);
                 }
-                *t2.lock().unwrap() = t0.elapsed();
+                *t2.lock().unwrap() = Some(t0.elapsed());
             })?;
             rt.try_spawn_on(1, "micro/pong", move || {
                 while let Some(v) = pr.read() {
@@ -338,40 +277,20 @@ pub fn micro_mon(row: Micro, n: u64, mon: &MonitorConfig) -> Result<(Duration, u
                 }
             })?;
             let stats = rt.run()?;
-            let d = *t.lock().unwrap();
-            Ok((d, n, RunInfo::of(d, &stats)))
+            Ok(timed(take(&t, "cross_worker_roundtrip")?, &stats))
         }
-        Micro::IdleCpu => {
-            let mut rt = runtime(2, 16)?;
-            let share = Arc::new(AtomicU64::new(0));
-            let s2 = share.clone();
+        MicroRow::IdleCpu => {
+            let mut rt = runtime(2, 16, mon)?;
+            let m: Shared<Result<Measurement>> = Shared::default();
+            let m2 = m.clone();
+            // Worker 1 has nothing to do; this task blocks worker 0 in the OS.
             rt.try_spawn_on(0, "micro/sleeper", move || {
-                // Worker 1 has nothing to do; this task blocks worker 0 in the OS.
-                std::thread::sleep(Duration::from_millis(10));
-                let c0 = process_cpu();
-                let w0 = Instant::now();
-                std::thread::sleep(Duration::from_millis(50));
-                let c1 = process_cpu();
-                let wall = w0.elapsed();
-                let ppm = (c1.saturating_sub(c0)).as_secs_f64() / wall.as_secs_f64() * 1e6;
-                s2.store(ppm as u64, Ordering::Relaxed);
+                *m2.lock().unwrap() = Some(measure_idle_cpu());
             })?;
             let t0 = Instant::now();
             let stats = rt.run()?;
             let d = t0.elapsed();
-            Ok((d, share.load(Ordering::Relaxed), RunInfo::of(d, &stats)))
+            Ok((take(&m, "idle_cpu")??, RunInfo::of(d, &stats)))
         }
     }
-}
-
-/// CPU time of the whole process (user + system).
-pub fn process_cpu() -> Duration {
-    // SAFETY: getrusage writes into the struct we pass; a zeroed rusage is valid.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        ru
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
 }

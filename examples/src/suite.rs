@@ -12,13 +12,17 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use rill::MonitorFlags;
+use rill_monitor::xml_escape;
 use serde_json::{json, Value};
 
-use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice, MonitorSpec};
-use crate::bench::{Engine, ParamError, PipeParams, Placement, RingParams, WordcountParams};
-use crate::cli::{run_job, AllArgs, AppCommand, CliError, CompareArgs, Summary};
+use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice};
+use crate::bench::{ParamError, PipeParams, Placement, RingParams, WordcountParams};
+use crate::cli::{AllArgs, AppCommand, CliError, CompareArgs, Summary};
+use crate::engines::{self, Engine};
 use crate::kernels::wordcount::{Corpus, TextSource};
 use crate::report::{self, Job, Outcome, Stats};
+use crate::table::Table;
 
 /// One finished (or failed) run of an application.
 struct Done {
@@ -46,7 +50,7 @@ impl Done {
                 "bench": bench,
                 "workers": self.opts.workers,
                 "mapping": self.opts.mapping.name(),
-                "monitor": self.opts.monitor,
+                "monitor": self.opts.monitor.to_string(),
                 "run": self.run,
                 "verified": false,
                 "error": e,
@@ -80,7 +84,7 @@ fn run_once(app: &dyn App, opts: &AppOpts, run: u32) -> Done {
         .and_then(|mut r| {
             // A monitored run: read its logs back (rill-mon's summary), so
             // that waiting events and log sizes appear beside the timing.
-            if !MonitorSpec::parse(&opts.monitor).is_ok_and(|s| s.is_off()) {
+            if !opts.monitor.is_off() {
                 let dir = opts
                     .logs
                     .clone()
@@ -288,7 +292,7 @@ pub fn compare(
                 "bench": app.name(),
                 "compare": true,
                 "workers": base.workers,
-                "monitor": base.monitor,
+                "monitor": base.monitor.to_string(),
                 "runs": repeat,
                 "rr_median_ms": rs.map(|s| s.median),
                 "manual_median_ms": ms.map(|s| s.median),
@@ -304,31 +308,32 @@ pub fn compare(
         "workers={} monitor={}  ({repeat} runs of each mapping, alternating)",
         base.workers, base.monitor
     )?;
-    let cols = extra_medians(&rr);
-    let mut head = format!(
-        "{:<8} {:>10} {:>10} {:>10}",
-        "mapping", "median ms", "min ms", "max ms"
+    let mut head = vec![
+        "mapping".to_string(),
+        "median ms".into(),
+        "min ms".into(),
+        "max ms".into(),
+    ];
+    head.extend(
+        extra_medians(&rr)
+            .into_iter()
+            .map(|(name, _)| name.to_string()),
     );
-    for (name, _) in &cols {
-        let _ = write!(head, " {name:>11}");
-    }
-    writeln!(out, "{head}")?;
+    let mut table = Table::plain(head).left(&[0]);
     for (m, runs, st) in [(&mappings[0], &rr, rs), (&mappings[1], &manual, ms)] {
-        let mut line = match st {
-            Some(s) => format!(
-                "{:<8} {:>10.1} {:>10.1} {:>10.1}",
-                m.name(),
-                s.median,
-                s.min,
-                s.max
-            ),
-            None => format!("{:<8} {:>10}", m.name(), "failed"),
-        };
-        for (_, v) in extra_medians(runs) {
-            let _ = write!(line, " {v:>11.1}");
+        let mut row = vec![m.name()];
+        match st {
+            Some(s) => row.extend([s.median, s.min, s.max].map(|v| format!("{v:.1}"))),
+            None => row.push("failed".into()),
         }
-        writeln!(out, "{line}")?;
+        row.extend(
+            extra_medians(runs)
+                .into_iter()
+                .map(|(_, v)| format!("{v:.1}")),
+        );
+        table.row(row);
     }
+    write!(out, "{table}")?;
     match speedup {
         Some(s) => writeln!(out, "speedup (rr median / manual median): {s:.2}x")?,
         None => writeln!(out, "speedup: n/a (a mapping had no verified run)")?,
@@ -431,8 +436,7 @@ fn fmt_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 }
 
 fn table(rows: &[Row]) -> String {
-    let mut s = format!(
-        "{:<11} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}\n",
+    let mut t = Table::plain([
         "bench",
         "engine",
         "mapping",
@@ -444,42 +448,33 @@ fn table(rows: &[Row]) -> String {
         "verified",
         "log KB",
         "B/ev",
-        "note (monitored: WE/WT ms per worker)"
-    );
+        "note (monitored: WE/WT ms per worker)",
+    ])
+    .left(&[0, 1, 2, 3, 11]);
     for r in rows {
-        let _ = writeln!(
-            s,
-            "{:<11} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}  {}",
+        t.row([
             r.label(),
-            r.engine,
-            r.mapping,
-            r.monitor,
+            r.engine.to_string(),
+            r.mapping.clone(),
+            r.monitor.clone(),
             fmt_opt(r.wall.map(|w| w.median), |v| format!("{v:.1}")),
             fmt_opt(r.wall.map(|w| w.min), |v| format!("{v:.1}")),
             fmt_opt(r.speedup, |v| format!("{v:.2}x")),
             fmt_opt(r.overhead, |v| format!("{v:+.1}%")),
-            if r.verified { "yes" } else { "NO" },
-            fmt_opt(
-                r.mon.as_ref().map(|m| m.log_bytes as f64 / 1024.0),
-                |v| format!("{v:.0}")
-            ),
-            fmt_opt(r.mon.as_ref().map(|m| m.bytes_per_event()), |v| format!(
-                "{v:.2}"
-            )),
+            if r.verified { "yes" } else { "NO" }.to_string(),
+            fmt_opt(r.mon.as_ref().map(|m| m.log_bytes as f64 / 1024.0), |v| {
+                format!("{v:.0}")
+            }),
+            fmt_opt(r.mon.as_ref().map(|m| m.bytes_per_event()), |v| {
+                format!("{v:.2}")
+            }),
             match &r.mon {
                 Some(m) if r.note.is_empty() => waits_text(m),
                 _ => r.note.clone(),
-            }
-        );
+            },
+        ]);
     }
-    s
-}
-
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    t.to_string()
 }
 
 fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
@@ -490,8 +485,8 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
          <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
          td,th{{border:1px solid #bbb;padding:3px 8px}}td.n{{text-align:right}}\
          tr.bad{{background:#fdd}}</style></head><body>\n<h1>rill report</h1>\n<p>{}</p>\n<p>{}</p>\n",
-        html_escape(title),
-        html_escape(machine)
+        xml_escape(title),
+        xml_escape(machine)
     );
     h.push_str(
         "<p>wall: median (and minimum) of the runs, in milliseconds, of the network's run \
@@ -515,7 +510,7 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
                 format!(
                     "<a href=\"{0}/summary.txt\">summary</a> <a href=\"{0}/summary.json\">json</a> \
                      <a href=\"{0}/timeline.svg\">timeline</a>",
-                    html_escape(&rel)
+                    xml_escape(&rel)
                 )
             }
             _ => String::new(),
@@ -526,16 +521,16 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
              <td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td>\
              <td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
             if r.verified { "" } else { " class=bad" },
-            html_escape(&r.label()),
+            xml_escape(&r.label()),
             r.engine,
-            html_escape(&r.mapping),
-            html_escape(&r.monitor),
+            xml_escape(&r.mapping),
+            xml_escape(&r.monitor),
             fmt_opt(r.wall.map(|w| w.median), |v| format!("{v:.1}")),
             fmt_opt(r.wall.map(|w| w.min), |v| format!("{v:.1}")),
             fmt_opt(r.speedup, |v| format!("{v:.2}x")),
             fmt_opt(r.overhead, |v| format!("{v:+.1}%")),
             if r.verified { "yes" } else { "NO" },
-            html_escape(&r.note),
+            xml_escape(&r.note),
             fmt_opt(
                 r.mon.as_ref().map(|m| m.log_bytes as f64 / 1024.0),
                 |v| format!("{v:.0}")
@@ -560,9 +555,9 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
             let _ = writeln!(
                 h,
                 "<h2>{} ({} mapping, monitored)</h2>\n<img src=\"{}/timeline.svg\" style=\"max-width:100%\">",
-                html_escape(&r.label()),
-                html_escape(&r.mapping),
-                html_escape(&rel)
+                xml_escape(&r.label()),
+                xml_escape(&r.mapping),
+                xml_escape(&rel)
             );
         }
     }
@@ -587,9 +582,319 @@ pub fn machine() -> String {
     format!("{cores} cores available, {model}")
 }
 
-fn logs_dir(out: &Path, app: &str, m: &MappingChoice, monitor: &str) -> Option<PathBuf> {
-    (!MonitorSpec::parse(monitor).is_ok_and(|s| s.is_off()))
-        .then(|| out.join("logs").join(format!("{app}-{m}")))
+fn logs_dir(out: &Path, app: &str, m: &MappingChoice, monitor: MonitorFlags) -> Option<PathBuf> {
+    (!monitor.is_off()).then(|| out.join("logs").join(format!("{app}-{m}")))
+}
+
+/// The mappings and monitoring modes every application runs with in
+/// `rill-bench all`, in the order they run.
+const ALL_MAPPINGS: [MappingChoice; 2] = [MappingChoice::Rr, MappingChoice::Manual];
+const ALL_MONITORS: [MonitorFlags; 2] = [MonitorFlags::OFF, MonitorFlags::FULL];
+
+/// An application's runs under one mapping and monitoring mode.
+type AppCell = (MappingChoice, MonitorFlags, Vec<Done>);
+
+/// The engines a peer benchmark runs on.
+type Engines = &'static [&'static dyn Engine];
+
+/// One engine's outcomes of a peer benchmark.
+type EngineCell = (&'static dyn Engine, Vec<Outcome>);
+
+fn param_error(e: impl std::fmt::Display) -> CliError {
+    CliError::Params(ParamError(e.to_string()))
+}
+
+/// The peer benchmarks of `rill-bench all`, each with the engines it runs
+/// on: the pipe and the ring with rr placement (every hand-off crosses
+/// workers, rill's weakest rows) and the ring with its default placement,
+/// beside their peers, and the word count of 2 MB (200 kB with `--quick`)
+/// beside its peers and the sequential loop.
+fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, CliError> {
+    let (depth, messages, size, hops, bytes) = if quick {
+        (10, 2_000, 10, 2_000, 200_000)
+    } else {
+        (50, 20_000, 100, 20_000, 2_000_000)
+    };
+    let pipe = PipeParams {
+        depth,
+        messages,
+        workers,
+        placement: Placement::Rr,
+        ..PipeParams::default()
+    };
+    let ring = RingParams {
+        size,
+        hops,
+        workers,
+        ..RingParams::default()
+    };
+    let ring_rr = RingParams {
+        placement: Placement::Rr,
+        ..ring.clone()
+    };
+    let corpus = Corpus::new(TextSource::Generated { bytes, seed: 1 }).map_err(param_error)?;
+    Ok(vec![
+        (Job::Pipe(pipe), &engines::NETWORKS[..]),
+        (Job::Ring(ring), &engines::NETWORKS[..]),
+        (Job::Ring(ring_rr), &engines::NETWORKS[..]),
+        (
+            Job::Wordcount(WordcountParams::new(corpus, workers)),
+            &engines::WORDCOUNT[..],
+        ),
+    ])
+}
+
+/// One `rill-bench all` in progress: its settings, where its output goes,
+/// the runs counted so far and the JSON lines of those runs.
+struct AllRun<'a> {
+    args: &'a AllArgs,
+    workers: usize,
+    repeat: u32,
+    out: &'a mut dyn Write,
+    progress: &'a mut dyn Write,
+    summary: Summary,
+    /// The configuration running (for the progress lines), of `steps`.
+    step: usize,
+    steps: usize,
+    json_runs: Vec<Value>,
+}
+
+impl AllRun<'_> {
+    /// Keeps a run's JSON line for results.json, marked as part of `all`,
+    /// and prints it with `--json`.
+    fn record(&mut self, mut line: Value) -> Result<(), CliError> {
+        line["suite"] = json!("all");
+        if self.args.json {
+            writeln!(self.out, "{line}")?;
+        }
+        self.json_runs.push(line);
+        Ok(())
+    }
+
+    /// Runs `app` `--repeat` times under each mapping and monitoring mode;
+    /// the runs of each, in the order of [`ALL_MONITORS`] then
+    /// [`ALL_MAPPINGS`].
+    fn app_runs(&mut self, app: &dyn App) -> Result<Vec<AppCell>, CliError> {
+        let mut cells = Vec::new();
+        for monitor in ALL_MONITORS {
+            for m in ALL_MAPPINGS {
+                self.step += 1;
+                let opts = AppOpts {
+                    workers: self.workers,
+                    mapping: m.clone(),
+                    monitor,
+                    logs: logs_dir(&self.args.out, app.name(), &m, monitor),
+                    ..AppOpts::default()
+                };
+                let (step, steps, repeat) = (self.step, self.steps, self.repeat);
+                let mut runs = Vec::new();
+                for run in 0..repeat {
+                    let d = run_counted(
+                        app,
+                        &opts,
+                        run,
+                        format_args!(
+                            "[all {step}/{steps}] {} mapping={m} monitor={monitor} run {}/{repeat}",
+                            app.name(),
+                            run + 1
+                        ),
+                        self.progress,
+                        &mut self.summary,
+                    );
+                    self.record(d.json(app.name()))?;
+                    runs.push(d);
+                }
+                cells.push((m, monitor, runs));
+            }
+        }
+        Ok(cells)
+    }
+
+    /// Runs `job` `--repeat` times on each engine; the outcomes of each.
+    fn peer_runs(
+        &mut self,
+        job: &Job,
+        job_engines: &[&'static dyn Engine],
+    ) -> Result<Vec<EngineCell>, CliError> {
+        let mut cells = Vec::new();
+        for &engine in job_engines {
+            self.step += 1;
+            let mut outcomes = Vec::new();
+            for run in 0..self.repeat {
+                let _ = write!(
+                    self.progress,
+                    "[all {}/{}] {} engine={engine} run {}/{} ... ",
+                    self.step,
+                    self.steps,
+                    job.bench(),
+                    run + 1,
+                    self.repeat
+                );
+                let _ = self.progress.flush();
+                let result = engines::run(engine, job).map_err(|e| format!("{e:#}"));
+                let _ = writeln!(self.progress, "{}", report::short_result(job, &result));
+                self.summary.runs += 1;
+                if result.is_err() {
+                    self.summary.failures += 1;
+                }
+                let o = Outcome {
+                    job: job.clone(),
+                    engine,
+                    run,
+                    result,
+                };
+                self.record(report::json_line(&o))?;
+                outcomes.push(o);
+            }
+            cells.push((engine, outcomes));
+        }
+        Ok(cells)
+    }
+}
+
+/// The table rows of one application: one per mapping and monitoring mode,
+/// with the speedup of manual over rr and the overhead of monitoring.
+fn app_rows(args: &AllArgs, app: &str, cells: &[AppCell]) -> Vec<Row> {
+    let median = |m: &MappingChoice, mon: MonitorFlags| {
+        cells
+            .iter()
+            .find(|(cm, cmon, _)| cm == m && *cmon == mon)
+            .and_then(|(_, _, runs)| stats_of(&runs.iter().filter(|d| d.ok()).collect::<Vec<_>>()))
+    };
+    cells
+        .iter()
+        .map(|(m, monitor, runs)| {
+            let monitor = *monitor;
+            let wall = median(m, monitor);
+            let speedup = match (m, median(&MappingChoice::Rr, monitor), wall) {
+                (MappingChoice::Manual, Some(rr), Some(w)) if w.median > 0.0 => {
+                    Some(rr.median / w.median)
+                }
+                _ => None,
+            };
+            let overhead = match (median(m, MonitorFlags::OFF), wall) {
+                (Some(off), Some(w)) if monitor == MonitorFlags::FULL && off.median > 0.0 => {
+                    Some((w.median / off.median - 1.0) * 100.0)
+                }
+                _ => None,
+            };
+            let note = runs
+                .iter()
+                .find_map(|d| match &d.result {
+                    Err(e) => Some(e.clone()),
+                    Ok(r) if !r.verified => Some(r.problems.join("; ")),
+                    Ok(_) => None,
+                })
+                .unwrap_or_default();
+            Row {
+                bench: app.into(),
+                placement: None,
+                engine: "rill",
+                mapping: m.name(),
+                monitor: monitor.to_string(),
+                wall,
+                speedup,
+                overhead,
+                verified: runs.iter().all(Done::ok),
+                note,
+                logs: logs_dir(&args.out, app, m, monitor),
+                mon: runs
+                    .iter()
+                    .rev()
+                    .find_map(|d| d.result.as_ref().ok().and_then(|r| r.monitor.clone())),
+            }
+        })
+        .collect()
+}
+
+/// The table rows of one peer benchmark: one per engine, with each peer's
+/// wall time over rill's.
+fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
+    let wall_of = |outcomes: &[Outcome]| {
+        let v: Vec<f64> = outcomes
+            .iter()
+            .filter_map(|o| o.result.as_ref().ok())
+            .map(|m| m.wall.as_secs_f64() * 1e3)
+            .collect();
+        Stats::of(&v)
+    };
+    let rill_wall = wall_of(&cells[0].1);
+    let placement = match job {
+        Job::Pipe(p) => Some(p.placement.name()),
+        Job::Ring(p) => Some(p.placement.name()),
+        _ => None,
+    };
+    cells
+        .iter()
+        .map(|(engine, outcomes)| {
+            let wall = wall_of(outcomes);
+            let rill = report::is_rill(*engine);
+            let speedup = match (rill_wall, wall) {
+                (Some(r), Some(w)) if !rill && r.median > 0.0 => Some(w.median / r.median),
+                _ => None,
+            };
+            let ns = outcomes
+                .iter()
+                .filter_map(|o| o.result.as_ref().ok().and_then(|m| m.ns_per_op()))
+                .collect::<Vec<_>>();
+            let note = match outcomes.iter().find_map(|o| o.result.as_ref().err()) {
+                Some(e) => e.clone(),
+                None => Stats::of(&ns)
+                    .map(|s| format!("{:.0} ns/{}", s.median, job.op_name()))
+                    .unwrap_or_default(),
+            };
+            let mapping = match job {
+                _ if !rill => "-".into(),
+                Job::Wordcount(p) => p.mapping.name(),
+                Job::Micro(_) => "-".into(),
+                _ => placement.unwrap_or("-").into(),
+            };
+            Row {
+                bench: job.bench().into(),
+                placement,
+                engine: engine.name(),
+                mapping,
+                monitor: "off".into(),
+                wall,
+                speedup,
+                overhead: None,
+                verified: outcomes.iter().all(|o| o.result.is_ok()),
+                note,
+                logs: None,
+                mon: None,
+            }
+        })
+        .collect()
+}
+
+/// The contents of results.json.
+fn results_json(run: &AllRun<'_>, title: &str, machine: &str, elapsed: f64, rows: &[Row]) -> Value {
+    json!({
+        "title": title,
+        "machine": machine,
+        "workers": run.workers,
+        "repeat": run.repeat,
+        "quick": run.args.quick,
+        "allocator": report::allocator(),
+        "elapsed_s": elapsed,
+        "failures": run.summary.failures,
+        "rows": rows.iter().map(|r| json!({
+            "bench": r.bench,
+            "placement": r.placement,
+            "engine": r.engine,
+            "mapping": r.mapping,
+            "monitor": r.monitor,
+            "wall_ms": r.wall.map(|w| w.median),
+            "min_ms": r.wall.map(|w| w.min),
+            "max_ms": r.wall.map(|w| w.max),
+            "speedup": r.speedup,
+            "overhead_pct": r.overhead,
+            "verified": r.verified,
+            "note": r.note,
+            "logs": r.logs,
+        })).collect::<Vec<_>>(),
+        "runs": run.json_runs,
+    })
 }
 
 /// `rill-bench all`: every application with rr and manual mapping, with
@@ -607,308 +912,57 @@ pub fn all(
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    let repeat = args.repeat.unwrap_or(if args.quick { 1 } else { 3 });
     std::fs::create_dir_all(&args.out).map_err(|e| {
-        CliError::Params(ParamError(format!(
+        param_error(format!(
             "cannot create the output directory {}: {e}",
             args.out.display()
-        )))
+        ))
     })?;
-    let apps = all_apps(args.quick).map_err(|e| CliError::Params(ParamError(e.to_string())))?;
-    let mappings = [MappingChoice::Rr, MappingChoice::Manual];
-    let monitors = ["off", "full"];
-    // The pipe and the ring with rr placement (every hand-off crosses
-    // workers, rill's weakest rows) beside their peers, and the ring with
-    // its default placement.
-    let (pipe, ring) = if args.quick {
-        (
-            PipeParams {
-                depth: 10,
-                messages: 2_000,
-                workers,
-                placement: Placement::Rr,
-                ..PipeParams::default()
-            },
-            RingParams {
-                size: 10,
-                hops: 2_000,
-                workers,
-                ..RingParams::default()
-            },
-        )
-    } else {
-        (
-            PipeParams {
-                depth: 50,
-                messages: 20_000,
-                workers,
-                placement: Placement::Rr,
-                ..PipeParams::default()
-            },
-            RingParams {
-                size: 100,
-                hops: 20_000,
-                workers,
-                ..RingParams::default()
-            },
-        )
+    let apps = all_apps(args.quick).map_err(param_error)?;
+    let peer_jobs = all_peer_jobs(args.quick, workers)?;
+    let mut run = AllRun {
+        args,
+        workers,
+        repeat: args.repeat.unwrap_or(if args.quick { 1 } else { 3 }),
+        out,
+        progress,
+        summary: Summary::default(),
+        step: 0,
+        steps: apps.len() * ALL_MAPPINGS.len() * ALL_MONITORS.len()
+            + peer_jobs.iter().map(|(_, e)| e.len()).sum::<usize>(),
+        json_runs: Vec::new(),
     };
-    let ring_rr = RingParams {
-        placement: Placement::Rr,
-        ..ring.clone()
-    };
-    // The word count's text: 2 MB (200 kB with --quick), default network.
-    let corpus = Corpus::new(TextSource::Generated {
-        bytes: if args.quick { 200_000 } else { 2_000_000 },
-        seed: 1,
-    })
-    .map_err(|e| CliError::Params(ParamError(e)))?;
-    let peer_benches = [
-        (Job::Pipe(pipe), &Engine::ALL[..]),
-        (Job::Ring(ring), &Engine::ALL[..]),
-        (Job::Ring(ring_rr), &Engine::ALL[..]),
-        (
-            Job::Wordcount(WordcountParams::new(corpus, workers)),
-            &Engine::WORDCOUNT[..],
-        ),
-    ];
-    let total_steps = apps.len() * mappings.len() * monitors.len()
-        + peer_benches.iter().map(|(_, e)| e.len()).sum::<usize>();
-    let mut step = 0;
-    let mut summary = Summary::default();
-    let mut json_runs: Vec<Value> = Vec::new();
-    let mut rows: Vec<Row> = Vec::new();
     let started = std::time::Instant::now();
-
+    let mut rows: Vec<Row> = Vec::new();
     for app in &apps {
-        let mut cell: Vec<(MappingChoice, &str, Vec<Done>)> = Vec::new();
-        for monitor in monitors {
-            for m in &mappings {
-                step += 1;
-                let opts = AppOpts {
-                    workers,
-                    mapping: m.clone(),
-                    monitor: monitor.into(),
-                    logs: logs_dir(&args.out, app.name(), m, monitor),
-                    ..AppOpts::default()
-                };
-                let mut runs = Vec::new();
-                for run in 0..repeat {
-                    let d = run_counted(
-                        app.as_ref(),
-                        &opts,
-                        run,
-                        format_args!(
-                            "[all {step}/{total_steps}] {} mapping={m} monitor={monitor} run {}/{repeat}",
-                            app.name(),
-                            run + 1
-                        ),
-                        progress,
-                        &mut summary,
-                    );
-                    let mut j = d.json(app.name());
-                    j["suite"] = json!("all");
-                    if args.json {
-                        writeln!(out, "{j}")?;
-                    }
-                    json_runs.push(j);
-                    runs.push(d);
-                }
-                cell.push((m.clone(), monitor, runs));
-            }
-        }
-        let median = |m: &MappingChoice, mon: &str| {
-            cell.iter()
-                .find(|(cm, cmon, _)| cm == m && *cmon == mon)
-                .and_then(|(_, _, runs)| {
-                    stats_of(&runs.iter().filter(|d| d.ok()).collect::<Vec<_>>())
-                })
-        };
-        for monitor in monitors {
-            for m in &mappings {
-                let (_, _, runs) = cell
-                    .iter()
-                    .find(|(cm, cmon, _)| cm == m && *cmon == monitor)
-                    .expect("every cell ran");
-                let wall = median(m, monitor);
-                let speedup = match (m, median(&MappingChoice::Rr, monitor), wall) {
-                    (MappingChoice::Manual, Some(rr), Some(w)) if w.median > 0.0 => {
-                        Some(rr.median / w.median)
-                    }
-                    _ => None,
-                };
-                let overhead = match (monitor, median(m, "off"), wall) {
-                    ("full", Some(off), Some(w)) if off.median > 0.0 => {
-                        Some((w.median / off.median - 1.0) * 100.0)
-                    }
-                    _ => None,
-                };
-                let note = runs
-                    .iter()
-                    .find_map(|d| match &d.result {
-                        Err(e) => Some(e.clone()),
-                        Ok(r) if !r.verified => Some(r.problems.join("; ")),
-                        Ok(_) => None,
-                    })
-                    .unwrap_or_default();
-                rows.push(Row {
-                    bench: app.name().into(),
-                    placement: None,
-                    engine: "rill",
-                    mapping: m.name(),
-                    monitor: monitor.into(),
-                    wall,
-                    speedup,
-                    overhead,
-                    verified: runs.iter().all(Done::ok),
-                    note,
-                    logs: logs_dir(&args.out, app.name(), m, monitor),
-                    mon: runs
-                        .iter()
-                        .rev()
-                        .find_map(|d| d.result.as_ref().ok().and_then(|r| r.monitor.clone())),
-                });
-            }
-        }
+        let cells = run.app_runs(app.as_ref())?;
+        rows.extend(app_rows(args, app.name(), &cells));
     }
-
-    // The pipe, ring and word count on rill and on the peers.
-    for (job, job_engines) in peer_benches {
-        let mut cells: Vec<(Engine, Vec<Outcome>)> = Vec::new();
-        for &engine in job_engines {
-            step += 1;
-            let mut outcomes = Vec::new();
-            for run in 0..repeat {
-                let _ = write!(
-                    progress,
-                    "[all {step}/{total_steps}] {} engine={engine} run {}/{repeat} ... ",
-                    job.bench(),
-                    run + 1
-                );
-                let _ = progress.flush();
-                let result = run_job(&job, engine).map_err(|e| format!("{e:#}"));
-                let _ = writeln!(progress, "{}", report::short_result(&job, &result));
-                summary.runs += 1;
-                if result.is_err() {
-                    summary.failures += 1;
-                }
-                let o = Outcome {
-                    job: job.clone(),
-                    engine,
-                    run,
-                    result,
-                };
-                let mut j = report::json_line(&o);
-                j["suite"] = json!("all");
-                if args.json {
-                    writeln!(out, "{j}")?;
-                }
-                json_runs.push(j);
-                outcomes.push(o);
-            }
-            cells.push((engine, outcomes));
-        }
-        let wall_of = |outcomes: &[Outcome]| {
-            let v: Vec<f64> = outcomes
-                .iter()
-                .filter_map(|o| o.result.as_ref().ok())
-                .map(|m| m.wall.as_secs_f64() * 1e3)
-                .collect();
-            Stats::of(&v)
-        };
-        let rill_wall = wall_of(&cells[0].1);
-        for (engine, outcomes) in &cells {
-            let wall = wall_of(outcomes);
-            let speedup = match (engine, rill_wall, wall) {
-                (Engine::Rill, _, _) => None,
-                (_, Some(r), Some(w)) if r.median > 0.0 => Some(w.median / r.median),
-                _ => None,
-            };
-            let ns = outcomes
-                .iter()
-                .filter_map(|o| o.result.as_ref().ok().and_then(|m| m.ns_per_op()))
-                .collect::<Vec<_>>();
-            let note = match outcomes.iter().find_map(|o| o.result.as_ref().err()) {
-                Some(e) => e.clone(),
-                None => Stats::of(&ns)
-                    .map(|s| format!("{:.0} ns/{}", s.median, job.op_name()))
-                    .unwrap_or_default(),
-            };
-            rows.push(Row {
-                bench: job.bench().into(),
-                placement: match &job {
-                    Job::Pipe(p) => Some(p.placement.name()),
-                    Job::Ring(p) => Some(p.placement.name()),
-                    _ => None,
-                },
-                engine: engine.name(),
-                mapping: if *engine == Engine::Rill {
-                    match &job {
-                        Job::Pipe(p) => p.placement.name().into(),
-                        Job::Ring(p) => p.placement.name().into(),
-                        Job::Wordcount(p) => p.mapping.name(),
-                        Job::Micro { .. } => "-".into(),
-                    }
-                } else {
-                    "-".into()
-                },
-                monitor: "off".into(),
-                wall,
-                speedup,
-                overhead: None,
-                verified: outcomes.iter().all(|o| o.result.is_ok()),
-                note,
-                logs: None,
-                mon: None,
-            });
-        }
+    for (job, job_engines) in &peer_jobs {
+        let cells = run.peer_runs(job, job_engines)?;
+        rows.extend(peer_rows(job, &cells));
     }
-
     let elapsed = started.elapsed().as_secs_f64();
+
     let title = format!(
-        "rill-bench all{}: {workers} workers, {repeat} run{} per configuration, allocator {}, {:.1} s in all",
+        "rill-bench all{}: {workers} workers, {} run{} per configuration, allocator {}, {:.1} s in all",
         if args.quick { " --quick" } else { "" },
-        if repeat == 1 { "" } else { "s" },
+        run.repeat,
+        if run.repeat == 1 { "" } else { "s" },
         report::allocator(),
         elapsed
     );
     let machine = machine();
-    let table = table(&rows);
     if !args.json {
-        writeln!(out, "{title}\n{machine}\n")?;
-        write!(out, "{table}")?;
+        writeln!(run.out, "{title}\n{machine}\n")?;
+        write!(run.out, "{}", table(&rows))?;
         writeln!(
-            out,
+            run.out,
             "\nspeedup: manual rows: rr median / manual median; peer rows: peer median / rill median.\n\
              overhead: monitor=full median / monitor=off median - 1, same mapping."
         )?;
     }
-    let results = json!({
-        "title": title,
-        "machine": machine,
-        "workers": workers,
-        "repeat": repeat,
-        "quick": args.quick,
-        "allocator": report::allocator(),
-        "elapsed_s": elapsed,
-        "failures": summary.failures,
-        "rows": rows.iter().map(|r| json!({
-            "bench": r.bench,
-            "placement": r.placement,
-            "engine": r.engine,
-            "mapping": r.mapping,
-            "monitor": r.monitor,
-            "wall_ms": r.wall.map(|w| w.median),
-            "min_ms": r.wall.map(|w| w.min),
-            "max_ms": r.wall.map(|w| w.max),
-            "speedup": r.speedup,
-            "overhead_pct": r.overhead,
-            "verified": r.verified,
-            "note": r.note,
-            "logs": r.logs,
-        })).collect::<Vec<_>>(),
-        "runs": json_runs,
-    });
+    let results = results_json(&run, &title, &machine, elapsed, &rows);
     let write =
         |name: &str, text: String| std::fs::write(args.out.join(name), text).map_err(CliError::Io);
     write(
@@ -917,10 +971,10 @@ pub fn all(
     )?;
     write("index.html", html(&rows, &title, &machine, &args.out))?;
     let _ = writeln!(
-        progress,
+        run.progress,
         "rill-bench all: wrote {} and {}",
         args.out.join("results.json").display(),
         args.out.join("index.html").display()
     );
-    Ok(summary)
+    Ok(run.summary)
 }

@@ -189,9 +189,9 @@ fn wordcount_argument_errors_exit_2() {
     let binary = dir.join("binary.dat");
     std::fs::write(&binary, b"caf\xe9 au lait").unwrap();
     for (args, says) in [
-        (&["wordcount", "--batch", "0"][..], "at least 1"),
-        (&["wordcount", "--counters", "0"], "at least 1"),
-        (&["wordcount", "--bytes", "lots"], "expected a whole number"),
+        (&["wordcount", "--batch", "0"][..], "0 is not in 1.."),
+        (&["wordcount", "--counters", "0"], "0 is not in 1.."),
+        (&["wordcount", "--bytes", "lots"], "invalid digit"),
         (
             &["wordcount", "--input", "/no/such/words.txt"],
             "cannot read the input file /no/such/words.txt",
@@ -309,6 +309,35 @@ fn app_table_output_and_mapping_file() {
 }
 
 #[test]
+fn apps_take_every_monitor_mode() {
+    let dir = std::env::temp_dir().join(format!("rill-cli-app-mon-{}", std::process::id()));
+    for (mode, shown) in [("all", "all"), ("sched,msg", "scheduler,message")] {
+        let out = rill_bench(&[
+            "rt",
+            "--scenes",
+            "1",
+            "--width",
+            "8",
+            "--height",
+            "8",
+            "--workers",
+            "2",
+            "--monitor",
+            mode,
+            "--logs",
+            dir.to_str().unwrap(),
+            "--json",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{mode}: {stderr}");
+        let lines = json_lines(&out.stdout);
+        assert_eq!(lines[0]["monitor"], shown, "{}", lines[0]);
+        assert!(dir.join("worker-0.rlog").exists(), "{mode}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
 fn des_files_round_trip_and_wrong_key_exits_1() {
     let dir = std::env::temp_dir().join(format!("rill-cli-des-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -367,14 +396,17 @@ fn app_argument_errors_exit_2() {
             &["des", "--input", "/no/such/input/file"],
             "/no/such/input/file",
         ),
-        (&["mc", "--paths", "0"], "at least 1"),
+        (&["mc", "--paths", "0"], "0 is not in 1.."),
         (&["mc", "--vol", "-0.2"], "vol must be positive"),
-        (&["rt", "--scenes", "0"], "at least 1"),
-        (&["ant", "--iterations", "0"], "at least 1"),
+        (&["rt", "--scenes", "0"], "0 is not in 1.."),
+        (&["ant", "--iterations", "0"], "0 is not in 1.."),
         (&["mc", "--mapping", "nowhere.map"], "no such mapping file"),
-        (&["des", "--monitor", "tasks"], "unknown monitoring class"),
+        (
+            &["des", "--monitor", "tasks"],
+            "unknown monitoring flag `tasks`",
+        ),
         (&["compare", "mc", "--mapping", "rr"], "leave out --mapping"),
-        (&["all", "--repeat", "0"], "at least 1"),
+        (&["all", "--repeat", "0"], "0 is not in 1.."),
     ] {
         let out = rill_bench(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -554,4 +586,146 @@ fn micro_rows_take_monitor_and_logs() {
     assert_eq!(reads, 100_000, "messages read by micro/ping in its periods");
     assert!(dir.join("idle_cpu").join("worker-1.rlog").exists());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `ab` with two copies of one build: a Markdown table of every row and
+/// build, the second build's change against the first.
+#[test]
+fn ab_compares_builds_in_markdown() {
+    let exe = env!("CARGO_BIN_EXE_rill-bench");
+    let (a, b) = (format!("a={exe}"), format!("b={exe}"));
+    let out = rill_bench(&[
+        "ab",
+        "--build",
+        &a,
+        "--build",
+        &b,
+        "--rows",
+        "yield,handoff",
+        "--rounds",
+        "2",
+        "--",
+        "--ops",
+        "1000",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.starts_with("Machine: "), "{stdout}");
+    assert!(stdout.contains("cores available"), "{stdout}");
+    let table: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+        .collect();
+    assert_eq!(table.len(), 2 + 4, "{stdout}");
+    assert_eq!(
+        table[0][..6],
+        ["row", "unit", "build", "monitor", "median", "min-max"]
+    );
+    assert!(table[0].contains(&"vs a"), "{stdout}");
+    let rows: Vec<(&str, &str)> = table[2..].iter().map(|r| (r[0], r[2])).collect();
+    assert_eq!(
+        rows,
+        [
+            ("yield", "a"),
+            ("yield", "b"),
+            ("handoff", "a"),
+            ("handoff", "b")
+        ]
+    );
+    for r in &table[2..] {
+        assert_eq!(r[1], "ns/op");
+        assert!(r[4].parse::<f64>().unwrap() > 0.0, "{r:?}");
+        let (lo, hi) = r[5].split_once('-').unwrap();
+        assert!(
+            lo.parse::<f64>().unwrap() <= hi.parse::<f64>().unwrap(),
+            "{r:?}"
+        );
+    }
+    assert_eq!(table[2][6], "-");
+    assert!(table[3][6].ends_with("%)"), "{:?}", table[3]);
+    // Round by round, the order of the builds reverses.
+    assert!(stderr.contains("round 2/2"), "{stderr}");
+}
+
+/// `ab --json` in two monitoring modes: one JSON object whose cells hold
+/// every round's figure and the ratios.
+#[test]
+fn ab_json_in_monitoring_modes() {
+    let out = rill_bench(&[
+        "ab",
+        "--monitor",
+        "off,full",
+        "--rows",
+        "yield",
+        "--rounds",
+        "2",
+        "--json",
+        "--",
+        "--ops",
+        "1000",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let lines = json_lines(&out.stdout);
+    assert_eq!(lines.len(), 1);
+    let doc = &lines[0];
+    assert!(doc["machine"].as_str().unwrap().contains("cores"), "{doc}");
+    assert_eq!(doc["rounds"], 2);
+    assert_eq!(doc["failures"], 0);
+    assert_eq!(doc["builds"][0]["name"], "this");
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{doc}");
+    for (cell, mode) in cells.iter().zip(["off", "full"]) {
+        assert_eq!(cell["row"], "yield");
+        assert_eq!(cell["monitor"], mode);
+        assert_eq!(cell["values"].as_array().unwrap().len(), 2);
+        assert!(cell["stats"]["median"].as_f64().unwrap() > 0.0, "{cell}");
+        assert!(cell["vs_first_mode"]["median"].as_f64().unwrap() > 0.0);
+        assert!(cell["vs_first_build"].is_null());
+    }
+    assert!(cells[0]["log_bytes"].is_null());
+    assert!(
+        cells[1]["log_bytes"].as_f64().unwrap() > 0.0,
+        "{}",
+        cells[1]
+    );
+}
+
+#[test]
+fn ab_argument_errors_and_failed_runs() {
+    let exe = env!("CARGO_BIN_EXE_rill-bench");
+    let a = format!("a={exe}");
+    for (args, says) in [
+        (&["ab", "--build", "old"][..], "want NAME=PATH"),
+        (
+            &["ab", "--build", "x=/no/such/rill-bench"],
+            "not an executable",
+        ),
+        (&["ab", "--build", &a, "--build", &a], "two builds"),
+        (&["ab", "--rows", "nope"], "invalid value 'nope'"),
+        (&["ab", "--monitor", "loud"], "unknown monitoring flag"),
+        (&["ab", "--rounds", "0"], "0 is not in 1.."),
+    ] {
+        let out = rill_bench(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    // A run that fails is reported, and the exit status is 1.
+    let out = rill_bench(&[
+        "ab",
+        "--rows",
+        "yield",
+        "--rounds",
+        "1",
+        "--",
+        "--no-such-flag",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("failed: exit status: 2"), "{stderr}");
+    assert!(stdout.contains("| failed"), "{stdout}");
 }

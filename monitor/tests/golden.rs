@@ -1,7 +1,9 @@
 //! The whole summary of a generated run, pinned: `tests/golden/summary.json`
 //! holds the JSON that `rill-mon summary --json` printed for it when it was
 //! blessed (`RILL_BLESS=1 cargo test -p rill-monitor --test golden`), so any
-//! change in what the summary says shows up here, down to the last digit.
+//! change in what the summary says shows up here, down to the last digit;
+//! `tests/golden/summary.txt` holds the text report, so any change in how it
+//! is laid out shows up too.
 //!
 //! The run covers what the scanner and the replay distinguish: three workers,
 //! implied, interleaved, listed and absent op orders, per-message times on
@@ -213,6 +215,35 @@ fn generate(dir: &Path) {
     }
 }
 
+/// Compares `got` with the golden file `name`, or writes it there with
+/// `RILL_BLESS` set.
+fn pinned(name: &str, got: &str) {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("RILL_BLESS").is_some() {
+        std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
+        std::fs::write(&golden, got).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden)
+        .unwrap_or_else(|_| panic!("tests/golden/{name} (bless it)"));
+    assert!(
+        got == want,
+        "{name} changed; got:\n{got}\n(if intended: RILL_BLESS=1)"
+    );
+}
+
+#[test]
+fn summary_text_is_pinned() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path());
+    let text = summarize(&load_run(dir.path()).unwrap()).to_text();
+    pinned(
+        "summary.txt",
+        &text.replace(&dir.path().display().to_string(), "<dir>"),
+    );
+}
+
 #[test]
 fn summary_is_pinned() {
     let dir = tempfile::tempdir().unwrap();
@@ -221,14 +252,5 @@ fn summary_is_pinned() {
     let mut json = serde_json::to_value(&s).unwrap();
     json["dir"] = "<dir>".into();
     let got = serde_json::to_string_pretty(&json).unwrap() + "\n";
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/summary.json");
-    if std::env::var_os("RILL_BLESS").is_some() {
-        std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
-        std::fs::write(&golden, &got).unwrap();
-    }
-    let want = std::fs::read_to_string(&golden).expect("tests/golden/summary.json (bless it)");
-    assert!(
-        got == want,
-        "the summary changed; got:\n{got}\n(if intended: RILL_BLESS=1)"
-    );
+    pinned("summary.json", &got);
 }

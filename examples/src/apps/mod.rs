@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use rill::{ManualTable, Mapping, RunStats, Runtime};
+use rill::{ManualTable, Mapping, MonitorFlags, RunStats, Runtime};
 use serde_json::{json, Map, Value};
 
 /// How tasks are placed on workers, as the command line names it.
@@ -105,77 +105,6 @@ impl FromStr for MappingChoice {
     }
 }
 
-/// The monitoring events a `--monitor` mode asks for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MonitorSpec {
-    /// Mapping events (task placed, migrated).
-    pub map: bool,
-    /// Worker events (dispatch, idle, park).
-    pub worker: bool,
-    /// Task events (create, block, wake, end).
-    pub task: bool,
-    /// Stream events (open, bind, replace, close).
-    pub stream: bool,
-    /// Message counts per stream.
-    pub message: bool,
-    /// Per-message timestamps.
-    pub msgtime: bool,
-}
-
-/// The event classes a monitor list may name, in order.
-pub const MONITOR_CLASSES: [&str; 6] = ["map", "worker", "task", "stream", "message", "msgtime"];
-
-impl MonitorSpec {
-    /// Every event class.
-    pub const FULL: MonitorSpec = MonitorSpec {
-        map: true,
-        worker: true,
-        task: true,
-        stream: true,
-        message: true,
-        msgtime: true,
-    };
-
-    /// Parses `off`, `full`, or a comma list of [`MONITOR_CLASSES`].
-    pub fn parse(s: &str) -> Result<MonitorSpec, String> {
-        let s = s.trim();
-        match s {
-            "off" | "" => return Ok(MonitorSpec::default()),
-            "full" => return Ok(MonitorSpec::FULL),
-            _ => {}
-        }
-        let mut m = MonitorSpec::default();
-        for part in s.split(',').map(str::trim) {
-            let flag = match part {
-                "map" => &mut m.map,
-                "worker" => &mut m.worker,
-                "task" => &mut m.task,
-                "stream" => &mut m.stream,
-                "message" => &mut m.message,
-                "msgtime" => &mut m.msgtime,
-                other => {
-                    return Err(format!(
-                        "unknown monitoring class '{other}' in '{s}': use off, full, or a comma list of {}",
-                        MONITOR_CLASSES.join(",")
-                    ))
-                }
-            };
-            *flag = true;
-        }
-        Ok(m)
-    }
-
-    /// Whether no event class is on.
-    pub fn is_off(&self) -> bool {
-        *self == MonitorSpec::default()
-    }
-}
-
-/// Checks a `--monitor` value (see [`MonitorSpec::parse`]); for clap.
-pub fn parse_monitor(s: &str) -> Result<String, String> {
-    MonitorSpec::parse(s).map(|_| s.trim().to_string())
-}
-
 /// Options every application takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AppOpts {
@@ -183,9 +112,8 @@ pub struct AppOpts {
     pub workers: usize,
     /// Task placement.
     pub mapping: MappingChoice,
-    /// Monitoring mode: `off` (default), `full`, or a comma list of
-    /// [`MONITOR_CLASSES`].
-    pub monitor: String,
+    /// What monitoring records (default: nothing).
+    pub monitor: MonitorFlags,
     /// Directory for monitoring logs.
     pub logs: Option<PathBuf>,
     /// Capacity of the application's data streams; `None` takes the
@@ -203,7 +131,7 @@ impl Default for AppOpts {
                 .map(|n| n.get())
                 .unwrap_or(1),
             mapping: MappingChoice::Rr,
-            monitor: "off".into(),
+            monitor: MonitorFlags::OFF,
             logs: None,
             capacity: None,
             stack_size: None,
@@ -225,7 +153,7 @@ impl AppOpts {
     /// that verification makes).
     pub fn unmonitored(&self) -> Self {
         AppOpts {
-            monitor: "off".into(),
+            monitor: MonitorFlags::OFF,
             logs: None,
             ..self.clone()
         }
@@ -274,17 +202,11 @@ pub fn runtime_for(opts: &AppOpts, manual: ManualTable, parts: Vec<String>) -> R
     }
 
     // ---- MONITORING -------------------------------------------------------
-    // `--monitor` names the event classes (rill::MonitorFlags parses it; the
-    // check above gave the user a clear error first), `--logs` the directory
-    // of the per-worker logs (default `rill-logs`).
-    MonitorSpec::parse(&opts.monitor).map_err(|e| anyhow!(e))?;
-    let flags: rill::MonitorFlags = opts
-        .monitor
-        .parse()
-        .map_err(|e| anyhow!("--monitor {}: {e}", opts.monitor))?;
-    if !flags.is_off() {
+    // `--monitor` names the event classes, `--logs` the directory of the
+    // per-worker logs (default `rill-logs`).
+    if !opts.monitor.is_off() {
         builder = builder.monitor(rill::MonitorConfig {
-            flags,
+            flags: opts.monitor,
             dir: opts.logs.clone(),
         });
     }
@@ -506,7 +428,7 @@ impl AppRun {
         m.insert("bench".into(), json!(self.bench));
         m.insert("workers".into(), json!(opts.workers));
         m.insert("mapping".into(), json!(opts.mapping.name()));
-        m.insert("monitor".into(), json!(opts.monitor));
+        m.insert("monitor".into(), json!(opts.monitor.to_string()));
         if let Some(l) = &opts.logs {
             m.insert("logs".into(), json!(l));
         }
@@ -608,21 +530,6 @@ mod tests {
     }
 
     #[test]
-    fn monitor_modes() {
-        assert!(MonitorSpec::parse("off").unwrap().is_off());
-        assert_eq!(MonitorSpec::parse("full").unwrap(), MonitorSpec::FULL);
-        let m = MonitorSpec::parse("task, stream").unwrap();
-        assert!(m.task && m.stream && !m.map && !m.msgtime);
-        assert_eq!(
-            MonitorSpec::parse(&MONITOR_CLASSES.join(",")).unwrap(),
-            MonitorSpec::FULL
-        );
-        let e = MonitorSpec::parse("task,bogus").unwrap_err();
-        assert!(e.contains("bogus"), "{e}");
-        assert!(MonitorSpec::parse("task,").is_err());
-    }
-
-    #[test]
     fn runtime_for_every_mapping() {
         let manual = ManualTable::new().with("x/", 1);
         for m in ["rr", "manual", "parts", "steal"] {
@@ -633,10 +540,5 @@ mod tests {
         // A manual table naming a worker that does not exist.
         let opts = AppOpts::new(1, MappingChoice::Manual);
         assert!(runtime_for(&opts, manual, vec![]).is_err());
-        let opts = AppOpts {
-            monitor: "nonsense".into(),
-            ..AppOpts::new(1, MappingChoice::Rr)
-        };
-        assert!(runtime_for(&opts, ManualTable::new(), vec![]).is_err());
     }
 }

@@ -7,9 +7,8 @@
 //!
 //! - [`wordcount`]: the word count network on both.
 //!
-//! `threads` and `tokio_rt` offer `pipe`, `ring` and `micro` with the same
-//! signatures as [`crate::rill_engine`]; `wordcount` offers `threads` and
-//! `tokio`.
+//! [`threads::Threads`] and [`tokio_rt::Tokio`] are the two peers as
+//! [`crate::engines::Engine`]s; their word count is in [`wordcount`].
 
 pub mod threads;
 pub mod tokio_rt;

@@ -11,9 +11,10 @@ use anyhow::{anyhow, Context, Result};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::bench::{
-    measure_idle_cpu, verify_ring, Measurement, MicroRow, PipeParams, RingParams, SequenceCheck,
-    VerifyError, MICRO_CAPACITY,
+    measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams, RingParams,
+    SequenceCheck, VerifyError, WordcountParams, MICRO_CAPACITY,
 };
+use crate::engines::Engine;
 
 /// Yields timed by the `yield` row.
 pub const YIELD_OPS: u64 = 200_000;
@@ -62,7 +63,6 @@ fn join_all<T>(handles: Vec<JoinHandle<Result<T>>>) -> Result<Vec<T>> {
 
 /// Pipe: a source thread, `depth - 2` relay threads and a sink thread.
 pub fn pipe(p: &PipeParams) -> Result<Measurement> {
-    p.validate()?;
     let d = p.depth;
     let m = p.messages;
     // Channel k connects stage k to stage k + 1.
@@ -140,7 +140,6 @@ pub fn pipe(p: &PipeParams) -> Result<Measurement> {
 
 /// Ring: `size` threads passing one token (see [`RingParams`] for the protocol).
 pub fn ring(p: &RingParams) -> Result<Measurement> {
-    p.validate()?;
     let s = p.size;
     let hops = p.hops;
     let mut senders: Vec<Option<Sender<u64>>> = Vec::with_capacity(s);
@@ -216,19 +215,19 @@ fn ring_task(rx: Receiver<u64>, tx: Sender<u64>, hops: u64) -> RingTaskResult {
 /// - `cross_worker_roundtrip`: two threads, a ping and a pong channel,
 ///   [`ROUNDTRIP_OPS`] round trips.
 /// - `idle_cpu`: one thread blocked on an empty channel.
-pub fn micro(row: MicroRow, workers: usize) -> Result<Measurement> {
-    let ops = match row {
+pub fn micro(p: &MicroParams) -> Result<Measurement> {
+    let row = p.row;
+    let ops = p.ops.unwrap_or(match row {
         MicroRow::Yield => YIELD_OPS,
         MicroRow::Spawn => SPAWN_OPS,
         MicroRow::Handoff => HANDOFF_OPS,
         MicroRow::CrossWorkerRoundtrip => ROUNDTRIP_OPS,
         MicroRow::IdleCpu => 0,
-    };
-    micro_ops(row, workers, ops)
+    });
+    micro_ops(row, p.workers, ops)
 }
 
-/// [`micro`] with `ops` operations instead of the row's default (tests use small
-/// counts).
+/// Row `row` with `ops` operations on `workers` workers.
 pub(crate) fn micro_ops(row: MicroRow, _workers: usize, ops: u64) -> Result<Measurement> {
     match row {
         MicroRow::Yield => {
@@ -314,6 +313,36 @@ pub(crate) fn micro_ops(row: MicroRow, _workers: usize, ops: u64) -> Result<Meas
     }
 }
 
+/// Peer: one OS thread per task, connected by `crossbeam_channel::bounded`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Threads;
+
+impl Engine for Threads {
+    fn name(&self) -> &'static str {
+        "threads"
+    }
+
+    fn about(&self) -> &'static str {
+        "one OS thread per task, crossbeam-channel bounded channels"
+    }
+
+    fn pipe(&self, p: &PipeParams) -> Result<Measurement> {
+        pipe(p)
+    }
+
+    fn ring(&self, p: &RingParams) -> Result<Measurement> {
+        ring(p)
+    }
+
+    fn micro(&self, p: &MicroParams) -> Result<Measurement> {
+        micro(p)
+    }
+
+    fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
+        super::wordcount::threads(p)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,20 +393,6 @@ mod tests {
         tx.send(0).unwrap();
         let (reads, last) = ring_task(rx, tx, 5);
         assert_eq!((reads, last), (6, Some(5)));
-    }
-
-    #[test]
-    fn invalid_params_are_errors() {
-        let p = PipeParams {
-            depth: 1,
-            ..PipeParams::default()
-        };
-        assert!(pipe(&p).is_err());
-        let r = RingParams {
-            hops: 0,
-            ..RingParams::default()
-        };
-        assert!(ring(&r).is_err());
     }
 
     #[test]

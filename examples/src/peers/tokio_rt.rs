@@ -14,9 +14,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::bench::{
-    measure_idle_cpu, verify_ring, Measurement, MicroRow, PipeParams, RingParams, SequenceCheck,
-    VerifyError, MICRO_CAPACITY,
+    measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams, RingParams,
+    SequenceCheck, VerifyError, WordcountParams, MICRO_CAPACITY,
 };
+use crate::engines::Engine;
 
 /// Yields timed by the `yield` row.
 pub const YIELD_OPS: u64 = 200_000;
@@ -52,7 +53,6 @@ async fn join<T>(what: &str, h: JoinHandle<T>) -> Result<T> {
 
 /// Pipe: a source task, `depth - 2` relay tasks and a sink task.
 pub fn pipe(p: &PipeParams) -> Result<Measurement> {
-    p.validate()?;
     let rt = multi_thread(p.workers)?;
     let d = p.depth;
     let m = p.messages;
@@ -104,7 +104,6 @@ pub fn pipe(p: &PipeParams) -> Result<Measurement> {
 
 /// Ring: `size` tasks passing one token (see [`RingParams`] for the protocol).
 pub fn ring(p: &RingParams) -> Result<Measurement> {
-    p.validate()?;
     let rt = multi_thread(p.workers)?;
     let s = p.size;
     let hops = p.hops;
@@ -174,23 +173,20 @@ async fn ring_task(
 ///   program.
 /// - `idle_cpu`: a multi-thread runtime with 1 worker and one task waiting on an
 ///   empty channel.
-pub fn micro(row: MicroRow, workers: usize) -> Result<Measurement> {
-    let ops = match row {
+pub fn micro(p: &MicroParams) -> Result<Measurement> {
+    let row = p.row;
+    let ops = p.ops.unwrap_or(match row {
         MicroRow::Yield => YIELD_OPS,
         MicroRow::Spawn => SPAWN_OPS,
         MicroRow::Handoff => HANDOFF_OPS,
         MicroRow::CrossWorkerRoundtrip => ROUNDTRIP_OPS,
         MicroRow::IdleCpu => 0,
-    };
-    micro_ops(row, workers, ops)
+    });
+    micro_ops(row, p.workers, ops)
 }
 
-/// [`micro`] with `ops` operations instead of the row's default (tests use small
-/// counts).
+/// Row `row` with `ops` operations on `workers` workers.
 pub(crate) fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measurement> {
-    if workers == 0 {
-        return Err(anyhow!("workers must be at least 1, got 0"));
-    }
     let workers = row.workers(workers);
     match row {
         MicroRow::Yield => {
@@ -298,6 +294,36 @@ pub(crate) fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measu
     }
 }
 
+/// Peer: one `tokio::spawn`ed task per task on a multi-thread tokio runtime, connected by `tokio::sync::mpsc::channel`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tokio;
+
+impl Engine for Tokio {
+    fn name(&self) -> &'static str {
+        "tokio"
+    }
+
+    fn about(&self) -> &'static str {
+        "tokio tasks on a multi-thread runtime, tokio mpsc bounded channels"
+    }
+
+    fn pipe(&self, p: &PipeParams) -> Result<Measurement> {
+        pipe(p)
+    }
+
+    fn ring(&self, p: &RingParams) -> Result<Measurement> {
+        ring(p)
+    }
+
+    fn micro(&self, p: &MicroParams) -> Result<Measurement> {
+        micro(p)
+    }
+
+    fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
+        super::wordcount::tokio(p)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,21 +356,6 @@ mod tests {
             let m = ring(&p).unwrap();
             assert_eq!(m.ops, hops);
         }
-    }
-
-    #[test]
-    fn invalid_params_are_errors() {
-        let p = PipeParams {
-            capacity: 0,
-            ..PipeParams::default()
-        };
-        assert!(pipe(&p).is_err());
-        let r = RingParams {
-            size: 1,
-            ..RingParams::default()
-        };
-        assert!(ring(&r).is_err());
-        assert!(micro(MicroRow::Yield, 0).is_err());
     }
 
     #[test]

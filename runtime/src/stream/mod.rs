@@ -475,7 +475,7 @@ impl<T: Send + 'static> Reader<T> {
     /// resumes through the worker's call; when the suspend sits inside a
     /// function call of its own, that function's return (and the switch
     /// back) no longer match the CPU's return-address stack, and both are
-    /// mispredicted at every block. Measured (`scripts/ab.sh`, alternating
+    /// mispredicted at every block. Measured (`rill-bench ab`, alternating
     /// builds):
     /// - as a cold call: the hand-off 14.5 ns, a relay pipe on two workers
     ///   12.3 ns per message per stage;
