@@ -15,8 +15,7 @@ fn pipe(c: &mut Criterion) {
             capacity: 16,
             workers: 2,
             placement,
-            monitor: None,
-            logs: None,
+            ..PipeParams::default()
         };
         g.throughput(Throughput::Elements(p.messages * (p.depth as u64 - 1)));
         for e in ENGINES {

@@ -15,6 +15,7 @@ fn ring(c: &mut Criterion) {
         monitor: None,
         logs: None,
         placement: Placement::Parts,
+        mapping: None,
     };
     g.throughput(Throughput::Elements(p.hops));
     for e in ENGINES {

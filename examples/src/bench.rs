@@ -25,6 +25,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
@@ -60,6 +61,89 @@ pub const IDLE_SETTLE: Duration = Duration::from_millis(10);
 
 /// How long `idle_cpu` measures the CPU time an idle runtime burns.
 pub const IDLE_WINDOW: Duration = Duration::from_millis(50);
+
+/// The most busy work `--work` and `--slow` give a relay per message: 1 ms.
+pub const MAX_WORK_NS: u64 = 1_000_000;
+
+/// Steps of [`busy_work`] timed by each of the calibration's rounds.
+const CALIBRATION_STEPS: u64 = 1 << 18;
+
+/// Rounds of the calibration; the fastest counts.
+const CALIBRATION_ROUNDS: u32 = 5;
+
+/// The planted work of the pipe's relays: `steps` steps of a fixed
+/// arithmetic loop (xorshift64, each step depending on the one before, so
+/// it can neither be skipped nor vectorised). Returns the final state so
+/// that the loop is not optimised away.
+#[inline(never)]
+pub fn busy_work(steps: u64) -> u64 {
+    let mut x = std::hint::black_box(0x9E37_79B9_7F4A_7C15u64);
+    for _ in 0..steps {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    std::hint::black_box(x)
+}
+
+/// Steps of [`busy_work`] per nanosecond on this machine, calibrated once
+/// per process (the first call takes about a millisecond, a few in a debug
+/// build): the fastest of [`CALIBRATION_ROUNDS`] timings of 2^18 steps, so
+/// a round the OS interrupted does not count.
+pub fn work_steps_per_ns() -> f64 {
+    static CAL: OnceLock<f64> = OnceLock::new();
+    *CAL.get_or_init(|| {
+        busy_work(CALIBRATION_STEPS / 8); // warm up
+        let best = (0..CALIBRATION_ROUNDS)
+            .map(|_| {
+                let t0 = Instant::now();
+                busy_work(CALIBRATION_STEPS);
+                t0.elapsed().as_nanos().max(1) as f64
+            })
+            .fold(f64::INFINITY, f64::min);
+        CALIBRATION_STEPS as f64 / best
+    })
+}
+
+/// The [`busy_work`] steps that take `ns` nanoseconds at the calibrated
+/// speed (0 for 0 ns, without calibrating).
+pub fn work_steps(ns: u64) -> u64 {
+    if ns == 0 {
+        0
+    } else {
+        ((ns as f64 * work_steps_per_ns()).round() as u64).max(1)
+    }
+}
+
+/// The network mapping `--mapping` asks for on the pipe or the ring, checked:
+/// `rr`, `parts`, `steal` or a FILE whose workers exist (`manual` and
+/// `auto` belong to the applications).
+fn check_net_mapping(
+    bench: &str,
+    mapping: Option<&MappingChoice>,
+    workers: usize,
+) -> Result<(), ParamError> {
+    match mapping {
+        None | Some(MappingChoice::Rr | MappingChoice::Parts | MappingChoice::Steal) => Ok(()),
+        Some(MappingChoice::Manual) => Err(ParamError(format!(
+            "--mapping manual: the {bench} has no table of its own (its hand-made \
+             placements are --placement const|rr|parts); use rr, parts, steal or a FILE"
+        ))),
+        Some(MappingChoice::Auto) => Err(ParamError(format!(
+            "--mapping auto plans from a pilot run of an application (des, mc, rt, ant, \
+             wordcount), not the {bench}; plan a file with `rill-mon map` and pass it"
+        ))),
+        Some(MappingChoice::File(f)) => {
+            let table = rill::ManualTable::load(f).map_err(|e| ParamError(e.to_string()))?;
+            table.validate(workers).map_err(|e| {
+                ParamError(format!(
+                    "mapping file {}: {e} (--workers {workers})",
+                    f.display()
+                ))
+            })
+        }
+    }
+}
 
 /// Where the stages of a pipe go, for engines that map tasks to workers.
 ///
@@ -267,6 +351,18 @@ pub struct PipeParams {
     pub workers: usize,
     /// Where the stages go, for engines that place tasks on workers.
     pub placement: Placement,
+    /// rill's mapping policy instead of `placement` (`--mapping`): `rr`,
+    /// `parts`, `steal` or a FILE; `None` keeps `placement`. The peers
+    /// ignore it.
+    pub mapping: Option<MappingChoice>,
+    /// Busy work every relay does per message, in nanoseconds at the
+    /// calibrated speed of [`busy_work`] (at most [`MAX_WORK_NS`]); every
+    /// engine does it.
+    pub work_ns: u64,
+    /// Relays that do other work than `work_ns`: (relay index K, the task
+    /// `pipe/relay/K`, its nanoseconds per message), each K once and below
+    /// the relay count `depth - 2`.
+    pub slow: Vec<(usize, u64)>,
     /// Monitoring mode asked for on the command line (`--monitor`); only rill uses
     /// it.
     pub monitor: Option<MonitorFlags>,
@@ -282,6 +378,9 @@ impl Default for PipeParams {
             capacity: DEFAULT_CAPACITY,
             workers: 1,
             placement: Placement::default(),
+            mapping: None,
+            work_ns: 0,
+            slow: Vec::new(),
             monitor: None,
             logs: None,
         }
@@ -314,7 +413,67 @@ impl PipeParams {
                     self.depth, self.messages
                 )
             },
-        )
+        )?;
+        check(self.work_ns <= MAX_WORK_NS, || {
+            format!(
+                "--work {} ns is more than the {MAX_WORK_NS} ns (1 ms) a relay may work per message",
+                self.work_ns
+            )
+        })?;
+        let relays = self.relays();
+        for (i, &(k, ns)) in self.slow.iter().enumerate() {
+            check(k < relays, || {
+                match relays {
+                0 => format!(
+                    "--slow {k}={ns}: a pipe of depth {} has no relays (depth 3 has one)",
+                    self.depth
+                ),
+                _ => format!(
+                    "--slow {k}={ns}: relay {k} does not exist; a pipe of depth {} has relays 0 to {} (pipe/relay/0 to pipe/relay/{})",
+                    self.depth,
+                    relays - 1,
+                    relays - 1
+                ),
+            }
+            })?;
+            check(ns <= MAX_WORK_NS, || {
+                format!(
+                    "--slow {k}={ns}: {ns} ns is more than the {MAX_WORK_NS} ns (1 ms) a relay may work per message"
+                )
+            })?;
+            check(!self.slow[..i].iter().any(|&(j, _)| j == k), || {
+                format!("--slow names relay {k} twice")
+            })?;
+        }
+        check_net_mapping("pipe", self.mapping.as_ref(), self.workers)
+    }
+
+    /// Relays in the pipe: `depth - 2`.
+    pub fn relays(&self) -> usize {
+        self.depth.saturating_sub(2)
+    }
+
+    /// Nanoseconds of busy work relay `k` does per message: its `--slow`
+    /// value, or `--work`.
+    pub fn work_of(&self, k: usize) -> u64 {
+        self.slow
+            .iter()
+            .find(|&&(j, _)| j == k)
+            .map_or(self.work_ns, |&(_, ns)| ns)
+    }
+
+    /// Whether any relay works ([`work_of`](Self::work_of) is not 0 for all).
+    pub fn has_work(&self) -> bool {
+        self.work_ns > 0 || self.slow.iter().any(|&(_, ns)| ns > 0)
+    }
+
+    /// [`busy_work`] steps per message of each relay, in relay order
+    /// (calibrates on first use when any relay works, so call it before the
+    /// clock starts).
+    pub fn relay_steps(&self) -> Vec<u64> {
+        (0..self.relays())
+            .map(|k| work_steps(self.work_of(k)))
+            .collect()
     }
 
     /// Messages times channels: the operations `ns_per_op` divides the wall time
@@ -354,6 +513,10 @@ pub struct RingParams {
     /// neighbours on different workers, so every hop does; `const` puts all
     /// on worker 0.
     pub placement: Placement,
+    /// rill's mapping policy instead of `placement` (`--mapping`): `rr`,
+    /// `parts`, `steal` or a FILE; `None` keeps `placement`. The peers
+    /// ignore it.
+    pub mapping: Option<MappingChoice>,
 }
 
 impl Default for RingParams {
@@ -366,6 +529,7 @@ impl Default for RingParams {
             monitor: None,
             logs: None,
             placement: Placement::Parts,
+            mapping: None,
         }
     }
 }
@@ -387,7 +551,8 @@ impl RingParams {
         })?;
         check(self.workers >= 1, || {
             "workers must be at least 1, got 0".to_string()
-        })
+        })?;
+        check_net_mapping("ring", self.mapping.as_ref(), self.workers)
     }
 }
 
@@ -726,6 +891,95 @@ mod tests {
         p.validate().unwrap();
         p.messages = u64::MAX;
         p.validate().unwrap();
+    }
+
+    #[test]
+    fn pipe_work_validation() {
+        let p = PipeParams {
+            depth: 6,
+            work_ns: 200,
+            slow: vec![(3, 2000), (0, 0)],
+            ..PipeParams::default()
+        };
+        p.validate().unwrap();
+        assert_eq!(p.relays(), 4);
+        assert_eq!(
+            (0..4).map(|k| p.work_of(k)).collect::<Vec<_>>(),
+            [0, 200, 200, 2000]
+        );
+        assert!(p.has_work());
+        let steps = p.relay_steps();
+        assert_eq!(steps[0], 0);
+        assert!(steps[3] > steps[1] && steps[1] > 0, "{steps:?}");
+        let bad = |f: fn(&mut PipeParams)| {
+            let mut q = p.clone();
+            f(&mut q);
+            q.validate().unwrap_err().to_string()
+        };
+        assert!(bad(|q| q.slow = vec![(4, 1)]).contains("relays 0 to 3"));
+        assert!(bad(|q| q.slow = vec![(1, 5), (1, 6)]).contains("relay 1 twice"));
+        assert!(bad(|q| q.slow = vec![(1, MAX_WORK_NS + 1)]).contains("1 ms"));
+        assert!(bad(|q| q.work_ns = MAX_WORK_NS + 1).contains("--work"));
+        assert!(bad(|q| {
+            q.depth = 2;
+            q.slow = vec![(0, 1)];
+        })
+        .contains("no relays"));
+        assert!(!PipeParams::default().has_work());
+        assert_eq!(work_steps(0), 0);
+    }
+
+    #[test]
+    fn busy_work_takes_about_its_time() {
+        let steps = work_steps(2_000_000);
+        // The fastest of a few tries (the machine may be shared): between a
+        // fifth and four times the 2 ms asked for.
+        let best = (0..3)
+            .map(|_| {
+                let t0 = Instant::now();
+                busy_work(steps);
+                t0.elapsed()
+            })
+            .min()
+            .unwrap();
+        assert!(
+            best >= Duration::from_micros(400) && best <= Duration::from_millis(8),
+            "{best:?} for {steps} steps"
+        );
+    }
+
+    #[test]
+    fn net_mappings() {
+        let map = crate::apps::mapping_file("mc");
+        for (m, ok) in [
+            (MappingChoice::Rr, true),
+            (MappingChoice::Parts, true),
+            (MappingChoice::Steal, true),
+            (MappingChoice::File(map.clone()), true),
+            (MappingChoice::Manual, false),
+            (MappingChoice::Auto, false),
+        ] {
+            let p = PipeParams {
+                mapping: Some(m.clone()),
+                workers: 2,
+                ..PipeParams::default()
+            };
+            let r = RingParams {
+                mapping: Some(m.clone()),
+                workers: 2,
+                ..RingParams::default()
+            };
+            assert_eq!(p.validate().is_ok(), ok, "{m}");
+            assert_eq!(r.validate().is_ok(), ok, "{m}");
+        }
+        // A file naming a worker that this run does not have.
+        let p = PipeParams {
+            mapping: Some(MappingChoice::File(map)),
+            workers: 1,
+            ..PipeParams::default()
+        };
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("--workers 1"), "{e}");
     }
 
     #[test]

@@ -139,6 +139,40 @@ mod tests {
     }
 
     #[test]
+    fn pipe_work_and_mappings_on_every_engine() {
+        let p = PipeParams {
+            depth: 5,
+            messages: 200,
+            workers: 2,
+            work_ns: 100,
+            slow: vec![(1, 1000)],
+            ..PipeParams::default()
+        };
+        for engine in NETWORKS {
+            let m = run(engine, &Job::Pipe(p.clone())).unwrap();
+            assert_eq!(m.ops, 800, "{engine}");
+            // Relay 1 alone works 200 x 1 us (at the calibrated speed).
+            assert!(m.wall >= std::time::Duration::from_micros(100), "{engine}");
+        }
+        for m in ["rr", "parts", "steal"] {
+            let mapping = Some(m.parse().unwrap());
+            let pipe = PipeParams {
+                mapping: mapping.clone(),
+                ..p.clone()
+            };
+            run(&Rill, &Job::Pipe(pipe)).unwrap();
+            let ring = RingParams {
+                size: 5,
+                hops: 100,
+                workers: 2,
+                mapping,
+                ..RingParams::default()
+            };
+            run(&Rill, &Job::Ring(ring)).unwrap();
+        }
+    }
+
+    #[test]
     fn invalid_params_rejected_before_engines() {
         let pipe = PipeParams {
             depth: 1,

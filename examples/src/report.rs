@@ -6,9 +6,10 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
 
+use crate::apps::MappingChoice;
 use crate::bench::{
-    Measurement, MicroParams, MicroRow, ParamError, PipeParams, RingParams, WordcountParams,
-    MICRO_CAPACITY,
+    work_steps_per_ns, Measurement, MicroParams, MicroRow, ParamError, PipeParams, RingParams,
+    WordcountParams, MICRO_CAPACITY,
 };
 use crate::cli::Command;
 use crate::engines::Engine;
@@ -91,15 +92,25 @@ impl Job {
             Job::Pipe(p) => json!({
                 "workers": p.workers,
                 "placement": p.placement.name(),
+                "mapping": p.mapping.as_ref().map(|m| m.name()),
                 "depth": p.depth,
                 "messages": p.messages,
                 "capacity": p.capacity,
+                "work_ns": (p.work_ns > 0).then_some(p.work_ns),
+                "slow": (!p.slow.is_empty()).then(|| {
+                    p.slow
+                        .iter()
+                        .map(|&(k, ns)| (k.to_string(), json!(ns)))
+                        .collect::<Map<String, Value>>()
+                }),
+                "work_steps_per_us": p.has_work().then(|| work_steps_per_ns() * 1e3),
                 "monitor": p.monitor.map(|f| f.to_string()),
                 "logs": p.logs,
             }),
             Job::Ring(p) => json!({
                 "workers": p.workers,
                 "placement": p.placement.name(),
+                "mapping": p.mapping.as_ref().map(|m| m.name()),
                 "size": p.size,
                 "hops": p.hops,
                 "capacity": p.capacity,
@@ -148,13 +159,30 @@ impl Job {
     /// The job's parameters in one line for a table title.
     fn title(&self) -> String {
         match self {
-            Job::Pipe(p) => format!(
-                "pipe  depth={} messages={} capacity={} placement={} workers={}",
-                p.depth, p.messages, p.capacity, p.placement, p.workers
-            ),
+            Job::Pipe(p) => {
+                let mut t = format!(
+                    "pipe  depth={} messages={} capacity={} {} workers={}",
+                    p.depth,
+                    p.messages,
+                    p.capacity,
+                    placed(p.placement, p.mapping.as_ref()),
+                    p.workers
+                );
+                if p.work_ns > 0 {
+                    t.push_str(&format!(" work={}ns", p.work_ns));
+                }
+                for (k, ns) in &p.slow {
+                    t.push_str(&format!(" slow={k}={ns}ns"));
+                }
+                t
+            }
             Job::Ring(p) => format!(
-                "ring  size={} hops={} capacity={} placement={} workers={}",
-                p.size, p.hops, p.capacity, p.placement, p.workers
+                "ring  size={} hops={} capacity={} {} workers={}",
+                p.size,
+                p.hops,
+                p.capacity,
+                placed(p.placement, p.mapping.as_ref()),
+                p.workers
             ),
             Job::Wordcount(p) => format!(
                 "wordcount  input={} batch={} counters={} chunk={} capacity={} mapping={} workers={}",
@@ -168,6 +196,14 @@ impl Job {
             ),
             Job::Micro(p) => format!("micro  workers={}", p.workers),
         }
+    }
+}
+
+/// `placement=P`, or `mapping=M` when a mapping overrides the placement.
+fn placed(placement: crate::bench::Placement, mapping: Option<&MappingChoice>) -> String {
+    match mapping {
+        Some(m) => format!("mapping={m}"),
+        None => format!("placement={placement}"),
     }
 }
 
@@ -385,7 +421,35 @@ pub fn write_tables(
             table.row(row);
         }
     }
-    write!(out, "{table}")
+    write!(out, "{table}")?;
+    // Runs under `--mapping auto` (the word count's rill row): their pilots
+    // and the files planned, which the table's wall time leaves out.
+    for job in jobs {
+        let auto: Vec<&Measurement> = outcomes
+            .iter()
+            .filter(|o| o.job == *job)
+            .filter_map(|o| o.result.as_ref().ok())
+            .filter(|m| m.extra.contains_key("pilot_ms"))
+            .collect();
+        let num = |m: &Measurement, k: &str| m.extra.get(k).and_then(Value::as_f64);
+        let stats = |k: &str| Stats::of(&auto.iter().filter_map(|m| num(m, k)).collect::<Vec<_>>());
+        if let (Some(pilot), Some(total), Some(last)) =
+            (stats("pilot_ms"), stats("total_ms"), auto.last())
+        {
+            writeln!(
+                out,
+                "rill mapping auto: pilot {} ({}) median {:.1} ms, wall + pilot median {:.1} ms (min {:.1}, max {:.1}); mapping file {}",
+                last.extra.get("pilot_size").and_then(Value::as_str).unwrap_or("?"),
+                if auto.len() == 1 { "one run".to_string() } else { format!("{} runs", auto.len()) },
+                pilot.median,
+                total.median,
+                total.min,
+                total.max,
+                last.extra.get("mapping_file").and_then(Value::as_str).unwrap_or("?"),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use rill::{MonitorConfig, MonitorFlags};
 
-use crate::apps;
+use crate::apps::{self, auto, MappingChoice};
 use crate::bench::{Measurement, MicroParams, MicroRow, PipeParams, RingParams, WordcountParams};
 use crate::engines::Engine;
+use crate::kernels::wordcount::{self as wc, Corpus};
 use crate::rill_runs::{self, RunInfo};
 
 /// The runtime's monitoring setting for `--monitor MODE` (off when not
@@ -101,12 +102,55 @@ impl Engine for Rill {
     }
 
     /// The word count network ([`apps::wordcount`]), checked against the
-    /// sequential count after the run.
+    /// sequential count after the run; under `--mapping auto`
+    /// [`wordcount_auto`] first.
     fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
         let mon = monitor_config(p.monitor, p.logs.as_deref(), "wordcount");
+        if p.mapping == MappingChoice::Auto {
+            return wordcount_auto(p, &mon);
+        }
         let run = apps::wordcount::run(p, &mon)?;
         let info = RunInfo::of(run.wall, &run.stats);
         let m = p.measured(run.wall, &run.value)?;
         Ok(with_info(m, &info, &mon).with("mapping", p.mapping.name()))
     }
+}
+
+/// The word count under `--mapping auto` ([`apps::auto`]): a pilot on the
+/// first sixth of the text (at least 64 KiB, cut after whitespace) under
+/// round-robin, monitored in count mode into `LOGS/pilot` (`LOGS`: `--logs`,
+/// or `target/rill-auto/wordcount`), a plan written to `LOGS/auto.map`, and
+/// the run under it; the measurement has the plan's fields (`pilot_ms`,
+/// `total_ms`, `mapping_file`...).
+fn wordcount_auto(p: &WordcountParams, mon: &MonitorConfig) -> Result<Measurement> {
+    let dir = p
+        .logs
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(auto::AUTO_ROOT).join("wordcount"));
+    let plan = auto::plan(&dir, p.workers, |pmon| {
+        let text = p.corpus.text();
+        let want = auto::pilot_size(text.len() as u64, 64 << 10).max(1) as usize;
+        let head = wc::chunks(text, want).next().unwrap_or("");
+        let pilot = WordcountParams {
+            corpus: Corpus::of(p.corpus.source().clone(), head.to_string()),
+            mapping: MappingChoice::Rr,
+            monitor: Some(pmon.flags),
+            logs: pmon.dir.clone(),
+            ..p.clone()
+        };
+        let run = apps::wordcount::run(&pilot, pmon)?;
+        pilot.verify(&run.value)?;
+        Ok((run.wall, format!("{} of {} bytes", head.len(), text.len())))
+    })?;
+    let real = WordcountParams {
+        mapping: MappingChoice::File(plan.file.clone()),
+        ..p.clone()
+    };
+    let run = apps::wordcount::run(&real, mon)?;
+    let info = RunInfo::of(run.wall, &run.stats);
+    let mut m = real.measured(run.wall, &run.value)?;
+    for (k, v) in plan.fields(run.wall) {
+        m = m.with(k, v);
+    }
+    Ok(with_info(m, &info, mon).with("mapping", "auto"))
 }

@@ -8,16 +8,75 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use rill::{MonitorConfig, Runtime};
+use rill::{ManualTable, Mapping, MonitorConfig, Runtime};
 
-use crate::bench::{measure_idle_cpu, Measurement, MicroRow, PipeParams, Placement, RingParams};
+use crate::apps::{mapping_for, MappingChoice};
+use crate::bench::{
+    busy_work, measure_idle_cpu, Measurement, MicroRow, PipeParams, Placement, RingParams,
+};
 
 fn runtime(workers: usize, capacity: usize, mon: &MonitorConfig) -> Result<Runtime> {
+    mapped_runtime(workers, capacity, mon, Mapping::RoundRobin)
+}
+
+fn mapped_runtime(
+    workers: usize,
+    capacity: usize,
+    mon: &MonitorConfig,
+    mapping: Mapping,
+) -> Result<Runtime> {
     Ok(Runtime::builder()
         .workers(workers)
         .capacity(capacity)
+        .mapping(mapping)
         .monitor(mon.clone())
         .build()?)
+}
+
+/// The runtime of a pipe or ring whose tasks are `names` in creation
+/// order, and how each task is placed: `Some(worker)` from `placement`
+/// (the worker of task `i` of `names`) when no `--mapping` is given, `None`
+/// (the runtime's mapping policy) when one is.
+fn net_runtime(
+    workers: usize,
+    capacity: usize,
+    mon: &MonitorConfig,
+    mapping: Option<&MappingChoice>,
+    names: &[String],
+    placement: impl Fn(usize) -> usize,
+) -> Result<(Runtime, Vec<Option<usize>>)> {
+    match mapping {
+        None => Ok((
+            runtime(workers, capacity, mon)?,
+            (0..names.len()).map(|i| Some(placement(i))).collect(),
+        )),
+        Some(m) => {
+            // The pipe and the ring have no manual table (validate() refuses
+            // `manual`); `parts` cuts the creation order.
+            let mapping = mapping_for(m, ManualTable::new(), names.to_vec())?;
+            Ok((
+                mapped_runtime(workers, capacity, mon, mapping)?,
+                vec![None; names.len()],
+            ))
+        }
+    }
+}
+
+/// Adds task `name` to `rt`, on `worker` when given, else where the
+/// runtime's mapping puts it.
+fn add_task<F>(rt: &mut Runtime, worker: Option<usize>, name: String, f: F) -> Result<()>
+where
+    F: FnOnce() + Send + 'static,
+{
+    match worker {
+        Some(w) => {
+            rt.try_spawn_on(w, name, f)?;
+        }
+        None => {
+            rt.spawn(name, f);
+        }
+    }
+    Ok(())
 }
 
 /// What a monitored benchmark run produced besides its time.
@@ -48,20 +107,40 @@ impl RunInfo {
     }
 }
 
-/// LPEL's pipe: a source, `depth - 2` relays and a sink. The placement
-/// follows LPEL's test rather than [`Placement::worker_of`]: the source runs
-/// on worker 0 and the sink on worker 1 (when there are two workers);
-/// `const` puts every relay on worker 0, `rr` puts relay `k` on worker
-/// `(k + 1) mod W`, `parts` cuts the relays into two contiguous halves on
-/// the source's and the sink's workers. Fails if the sink did not get
-/// exactly `0..messages` in order.
+/// The pipe's task names in creation order: `pipe/source`,
+/// `pipe/relay/0` to `pipe/relay/{depth-3}`, `pipe/sink`.
+pub fn pipe_task_names(depth: usize) -> Vec<String> {
+    let mut v = vec!["pipe/source".to_string()];
+    v.extend((0..depth.saturating_sub(2)).map(|k| format!("pipe/relay/{k}")));
+    v.push("pipe/sink".into());
+    v
+}
+
+/// LPEL's pipe: a source, `depth - 2` relays and a sink. Without
+/// `--mapping` the placement follows LPEL's test rather than
+/// [`Placement::worker_of`]: the source runs on worker 0 and the sink on
+/// worker 1 (when there are two workers); `const` puts every relay on
+/// worker 0, `rr` puts relay `k` on worker `(k + 1) mod W`, `parts` cuts
+/// the relays into two contiguous halves on the source's and the sink's
+/// workers; each task is spawned on its worker. With `--mapping` every task
+/// is spawned without a worker and the mapping places it (a file by task
+/// name). Relay `k` does [`PipeParams::work_of`]`(k)` nanoseconds of
+/// [`busy_work`] per message (calibrated before the clock starts). Fails if
+/// the sink did not get exactly `0..messages` in order.
 pub fn pipe(p: &PipeParams, mon: &MonitorConfig) -> Result<RunInfo> {
     let (workers, messages, capacity) = (p.workers, p.messages, p.capacity);
-    let mut rt = runtime(workers, capacity, mon)?;
-    let relays = p.depth - 2;
+    let relays = p.relays();
     let last = workers.min(2) - 1;
     let placement = p.placement;
-    let place = move |k: usize| -> usize {
+    // Task i of the names: 0 the source, 1..=relays the relays, then the sink.
+    let place = move |i: usize| -> usize {
+        if i == 0 {
+            return 0;
+        }
+        if i > relays {
+            return last;
+        }
+        let k = i - 1;
         match placement {
             Placement::Const => 0,
             Placement::Rr => (k + 1) % workers,
@@ -74,11 +153,14 @@ pub fn pipe(p: &PipeParams, mon: &MonitorConfig) -> Result<RunInfo> {
             }
         }
     };
+    let names = pipe_task_names(p.depth);
+    let (mut rt, at) = net_runtime(workers, capacity, mon, p.mapping.as_ref(), &names, place)?;
+    let steps = p.relay_steps();
     // The sink reports through an atomic, not a stream, so that it stays a
     // pure sink in the monitoring logs (latency is measured at sinks).
     let ok = Arc::new(AtomicU64::new(0));
     let (mut w, mut r) = rill::stream::<u64>(capacity);
-    rt.try_spawn_on(0, "pipe/source", move || {
+    add_task(&mut rt, at[0], names[0].clone(), move || {
         for i in 0..messages {
             if w.write(i).is_err() {
                 return;
@@ -88,8 +170,12 @@ pub fn pipe(p: &PipeParams, mon: &MonitorConfig) -> Result<RunInfo> {
     for k in 0..relays {
         let (mut w2, r2) = rill::stream::<u64>(capacity);
         let mut rin = std::mem::replace(&mut r, r2);
-        rt.try_spawn_on(place(k), format!("pipe/relay/{k}"), move || {
+        let work = steps[k];
+        add_task(&mut rt, at[k + 1], names[k + 1].clone(), move || {
             while let Some(v) = rin.read() {
+                if work > 0 {
+                    busy_work(work);
+                }
                 if w2.write(v).is_err() {
                     return;
                 }
@@ -97,15 +183,20 @@ pub fn pipe(p: &PipeParams, mon: &MonitorConfig) -> Result<RunInfo> {
         })?;
     }
     let ok2 = ok.clone();
-    rt.try_spawn_on(last, "pipe/sink", move || {
-        let mut expect = 0u64;
-        let mut good = true;
-        while let Some(v) = r.read() {
-            good &= v == expect;
-            expect += 1;
-        }
-        ok2.store(u64::from(good && expect == messages), Ordering::Relaxed);
-    })?;
+    add_task(
+        &mut rt,
+        at[relays + 1],
+        names[relays + 1].clone(),
+        move || {
+            let mut expect = 0u64;
+            let mut good = true;
+            while let Some(v) = r.read() {
+                good &= v == expect;
+                expect += 1;
+            }
+            ok2.store(u64::from(good && expect == messages), Ordering::Relaxed);
+        },
+    )?;
     let t0 = Instant::now();
     let stats = rt.run().context("pipe run failed")?;
     let wall = t0.elapsed();
@@ -118,11 +209,21 @@ pub fn pipe(p: &PipeParams, mon: &MonitorConfig) -> Result<RunInfo> {
 /// LPEL's ring: one token passed around `size` tasks for `hops` hops in total.
 /// Task i reads stream i and writes stream i+1 (mod size); the token counts
 /// its hops, and the task that receives it after the last hop stops, which
-/// closes the ring task by task. Task i runs on
-/// [`Placement::worker_of`]`(i, size, workers)`.
+/// closes the ring task by task. Task i (`ring/i`) runs on
+/// [`Placement::worker_of`]`(i, size, workers)`, or where `--mapping`
+/// puts it when one is given.
 pub fn ring(p: &RingParams, mon: &MonitorConfig) -> Result<RunInfo> {
     let (size, hops) = (p.size, p.hops);
-    let mut rt = runtime(p.workers, p.capacity, mon)?;
+    let names: Vec<String> = (0..size).map(|i| format!("ring/{i}")).collect();
+    let (placement, workers) = (p.placement, p.workers);
+    let (mut rt, at) = net_runtime(
+        p.workers,
+        p.capacity,
+        mon,
+        p.mapping.as_ref(),
+        &names,
+        |i| placement.worker_of(i, size, workers),
+    )?;
     let mut writers: Vec<Option<rill::Writer<u64>>> = Vec::new();
     let mut readers: Vec<Option<rill::Reader<u64>>> = Vec::new();
     for _ in 0..size {
@@ -137,8 +238,7 @@ pub fn ring(p: &RingParams, mon: &MonitorConfig) -> Result<RunInfo> {
             .take()
             .expect("each writer is taken once");
         let result = result.clone();
-        let worker = p.placement.worker_of(i, size, p.workers);
-        rt.try_spawn_on(worker, format!("ring/{i}"), move || {
+        add_task(&mut rt, at[i], names[i].clone(), move || {
             if i == 0 && wout.write(0).is_err() {
                 return;
             }

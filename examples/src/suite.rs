@@ -16,6 +16,7 @@ use rill::MonitorFlags;
 use rill_monitor::xml_escape;
 use serde_json::{json, Value};
 
+use crate::apps::auto::AutoPlan;
 use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice};
 use crate::bench::{ParamError, PipeParams, Placement, RingParams, WordcountParams};
 use crate::cli::{AllArgs, AppCommand, CliError, CompareArgs, Summary};
@@ -29,6 +30,8 @@ struct Done {
     opts: AppOpts,
     run: u32,
     result: Result<AppRun, String>,
+    /// Under `--mapping auto`: the pilot and the plan.
+    auto: Option<AutoPlan>,
 }
 
 impl Done {
@@ -41,6 +44,16 @@ impl Done {
             .as_ref()
             .ok()
             .map(|r| r.wall.as_secs_f64() * 1e3)
+    }
+
+    /// The wall time with the pilot and the plan of an auto run (its
+    /// `total_ms`); the wall time of any other run.
+    fn total_ms(&self) -> Option<f64> {
+        let pilot = self
+            .auto
+            .as_ref()
+            .map_or(0.0, |a| a.pilot_time().as_secs_f64() * 1e3);
+        self.wall_ms().map(|w| w + pilot)
     }
 
     fn json(&self, bench: &str) -> Value {
@@ -60,10 +73,19 @@ impl Done {
 
     /// A one-line account for progress output.
     fn short(&self) -> String {
+        let pilot = match (&self.auto, self.total_ms()) {
+            (Some(a), Some(total)) => format!(
+                " (pilot {:.1} ms, total {total:.1} ms)",
+                a.pilot_time().as_secs_f64() * 1e3
+            ),
+            _ => String::new(),
+        };
         match &self.result {
-            Ok(r) if r.verified => format!("{:.1} ms, verified", r.wall.as_secs_f64() * 1e3),
+            Ok(r) if r.verified => {
+                format!("{:.1} ms, verified{pilot}", r.wall.as_secs_f64() * 1e3)
+            }
             Ok(r) => format!(
-                "{:.1} ms, NOT VERIFIED: {}",
+                "{:.1} ms{pilot}, NOT VERIFIED: {}",
                 r.wall.as_secs_f64() * 1e3,
                 r.problems.join("; ")
             ),
@@ -72,34 +94,46 @@ impl Done {
     }
 }
 
-/// Runs `app` once under `opts`, a panic or failure becoming an error.
+/// Runs `app` once under `opts`, a panic or failure becoming an error; under
+/// `--mapping auto` the pilot and the plan first ([`crate::apps::auto`]).
 fn run_once(app: &dyn App, opts: &AppOpts, run: u32) -> Done {
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| app.run(opts)))
-        .unwrap_or_else(|p| {
-            Err(anyhow::anyhow!(
-                "panicked: {}",
-                crate::peers::threads::panic_text(&*p)
-            ))
-        })
-        .and_then(|mut r| {
-            // A monitored run: read its logs back (rill-mon's summary), so
-            // that waiting events and log sizes appear beside the timing.
-            if !opts.monitor.is_off() {
-                let dir = opts
-                    .logs
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from("rill-logs"));
-                r.monitor = Some(crate::apps::MonSummary::from_logs(&dir).map_err(|e| {
+    let mut auto = None;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if opts.mapping == MappingChoice::Auto {
+            let (r, plan) = crate::apps::auto::run_app(app, opts, run)?;
+            auto = Some(plan);
+            Ok(r)
+        } else {
+            app.run(opts)
+        }
+    }))
+    .unwrap_or_else(|p| {
+        Err(anyhow::anyhow!(
+            "panicked: {}",
+            crate::peers::threads::panic_text(&*p)
+        ))
+    })
+    .and_then(|mut r| {
+        // A monitored run: read its logs back (rill-mon's summary), so
+        // that waiting events and log sizes appear beside the timing.
+        if !opts.monitor.is_off() {
+            let dir = opts
+                .logs
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("rill-logs"));
+            r.monitor =
+                Some(crate::apps::MonSummary::from_logs(&dir).map_err(|e| {
                     anyhow::anyhow!("reading the logs in {}: {e:#}", dir.display())
                 })?);
-            }
-            Ok(r)
-        })
-        .map_err(|e| format!("{e:#}"));
+        }
+        Ok(r)
+    })
+    .map_err(|e| format!("{e:#}"));
     Done {
         opts: opts.clone(),
         run,
         result,
+        auto,
     }
 }
 
@@ -126,6 +160,22 @@ fn run_counted(
 
 fn stats_of(done: &[&Done]) -> Option<Stats> {
     let v: Vec<f64> = done.iter().filter_map(|d| d.wall_ms()).collect();
+    Stats::of(&v)
+}
+
+/// Stats of the runs' wall times with their pilots ([`Done::total_ms`]).
+fn total_stats_of(done: &[&Done]) -> Option<Stats> {
+    let v: Vec<f64> = done.iter().filter_map(|d| d.total_ms()).collect();
+    Stats::of(&v)
+}
+
+/// Stats of the auto runs' pilots (pilot network and plan), in ms.
+fn pilot_stats_of(done: &[&Done]) -> Option<Stats> {
+    let v: Vec<f64> = done
+        .iter()
+        .filter_map(|d| d.auto.as_ref())
+        .map(|a| a.pilot_time().as_secs_f64() * 1e3)
+        .collect();
     Stats::of(&v)
 }
 
@@ -192,6 +242,9 @@ pub fn run_app(
                     for p in &r.problems {
                         writeln!(out, "       problem: {p}")?;
                     }
+                    if let Some(a) = &d.auto {
+                        writeln!(out, "       {}", a.line(r.wall))?;
+                    }
                 }
                 Err(e) => writeln!(out, "run {}: error: {e}", run + 1)?,
             }
@@ -206,6 +259,15 @@ pub fn run_app(
                 "wall ms: median {:.1}  min {:.1}  max {:.1}  ({repeat} runs)",
                 s.median, s.min, s.max
             )?;
+        }
+        if base.mapping == MappingChoice::Auto {
+            if let (Some(t), Some(p)) = (total_stats_of(&all), pilot_stats_of(&all)) {
+                writeln!(
+                    out,
+                    "total ms (pilot included): median {:.1}  min {:.1}  max {:.1}; pilot ms median {:.1}",
+                    t.median, t.min, t.max, p.median
+                )?;
+            }
         }
     }
     Ok(summary)
@@ -228,9 +290,11 @@ fn extra_medians(done: &[&Done]) -> Vec<(&'static str, f64)> {
         .collect()
 }
 
-/// `rill-bench compare APP`: round-robin and manual mapping alternately,
-/// `--repeat` runs of each (default 5); medians with min and max, the extra
-/// columns' medians, and the speedup (rr median / manual median).
+/// `rill-bench compare APP`: round-robin and manual mapping (and with
+/// `--auto` auto mapping) alternately, `--repeat` runs of each (default 5);
+/// medians with min and max, the extra columns' medians, and the speedup
+/// (rr median / manual median, and / auto median with and without the
+/// pilot).
 pub fn compare(
     args: &CompareArgs,
     out: &mut dyn Write,
@@ -239,13 +303,17 @@ pub fn compare(
     let common = args.app.common();
     if common.mapping.is_some() {
         return Err(CliError::Params(ParamError(
-            "compare runs rr and manual mapping itself; leave out --mapping".into(),
+            "compare runs rr and manual mapping itself (and auto with --auto); leave out --mapping"
+                .into(),
         )));
     }
     let app = args.app.app().map_err(CliError::Params)?;
     let repeat = common.repeat.unwrap_or(5);
     let base = common.opts();
-    let mappings = [MappingChoice::Rr, MappingChoice::Manual];
+    let mut mappings = vec![MappingChoice::Rr, MappingChoice::Manual];
+    if args.auto {
+        mappings.push(MappingChoice::Auto);
+    }
     let mut summary = Summary::default();
     let mut done: Vec<Done> = Vec::new();
     for run in 0..repeat {
@@ -278,28 +346,46 @@ pub fn compare(
             .filter(|d| d.opts.mapping == *m && d.ok())
             .collect()
     };
-    let (rr, manual) = (of(&mappings[0]), of(&mappings[1]));
+    let (rr, manual, auto) = (
+        of(&MappingChoice::Rr),
+        of(&MappingChoice::Manual),
+        of(&MappingChoice::Auto),
+    );
     let (rs, ms) = (stats_of(&rr), stats_of(&manual));
-    let speedup = match (rs, ms) {
+    let (auto_s, auto_total, pilot) = if args.auto {
+        (
+            stats_of(&auto),
+            total_stats_of(&auto),
+            pilot_stats_of(&auto),
+        )
+    } else {
+        (None, None, None)
+    };
+    let over_rr = |x: Option<Stats>| match (rs, x) {
         (Some(r), Some(m)) if m.median > 0.0 => Some(r.median / m.median),
         _ => None,
     };
+    let speedup = over_rr(ms);
     if common.json {
-        writeln!(
-            out,
-            "{}",
-            json!({
-                "bench": app.name(),
-                "compare": true,
-                "workers": base.workers,
-                "monitor": base.monitor.to_string(),
-                "runs": repeat,
-                "rr_median_ms": rs.map(|s| s.median),
-                "manual_median_ms": ms.map(|s| s.median),
-                "speedup": speedup,
-                "verified": summary.failures == 0,
-            })
-        )?;
+        let mut line = json!({
+            "bench": app.name(),
+            "compare": true,
+            "workers": base.workers,
+            "monitor": base.monitor.to_string(),
+            "runs": repeat,
+            "rr_median_ms": rs.map(|s| s.median),
+            "manual_median_ms": ms.map(|s| s.median),
+            "speedup": speedup,
+            "verified": summary.failures == 0,
+        });
+        if args.auto {
+            line["auto_median_ms"] = json!(auto_s.map(|s| s.median));
+            line["auto_total_median_ms"] = json!(auto_total.map(|s| s.median));
+            line["pilot_median_ms"] = json!(pilot.map(|s| s.median));
+            line["speedup_auto"] = json!(over_rr(auto_s));
+            line["speedup_auto_total"] = json!(over_rr(auto_total));
+        }
+        writeln!(out, "{line}")?;
         return Ok(summary);
     }
     writeln!(out, "{}", app.describe())?;
@@ -320,8 +406,16 @@ pub fn compare(
             .map(|(name, _)| name.to_string()),
     );
     let mut table = Table::plain(head).left(&[0]);
-    for (m, runs, st) in [(&mappings[0], &rr, rs), (&mappings[1], &manual, ms)] {
-        let mut row = vec![m.name()];
+    let mut rows = vec![
+        ("rr".to_string(), &rr, rs),
+        ("manual".to_string(), &manual, ms),
+    ];
+    if args.auto {
+        rows.push(("auto".into(), &auto, auto_s));
+        rows.push(("auto+pilot".into(), &auto, auto_total));
+    }
+    for (name, runs, st) in rows {
+        let mut row = vec![name];
         match st {
             Some(s) => row.extend([s.median, s.min, s.max].map(|v| format!("{v:.1}"))),
             None => row.push("failed".into()),
@@ -337,6 +431,24 @@ pub fn compare(
     match speedup {
         Some(s) => writeln!(out, "speedup (rr median / manual median): {s:.2}x")?,
         None => writeln!(out, "speedup: n/a (a mapping had no verified run)")?,
+    }
+    if args.auto {
+        let fmt = |x: Option<f64>| x.map_or("n/a".to_string(), |s| format!("{s:.2}x"));
+        writeln!(
+            out,
+            "speedup of auto (rr median / auto median): {}; pilot included (rr median / auto+pilot median): {}",
+            fmt(over_rr(auto_s)),
+            fmt(over_rr(auto_total))
+        )?;
+        if let (Some(p), Some(last)) = (pilot, auto.last().and_then(|d| d.auto.as_ref())) {
+            writeln!(
+                out,
+                "auto: each run plans from its own pilot ({}), pilot median {:.1} ms; last mapping file {}",
+                last.size,
+                p.median,
+                last.file.display()
+            )?;
+        }
     }
     if summary.failures > 0 {
         writeln!(out, "{} of {} runs failed", summary.failures, summary.runs)?;

@@ -729,3 +729,335 @@ fn ab_argument_errors_and_failed_runs() {
     assert!(stderr.contains("failed: exit status: 2"), "{stderr}");
     assert!(stdout.contains("| failed"), "{stdout}");
 }
+
+/// A planted bottleneck: every relay works, relay 1 more; every engine
+/// verifies and reports the work; bad values exit 2 with their reason.
+#[test]
+fn pipe_work_and_slow_relays() {
+    let out = rill_bench(&[
+        "pipe",
+        "--depth",
+        "5",
+        "--messages",
+        "300",
+        "--workers",
+        "2",
+        "--work",
+        "100",
+        "--slow",
+        "1=2000",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let lines = json_lines(&out.stdout);
+    let engines: Vec<&str> = lines
+        .iter()
+        .map(|v| v["engine"].as_str().unwrap())
+        .collect();
+    assert_eq!(engines, ["rill", "threads", "tokio"]);
+    for v in &lines {
+        assert_eq!(v["verified"], true, "{v}");
+        assert_eq!(v["work_ns"], 100, "{v}");
+        assert_eq!(v["slow"]["1"], 2000, "{v}");
+        assert!(v["work_steps_per_us"].as_f64().unwrap() > 0.0, "{v}");
+        // Relay 1 alone: 300 messages x 2 us (at the calibrated speed).
+        assert!(v["wall_ms"].as_f64().unwrap() > 0.3, "{v}");
+    }
+    // The table's title names the work.
+    let out = rill_bench(&[
+        "pipe",
+        "--engine",
+        "rill",
+        "--depth",
+        "4",
+        "--messages",
+        "50",
+        "--work",
+        "10",
+        "--slow",
+        "0=20",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("work=10ns slow=0=20ns"), "{stdout}");
+    for (args, says) in [
+        (
+            &["pipe", "--depth", "5", "--slow", "3=10"][..],
+            "relays 0 to 2",
+        ),
+        (&["pipe", "--depth", "2", "--slow", "0=10"], "no relays"),
+        (&["pipe", "--slow", "1=5", "--slow", "1=6"], "relay 1 twice"),
+        (&["pipe", "--slow", "1=2000000"], "1 ms"),
+        (&["pipe", "--slow", "1"], "is not K=NS"),
+        (&["pipe", "--slow", "a=1"], "not a relay number"),
+        (&["pipe", "--work", "5000000"], "0..=1000000"),
+        (&["pipe", "--mapping", "manual"], "no table of their own"),
+        (&["ring", "--mapping", "auto"], "rill-mon map"),
+    ] {
+        let out = rill_bench(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+/// The workers the TaskAssign records of the logs in `dir` give each named
+/// task.
+fn assigned_workers(dir: &std::path::Path, workers: u32) -> Vec<(String, u32)> {
+    use rill_log::{read_log, Record};
+    let mut v = Vec::new();
+    for w in 0..workers {
+        let log = read_log(dir.join(format!("worker-{w}.rlog"))).unwrap();
+        for r in &log.records {
+            if let Record::TaskAssign { name, worker, .. } = r {
+                v.push((name.clone(), *worker));
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+/// `--mapping FILE` on the pipe and the ring: every task runs where the
+/// file says (by the mapping records of the run's logs), the tasks the
+/// file leaves out round-robin, whatever --placement says.
+#[test]
+fn pipe_and_ring_follow_a_mapping_file() {
+    let dir = std::env::temp_dir().join(format!("rill-cli-pipemap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let map = dir.join("pipe.map");
+    // Against --placement const (everything on worker 0).
+    std::fs::write(
+        &map,
+        "# a hand-made mapping\n\"pipe/source\" = 1\n\"pipe/relay/0\" = 1\n\"pipe/relay/1\" = 0\n\"pipe/relay/2\" = 1\n\"pipe/sink\" = 0\n",
+    )
+    .unwrap();
+    let logs = dir.join("logs");
+    let out = rill_bench(&[
+        "pipe",
+        "--engine",
+        "rill",
+        "--depth",
+        "5",
+        "--messages",
+        "500",
+        "--workers",
+        "2",
+        "--placement",
+        "const",
+        "--mapping",
+        map.to_str().unwrap(),
+        "--monitor",
+        "map",
+        "--logs",
+        logs.to_str().unwrap(),
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v = &json_lines(&out.stdout)[0];
+    assert_eq!(v["verified"], true, "{v}");
+    assert_eq!(v["mapping"], map.to_str().unwrap(), "{v}");
+    let want: Vec<(String, u32)> = [
+        ("pipe/relay/0", 1),
+        ("pipe/relay/1", 0),
+        ("pipe/relay/2", 1),
+        ("pipe/sink", 0),
+        ("pipe/source", 1),
+    ]
+    .iter()
+    .map(|&(n, w)| (n.to_string(), w))
+    .collect();
+    assert_eq!(assigned_workers(&logs, 2), want);
+
+    // The ring: ring/1 listed, the others round-robin in creation order.
+    std::fs::write(&map, "\"ring/1\" = 0\n").unwrap();
+    std::fs::remove_dir_all(&logs).unwrap();
+    let out = rill_bench(&[
+        "ring",
+        "--engine",
+        "rill",
+        "--size",
+        "4",
+        "--hops",
+        "40",
+        "--workers",
+        "2",
+        "--mapping",
+        map.to_str().unwrap(),
+        "--monitor",
+        "map",
+        "--logs",
+        logs.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = assigned_workers(&logs, 2);
+    let worker = |n: &str| got.iter().find(|(m, _)| m == n).unwrap().1;
+    assert_eq!(worker("ring/1"), 0, "{got:?}");
+    // ring/0, ring/2, ring/3 take the round-robin turns 0, 1, 0.
+    assert_eq!(
+        (worker("ring/0"), worker("ring/2"), worker("ring/3")),
+        (0, 1, 0),
+        "{got:?}"
+    );
+    // A file naming a worker the run lacks is an argument error.
+    std::fs::write(&map, "\"pipe/sink\" = 5\n").unwrap();
+    let out = rill_bench(&["pipe", "--mapping", map.to_str().unwrap(), "--workers", "2"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--workers 2"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `mc --mapping auto`: a pilot, a planned file (named in the output, and
+/// `ManualTable::load` reads it), the run under it; the JSON has the pilot's
+/// and the total time.
+#[test]
+fn mc_mapping_auto_plans_and_runs() {
+    let dir = std::env::temp_dir().join(format!("rill-cli-auto-{}", std::process::id()));
+    let logs = dir.join("mc");
+    let out = rill_bench(&[
+        "mc",
+        "--paths",
+        "3000",
+        "--steps",
+        "3",
+        "--workers",
+        "2",
+        "--mapping",
+        "auto",
+        "--logs",
+        logs.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("mapping=auto"), "{stdout}");
+    assert!(stdout.contains("verified"), "{stdout}");
+    let file = logs.join("auto.map");
+    assert!(
+        stdout.contains(&format!("mapping file {}", file.display())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("2000 of 3000 paths"), "{stdout}");
+    let table = rill::ManualTable::load(&file).unwrap();
+    table.validate(2).unwrap();
+    for name in [
+        "mc/dispatch",
+        "mc/collect",
+        "mc/star/0/step/0",
+        "mc/star/1/step/2",
+    ] {
+        assert!(
+            table.entries().iter().any(|(p, _)| p == name),
+            "{name} not in {table:?}"
+        );
+    }
+    assert!(logs.join("pilot").join("worker-0.rlog").exists());
+
+    // JSON: pilot_ms and total_ms beside wall_ms.
+    let out = rill_bench(&[
+        "mc",
+        "--paths",
+        "3000",
+        "--steps",
+        "3",
+        "--workers",
+        "2",
+        "--mapping",
+        "auto",
+        "--logs",
+        logs.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = &json_lines(&out.stdout)[0];
+    assert_eq!(v["mapping"], "auto", "{v}");
+    assert_eq!(v["verified"], true, "{v}");
+    assert_eq!(v["mapping_file"], file.to_str().unwrap(), "{v}");
+    let (wall, pilot, total) = (
+        v["wall_ms"].as_f64().unwrap(),
+        v["pilot_ms"].as_f64().unwrap(),
+        v["total_ms"].as_f64().unwrap(),
+    );
+    assert!(
+        pilot > 0.0 && (wall + pilot - total).abs() < 1e-6 * total,
+        "{v}"
+    );
+    assert!(v["pilot_run_ms"].as_f64().unwrap() <= pilot, "{v}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `compare --auto` alternates rr, manual and auto and sums up all three;
+/// the word count takes `--mapping auto` on rill.
+#[test]
+fn compare_auto_and_wordcount_auto() {
+    let dir = std::env::temp_dir().join(format!("rill-cli-cmpauto-{}", std::process::id()));
+    let out = rill_bench(&[
+        "compare",
+        "ant",
+        "--jobs",
+        "12",
+        "--ants",
+        "3",
+        "--iterations",
+        "2",
+        "--workers",
+        "2",
+        "--repeat",
+        "1",
+        "--auto",
+        "--logs",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = json_lines(&out.stdout);
+    let maps: Vec<&str> = lines[..3]
+        .iter()
+        .map(|v| v["mapping"].as_str().unwrap())
+        .collect();
+    assert_eq!(maps, ["rr", "manual", "auto"]);
+    assert!(lines[2]["pilot_ms"].as_f64().unwrap() > 0.0, "{}", lines[2]);
+    let sum = &lines[3];
+    assert!(sum["auto_total_median_ms"].as_f64().unwrap() > 0.0, "{sum}");
+    assert!(sum["speedup_auto_total"].as_f64().unwrap() > 0.0, "{sum}");
+
+    let logs = dir.join("wc");
+    let out = rill_bench(&[
+        "wordcount",
+        "--engine",
+        "rill",
+        "--bytes",
+        "100000",
+        "--workers",
+        "2",
+        "--mapping",
+        "auto",
+        "--logs",
+        logs.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let file = logs.join("auto.map");
+    assert!(
+        stdout.contains(&format!("mapping file {}", file.display())),
+        "{stdout}"
+    );
+    rill::ManualTable::load(&file).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -38,6 +38,7 @@ use std::sync::{Arc, OnceLock};
 use anyhow::{anyhow, Result};
 use rill::{ManualTable, Reader, Writer};
 
+use super::auto::{pilot_size, Pilot};
 use super::{run_timed, runtime_of, App, AppOpts, AppRun, NetRun, Slot};
 use crate::kernels::ant::{self as k, AcoParams, Colony, Instance};
 
@@ -205,6 +206,19 @@ impl App for Ant {
             t.insert(format!("ant/ant/{a}"), a as usize % workers);
         }
         t
+    }
+
+    /// A sixth of the iterations, at least one; the same instance and ants.
+    fn pilot(&self, _workers: usize) -> Result<Pilot> {
+        let iterations = pilot_size(u64::from(self.cfg.iterations), 1) as u32;
+        let cfg = AntConfig {
+            iterations,
+            ..self.cfg.clone()
+        };
+        Ok(Pilot {
+            app: Box::new(Ant::new(cfg)?),
+            size: format!("{iterations} of {} iterations", self.cfg.iterations),
+        })
     }
 
     fn parts(&self, _workers: usize) -> Vec<String> {

@@ -32,6 +32,7 @@ use std::sync::{Arc, OnceLock};
 use anyhow::{anyhow, bail, Context, Result};
 use rill::ManualTable;
 
+use super::auto::{pilot_size, Pilot};
 use super::{fnv64, run_timed, runtime_of, App, AppOpts, AppRun, NetRun, PollSet, Slot};
 use crate::kernels::des::{self as k, KeySchedule, BLOCK_BYTES};
 
@@ -348,6 +349,28 @@ impl App for Des {
             t.insert(format!("des/fp/{i}"), w);
         }
         t
+    }
+
+    /// A sixth of the input's bytes, at least 64 KiB (or all of it),
+    /// generated and encrypted whatever the real run does (the rounds cost
+    /// the same both ways, and generated plaintext always pads right); same
+    /// key and network, no output file.
+    fn pilot(&self, _workers: usize) -> Result<Pilot> {
+        let len = pilot_size(self.input.len() as u64, 64 << 10) as usize;
+        let seed = match self.cfg.input {
+            DesInput::Generated { seed, .. } => seed,
+            DesInput::File(_) => 1,
+        };
+        let cfg = DesConfig {
+            input: DesInput::Generated { len, seed },
+            output: None,
+            decrypt: false,
+            ..self.cfg.clone()
+        };
+        Ok(Pilot {
+            app: Box::new(Des::new(cfg)?),
+            size: format!("{len} of {} bytes", self.input.len()),
+        })
     }
 
     fn parts(&self, workers: usize) -> Vec<String> {

@@ -40,6 +40,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Result};
 use rill::{ManualTable, Reader, Writer};
 
+use super::auto::{pilot_size, Pilot};
 use super::{run_timed, runtime_of, App, AppOpts, AppRun, NetRun, PollSet, Slot};
 use crate::kernels::mc::{self as k, McParams, Partial, PathBatch};
 
@@ -341,6 +342,26 @@ impl App for Mc {
             t.insert(format!("mc/star/{c}/"), c % workers);
         }
         t
+    }
+
+    /// A sixth of the paths, at least 2000 and 4 records per chain, on the
+    /// same number of chains (so the same task names).
+    fn pilot(&self, workers: usize) -> Result<Pilot> {
+        let chains = self.cfg.chains(workers);
+        let floor = 2000u64.max(4 * chains as u64 * self.cfg.net.batch as u64);
+        let paths = pilot_size(self.cfg.paths, floor);
+        let cfg = McConfig {
+            paths,
+            net: McNet {
+                chains: Some(chains),
+                ..self.cfg.net.clone()
+            },
+            ..self.cfg.clone()
+        };
+        Ok(Pilot {
+            app: Box::new(Mc::new(cfg)?),
+            size: format!("{paths} of {} paths", self.cfg.paths),
+        })
     }
 
     fn parts(&self, workers: usize) -> Vec<String> {

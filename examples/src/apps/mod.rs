@@ -17,6 +17,11 @@
 //!   merger. Unlike the four above it runs beside its peers (`rill-bench
 //!   wordcount`, with [`crate::peers::wordcount`]) rather than as an [`App`].
 //!
+//! `--mapping auto` ([`auto`]) runs an application first at a reduced size
+//! ([`App::pilot`]) under round-robin mapping with count-mode monitoring,
+//! plans a mapping file from its logs with `rill_monitor::plan_mapping`, and
+//! then runs the real network under that file.
+//!
 //! Every runtime is built by [`runtime_for`] (the word count: with
 //! [`mapping_for`] and the peer benchmarks' monitoring setting), where the
 //! mapping choice becomes a [`rill::Mapping`] and monitoring is configured.
@@ -25,6 +30,7 @@
 //! sequential references and the checks are outside it.
 
 pub mod ant;
+pub mod auto;
 pub mod des;
 pub mod mc;
 pub mod rt;
@@ -54,6 +60,12 @@ pub enum MappingChoice {
     Parts,
     /// `steal`: round-robin at creation, then work stealing.
     Steal,
+    /// `auto`: a pilot run at a reduced size under round-robin with
+    /// count-mode monitoring, a mapping planned from its logs and written to
+    /// a file, then the run under that file ([`auto`]). Only the
+    /// applications and the word count have it; it never reaches
+    /// [`mapping_for`].
+    Auto,
     /// A `prefix = worker` table file, loaded with [`ManualTable::load`].
     File(PathBuf),
 }
@@ -67,6 +79,7 @@ impl MappingChoice {
             MappingChoice::Manual => "manual".into(),
             MappingChoice::Parts => "parts".into(),
             MappingChoice::Steal => "steal".into(),
+            MappingChoice::Auto => "auto".into(),
             MappingChoice::File(p) => p.display().to_string(),
         }
     }
@@ -81,20 +94,21 @@ impl fmt::Display for MappingChoice {
 impl FromStr for MappingChoice {
     type Err = String;
 
-    /// `rr`, `manual`, `parts`, `steal`, or the path of an existing table
-    /// file.
+    /// `rr`, `manual`, `parts`, `steal`, `auto`, or the path of an existing
+    /// table file (a file named like a choice: `./auto`).
     fn from_str(s: &str) -> Result<Self, String> {
         Ok(match s.trim() {
             "rr" | "round-robin" => MappingChoice::Rr,
             "manual" => MappingChoice::Manual,
             "parts" => MappingChoice::Parts,
             "steal" => MappingChoice::Steal,
-            "" => return Err("empty mapping: use rr, manual, parts, steal or a FILE".into()),
+            "auto" => MappingChoice::Auto,
+            "" => return Err("empty mapping: use rr, manual, parts, steal, auto or a FILE".into()),
             path => {
                 let p = PathBuf::from(path);
                 if !p.is_file() {
                     return Err(format!(
-                        "'{path}' is neither rr, manual, parts nor steal, and no such mapping file exists"
+                        "'{path}' is neither rr, manual, parts, steal nor auto, and no such mapping file exists"
                     ));
                 }
                 // Parse now, so a bad file is an argument error, not a failed run.
@@ -178,6 +192,11 @@ pub fn mapping_for(
         MappingChoice::Manual => Mapping::Manual(manual),
         MappingChoice::Parts => Mapping::Partitioned(parts),
         MappingChoice::Steal => Mapping::Steal,
+        MappingChoice::Auto => {
+            return Err(anyhow!(
+                "mapping auto is planned by a pilot run first (apps::auto), which then runs under the planned file"
+            ))
+        }
         MappingChoice::File(p) => Mapping::Manual(
             ManualTable::load(p).with_context(|| format!("mapping file {}", p.display()))?,
         ),
@@ -469,6 +488,11 @@ pub trait App {
     fn stack_size(&self) -> Option<usize> {
         None
     }
+    /// The same network at a reduced size for `--mapping auto`'s pilot run
+    /// on `workers` workers: the same task names (so the planned file names
+    /// the real run's tasks), about 1/[`auto::PILOT_DIVISOR`] of the work;
+    /// no output files.
+    fn pilot(&self, workers: usize) -> Result<auto::Pilot>;
 }
 
 /// Builds the runtime of `app` under `opts` (see [`runtime_for`]).

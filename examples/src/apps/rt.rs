@@ -31,6 +31,7 @@ use std::sync::{Arc, OnceLock};
 use anyhow::{anyhow, Context, Result};
 use rill::{ManualTable, Writer};
 
+use super::auto::{pilot_size, Pilot};
 use super::{run_timed, runtime_of, App, AppOpts, AppRun, NetRun, PollSet, Slot};
 use crate::kernels::rt::{self as k, Checksum, Image, Scene};
 
@@ -276,6 +277,22 @@ impl App for Rt {
     /// default (in debug builds especially).
     fn stack_size(&self) -> Option<usize> {
         self.cfg.out_dir.as_ref().map(|_| 4 << 20)
+    }
+
+    /// A sixth of the scenes (the first ones), at least two per solver;
+    /// the same image size and solvers, no image files.
+    fn pilot(&self, _workers: usize) -> Result<Pilot> {
+        let floor = 2 * self.cfg.solvers as u64;
+        let scenes = pilot_size(u64::from(self.cfg.scenes), floor) as u32;
+        let cfg = RtConfig {
+            scenes,
+            out_dir: None,
+            ..self.cfg.clone()
+        };
+        Ok(Pilot {
+            app: Box::new(Rt::new(cfg)?),
+            size: format!("{scenes} of {} scenes", self.cfg.scenes),
+        })
     }
 
     fn parts(&self, _workers: usize) -> Vec<String> {

@@ -13,7 +13,7 @@ use crate::apps::{self, AppOpts, MappingChoice};
 use crate::bench::{
     MicroParams, MicroRow, ParamError, PipeParams, Placement, RingParams, WordcountParams,
     DEFAULT_CAPACITY, DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES, DEFAULT_RING_SIZE,
-    DEFAULT_WC_BATCH, DEFAULT_WC_CHUNK, DEFAULT_WC_COUNTERS,
+    DEFAULT_WC_BATCH, DEFAULT_WC_CHUNK, DEFAULT_WC_COUNTERS, MAX_WORK_NS,
 };
 use crate::engines::{self, Engine};
 use crate::kernels;
@@ -97,8 +97,9 @@ pub enum Command {
     /// The applications as stream networks on rill.
     #[command(flatten)]
     App(AppCommand),
-    /// Runs an application with round-robin and manual mapping alternately and
-    /// prints the wall times (median, min, max) and the speedup of manual.
+    /// Runs an application with round-robin and manual mapping (and with
+    /// --auto auto mapping, pilot included) alternately and prints the wall
+    /// times (median, min, max) and the speedups over round-robin.
     Compare(CompareArgs),
     /// Runs every application (rr and manual mapping, monitoring off and full)
     /// and the pipe, ring and word count against their peers, on small sizes;
@@ -213,6 +214,50 @@ impl CommonArgs {
     }
 }
 
+/// The parser of `--slow K=NS`: relay K (a whole number) and its
+/// nanoseconds of work per message (at most [`MAX_WORK_NS`]); whether
+/// relay K exists is checked with the depth ([`PipeParams::validate`]).
+fn parse_slow(s: &str) -> Result<(usize, u64), String> {
+    let (k, ns) = s.split_once('=').ok_or_else(|| {
+        format!("'{s}' is not K=NS (relay K works NS nanoseconds per message, e.g. 3=2000)")
+    })?;
+    let k: usize = k
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{}' in '{s}' is not a relay number (K=NS)", k.trim()))?;
+    let ns: u64 = ns.trim().parse().map_err(|_| {
+        format!(
+            "'{}' in '{s}' is not a whole number of nanoseconds (K=NS)",
+            ns.trim()
+        )
+    })?;
+    if ns > MAX_WORK_NS {
+        return Err(format!(
+            "{ns} ns in '{s}' is more than the {MAX_WORK_NS} ns (1 ms) a relay may work per message"
+        ));
+    }
+    Ok((k, ns))
+}
+
+/// The parser of the pipe's and the ring's `--mapping`: rr, parts, steal or
+/// a FILE (manual and auto belong to the applications).
+fn parse_net_mapping(s: &str) -> Result<MappingChoice, String> {
+    match s.parse::<MappingChoice>()? {
+        MappingChoice::Manual => Err(
+            "manual: the pipe and the ring have no table of their own (--placement gives their \
+             hand-made placements); use rr, parts, steal or a FILE"
+                .into(),
+        ),
+        MappingChoice::Auto => Err(
+            "auto plans from a pilot run of an application (des, mc, rt, ant, wordcount); for the \
+             pipe or the ring plan a FILE with `rill-mon map DIR --workers W -o FILE` on a \
+             monitored run"
+                .into(),
+        ),
+        m => Ok(m),
+    }
+}
+
 /// Arguments of `rill-bench pipe`.
 #[derive(Debug, Args)]
 pub struct PipeArgs {
@@ -226,9 +271,40 @@ pub struct PipeArgs {
           value_parser = value_parser!(u64).range(1..))]
     pub messages: u64,
 
-    /// Where stages go on the workers. Only rill applies it; the peers record it.
+    /// Where stages go on the workers (rill's tasks pipe/source,
+    /// pipe/relay/K, pipe/sink, each placed with spawn_on): the source on
+    /// worker 0 and the sink on worker 1 (0 with one worker), the relays as
+    /// below. --mapping, when given, wins over it. Only rill applies it;
+    /// the peers record it.
     #[arg(long, value_enum, default_value_t = Placement::Rr)]
     pub placement: Placement,
+
+    /// rill's mapping policy instead of --placement (it wins when both are
+    /// given): rr (the runtime's round-robin in creation order: source,
+    /// relays, sink), parts (that order cut into W contiguous blocks), steal
+    /// (round-robin, then work stealing), or a FILE of `"name" = worker`
+    /// lines (as `rill-mon map` writes) read with ManualTable::load; tasks
+    /// no line matches go round-robin. The tasks are then spawned without a
+    /// worker, so the mapping alone places them. The peers ignore it.
+    #[arg(long, value_name = "rr|parts|steal|FILE", value_parser = parse_net_mapping)]
+    pub mapping: Option<MappingChoice>,
+
+    /// Busy work every relay does per message before passing it on, in
+    /// nanoseconds (0 to 1000000): a fixed arithmetic loop (xorshift steps,
+    /// each depending on the last) whose steps per nanosecond are calibrated
+    /// once per process (the fastest of 5 timings of 2^18 steps), so it is
+    /// CPU work, not a wait on the clock: a relay whose thread the OS
+    /// deschedules still does all of it. Every engine does the same steps,
+    /// so the rows stay comparable.
+    #[arg(long, value_name = "NS", default_value_t = 0,
+          value_parser = value_parser!(u64).range(0..=MAX_WORK_NS))]
+    pub work: u64,
+
+    /// Relay K (the task pipe/relay/K, K from 0 to DEPTH-3) does NS
+    /// nanoseconds of work per message instead of --work: a planted
+    /// bottleneck. Repeat the flag for several relays, each K once.
+    #[arg(long, value_name = "K=NS", value_parser = parse_slow)]
+    pub slow: Vec<(usize, u64)>,
 
     /// Bound of each channel, in messages (at least 1).
     #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
@@ -258,12 +334,22 @@ pub struct RingArgs {
           value_parser = usize_from(1))]
     pub capacity: usize,
 
-    /// Where rill puts the ring's tasks: parts (contiguous arcs, one per
-    /// worker: W of every S hops cross workers), rr (neighbours on different
-    /// workers: every hop crosses) or const (all on worker 0). The peers place
-    /// their own tasks.
+    /// Where rill puts the ring's tasks (ring/0 to ring/S-1, each placed
+    /// with spawn_on): parts (contiguous arcs, one per worker: W of every S
+    /// hops cross workers), rr (neighbours on different workers: every hop
+    /// crosses) or const (all on worker 0). --mapping, when given, wins over
+    /// it. The peers place their own tasks.
     #[arg(long, value_enum, default_value_t = Placement::Parts)]
     pub placement: Placement,
+
+    /// rill's mapping policy instead of --placement (it wins when both are
+    /// given): rr (the runtime's round-robin in creation order ring/0,
+    /// ring/1, ...), parts (that order cut into W contiguous arcs), steal
+    /// (round-robin, then work stealing), or a FILE of `"name" = worker`
+    /// lines (as `rill-mon map` writes); tasks no line matches go
+    /// round-robin. The peers ignore it.
+    #[arg(long, value_name = "rr|parts|steal|FILE", value_parser = parse_net_mapping)]
+    pub mapping: Option<MappingChoice>,
 
     /// Options every benchmark takes.
     #[command(flatten)]
@@ -313,8 +399,13 @@ pub struct WordcountArgs {
     /// wc/merge): rr (round-robin in that order), manual (the splitter,
     /// the heaviest stage, on the last worker, with counter 1 on 2 workers;
     /// source, merger and the other counters before it), parts (that order
-    /// cut into W blocks), steal (round-robin, then work stealing), or a
-    /// FILE of `prefix = worker` lines. The peers place their own.
+    /// cut into W blocks), steal (round-robin, then work stealing), auto (a
+    /// pilot run on the first sixth of the text, at least 64 KiB, under rr
+    /// with monitoring map,worker,task,stream into LOGS/pilot, or
+    /// target/rill-auto/wordcount/pilot without --logs; a mapping
+    /// planned from its logs written to auto.map beside them; then the run
+    /// under it; JSON: pilot_ms, total_ms, mapping_file), or a FILE of
+    /// `prefix = worker` lines. The peers place their own.
     #[arg(long, value_name = "MAPPING", default_value = "rr")]
     pub mapping: MappingChoice,
 
@@ -373,9 +464,23 @@ pub struct AppCommon {
 
     /// Task placement: rr (round-robin), manual (the application's own
     /// table), parts (contiguous blocks of the network), steal (round-robin
-    /// then work stealing), or a FILE of `prefix = worker` lines [default: rr;
-    /// compare runs rr and manual itself].
-    #[arg(long, value_name = "rr|manual|parts|steal|FILE")]
+    /// then work stealing), auto (a pilot run, then the run under a mapping
+    /// planned from it; see below), or a FILE of `prefix = worker` lines
+    /// [default: rr; compare runs rr and manual itself, and auto with
+    /// --auto].
+    ///
+    /// auto: the pilot is the same network at about a sixth of the size (mc:
+    /// a sixth of --paths, at least 2000 and 4 records per chain; des: a
+    /// sixth of the input bytes, at least 64 KiB, generated and encrypted;
+    /// rt: a sixth of the scenes, at least 2 per solver; ant: a sixth of the
+    /// iterations, at least 1) under rr, monitored with map,worker,task,stream
+    /// (count mode) into LOGS/pilot (LOGS: --logs, LOGS/run-N with
+    /// --repeat; without --logs target/rill-auto/APP/run-N). rill-mon's
+    /// planner (`rill-mon map`) writes LOGS/auto.map from those logs, the
+    /// output names it, and the real run uses it. Every auto run makes its
+    /// own pilot: pilot_ms (the pilot's wall + the planning) and total_ms
+    /// (pilot_ms + the run's wall) are reported beside wall.
+    #[arg(long, value_name = "rr|manual|parts|steal|auto|FILE")]
     pub mapping: Option<MappingChoice>,
 
     /// Monitoring: off, full, all (full and a time per message), or a comma
@@ -648,6 +753,14 @@ impl AppCommand {
 /// Arguments of `rill-bench compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
+    /// Also run each round under --mapping auto (a pilot run, a mapping
+    /// planned from its logs, the run under it), after rr and manual; the
+    /// table gains an auto row (the run alone) and an auto+pilot row (pilot
+    /// and planning included), and the speedups over rr of both. May come
+    /// after the application's name (`compare mc --auto`).
+    #[arg(long, global = true)]
+    pub auto: bool,
+
     /// The application and its options (`--repeat N` there: runs of each
     /// mapping, default 5).
     #[command(subcommand)]
@@ -810,6 +923,9 @@ impl Command {
                     capacity: a.capacity,
                     workers,
                     placement: a.placement,
+                    mapping: a.mapping.clone(),
+                    work_ns: a.work,
+                    slow: a.slow.clone(),
                     monitor: common.monitor,
                     logs: common.logs.clone(),
                 };
@@ -825,6 +941,7 @@ impl Command {
                     monitor: common.monitor,
                     logs: common.logs.clone(),
                     placement: a.placement,
+                    mapping: a.mapping.clone(),
                 };
                 p.validate()?;
                 Ok(vec![Job::Ring(p)])
@@ -952,12 +1069,68 @@ mod tests {
                 placement: Placement::Parts,
                 monitor: Some(MonitorFlags::FULL),
                 logs: Some("/tmp/x".into()),
+                ..PipeParams::default()
             }
         );
         let c = cli.command.common().unwrap();
         assert_eq!(names(&c.engines()), ["threads", "tokio"]);
         assert_eq!(c.repeat, 5);
         assert!(c.json);
+    }
+
+    #[test]
+    fn pipe_work_slow_and_mapping() {
+        let map = crate::apps::mapping_file("mc");
+        let cli = parse(&[
+            "pipe",
+            "--depth",
+            "6",
+            "--work",
+            "200",
+            "--slow",
+            "3=2000",
+            "--slow",
+            " 0 = 5 ",
+            "--mapping",
+            map.to_str().unwrap(),
+            "--workers",
+            "2",
+        ])
+        .unwrap();
+        let Job::Pipe(p) = &cli.command.jobs().unwrap()[0] else {
+            panic!("not pipe")
+        };
+        assert_eq!((p.work_ns, p.slow.clone()), (200, vec![(3, 2000), (0, 5)]));
+        assert_eq!(p.mapping, Some(MappingChoice::File(map)));
+        assert_eq!(
+            p.placement,
+            Placement::Rr,
+            "the placement stays, overridden"
+        );
+        // Relay 4 does not exist in a pipe of depth 6: a parameter error.
+        let cli = parse(&["pipe", "--depth", "6", "--slow", "4=10"]).unwrap();
+        let e = cli.command.jobs().unwrap_err().to_string();
+        assert!(e.contains("relays 0 to 3"), "{e}");
+        let cli = parse(&["ring", "--mapping", "parts"]).unwrap();
+        let Job::Ring(r) = &cli.command.jobs().unwrap()[0] else {
+            panic!("not ring")
+        };
+        assert_eq!(r.mapping, Some(MappingChoice::Parts));
+        // compare --auto, before or after the application.
+        for args in [
+            &["compare", "--auto", "mc"][..],
+            &["compare", "mc", "--auto"],
+        ] {
+            let Command::Compare(c) = parse(args).unwrap().command else {
+                panic!("not compare")
+            };
+            assert!(c.auto, "{args:?}");
+        }
+        assert!(parse(&["mc", "--auto"]).is_err());
+        let Command::App(a) = parse(&["mc", "--mapping", "auto"]).unwrap().command else {
+            panic!("not an app")
+        };
+        assert_eq!(a.common().mapping, Some(MappingChoice::Auto));
     }
 
     #[test]
@@ -1027,6 +1200,17 @@ mod tests {
             &["pipe", "--engine", "threads,,tokio"],
             &["pipe", "--repeat", "0"],
             &["pipe", "--depth", "many"],
+            &["pipe", "--work", "1000001"],
+            &["pipe", "--work", "-1"],
+            &["pipe", "--slow", "3"],
+            &["pipe", "--slow", "x=10"],
+            &["pipe", "--slow", "3=y"],
+            &["pipe", "--slow", "3=1000001"],
+            &["pipe", "--mapping", "manual"],
+            &["pipe", "--mapping", "auto"],
+            &["pipe", "--mapping", "/no/such/file.map"],
+            &["ring", "--mapping", "manual"],
+            &["ring", "--mapping", "auto"],
             &["ring", "--size", "1"],
             &["ring", "--hops", "0"],
             &["ring", "--hops", "18446744073709551615"],
@@ -1164,6 +1348,11 @@ mod tests {
             "--json",
             "--monitor",
             "--logs",
+            "--mapping",
+            "--work",
+            "--slow",
+            "calibrated",
+            "wins over it",
         ] {
             assert!(help.contains(flag), "pipe help lacks {flag}");
         }

@@ -11,8 +11,8 @@ use anyhow::{anyhow, Context, Result};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::bench::{
-    measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams, RingParams,
-    SequenceCheck, VerifyError, WordcountParams, MICRO_CAPACITY,
+    busy_work, measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams,
+    RingParams, SequenceCheck, VerifyError, WordcountParams, MICRO_CAPACITY,
 };
 use crate::engines::Engine;
 
@@ -61,10 +61,13 @@ fn join_all<T>(handles: Vec<JoinHandle<Result<T>>>) -> Result<Vec<T>> {
     results.into_iter().collect()
 }
 
-/// Pipe: a source thread, `depth - 2` relay threads and a sink thread.
+/// Pipe: a source thread, `depth - 2` relay threads and a sink thread;
+/// relay `k` (thread `pipe-relay-{k+1}`, stage k+1) does the busy work of
+/// rill's `pipe/relay/k`.
 pub fn pipe(p: &PipeParams) -> Result<Measurement> {
     let d = p.depth;
     let m = p.messages;
+    let steps = p.relay_steps();
     // Channel k connects stage k to stage k + 1.
     let mut senders: Vec<Option<Sender<u64>>> = Vec::with_capacity(d - 1);
     let mut receivers: Vec<Option<Receiver<u64>>> = Vec::with_capacity(d - 1);
@@ -93,8 +96,12 @@ pub fn pipe(p: &PipeParams) -> Result<Measurement> {
             let rx = receivers[k - 1]
                 .take()
                 .expect("each receiver is taken once");
+            let work = steps[k - 1];
             spawn(format!("pipe-relay-{k}"), move || {
                 for v in rx {
+                    if work > 0 {
+                        busy_work(work);
+                    }
                     if tx.send(v).is_err() {
                         break;
                     }

@@ -14,8 +14,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::bench::{
-    measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams, RingParams,
-    SequenceCheck, VerifyError, WordcountParams, MICRO_CAPACITY,
+    busy_work, measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams,
+    RingParams, SequenceCheck, VerifyError, WordcountParams, MICRO_CAPACITY,
 };
 use crate::engines::Engine;
 
@@ -51,12 +51,15 @@ async fn join<T>(what: &str, h: JoinHandle<T>) -> Result<T> {
     })
 }
 
-/// Pipe: a source task, `depth - 2` relay tasks and a sink task.
+/// Pipe: a source task, `depth - 2` relay tasks and a sink task; relay `k`
+/// does the busy work of rill's `pipe/relay/k` (in the task, blocking its
+/// tokio worker meanwhile, as rill's relay blocks its worker).
 pub fn pipe(p: &PipeParams) -> Result<Measurement> {
     let rt = multi_thread(p.workers)?;
     let d = p.depth;
     let m = p.messages;
     let capacity = p.capacity;
+    let steps = p.relay_steps();
     rt.block_on(async move {
         let start = Instant::now();
         let (tx, mut rx) = mpsc::channel::<u64>(capacity);
@@ -69,11 +72,16 @@ pub fn pipe(p: &PipeParams) -> Result<Measurement> {
                 }
             }
         }));
-        for _ in 1..d - 1 {
+        for &work in &steps {
             let (tx, next_rx) = mpsc::channel::<u64>(capacity);
             let mut input = std::mem::replace(&mut rx, next_rx);
             stages.push(tokio::spawn(async move {
                 while let Some(v) = input.recv().await {
+                    // Blocks this tokio worker for the work, as rill's
+                    // relay blocks its worker.
+                    if work > 0 {
+                        busy_work(work);
+                    }
                     if tx.send(v).await.is_err() {
                         break;
                     }
