@@ -587,6 +587,9 @@ pub struct WordcountParams {
     pub workers: usize,
     /// Where rill puts the tasks (the peers place their own).
     pub mapping: MappingChoice,
+    /// Under `--mapping auto`, the pilot counts about 1/`pilot` of the text
+    /// (`--pilot N`, at least 1).
+    pub pilot: u64,
     /// Monitoring mode asked for on the command line (`--monitor`); only rill
     /// uses it.
     pub monitor: Option<MonitorFlags>,
@@ -606,6 +609,7 @@ impl WordcountParams {
             capacity: DEFAULT_CAPACITY,
             workers,
             mapping: MappingChoice::Rr,
+            pilot: crate::apps::auto::PILOT_DIVISOR,
             monitor: None,
             logs: None,
         }
@@ -624,6 +628,9 @@ impl WordcountParams {
         })?;
         check(self.capacity >= 1, || {
             "channel capacity must be at least 1, got 0".to_string()
+        })?;
+        check(self.pilot >= 1, || {
+            "--pilot must be at least 1, got 0".into()
         })?;
         check(self.workers >= 1, || {
             "workers must be at least 1, got 0".to_string()

@@ -117,7 +117,7 @@ impl Engine for Rill {
 }
 
 /// The word count under `--mapping auto` ([`apps::auto`]): a pilot on the
-/// first sixth of the text (at least 64 KiB, cut after whitespace) under
+/// first 1/`--pilot` of the text (at least 64 KiB, cut after whitespace) under
 /// round-robin, monitored in count mode into `LOGS/pilot` (`LOGS`: `--logs`,
 /// or `target/rill-auto/wordcount`), a plan written to `LOGS/auto.map`, and
 /// the run under it; the measurement has the plan's fields (`pilot_ms`,
@@ -129,7 +129,7 @@ fn wordcount_auto(p: &WordcountParams, mon: &MonitorConfig) -> Result<Measuremen
         .unwrap_or_else(|| PathBuf::from(auto::AUTO_ROOT).join("wordcount"));
     let plan = auto::plan(&dir, p.workers, |pmon| {
         let text = p.corpus.text();
-        let want = auto::pilot_size(text.len() as u64, 64 << 10).max(1) as usize;
+        let want = auto::pilot_size(text.len() as u64, p.pilot, 64 << 10).max(1) as usize;
         let head = wc::chunks(text, want).next().unwrap_or("");
         let pilot = WordcountParams {
             corpus: Corpus::of(p.corpus.source().clone(), head.to_string()),

@@ -401,6 +401,7 @@ fn app_argument_errors_exit_2() {
         (&["rt", "--scenes", "0"], "0 is not in 1.."),
         (&["ant", "--iterations", "0"], "0 is not in 1.."),
         (&["mc", "--mapping", "nowhere.map"], "no such mapping file"),
+        (&["mc", "--pilot", "0"], "0 is not in 1..=1000"),
         (
             &["des", "--monitor", "tasks"],
             "unknown monitoring flag `tasks`",
@@ -972,6 +973,8 @@ fn mc_mapping_auto_plans_and_runs() {
         "2",
         "--mapping",
         "auto",
+        "--pilot",
+        "30",
         "--logs",
         logs.to_str().unwrap(),
         "--json",
@@ -995,6 +998,8 @@ fn mc_mapping_auto_plans_and_runs() {
         "{v}"
     );
     assert!(v["pilot_run_ms"].as_f64().unwrap() <= pilot, "{v}");
+    // --pilot 30: 100 paths, raised to the floor of 2000.
+    assert_eq!(v["pilot_size"], "2000 of 3000 paths", "{v}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -208,9 +208,10 @@ impl App for Ant {
         t
     }
 
-    /// A sixth of the iterations, at least one; the same instance and ants.
-    fn pilot(&self, _workers: usize) -> Result<Pilot> {
-        let iterations = pilot_size(u64::from(self.cfg.iterations), 1) as u32;
+    /// 1/`divisor` of the iterations, at least one; the same instance and
+    /// ants.
+    fn pilot(&self, _workers: usize, divisor: u64) -> Result<Pilot> {
+        let iterations = pilot_size(u64::from(self.cfg.iterations), divisor, 1) as u32;
         let cfg = AntConfig {
             iterations,
             ..self.cfg.clone()

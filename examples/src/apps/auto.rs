@@ -1,15 +1,16 @@
 //! `--mapping auto`: a short pilot run, a mapping planned from its logs, and
 //! the real run under that mapping.
 //!
-//! 1. **Pilot.** The same network at about 1/[`PILOT_DIVISOR`] of its size
-//!    ([`App::pilot`] says how for each application: mc a sixth of the
-//!    paths, des a sixth of the input bytes, rt a sixth of the scenes, ant a
-//!    sixth of the iterations, each with a floor; the word count the first
-//!    sixth of its text), on the same workers under round-robin mapping,
+//! 1. **Pilot.** The same network at about 1/N of its size (`--pilot N`,
+//!    default [`PILOT_DIVISOR`] = 6; [`App::pilot`] says how for each
+//!    application: mc 1/N of the paths, des of the input bytes, rt of the
+//!    scenes, ant of the iterations, each with a floor; the word count the
+//!    first 1/N of its text), on the same workers under round-robin mapping,
 //!    monitored in count mode ([`PILOT_MONITOR`]: `map,worker,task,stream`,
 //!    task names and workers, busy time, worker waits and per-stream
 //!    message counts, no message order). Its logs go to `DIR/pilot/`.
-//! 2. **Plan.** [`rill_monitor::load_run`] and
+//! 2. **Plan.** [`rill_monitor::load_run_with`] (as `rill-mon map` loads:
+//!    no latency replay) and
 //!    [`rill_monitor::plan_mapping`]`(&run, W)`, written to `DIR/auto.map`
 //!    ([`rill_monitor::MapPlan::to_file`]) and read back with
 //!    [`rill::ManualTable::load`] (checked against W).
@@ -37,8 +38,12 @@ use serde_json::{json, Value};
 
 use super::{App, AppOpts, AppRun, MappingChoice};
 
-/// The pilot runs about 1/`PILOT_DIVISOR` of the real run's size.
+/// The pilot runs about 1/`PILOT_DIVISOR` of the real run's size by
+/// default (`--pilot N` sets another N).
 pub const PILOT_DIVISOR: u64 = 6;
+
+/// The largest `--pilot N`.
+pub const MAX_PILOT_DIVISOR: u64 = 1000;
 
 /// What the pilot records: `map,worker,task,stream` (count mode), what
 /// `plan_mapping` reads (task names, busy time, stream ends and counts).
@@ -62,9 +67,9 @@ pub struct Pilot {
     pub size: String,
 }
 
-/// `n / PILOT_DIVISOR`, at least `floor`, at most `n`.
-pub fn pilot_size(n: u64, floor: u64) -> u64 {
-    (n / PILOT_DIVISOR).max(floor).min(n)
+/// `n / divisor`, at least `floor`, at most `n` (`divisor` 0 counts as 1).
+pub fn pilot_size(n: u64, divisor: u64, floor: u64) -> u64 {
+    (n / divisor.max(1)).max(floor).min(n)
 }
 
 /// What the pilot and the plan gave.
@@ -173,7 +178,13 @@ pub fn plan(
     let (pilot_run, size) = pilot(&MonitorConfig::new(PILOT_MONITOR, &logs))
         .with_context(|| format!("the pilot run (logs in {})", logs.display()))?;
     let t = Instant::now();
-    let run = rill_monitor::load_run(&logs)
+    // As `rill-mon map` loads: no latency replay, and no progress bar.
+    let load = rill_monitor::LoadOptions {
+        progress: Some(false),
+        latency: false,
+        ..rill_monitor::LoadOptions::default()
+    };
+    let run = rill_monitor::load_run_with(&logs, &load)
         .with_context(|| format!("reading the pilot's logs in {}", logs.display()))?;
     let plan = rill_monitor::plan_mapping(&run, workers)
         .with_context(|| format!("planning from the pilot's logs in {}", logs.display()))?;
@@ -207,7 +218,7 @@ pub fn plan(
 pub fn run_app(app: &dyn App, opts: &AppOpts, run: u32) -> Result<(AppRun, AutoPlan)> {
     let dir = dir_for(opts.logs.as_deref(), app.name(), run);
     let plan = plan(&dir, opts.workers, |mon| {
-        let pilot = app.pilot(opts.workers)?;
+        let pilot = app.pilot(opts.workers, opts.pilot)?;
         let popts = AppOpts {
             mapping: MappingChoice::Rr,
             monitor: mon.flags,
@@ -242,9 +253,11 @@ mod tests {
 
     #[test]
     fn sizes_and_dirs() {
-        assert_eq!(pilot_size(600, 10), 100);
-        assert_eq!(pilot_size(30, 10), 10);
-        assert_eq!(pilot_size(5, 10), 5);
+        assert_eq!(pilot_size(600, 6, 10), 100);
+        assert_eq!(pilot_size(600, 30, 10), 20);
+        assert_eq!(pilot_size(30, 6, 10), 10);
+        assert_eq!(pilot_size(5, 6, 10), 5);
+        assert_eq!(pilot_size(5, 0, 1), 5);
         assert_eq!(
             dir_for(None, "mc", 2),
             Path::new("target/rill-auto/mc/run-2")

@@ -351,12 +351,12 @@ impl App for Des {
         t
     }
 
-    /// A sixth of the input's bytes, at least 64 KiB (or all of it),
+    /// 1/`divisor` of the input's bytes, at least 64 KiB (or all of it),
     /// generated and encrypted whatever the real run does (the rounds cost
     /// the same both ways, and generated plaintext always pads right); same
     /// key and network, no output file.
-    fn pilot(&self, _workers: usize) -> Result<Pilot> {
-        let len = pilot_size(self.input.len() as u64, 64 << 10) as usize;
+    fn pilot(&self, _workers: usize, divisor: u64) -> Result<Pilot> {
+        let len = pilot_size(self.input.len() as u64, divisor, 64 << 10) as usize;
         let seed = match self.cfg.input {
             DesInput::Generated { seed, .. } => seed,
             DesInput::File(_) => 1,

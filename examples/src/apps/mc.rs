@@ -344,12 +344,12 @@ impl App for Mc {
         t
     }
 
-    /// A sixth of the paths, at least 2000 and 4 records per chain, on the
-    /// same number of chains (so the same task names).
-    fn pilot(&self, workers: usize) -> Result<Pilot> {
+    /// 1/`divisor` of the paths, at least 2000 and 4 records per chain, on
+    /// the same number of chains (so the same task names).
+    fn pilot(&self, workers: usize, divisor: u64) -> Result<Pilot> {
         let chains = self.cfg.chains(workers);
         let floor = 2000u64.max(4 * chains as u64 * self.cfg.net.batch as u64);
-        let paths = pilot_size(self.cfg.paths, floor);
+        let paths = pilot_size(self.cfg.paths, divisor, floor);
         let cfg = McConfig {
             paths,
             net: McNet {

@@ -136,6 +136,9 @@ pub struct AppOpts {
     /// Usable stack bytes per task; `None`: the runtime's default, or more
     /// when the application needs it (see [`App::stack_size`]).
     pub stack_size: Option<usize>,
+    /// Under `--mapping auto`, the pilot runs about 1/`pilot` of the size
+    /// (`--pilot N`, default [`auto::PILOT_DIVISOR`]).
+    pub pilot: u64,
 }
 
 impl Default for AppOpts {
@@ -149,6 +152,7 @@ impl Default for AppOpts {
             logs: None,
             capacity: None,
             stack_size: None,
+            pilot: auto::PILOT_DIVISOR,
         }
     }
 }
@@ -490,9 +494,9 @@ pub trait App {
     }
     /// The same network at a reduced size for `--mapping auto`'s pilot run
     /// on `workers` workers: the same task names (so the planned file names
-    /// the real run's tasks), about 1/[`auto::PILOT_DIVISOR`] of the work;
-    /// no output files.
-    fn pilot(&self, workers: usize) -> Result<auto::Pilot>;
+    /// the real run's tasks), about 1/`divisor` of the work (each
+    /// application keeps a floor); no output files.
+    fn pilot(&self, workers: usize, divisor: u64) -> Result<auto::Pilot>;
 }
 
 /// Builds the runtime of `app` under `opts` (see [`runtime_for`]).

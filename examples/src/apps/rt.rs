@@ -279,11 +279,11 @@ impl App for Rt {
         self.cfg.out_dir.as_ref().map(|_| 4 << 20)
     }
 
-    /// A sixth of the scenes (the first ones), at least two per solver;
-    /// the same image size and solvers, no image files.
-    fn pilot(&self, _workers: usize) -> Result<Pilot> {
+    /// 1/`divisor` of the scenes (the first ones), at least two per
+    /// solver; the same image size and solvers, no image files.
+    fn pilot(&self, _workers: usize, divisor: u64) -> Result<Pilot> {
         let floor = 2 * self.cfg.solvers as u64;
-        let scenes = pilot_size(u64::from(self.cfg.scenes), floor) as u32;
+        let scenes = pilot_size(u64::from(self.cfg.scenes), divisor, floor) as u32;
         let cfg = RtConfig {
             scenes,
             out_dir: None,

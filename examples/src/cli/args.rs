@@ -9,6 +9,7 @@ use clap::{value_parser, Args, Parser, Subcommand};
 use rill::MonitorFlags;
 
 use crate::ab;
+use crate::apps::auto::{MAX_PILOT_DIVISOR, PILOT_DIVISOR};
 use crate::apps::{self, AppOpts, MappingChoice};
 use crate::bench::{
     MicroParams, MicroRow, ParamError, PipeParams, Placement, RingParams, WordcountParams,
@@ -400,7 +401,8 @@ pub struct WordcountArgs {
     /// the heaviest stage, on the last worker, with counter 1 on 2 workers;
     /// source, merger and the other counters before it), parts (that order
     /// cut into W blocks), steal (round-robin, then work stealing), auto (a
-    /// pilot run on the first sixth of the text, at least 64 KiB, under rr
+    /// pilot run on the first 1/N of the text (--pilot N, default 6), at
+    /// least 64 KiB, under rr
     /// with monitoring map,worker,task,stream into LOGS/pilot, or
     /// target/rill-auto/wordcount/pilot without --logs; a mapping
     /// planned from its logs written to auto.map beside them; then the run
@@ -408,6 +410,12 @@ pub struct WordcountArgs {
     /// `prefix = worker` lines. The peers place their own.
     #[arg(long, value_name = "MAPPING", default_value = "rr")]
     pub mapping: MappingChoice,
+
+    /// auto's pilot counts about 1/N of the text (at least 64 KiB). Only
+    /// --mapping auto uses it.
+    #[arg(long, value_name = "N", default_value_t = PILOT_DIVISOR,
+          value_parser = value_parser!(u64).range(1..=MAX_PILOT_DIVISOR))]
+    pub pilot: u64,
 
     /// Options every benchmark takes.
     #[command(flatten)]
@@ -469,11 +477,11 @@ pub struct AppCommon {
     /// [default: rr; compare runs rr and manual itself, and auto with
     /// --auto].
     ///
-    /// auto: the pilot is the same network at about a sixth of the size (mc:
-    /// a sixth of --paths, at least 2000 and 4 records per chain; des: a
-    /// sixth of the input bytes, at least 64 KiB, generated and encrypted;
-    /// rt: a sixth of the scenes, at least 2 per solver; ant: a sixth of the
-    /// iterations, at least 1) under rr, monitored with map,worker,task,stream
+    /// auto: the pilot is the same network at about 1/N of the size (--pilot
+    /// N, default 6; mc: 1/N of --paths, at least 2000 and 4 records per
+    /// chain; des: 1/N of the input bytes, at least 64 KiB, generated and
+    /// encrypted; rt: 1/N of the scenes, at least 2 per solver; ant: 1/N of
+    /// the iterations, at least 1) under rr, monitored with map,worker,task,stream
     /// (count mode) into LOGS/pilot (LOGS: --logs, LOGS/run-N with
     /// --repeat; without --logs target/rill-auto/APP/run-N). rill-mon's
     /// planner (`rill-mon map`) writes LOGS/auto.map from those logs, the
@@ -482,6 +490,13 @@ pub struct AppCommon {
     /// (pilot_ms + the run's wall) are reported beside wall.
     #[arg(long, value_name = "rr|manual|parts|steal|auto|FILE")]
     pub mapping: Option<MappingChoice>,
+
+    /// auto's pilot runs about 1/N of the size (with the floors said under
+    /// --mapping): a larger N costs less before the run and sees fewer
+    /// messages. Only --mapping auto and compare --auto use it.
+    #[arg(long, value_name = "N", default_value_t = PILOT_DIVISOR,
+          value_parser = value_parser!(u64).range(1..=MAX_PILOT_DIVISOR))]
+    pub pilot: u64,
 
     /// Monitoring: off, full, all (full and a time per message), or a comma
     /// list of map, sched (or task), worker, stream, message (or msg), msgtime.
@@ -516,6 +531,7 @@ impl AppCommon {
         o.monitor = self.monitor;
         o.logs = self.logs.clone();
         o.capacity = self.capacity;
+        o.pilot = self.pilot;
         o
     }
 }
@@ -975,6 +991,7 @@ impl Command {
                     chunk: a.chunk,
                     capacity: a.capacity,
                     mapping: a.mapping.clone(),
+                    pilot: a.pilot,
                     monitor: common.monitor,
                     logs: common.logs.clone(),
                     ..WordcountParams::new(Corpus::new(source).map_err(ParamError)?, workers)
@@ -1131,6 +1148,16 @@ mod tests {
             panic!("not an app")
         };
         assert_eq!(a.common().mapping, Some(MappingChoice::Auto));
+        assert_eq!(a.common().opts().pilot, PILOT_DIVISOR);
+        let Command::Compare(c) = parse(&["compare", "mc", "--auto", "--pilot", "30"])
+            .unwrap()
+            .command
+        else {
+            panic!("not compare")
+        };
+        assert_eq!(c.app.common().opts().pilot, 30);
+        assert!(parse(&["mc", "--pilot", "0"]).is_err());
+        assert!(parse(&["wordcount", "--pilot", "1001"]).is_err());
     }
 
     #[test]
