@@ -401,7 +401,7 @@ pub struct WordcountArgs {
     /// the heaviest stage, on the last worker, with counter 1 on 2 workers;
     /// source, merger and the other counters before it), parts (that order
     /// cut into W blocks), steal (round-robin, then work stealing), auto (a
-    /// pilot run on the first 1/N of the text (--pilot N, default 6), at
+    /// pilot run on the first 1/N of the text (--pilot N, default 30), at
     /// least 64 KiB, under rr
     /// with monitoring map,worker,task,stream into LOGS/pilot, or
     /// target/rill-auto/wordcount/pilot without --logs; a mapping
@@ -478,7 +478,7 @@ pub struct AppCommon {
     /// --auto].
     ///
     /// auto: the pilot is the same network at about 1/N of the size (--pilot
-    /// N, default 6; mc: 1/N of --paths, at least 2000 and 4 records per
+    /// N, default 30; mc: 1/N of --paths, at least 2000 and 4 records per
     /// chain; des: 1/N of the input bytes, at least 64 KiB, generated and
     /// encrypted; rt: 1/N of the scenes, at least 2 per solver; ant: 1/N of
     /// the iterations, at least 1) under rr, monitored with map,worker,task,stream
