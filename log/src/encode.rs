@@ -2,7 +2,9 @@
 
 use std::sync::atomic::{compiler_fence, Ordering};
 
-use crate::record::{ops_are_implied, ops_are_interleaved, EndState, Op, Record, Side, StreamIo};
+use crate::record::{
+    ops_are_implied, ops_are_interleaved, EndState, Op, Record, SampleWindow, Side, StreamIo,
+};
 use crate::tag;
 use crate::varint::{zigzag, MAX_LEN as V};
 use sealed::Put;
@@ -416,6 +418,94 @@ impl Encoder {
         });
     }
 
+    /// Task `task` ended after `dispatches` dispatches (sample mode).
+    #[inline]
+    pub fn task_totals<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        t: u64,
+        task: u64,
+        dispatches: u64,
+    ) {
+        let d = self.delta(t);
+        emit(sink, 1 + 3 * V, |o| {
+            o.var(d);
+            o.var(task);
+            o.var(dispatches);
+            tag::TASK_TOTALS
+        });
+    }
+
+    /// The `side` end of `stream` moved `messages` and waited `waits` times
+    /// over its life (sample mode).
+    #[inline]
+    pub fn stream_totals<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        t: u64,
+        stream: u64,
+        side: Side,
+        messages: u64,
+        waits: u64,
+    ) {
+        let d = self.delta(t);
+        emit(sink, 1 + 4 * V, |o| {
+            o.var(d);
+            o.var(stream);
+            o.var(messages);
+            o.var(waits);
+            tag::with_side(tag::STREAM_TOTALS, side)
+        });
+    }
+
+    /// The worker's exact counts at its end (sample mode).
+    #[inline]
+    pub fn worker_totals<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        t: u64,
+        dispatches: u64,
+        spins: u64,
+        idles: u64,
+        parks: u64,
+    ) {
+        let d = self.delta(t);
+        emit(sink, 1 + 5 * V, |o| {
+            o.var(d);
+            o.var(dispatches);
+            o.var(spins);
+            o.var(idles);
+            o.var(parks);
+            tag::WORKER_TOTALS
+        });
+    }
+
+    /// A window of samples of one worker (the sampler's log). The next
+    /// record's Δt is from the window's end.
+    pub fn samples<S: Sink + ?Sized>(&mut self, sink: &mut S, w: &SampleWindow) {
+        let d = self.delta(w.t);
+        self.last = w.t.wrapping_add(w.dur);
+        emit(sink, 1 + 9 * V + w.tasks.len() * 2 * V, |o| {
+            o.var(d);
+            o.var(w.dur);
+            o.var(w.worker.into());
+            o.var(w.total.into());
+            o.var(w.sched.into());
+            o.var(w.spin.into());
+            o.var(w.idle.into());
+            o.var(w.parked.into());
+            o.var(w.tasks.len() as u64);
+            let mut prev = 0u64;
+            for &(task, n) in &w.tasks {
+                // Tasks ascending: each id as the step from the previous.
+                o.var(task.wrapping_sub(prev));
+                o.var(n.into());
+                prev = task;
+            }
+            tag::SAMPLES
+        });
+    }
+
     /// A task replaced its `side` end of stream `old` by stream `new`.
     #[inline]
     pub fn stream_replace<S: Sink + ?Sized>(
@@ -699,6 +789,26 @@ impl Encoder {
             Record::StreamReplace { t, side, old, new } => {
                 self.stream_replace(sink, t, side, old, new)
             }
+            Record::TaskTotals {
+                t,
+                task,
+                dispatches,
+            } => self.task_totals(sink, t, task, dispatches),
+            Record::StreamTotals {
+                t,
+                stream,
+                side,
+                messages,
+                waits,
+            } => self.stream_totals(sink, t, stream, side, messages, waits),
+            Record::WorkerTotals {
+                t,
+                dispatches,
+                spins,
+                idles,
+                parks,
+            } => self.worker_totals(sink, t, dispatches, spins, idles, parks),
+            Record::Samples(ref w) => self.samples(sink, w),
         }
     }
 }

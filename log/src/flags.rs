@@ -31,6 +31,16 @@ impl MonitorFlags {
     pub const FULL: Self = Self(0b01_1111);
     /// Everything.
     pub const ALL: Self = Self(0b11_1111);
+    /// Sample mode's own bit: what each worker does is sampled at a fixed
+    /// rate instead of recorded per dispatch, and exact counts are written
+    /// as totals. Excludes [`SCHEDULER`](Self::SCHEDULER),
+    /// [`MESSAGE`](Self::MESSAGE) and [`MESSAGE_TIME`](Self::MESSAGE_TIME).
+    pub const SAMPLE: Self = Self(1 << 6);
+    /// Sample mode as the word `sample` selects it: [`SAMPLE`](Self::SAMPLE)
+    /// with task placement, worker and stream events.
+    pub const SAMPLED: Self = Self(1 << 6 | 0b1101);
+    /// Every bit this version has a name for.
+    const KNOWN: Self = Self(0b111_1111);
 
     /// The flags from raw bits, kept as they are (bits unknown to this version included).
     pub const fn from_bits(bits: u32) -> Self {
@@ -64,7 +74,12 @@ impl MonitorFlags {
 
     /// Bits set that this version of rill has no name for.
     pub const fn unknown_bits(self) -> u32 {
-        self.0 & !Self::ALL.0
+        self.0 & !Self::KNOWN.0
+    }
+
+    /// Whether this is sample mode (the [`SAMPLE`](Self::SAMPLE) bit).
+    pub const fn is_sampled(self) -> bool {
+        self.contains(Self::SAMPLE)
     }
 }
 
@@ -91,29 +106,31 @@ impl BitAnd for MonitorFlags {
 impl Not for MonitorFlags {
     type Output = Self;
     fn not(self) -> Self {
-        Self(!self.0 & Self::ALL.0)
+        Self(!self.0 & Self::KNOWN.0)
     }
 }
 
 /// Canonical names, in display order.
-const NAMES: [(MonitorFlags, &str); 6] = [
+const NAMES: [(MonitorFlags, &str); 7] = [
     (MonitorFlags::MAPPING, "mapping"),
     (MonitorFlags::SCHEDULER, "scheduler"),
     (MonitorFlags::WORKER, "worker"),
     (MonitorFlags::STREAM, "stream"),
     (MonitorFlags::MESSAGE, "message"),
     (MonitorFlags::MESSAGE_TIME, "msgtime"),
+    (MonitorFlags::SAMPLE, "sample"),
 ];
 
 /// Every word [`MonitorFlags::from_str`] accepts.
 pub const VALID_WORDS: &str =
-    "off, full, all, map|mapping, sched|scheduler, worker, task, stream, message|msg, msgtime";
+    "off, full, all, sample, map|mapping, sched|scheduler, worker, task, stream, message|msg, msgtime";
 
 fn word_flags(word: &str) -> Option<MonitorFlags> {
     Some(match word {
         "off" | "none" => MonitorFlags::OFF,
         "full" => MonitorFlags::FULL,
         "all" => MonitorFlags::ALL,
+        "sample" => MonitorFlags::SAMPLED,
         "map" | "mapping" => MonitorFlags::MAPPING,
         "sched" | "scheduler" | "task" => MonitorFlags::SCHEDULER,
         "worker" => MonitorFlags::WORKER,
@@ -136,6 +153,14 @@ pub enum ParseFlagsError {
     /// The string had no words at all.
     #[error("empty monitoring flags; valid words: {VALID_WORDS}")]
     Empty,
+    /// `sample` with a word that records per dispatch or per message.
+    #[error(
+        "`sample` cannot be combined with `{word}`: sample mode records no periods or messages"
+    )]
+    SampleConflict {
+        /// The word that conflicts.
+        word: String,
+    },
 }
 
 impl FromStr for MonitorFlags {
@@ -158,6 +183,18 @@ impl FromStr for MonitorFlags {
                 word: word.to_owned(),
             })?;
         }
+        if any && flags.is_sampled() {
+            let per_dispatch = [
+                (MonitorFlags::SCHEDULER, "scheduler"),
+                (MonitorFlags::MESSAGE, "message"),
+                (MonitorFlags::MESSAGE_TIME, "msgtime"),
+            ];
+            if let Some((_, word)) = per_dispatch.iter().find(|(f, _)| flags.intersects(*f)) {
+                return Err(ParseFlagsError::SampleConflict {
+                    word: (*word).to_owned(),
+                });
+            }
+        }
         if any {
             Ok(flags)
         } else {
@@ -171,7 +208,7 @@ impl fmt::Display for MonitorFlags {
     /// (`mapping,scheduler,worker,stream,message,msgtime` order). Unknown bits,
     /// which only a log from a newer rill can carry, print as a hex word.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let known = MonitorFlags(self.0 & Self::ALL.0);
+        let known = MonitorFlags(self.0 & Self::KNOWN.0);
         let unknown = self.unknown_bits();
         let mut first = true;
         let mut word = |f: &mut fmt::Formatter<'_>, w: &dyn fmt::Display| {
@@ -181,6 +218,8 @@ impl fmt::Display for MonitorFlags {
         };
         if known == Self::ALL {
             word(f, &"all")?;
+        } else if known == Self::SAMPLED {
+            word(f, &"sample")?;
         } else if known == Self::FULL {
             word(f, &"full")?;
         } else {
@@ -235,6 +274,18 @@ mod tests {
         assert!(!MonitorFlags::FULL.contains(MonitorFlags::MESSAGE_TIME));
         assert!(MonitorFlags::ALL.contains(MonitorFlags::FULL));
         assert!(MonitorFlags::FULL.intersects(MonitorFlags::STREAM));
+        assert_eq!(p("sample"), MonitorFlags::SAMPLED);
+        assert!(p("sample").is_sampled() && !p("full").is_sampled());
+        assert_eq!(p("SAMPLE,map"), MonitorFlags::SAMPLED);
+        for bad in ["sample,sched", "full,sample", "sample,msgtime"] {
+            assert!(
+                matches!(
+                    bad.parse::<MonitorFlags>(),
+                    Err(ParseFlagsError::SampleConflict { .. })
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
@@ -250,7 +301,12 @@ mod tests {
             (MonitorFlags::MESSAGE_TIME | MonitorFlags::MAPPING).to_string(),
             "mapping,msgtime"
         );
-        assert_eq!(MonitorFlags::from_bits(0x41).to_string(), "mapping,0x40");
+        assert_eq!(MonitorFlags::from_bits(0x81).to_string(), "mapping,0x80");
+        assert_eq!(MonitorFlags::SAMPLED.to_string(), "sample");
+        assert_eq!(
+            (MonitorFlags::SAMPLE | MonitorFlags::MAPPING).to_string(),
+            "mapping,sample"
+        );
         assert_eq!(MonitorFlags::from_bits(0x100).to_string(), "0x100");
         assert_eq!(
             format!("{:?}", MonitorFlags::WORKER),

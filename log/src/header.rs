@@ -8,9 +8,10 @@ use crate::flags::MonitorFlags;
 /// The bytes every log starts with.
 pub const MAGIC: [u8; 8] = *b"RILLLOG\0";
 /// The format version this build writes. It reads this one and
-/// [`OLDEST_VERSION`]: version 3 added the `StreamName` record, which
-/// version 2 files never hold.
-pub const FORMAT_VERSION: u16 = 3;
+/// the older ones back to [`OLDEST_VERSION`]: version 3 added the
+/// `StreamName` record, version 4 sample mode's records (`TaskTotals`,
+/// `StreamTotals`, `WorkerTotals`, `Samples`), which older files never hold.
+pub const FORMAT_VERSION: u16 = 4;
 /// The oldest format version this build reads.
 pub const OLDEST_VERSION: u16 = 2;
 /// Size of the header this build writes.

@@ -22,17 +22,17 @@
 //! table. `scan` and `decode` share their error types through `error`, so
 //! the scanner does not import the decoder built on it.
 //!
-//! # Layout (version 2, little endian)
+//! # Layout (version 4, little endian)
 //!
 //! A fixed 48-byte [`Header`]:
 //!
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0  | 8 | magic `b"RILLLOG\0"` |
-//! | 8  | 2 | format version (2) |
+//! | 8  | 2 | format version (2 to 4) |
 //! | 10 | 2 | header length (48; records start here) |
 //! | 12 | 4 | monitoring flags |
-//! | 16 | 4 | worker id |
+//! | 16 | 4 | worker id (the sampler's log: the worker count) |
 //! | 20 | 4 | worker count |
 //! | 24 | 8 | calibration: ticks per second (`f64` bits) |
 //! | 32 | 8 | calibration: start ticks |
@@ -56,6 +56,10 @@
 //! | `0x09`/`0x0a` | `StreamClose` reader/writer | Δt, stream |
 //! | `0x0b`/`0x0c` | `StreamReplace` reader/writer | Δt, old, new |
 //! | `0x0d` | `StreamName` (version 3) | Δt, stream, name length, name bytes |
+//! | `0x0e` | `TaskTotals` (version 4) | Δt, task, dispatches |
+//! | `0x0f`/`0x10` | `StreamTotals` reader/writer (version 4) | Δt, stream, messages, waits |
+//! | `0x11` | `WorkerTotals` (version 4) | Δt, dispatches, spins, idles, parks |
+//! | `0x12` | `Samples` (version 4, `sampler.rlog` only) | Δt, dur, worker, total, sched, spin, idle, parked, n, n × (Δtask, samples) (the next Δ is from t + dur; task ids ascend, each the step from the previous) |
 //! | `0x80..=0xff` | `Period` | see below |
 //!
 //! A period's tag is `1 mm nn eee`: `eee` the [`EndState`] (0 yielded, 1
@@ -107,7 +111,8 @@ pub use error::{DecodeError, DecodeErrorKind, EndReason, LogError};
 pub use flags::MonitorFlags;
 pub use header::{Header, FORMAT_VERSION, HEADER_LEN, HEADER_RATE_AT, MAGIC};
 pub use record::{
-    implied_ops, interleaved_ops, EndState, Op, Record, Side, StreamIo, MAX_INTERLEAVED,
+    implied_ops, interleaved_ops, EndState, Op, Record, SampleWindow, Side, StreamIo,
+    MAX_INTERLEAVED,
 };
-pub use scan::{Item, OpsKind, ScannedPeriod, Scanner};
+pub use scan::{Item, OpsKind, ScannedPeriod, ScannedSamples, Scanner};
 pub use writer::{log_file_name, set_header_rate, LogWriter};

@@ -343,6 +343,77 @@ pub enum Record {
         /// Its replacement.
         new: u64,
     },
+    /// A task's exact counts, written when it ends (sample mode, version 4).
+    TaskTotals {
+        /// When.
+        t: u64,
+        /// The task.
+        task: u64,
+        /// Its dispatches.
+        dispatches: u64,
+    },
+    /// One end's exact counts, written when it is dropped (sample mode,
+    /// version 4).
+    StreamTotals {
+        /// When.
+        t: u64,
+        /// The stream id.
+        stream: u64,
+        /// Which end.
+        side: Side,
+        /// Messages the end moved over its life.
+        messages: u64,
+        /// Times an operation on the end found the stream empty (reader) or
+        /// full (writer) and waited (spun or blocked).
+        waits: u64,
+    },
+    /// A worker's exact counts, written when it stops (sample mode, version 4).
+    WorkerTotals {
+        /// When.
+        t: u64,
+        /// Task dispatches.
+        dispatches: u64,
+        /// Spins before a block.
+        spins: u64,
+        /// Times the worker ran out of tasks.
+        idles: u64,
+        /// Times it went to sleep.
+        parks: u64,
+    },
+    /// What the sampler saw one worker doing over a window (sample mode,
+    /// version 4; only in `sampler.rlog`).
+    Samples(SampleWindow),
+}
+
+/// A window of samples of one worker: how many samples found it in each
+/// state, and per task how many found that task running.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SampleWindow {
+    /// The window's start (ticks).
+    pub t: u64,
+    /// Its length (ticks).
+    pub dur: u64,
+    /// The worker sampled.
+    pub worker: u32,
+    /// Samples in the window (all states).
+    pub total: u32,
+    /// Samples that found the worker between tasks (its scheduler).
+    pub sched: u32,
+    /// Samples that found a task spinning before a block.
+    pub spin: u32,
+    /// Samples that found the worker idle and awake (looking for work).
+    pub idle: u32,
+    /// Samples that found it asleep.
+    pub parked: u32,
+    /// Samples that found a task running: (task, samples), tasks ascending.
+    pub tasks: Vec<(u64, u32)>,
+}
+
+impl SampleWindow {
+    /// Samples that found a task running.
+    pub fn running(&self) -> u64 {
+        self.tasks.iter().map(|&(_, n)| u64::from(n)).sum()
+    }
 }
 
 impl Record {
@@ -358,6 +429,10 @@ impl Record {
             | Record::StreamName { t, .. }
             | Record::StreamBind { t, .. }
             | Record::StreamClose { t, .. }
+            | Record::TaskTotals { t, .. }
+            | Record::StreamTotals { t, .. }
+            | Record::WorkerTotals { t, .. }
+            | Record::Samples(SampleWindow { t, .. })
             | Record::StreamReplace { t, .. } => t,
             Record::Period { start, .. } => start,
         }

@@ -14,7 +14,7 @@
 //! (an interleaved period by [`MAX_INTERLEAVED`]).
 
 use crate::error::{DecodeErrorKind, EndReason};
-use crate::record::{EndState, Op, Record, Side, StreamIo, MAX_INTERLEAVED};
+use crate::record::{EndState, Op, Record, SampleWindow, Side, StreamIo, MAX_INTERLEAVED};
 use crate::tag;
 use crate::varint::{self, unzigzag};
 
@@ -113,6 +113,43 @@ pub enum Item<'a> {
         /// Replacement.
         new: u64,
     },
+    /// `TaskTotals`.
+    TaskTotals {
+        /// When.
+        t: u64,
+        /// The task.
+        task: u64,
+        /// Its dispatches.
+        dispatches: u64,
+    },
+    /// `StreamTotals`.
+    StreamTotals {
+        /// When.
+        t: u64,
+        /// The stream.
+        stream: u64,
+        /// Which end.
+        side: Side,
+        /// Messages the end moved.
+        messages: u64,
+        /// Times it waited.
+        waits: u64,
+    },
+    /// `WorkerTotals`.
+    WorkerTotals {
+        /// When.
+        t: u64,
+        /// Task dispatches.
+        dispatches: u64,
+        /// Spins before a block.
+        spins: u64,
+        /// Times the worker ran out of tasks.
+        idles: u64,
+        /// Times it went to sleep.
+        parks: u64,
+    },
+    /// `Samples`: its task list is [`Scanner::sample_tasks`].
+    Samples(ScannedSamples),
     /// `Period`: its lists are [`Scanner::io`], [`Scanner::ops`] (or
     /// [`Scanner::for_each_op`]) and [`Scanner::op_times`].
     Period(ScannedPeriod),
@@ -136,6 +173,28 @@ impl ScannedPeriod {
     pub fn dur(&self) -> u64 {
         self.end.saturating_sub(self.start)
     }
+}
+
+/// The fixed fields of a window of samples (see
+/// [`SampleWindow`](crate::SampleWindow), which adds the task list).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScannedSamples {
+    /// The window's start (ticks).
+    pub t: u64,
+    /// Its length (ticks).
+    pub dur: u64,
+    /// The worker sampled.
+    pub worker: u32,
+    /// Samples in the window.
+    pub total: u32,
+    /// Samples between tasks.
+    pub sched: u32,
+    /// Samples of a task spinning before a block.
+    pub spin: u32,
+    /// Samples of the worker idle and awake.
+    pub idle: u32,
+    /// Samples of the worker asleep.
+    pub parked: u32,
 }
 
 /// How a period stored its op order.
@@ -169,6 +228,8 @@ pub struct Scanner<'a> {
     pair: (Op, Op),
     /// Length of an interleaved period's op list.
     pair_len: u32,
+    /// The last `Samples` record's (task, samples) list.
+    samples: Vec<(u64, u32)>,
     end: Option<EndReason>,
 }
 
@@ -189,6 +250,7 @@ impl<'a> Scanner<'a> {
             ops_ready: false,
             pair: (Op::read(0, 0), Op::read(0, 0)),
             pair_len: 0,
+            samples: Vec::new(),
             end: None,
         }
     }
@@ -277,6 +339,12 @@ impl<'a> Scanner<'a> {
             OpsKind::Interleaved => self.pair_len as usize,
             OpsKind::Listed => self.ops.len(),
         }
+    }
+
+    /// The last `Samples` record's tasks and their samples, ascending by task.
+    #[inline]
+    pub fn sample_tasks(&self) -> &[(u64, u32)] {
+        &self.samples
     }
 
     /// The last period's per-message times (empty unless recorded).
@@ -412,8 +480,53 @@ impl<'a> Scanner<'a> {
                 new: c.var()?,
                 side: tag::side(t),
             },
+            tag::TASK_TOTALS => Item::TaskTotals {
+                t: self.time(c)?,
+                task: c.var()?,
+                dispatches: c.var()?,
+            },
+            t @ (tag::STREAM_TOTALS | tag::STREAM_TOTALS_W) => Item::StreamTotals {
+                t: self.time(c)?,
+                stream: c.var()?,
+                messages: c.var()?,
+                waits: c.var()?,
+                side: tag::side(t),
+            },
+            tag::WORKER_TOTALS => Item::WorkerTotals {
+                t: self.time(c)?,
+                dispatches: c.var()?,
+                spins: c.var()?,
+                idles: c.var()?,
+                parks: c.var()?,
+            },
+            tag::SAMPLES => Item::Samples(self.samples(c)?),
             t => return Err(DecodeErrorKind::UnknownTag(t)),
         })
+    }
+
+    /// A `Samples` record after its tag; its task list goes to `samples`.
+    fn samples(&mut self, c: &mut Cur<'a>) -> R<ScannedSamples> {
+        let t = self.time(c)?;
+        let dur = c.var()?;
+        self.last = t.wrapping_add(dur);
+        let head = ScannedSamples {
+            t,
+            dur,
+            worker: c.u32("worker")?,
+            total: c.u32("samples")?,
+            sched: c.u32("samples")?,
+            spin: c.u32("samples")?,
+            idle: c.u32("samples")?,
+            parked: c.u32("samples")?,
+        };
+        let n = c.count(2)?;
+        self.samples.clear();
+        let mut task = 0u64;
+        for _ in 0..n {
+            task = task.wrapping_add(c.var()?);
+            self.samples.push((task, c.u32("samples")?));
+        }
+        Ok(head)
     }
 
     /// A period (`tag` has the period bit).
@@ -623,6 +736,52 @@ impl<'a> Scanner<'a> {
             Item::StreamReplace { t, side, old, new } => {
                 Record::StreamReplace { t, side, old, new }
             }
+            Item::TaskTotals {
+                t,
+                task,
+                dispatches,
+            } => Record::TaskTotals {
+                t,
+                task,
+                dispatches,
+            },
+            Item::StreamTotals {
+                t,
+                stream,
+                side,
+                messages,
+                waits,
+            } => Record::StreamTotals {
+                t,
+                stream,
+                side,
+                messages,
+                waits,
+            },
+            Item::WorkerTotals {
+                t,
+                dispatches,
+                spins,
+                idles,
+                parks,
+            } => Record::WorkerTotals {
+                t,
+                dispatches,
+                spins,
+                idles,
+                parks,
+            },
+            Item::Samples(h) => Record::Samples(SampleWindow {
+                t: h.t,
+                dur: h.dur,
+                worker: h.worker,
+                total: h.total,
+                sched: h.sched,
+                spin: h.spin,
+                idle: h.idle,
+                parked: h.parked,
+                tasks: self.samples.clone(),
+            }),
             Item::Period(p) => {
                 // A period that stored no op order has no ops here.
                 let ops = if self.ops_recorded() {

@@ -17,6 +17,12 @@ pub const STREAM_CLOSE_W: u8 = 0x0a;
 pub const STREAM_REPLACE: u8 = 0x0b;
 pub const STREAM_REPLACE_W: u8 = 0x0c;
 pub const STREAM_NAME: u8 = 0x0d;
+pub const TASK_TOTALS: u8 = 0x0e;
+/// Reader side; the writer side is the next tag.
+pub const STREAM_TOTALS: u8 = 0x0f;
+pub const STREAM_TOTALS_W: u8 = 0x10;
+pub const WORKER_TOTALS: u8 = 0x11;
+pub const SAMPLES: u8 = 0x12;
 /// High bit: a period.
 pub const PERIOD: u8 = 0x80;
 
@@ -40,7 +46,7 @@ pub const fn with_side(reader_tag: u8, side: Side) -> u8 {
 
 /// The side of a sided record's tag.
 pub const fn side(tag: u8) -> Side {
-    // Reader tags are odd (0x07, 0x09, 0x0b).
+    // Reader tags are odd (0x07, 0x09, 0x0b, 0x0f).
     if tag & 1 == 1 {
         Side::Reader
     } else {

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use rill_log::{
     implied_ops, interleaved_ops, parse_log, read_log, Calibration, DecodeErrorKind, Decoder,
     Encoder, EndReason, EndState, Header, LogError, LogWriter, MonitorFlags, Op, PeriodRef, Record,
-    Side, Sink, StreamIo, VecSink, FORMAT_VERSION, HEADER_LEN,
+    SampleWindow, Side, Sink, StreamIo, VecSink, FORMAT_VERSION, HEADER_LEN,
 };
 
 // ---------------------------------------------------------------------------
@@ -145,6 +145,10 @@ fn set_time(rec: &mut Record, time: u64) {
         | Record::StreamName { t, .. }
         | Record::StreamBind { t, .. }
         | Record::StreamClose { t, .. }
+        | Record::TaskTotals { t, .. }
+        | Record::StreamTotals { t, .. }
+        | Record::WorkerTotals { t, .. }
+        | Record::Samples(SampleWindow { t, .. })
         | Record::StreamReplace { t, .. } => *t = time,
         Record::Period { start, end, .. } => {
             let dur = end.wrapping_sub(*start);
@@ -318,6 +322,55 @@ fn arb_record() -> impl Strategy<Value = Record> {
             .prop_map(|(t, stream, side)| Record::StreamClose { t, stream, side }),
         1 => (any::<u64>(), arb_side(), small_or_any_u64(), small_or_any_u64())
             .prop_map(|(t, side, old, new)| Record::StreamReplace { t, side, old, new }),
+        1 => (any::<u64>(), small_or_any_u64(), small_or_any_u64()).prop_map(
+            |(t, task, dispatches)| Record::TaskTotals { t, task, dispatches }
+        ),
+        1 => (
+            any::<u64>(),
+            small_or_any_u64(),
+            arb_side(),
+            small_or_any_u64(),
+            small_or_any_u64()
+        )
+            .prop_map(|(t, stream, side, messages, waits)| Record::StreamTotals {
+                t,
+                stream,
+                side,
+                messages,
+                waits
+            }),
+        1 => (
+            any::<u64>(),
+            small_or_any_u64(),
+            small_or_any_u64(),
+            small_or_any_u64(),
+            small_or_any_u64()
+        )
+            .prop_map(|(t, dispatches, spins, idles, parks)| Record::WorkerTotals {
+                t,
+                dispatches,
+                spins,
+                idles,
+                parks
+            }),
+        1 => (
+            any::<u64>(),
+            small_or_any_u64(),
+            small_or_any_u32(),
+            proptest::array::uniform5(small_or_any_u32()),
+            proptest::collection::vec((small_or_any_u64(), small_or_any_u32()), 0..8)
+        )
+            .prop_map(|(t, dur, worker, n, tasks)| Record::Samples(SampleWindow {
+                t,
+                dur,
+                worker,
+                total: n[0],
+                sched: n[1],
+                spin: n[2],
+                idle: n[3],
+                parked: n[4],
+                tasks
+            })),
         4 => arb_period(),
     ]
 }
@@ -523,7 +576,12 @@ fn overlong_varints_are_errors() {
 fn malformed_records_say_why() {
     let cases: Vec<(Vec<u8>, DecodeErrorKind)> = vec![
         (vec![0x7f, 0], DecodeErrorKind::UnknownTag(0x7f)),
-        (vec![0x0e, 0], DecodeErrorKind::UnknownTag(0x0e)),
+        (vec![0x13, 0], DecodeErrorKind::UnknownTag(0x13)),
+        // A window of samples that lists more tasks than its bytes can hold.
+        (
+            vec![0x12, 0, 0, 0, 0, 0, 0, 0, 0, 100, 1, 1],
+            DecodeErrorKind::Truncated,
+        ),
         (vec![0x86, 0, 0, 1], DecodeErrorKind::BadEndState(6)),
         // An io entry with the reserved bit.
         (
@@ -797,13 +855,13 @@ fn header_errors_are_clear() {
         matches!(
             e,
             LogError::UnsupportedVersion {
-                found: 4,
-                supported: 3
+                found: 5,
+                supported: 4
             }
         ),
         "{e:?}"
     );
-    // The previous version, which lacks only the `StreamName` record, reads.
+    // Older versions, which lack only records added since, read.
     let mut older = good;
     older[8..10].copy_from_slice(&2u16.to_le_bytes());
     assert!(parse_log(&older).is_ok());
@@ -812,7 +870,7 @@ fn header_errors_are_clear() {
     assert!(parse_log(&oldest).is_err());
     let msg = e.to_string();
     assert!(
-        msg.contains("version 4") && msg.contains("versions 2 to 3") && msg.contains("newer"),
+        msg.contains("version 5") && msg.contains("versions 2 to 4") && msg.contains("newer"),
         "{msg}"
     );
 
