@@ -41,6 +41,14 @@ impl MonitorFlags {
     pub const SAMPLED: Self = Self(1 << 6 | 0b1101);
     /// Every bit this version has a name for.
     const KNOWN: Self = Self(0b111_1111);
+    /// Where sample mode keeps its rate: bits 16 to 31, in Hz (0: the
+    /// runtime's default), so that the rate travels with the mode and is in
+    /// every log header.
+    const RATE_SHIFT: u32 = 16;
+    /// The lowest sampling rate `sample:HZ` accepts.
+    pub const MIN_SAMPLE_HZ: u32 = 10;
+    /// The highest sampling rate `sample:HZ` accepts.
+    pub const MAX_SAMPLE_HZ: u32 = 50_000;
 
     /// The flags from raw bits, kept as they are (bits unknown to this version included).
     pub const fn from_bits(bits: u32) -> Self {
@@ -74,12 +82,39 @@ impl MonitorFlags {
 
     /// Bits set that this version of rill has no name for.
     pub const fn unknown_bits(self) -> u32 {
-        self.0 & !Self::KNOWN.0
+        self.without_rate().0 & !Self::KNOWN.0
     }
 
     /// Whether this is sample mode (the [`SAMPLE`](Self::SAMPLE) bit).
     pub const fn is_sampled(self) -> bool {
         self.contains(Self::SAMPLE)
+    }
+
+    /// Sample mode's rate in Hz, if one was chosen (`sample:HZ`).
+    pub const fn sample_hz(self) -> Option<u32> {
+        match self.0 >> Self::RATE_SHIFT {
+            0 => None,
+            hz => Some(hz),
+        }
+    }
+
+    /// The same flags with sampling rate `hz` (clamped to
+    /// [`MIN_SAMPLE_HZ`](Self::MIN_SAMPLE_HZ)..=[`MAX_SAMPLE_HZ`](Self::MAX_SAMPLE_HZ)).
+    pub const fn with_sample_hz(self, hz: u32) -> Self {
+        let hz = if hz < Self::MIN_SAMPLE_HZ {
+            Self::MIN_SAMPLE_HZ
+        } else if hz > Self::MAX_SAMPLE_HZ {
+            Self::MAX_SAMPLE_HZ
+        } else {
+            hz
+        };
+        Self(self.0 & ((1 << Self::RATE_SHIFT) - 1) | hz << Self::RATE_SHIFT)
+    }
+
+    /// The flags without a sampling rate (what [`Display`](fmt::Display)
+    /// names as words).
+    const fn without_rate(self) -> Self {
+        Self(self.0 & ((1 << Self::RATE_SHIFT) - 1))
     }
 }
 
@@ -123,7 +158,7 @@ const NAMES: [(MonitorFlags, &str); 7] = [
 
 /// Every word [`MonitorFlags::from_str`] accepts.
 pub const VALID_WORDS: &str =
-    "off, full, all, sample, map|mapping, sched|scheduler, worker, task, stream, message|msg, msgtime";
+    "off, full, all, sample (or sample:HZ, 10 to 50000), map|mapping, sched|scheduler, worker, task, stream, message|msg, msgtime";
 
 fn word_flags(word: &str) -> Option<MonitorFlags> {
     Some(match word {
@@ -153,6 +188,16 @@ pub enum ParseFlagsError {
     /// The string had no words at all.
     #[error("empty monitoring flags; valid words: {VALID_WORDS}")]
     Empty,
+    /// `sample:HZ` with a rate that is not a number in range.
+    #[error(
+        "bad sampling rate `{value}` in `sample:HZ`: give a whole number of Hz from {} to {}",
+        MonitorFlags::MIN_SAMPLE_HZ,
+        MonitorFlags::MAX_SAMPLE_HZ
+    )]
+    BadRate {
+        /// What followed `sample:`.
+        value: String,
+    },
     /// `sample` with a word that records per dispatch or per message.
     #[error(
         "`sample` cannot be combined with `{word}`: sample mode records no periods or messages"
@@ -179,6 +224,18 @@ impl FromStr for MonitorFlags {
             }
             any = true;
             let lower = word.to_ascii_lowercase();
+            if let Some(rate) = lower.strip_prefix("sample:") {
+                let hz = rate
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|hz| (Self::MIN_SAMPLE_HZ..=Self::MAX_SAMPLE_HZ).contains(hz))
+                    .ok_or_else(|| ParseFlagsError::BadRate {
+                        value: rate.to_owned(),
+                    })?;
+                flags = (flags | MonitorFlags::SAMPLED).with_sample_hz(hz);
+                continue;
+            }
             flags |= word_flags(&lower).ok_or_else(|| ParseFlagsError::UnknownWord {
                 word: word.to_owned(),
             })?;
@@ -209,6 +266,7 @@ impl fmt::Display for MonitorFlags {
     /// which only a log from a newer rill can carry, print as a hex word.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let known = MonitorFlags(self.0 & Self::KNOWN.0);
+        let rate = self.sample_hz();
         let unknown = self.unknown_bits();
         let mut first = true;
         let mut word = |f: &mut fmt::Formatter<'_>, w: &dyn fmt::Display| {
@@ -219,7 +277,10 @@ impl fmt::Display for MonitorFlags {
         if known == Self::ALL {
             word(f, &"all")?;
         } else if known == Self::SAMPLED {
-            word(f, &"sample")?;
+            match rate {
+                Some(hz) => word(f, &format_args!("sample:{hz}"))?,
+                None => word(f, &"sample")?,
+            }
         } else if known == Self::FULL {
             word(f, &"full")?;
         } else {
@@ -277,6 +338,21 @@ mod tests {
         assert_eq!(p("sample"), MonitorFlags::SAMPLED);
         assert!(p("sample").is_sampled() && !p("full").is_sampled());
         assert_eq!(p("SAMPLE,map"), MonitorFlags::SAMPLED);
+        let r = p("sample:4000");
+        assert_eq!(r.sample_hz(), Some(4000));
+        assert!(r.is_sampled() && r.contains(MonitorFlags::SAMPLED));
+        assert_eq!(r.unknown_bits(), 0);
+        assert_eq!(p(&r.to_string()), r);
+        assert_eq!(p("sample").sample_hz(), None);
+        for bad in ["sample:0", "sample:x", "sample:", "sample:99999"] {
+            assert!(
+                matches!(
+                    bad.parse::<MonitorFlags>(),
+                    Err(ParseFlagsError::BadRate { .. })
+                ),
+                "{bad}"
+            );
+        }
         for bad in ["sample,sched", "full,sample", "sample,msgtime"] {
             assert!(
                 matches!(
@@ -303,6 +379,10 @@ mod tests {
         );
         assert_eq!(MonitorFlags::from_bits(0x81).to_string(), "mapping,0x80");
         assert_eq!(MonitorFlags::SAMPLED.to_string(), "sample");
+        assert_eq!(
+            MonitorFlags::SAMPLED.with_sample_hz(2000).to_string(),
+            "sample:2000"
+        );
         assert_eq!(
             (MonitorFlags::SAMPLE | MonitorFlags::MAPPING).to_string(),
             "mapping,sample"

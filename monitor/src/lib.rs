@@ -27,6 +27,7 @@ mod latency;
 mod load;
 mod mapfile;
 mod partition;
+mod sampled;
 pub mod scan;
 mod summary;
 mod timeline;
@@ -44,6 +45,7 @@ pub use mapfile::{
     plan_mapping, quote_name, Cut, Estimate, MapPlan, MappedTask, WorkerLoad, MAX_MAP_WORKERS,
 };
 pub use partition::{evaluate, partition, Evaluation, PartGraph};
+pub use sampled::{Sampled, WorkerSamples, SAMPLER_FILE};
 pub use summary::{
     end_state_name, fmt_ns, summarize, LatencyStats, LatencySummary, SinkLatency, StreamSummary,
     Summary, TaskSummary, Throughput, WorkerSummary,

@@ -119,6 +119,9 @@ pub struct RunLog {
     pub t1: u64,
     /// The latency replay, when it ran during loading.
     pub(crate) latency: Option<RawLatency>,
+    /// Sample mode: the sampler's windows and what was estimated from them
+    /// (busy and waiting time per worker, busy time per task).
+    pub sampled: Option<crate::sampled::Sampled>,
 }
 
 /// One worker's log.
@@ -387,6 +390,9 @@ pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
     }
     let mut run = merge(dir, scanned, files)?;
     run.latency = latency;
+    if run.flags.is_sampled() {
+        crate::sampled::load(&mut run);
+    }
     Ok(run)
 }
 
@@ -809,6 +815,56 @@ impl Agg {
                 self.time(t, t);
                 self.stats.events += 1;
             }
+            // Sample mode's exact counts: a run in that mode has no periods,
+            // so these are the only counts of their kind.
+            Item::TaskTotals {
+                t,
+                task,
+                dispatches,
+            } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let info = self.task(task);
+                info.dispatches = info.dispatches.saturating_add(dispatches);
+            }
+            Item::StreamTotals {
+                t,
+                stream,
+                side,
+                messages,
+                waits,
+            } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let s = self.stream(stream);
+                match side {
+                    Side::Reader => {
+                        s.read = s.read.saturating_add(messages);
+                        s.reader_blocked = s.reader_blocked.saturating_add(waits);
+                    }
+                    Side::Writer => {
+                        s.written = s.written.saturating_add(messages);
+                        s.writer_blocked = s.writer_blocked.saturating_add(waits);
+                    }
+                }
+            }
+            Item::WorkerTotals {
+                t,
+                dispatches,
+                spins,
+                idles,
+                ..
+            } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let st = &mut self.stats;
+                st.dispatches = st.dispatches.saturating_add(dispatches);
+                // As a period-recording run counts them: each idle stretch
+                // and each spin before a block is a wait.
+                st.waits = st.waits.saturating_add(idles).saturating_add(spins);
+            }
+            // Only the sampler's own log holds windows (`sampled.rs`).
+            Item::Samples(_) => {}
         }
     }
 }
@@ -971,6 +1027,7 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
         t0,
         t1,
         latency: None,
+        sampled: None,
     })
 }
 

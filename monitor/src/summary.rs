@@ -37,10 +37,24 @@ pub struct Summary {
     /// Per-input latency and jitter (absent unless the run recorded the
     /// message order).
     pub latency: Option<LatencySummary>,
+    /// Sample mode: how the time figures were estimated (absent otherwise).
+    pub sampling: Option<SamplingSummary>,
     /// Analyses left out because the run did not record what they need.
     pub notes: Vec<String>,
     /// Problems with the logs (damaged records, missing workers).
     pub warnings: Vec<String>,
+}
+
+/// How a sample-mode run's time figures were estimated.
+#[derive(Clone, Debug, Serialize)]
+pub struct SamplingSummary {
+    /// Samples per second (the run's `sample:HZ`, or the runtime's default).
+    pub hz: Option<u32>,
+    /// The fewest samples of any worker.
+    pub min_samples: u64,
+    /// 95% bound of a share of a worker's time estimated from that many
+    /// samples, in percentage points.
+    pub share_error_pp: f64,
 }
 
 /// One worker's time budget (the paper's Table III: WE and WT).
@@ -227,7 +241,19 @@ pub fn summarize(run: &RunLog) -> Summary {
     let mut notes = Vec::new();
     let flags = run.flags;
     let has = |f: MonitorFlags| flags.contains(f);
-    if !has(MonitorFlags::SCHEDULER) {
+    let sampling = run.sampled.as_ref().map(|sm| SamplingSummary {
+        hz: sm.hz,
+        min_samples: sm.min_samples(),
+        share_error_pp: 100.0 * crate::Sampled::share_error(sm.min_samples()),
+    });
+    if let Some(sm) = &sampling {
+        notes.push(format!(
+            "sample mode: busy and waiting times (and per-task times) are estimates from at \
+             least {} samples per worker, each within {:.1} points of the worker's time (95%); \
+             dispatches, messages and waits are exact counts",
+            sm.min_samples, sm.share_error_pp
+        ));
+    } else if !has(MonitorFlags::SCHEDULER) {
         notes.push(
             "no SCHEDULER flag: no periods, so busy time, dispatches and per-task times are 0"
                 .to_owned(),
@@ -309,7 +335,8 @@ pub fn summarize(run: &RunLog) -> Summary {
         .collect();
 
     let span_ns = run.span_ns();
-    let throughput = (has(MonitorFlags::STREAM) && has(MonitorFlags::SCHEDULER)).then(|| {
+    let timed = has(MonitorFlags::SCHEDULER) || run.sampled.is_some();
+    let throughput = (has(MonitorFlags::STREAM) && timed).then(|| {
         // Counts from the files: saturating sums.
         let outputs = run
             .tasks
@@ -371,6 +398,7 @@ pub fn summarize(run: &RunLog) -> Summary {
         streams,
         throughput,
         latency,
+        sampling,
         notes,
         warnings: run.warnings.clone(),
     }

@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
 use crate::error::SpawnError;
+use crate::monitor::sampler::state as sampler_state;
 use crate::stream::Ends;
 use crate::task::{BlockedOn, Suspend, Task, TaskId, TaskRef};
 use crate::worker::{PendingList, WorkerLocal, WorkerShared};
@@ -355,6 +356,21 @@ pub(crate) fn spin_worker() -> Option<&'static WorkerLocal> {
 #[inline(never)]
 pub(crate) fn spin_on(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
     w.count_spin();
+    let sampled = w.is_sampled();
+    let task = current_task_id();
+    if sampled {
+        w.say(sampler_state::task(task, sampler_state::SPIN));
+    }
+    let got = spin_looking(w, ready);
+    if sampled {
+        w.say(sampler_state::task(task, sampler_state::RUN));
+    }
+    got
+}
+
+/// [`spin_on`]'s loop.
+#[inline(always)]
+fn spin_looking(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
     for _ in 0..TASK_SPIN {
         std::hint::spin_loop();
         if ready() {

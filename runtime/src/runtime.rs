@@ -617,6 +617,10 @@ impl Runtime {
             });
         }
         let ticker = start_ticker(&shared);
+        let sampler = match &log_dir {
+            Some(dir) if cfg_sampled(&shared) => start_sampler(&shared, dir, run_clock.as_ref()),
+            _ => None,
+        };
         let handles = start_workers(&shared, deques, logs);
         let mut stats = RunStats::default();
         let mut worker_crash = None;
@@ -641,6 +645,7 @@ impl Runtime {
         if let Some(t) = ticker {
             let _ = t.join();
         }
+        let sampler_log = sampler.and_then(|t| t.join().ok());
         stats.wall = t0.elapsed();
         if let (Some(dir), Some(rate)) = (&log_dir, run_clock.and_then(|c| c.refine())) {
             for i in 0..n {
@@ -649,6 +654,9 @@ impl Runtime {
                 // is not worth failing the run for.
                 let _ =
                     rill_log::set_header_rate(&dir.join(rill_log::log_file_name(i as u32)), rate);
+            }
+            if let Some(path) = &sampler_log {
+                let _ = rill_log::set_header_rate(path, rate);
             }
         }
         stats.log_dir = log_dir;
@@ -775,6 +783,47 @@ fn start_ticker(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
             None
         }
     }
+}
+
+/// Whether the run is in sample mode.
+fn cfg_sampled(shared: &Shared) -> bool {
+    shared.cfg.monitor.flags.is_sampled()
+}
+
+/// Sample mode: creates the sampler's log in `dir` and starts the sampler
+/// (`monitor/sampler.rs`). The thread hands back its log's path. Without a
+/// sampler the run goes on (the worker logs still hold the exact counts);
+/// one warning says why.
+fn start_sampler(
+    shared: &Arc<Shared>,
+    dir: &std::path::Path,
+    clock: Option<&clock::RunClock>,
+) -> Option<std::thread::JoinHandle<PathBuf>> {
+    use crate::monitor::sampler;
+    let flags = shared.cfg.monitor.flags;
+    let n = shared.workers.len() as u32;
+    let cal = clock.map(|c| c.cal)?;
+    let log = match sampler::SamplerLog::create(dir, &Header::new(flags, n, n, cal)) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!(
+                "rill: cannot create the sampler's log in {}: {e}; the run goes on without samples",
+                dir.display()
+            );
+            return None;
+        }
+    };
+    let hz = flags.sample_hz().unwrap_or(sampler::DEFAULT_HZ);
+    let sh = shared.clone();
+    std::thread::Builder::new()
+        .name("rill-sampler".into())
+        .spawn(move || {
+            let path = log.path().to_path_buf();
+            sampler::run(sh, log, hz);
+            path
+        })
+        .map_err(|e| eprintln!("rill: could not start the sampler thread: {e}"))
+        .ok()
 }
 
 /// Starts the worker threads. A worker that fails outside any task (a

@@ -122,6 +122,8 @@ pub(crate) struct Task {
     pub stack_guard: Cell<usize>,
     /// Count-mode monitoring: the task's tag and stream-end bindings.
     pub mon: crate::monitor::task_mon::TaskMon,
+    /// Sample mode: the task's dispatches, counted by its worker.
+    pub dispatches: Cell<u64>,
 }
 
 impl Task {
@@ -139,6 +141,7 @@ impl Task {
             stack_lo: Cell::new(0),
             stack_guard: Cell::new(0),
             mon: Default::default(),
+            dispatches: Cell::new(0),
             id,
             name,
             worker: AtomicUsize::new(worker),

@@ -85,20 +85,21 @@ pub(crate) fn stream_bind(id: u64, side: Side) {
     }
 }
 
-/// Called from every end's `Drop`: the check inline, the rest out of line,
-/// so that a task's code that drops ends stays small enough to inline the
-/// stream fast path.
+/// Called from every end's `Drop`, with what the end moved and how often it
+/// waited over its life: the check inline, the rest out of line, so that a
+/// task's code that drops ends stays small enough to inline the stream fast
+/// path.
 #[inline(always)]
-pub(crate) fn stream_close(id: u64, side: Side) {
+pub(crate) fn stream_close(id: u64, side: Side, messages: u64, waits: u64) {
     if on() {
-        stream_close_cold(id, side);
+        stream_close_cold(id, side, messages, waits);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn stream_close_cold(id: u64, side: Side) {
-    with_log(|l| l.stream_close(id, side));
+fn stream_close_cold(id: u64, side: Side, messages: u64, waits: u64) {
+    with_log(|l| l.stream_close(id, side, messages, waits));
 }
 
 #[cold]

@@ -61,7 +61,7 @@ pub(crate) fn stream_open(_id: u64, _cap: usize, _name: Option<&str>) {}
 pub(crate) fn stream_bind(_id: u64, _side: Side) {}
 
 #[inline(always)]
-pub(crate) fn stream_close(_id: u64, _side: Side) {}
+pub(crate) fn stream_close(_id: u64, _side: Side, _messages: u64, _waits: u64) {}
 
 #[cold]
 #[inline(never)]

@@ -10,6 +10,7 @@
 //!   per-task entries, and a task's part of all this.
 //! * `worker_log`: the per-worker log state behind the period, and the
 //!   records the worker writes itself (periods, waits, placement).
+//! * `sampler`: sample mode's sampler thread and its log.
 //! * `hooks`: what the rest of the runtime calls. Without the `monitor`
 //!   cargo feature `hooks_off.rs` stands in for `hooks.rs`, with the same
 //!   functions empty (and constant `false` checks), so no call site carries
@@ -40,6 +41,7 @@ pub(crate) mod hint;
 #[cfg_attr(not(feature = "monitor"), path = "hooks_off.rs")]
 pub(crate) mod hooks;
 pub(crate) mod period;
+pub(crate) mod sampler;
 pub(crate) mod task_entries;
 pub(crate) mod task_mon;
 pub(crate) mod worker_log;

@@ -85,7 +85,9 @@ fn check_form(r: &Recorder, h: PeriodHead, order: task_entries::Order, form: Ops
 
 /// How ends record messages in a run with `flags` (a [`kind`]).
 fn run_kind(flags: MonitorFlags) -> u64 {
-    if !flags.intersects(MonitorFlags::STREAM.union(MonitorFlags::MESSAGE)) {
+    // Sample mode records nothing per message: its ends skip monitoring after
+    // their first operation, as in a run without stream monitoring.
+    if flags.is_sampled() || !flags.intersects(MonitorFlags::STREAM.union(MonitorFlags::MESSAGE)) {
         kind::NONE
     } else if !flags.contains(MonitorFlags::MESSAGE) {
         kind::COUNT
@@ -176,6 +178,11 @@ impl WorkerLog {
         self.writer.finish_unsynced()
     }
 
+    /// Whether the run is in sample mode.
+    pub(crate) fn is_sampled(&self) -> bool {
+        self.flags.is_sampled()
+    }
+
     #[inline]
     fn has(&self, f: MonitorFlags) -> bool {
         self.flags.intersects(f)
@@ -250,11 +257,36 @@ impl WorkerLog {
         }
     }
 
-    pub(crate) fn stream_close(&mut self, stream: u64, side: Side) {
+    /// The `side` end of `stream` was dropped, having moved `messages` and
+    /// waited `waits` times; sample mode logs those totals as well.
+    pub(crate) fn stream_close(&mut self, stream: u64, side: Side, messages: u64, waits: u64) {
         if self.has(MonitorFlags::STREAM) {
-            self.enc
-                .stream_close(&mut self.writer, clock::now(), stream, log_side(side));
+            let t = clock::now();
+            let side = log_side(side);
+            self.enc.stream_close(&mut self.writer, t, stream, side);
+            if self.flags.is_sampled() {
+                self.enc
+                    .stream_totals(&mut self.writer, t, stream, side, messages, waits);
+            }
         }
+    }
+
+    /// Sample mode: task `task` ended after `dispatches` dispatches.
+    pub(crate) fn task_totals(&mut self, task: u64, dispatches: u64) {
+        self.enc
+            .task_totals(&mut self.writer, clock::now(), task, dispatches);
+    }
+
+    /// Sample mode: the worker's counts at its end.
+    pub(crate) fn worker_totals(&mut self, dispatches: u64, spins: u64, idles: u64, parks: u64) {
+        self.enc.worker_totals(
+            &mut self.writer,
+            clock::now(),
+            dispatches,
+            spins,
+            idles,
+            parks,
+        );
     }
 
     pub(crate) fn stream_replace(&mut self, side: Side, old: u64, new: u64) {

@@ -158,6 +158,7 @@ fn make<T: Send + 'static>(
             core: core.clone(),
             tail: 0,
             head_cache: 0,
+            waits: 0,
             mon: EndMon::unbound(),
         },
         Reader {
@@ -165,6 +166,7 @@ fn make<T: Send + 'static>(
             head: 0,
             tail_cache: 0,
             poll_cursor: 0,
+            waits: 0,
             mon: EndMon::unbound(),
         },
     ))
@@ -175,6 +177,9 @@ pub struct Writer<T: Send + 'static> {
     core: Arc<Core<T>>,
     tail: usize,
     head_cache: usize,
+    /// Times a write found the stream full and waited (spun or blocked);
+    /// logged when the end is dropped (sample mode's exact counts).
+    waits: u64,
     /// Unbound until first use; then the monitoring state that the one check
     /// per operation ([`hooks::enter`](crate::hooks::enter)) compares.
     mon: EndMon,
@@ -186,6 +191,8 @@ pub struct Reader<T: Send + 'static> {
     head: usize,
     tail_cache: usize,
     poll_cursor: usize,
+    /// Times a read found the stream empty and waited, as in [`Writer`].
+    waits: u64,
     /// As in [`Writer`].
     mon: EndMon,
 }
@@ -325,6 +332,7 @@ impl<T: Send + 'static> Writer<T> {
                 self.head_cache = self.core.back.head.load(Ordering::Acquire);
                 return self.push(tail, v);
             }
+            self.waits += 1;
             // As in `Reader::read_empty`.
             if spin_first(self, |e| {
                 e.core.has_room(tail) || e.core.fwd.rslot.is_closed()
@@ -386,7 +394,7 @@ impl<T: Send + 'static> Writer<T> {
 impl<T: Send + 'static> Drop for Writer<T> {
     fn drop(&mut self) {
         context::note_sent(self.sent());
-        crate::hooks::stream_close(self.core.id, Side::Writer);
+        crate::hooks::stream_close(self.core.id, Side::Writer, self.sent(), self.waits);
         self.core.back.wslot.close();
         self.core.fwd.rslot.wake_unreported();
     }
@@ -507,6 +515,7 @@ impl<T: Send + 'static> Reader<T> {
             // Nothing else to run here means the message can only come from
             // another thread: look again for a while before paying for a
             // block, a wake and a dispatch (see `context::spin_worker`).
+            self.waits += 1;
             if spin_first(self, |e| {
                 e.core.has_data(head) || e.core.back.wslot.is_closed()
             }) {
@@ -569,7 +578,7 @@ impl<T: Send + 'static> Reader<T> {
 
 impl<T: Send + 'static> Drop for Reader<T> {
     fn drop(&mut self) {
-        crate::hooks::stream_close(self.core.id, Side::Reader);
+        crate::hooks::stream_close(self.core.id, Side::Reader, self.received(), self.waits);
         self.core.fwd.rslot.close();
         self.core.back.wslot.wake_unreported();
     }

@@ -22,6 +22,7 @@ pub(crate) use settle::{note_pending, PendingList};
 
 use crate::context;
 use crate::error::RunError;
+use crate::monitor::sampler::state;
 use crate::monitor::worker_log::WorkerLog;
 use crate::runtime::{Phase, Shared};
 use crate::scheduler::ReadyQueue;
@@ -56,6 +57,8 @@ pub struct WorkerStats {
     pub wall: Duration,
     /// Time spent idle (spinning or parked).
     pub idle: Duration,
+    /// Times the worker ran out of tasks (and went idle).
+    pub idles: u64,
     /// Times the worker parked.
     pub parks: u64,
     /// Tasks this worker stole from others.
@@ -78,7 +81,11 @@ pub(crate) struct WorkerLocal {
     stats: UnsafeCell<WorkerStats>,
     use_barrier: bool,
     log: UnsafeCell<Option<WorkerLog>>,
+    /// The worker records periods (a log, not in sample mode).
     monitoring: bool,
+    /// Sample mode: the worker publishes its state for the sampler
+    /// (`monitor/sampler.rs`) and keeps exact counts.
+    sampled: bool,
 }
 
 impl WorkerLocal {
@@ -102,7 +109,8 @@ impl WorkerLocal {
                 ..Default::default()
             }),
             use_barrier,
-            monitoring: log.is_some(),
+            sampled: log.as_ref().is_some_and(|l| l.is_sampled()),
+            monitoring: log.as_ref().is_some_and(|l| !l.is_sampled()),
             log: UnsafeCell::new(log),
         }
     }
@@ -229,13 +237,19 @@ impl WorkerLocal {
             }
         }
         if self.monitoring {
-            self.work::<true>();
+            self.work::<true, false>();
+        } else if self.sampled {
+            self.work::<false, true>();
         } else {
-            self.work::<false>();
+            self.work::<false, false>();
         }
         let mut log_bytes = 0;
         // SAFETY: the loop is over; nothing else borrows the log.
         if let Some(mut log) = self.log.with_mut(|p| unsafe { (*p).take() }) {
+            if self.sampled {
+                let s = self.stats();
+                log.worker_totals(s.dispatches, s.spins, s.idles, s.parks);
+            }
             log.worker_end();
             match log.finish() {
                 Ok(n) => log_bytes = n,
@@ -252,17 +266,25 @@ impl WorkerLocal {
         s
     }
 
-    /// Runs tasks until the run is over. `MON`: whether this worker writes a
-    /// monitoring log; a loop per value, so that an unmonitored worker's
-    /// dispatch has no monitoring test at all.
-    fn work<const MON: bool>(&self) {
+    /// Runs tasks until the run is over. `MON`: whether this worker records
+    /// periods; `SAMPLE`: whether it publishes its state for the sampler. A
+    /// loop per value, so that an unmonitored worker's dispatch has no
+    /// monitoring test at all.
+    fn work<const MON: bool, const SAMPLE: bool>(&self) {
         loop {
             if let Some(t) = self.next_task() {
-                self.dispatch::<MON>(t);
+                self.dispatch::<MON, SAMPLE>(t);
                 continue;
             }
             let t0 = Instant::now();
+            self.stats().idles += 1;
+            if SAMPLE {
+                self.say(state::IDLE);
+            }
             let go_on = self.idle();
+            if SAMPLE {
+                self.say(state::SCHED);
+            }
             self.stats().idle += t0.elapsed();
             if MON {
                 if let Some(log) = self.log() {
@@ -283,10 +305,27 @@ impl WorkerLocal {
         context::set_current_worker(std::ptr::null());
     }
 
-    /// Whether this worker writes a monitoring log.
+    /// Whether this worker records periods (it writes a log, and not in
+    /// sample mode).
     #[inline]
     pub(crate) fn is_monitored(&self) -> bool {
         self.monitoring
+    }
+
+    /// Whether this worker publishes its state for the sampler.
+    #[inline]
+    pub(crate) fn is_sampled(&self) -> bool {
+        self.sampled
+    }
+
+    /// Sample mode: publishes what the worker does now (a `state` word) for
+    /// the sampler. Relaxed: the sampler takes snapshots, ordered with
+    /// nothing.
+    #[inline(always)]
+    pub(crate) fn say(&self, word: u64) {
+        // SAFETY: `me` points into the run's `Shared`, which the worker's
+        // `shared` keeps alive.
+        unsafe { &*self.me }.now.store(word, Ordering::Relaxed);
     }
 
     /// Counts a spin before a block (see [`WorkerStats::spins`]).
@@ -347,7 +386,7 @@ impl WorkerLocal {
     }
 
     #[inline]
-    fn dispatch<const MON: bool>(&self, t: TaskRef) {
+    fn dispatch<const MON: bool, const SAMPLE: bool>(&self, t: TaskRef) {
         let task = t.get();
         // SAFETY: we own the task (it came from our queue); only we touch its
         // coroutine now, and the short borrow ends before start_task.
@@ -366,6 +405,10 @@ impl WorkerLocal {
                 log.begin_period(task);
             }
         }
+        if SAMPLE {
+            task.dispatches.set(task.dispatches.get() + 1);
+            self.say(state::task(task.id, state::RUN));
+        }
         context::set_current_task(task);
         // No unwind guard here: the task body catches its own panic (see
         // `make_coroutine`), so a dispatch is a plain resume.
@@ -374,6 +417,9 @@ impl WorkerLocal {
             None => unreachable!("a started task has a coroutine"),
         };
         context::set_current_task(std::ptr::null());
+        if SAMPLE {
+            self.say(state::SCHED);
+        }
         if MON {
             self.end_period(task, &res);
         }
@@ -493,6 +539,11 @@ impl WorkerLocal {
     fn finish(&self, t: TaskRef) {
         let task = t.get();
         task.transition_to_done();
+        if self.sampled {
+            if let Some(log) = self.log() {
+                log.task_totals(task.id, task.dispatches.get());
+            }
+        }
         // SAFETY: we own the task and its coroutine has finished (returned or
         // panicked), so taking it out is sound.
         if let Some(coro) = task.coro.with_mut(|p| unsafe { (*p).take() }) {
@@ -545,7 +596,14 @@ impl WorkerLocal {
             }
         }
         self.stats().parks += 1;
-        self.shared.sleep(self.id)
+        if self.sampled {
+            self.say(state::PARK);
+        }
+        let go_on = self.shared.sleep(self.id);
+        if self.sampled {
+            self.say(state::IDLE);
+        }
+        go_on
     }
 
     /// An idle worker's look at every noted stream side, without a barrier

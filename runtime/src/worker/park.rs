@@ -11,7 +11,7 @@ use super::inbox::Inbox;
 use super::settle::SettleWords;
 
 use crate::runtime::{Phase, Shared};
-use crate::sync::{fence, AtomicBool};
+use crate::sync::{fence, AtomicBool, AtomicU64};
 use crate::task::TaskRef;
 
 /// The idle word counts idle workers in its low 20 bits and the number of
@@ -31,6 +31,10 @@ pub(crate) struct WorkerShared {
     pub(crate) stealer: Option<Stealer<TaskRef>>,
     /// The worker's sealed window and the ticker's cover (`settle.rs`).
     pub(crate) settle: crossbeam_utils::CachePadded<SettleWords>,
+    /// In sample mode, what the worker is doing now (`monitor/sampler.rs`):
+    /// written by the worker, read by the sampler. On a line of its own, so
+    /// that the worker's stores never touch a line other threads write.
+    pub(crate) now: crossbeam_utils::CachePadded<AtomicU64>,
 }
 
 impl WorkerShared {
@@ -41,6 +45,7 @@ impl WorkerShared {
             thread: OnceLock::new(),
             stealer,
             settle: SettleWords::new(),
+            now: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
         }
     }
 

@@ -1,0 +1,201 @@
+//! Sample mode: a run that records no periods. Its workers' logs hold exact
+//! counts (dispatches per task and worker, messages and waits per stream
+//! end, waits per worker); the sampler's log (`sampler.rlog`) holds windows
+//! of samples of what each worker was doing. From the windows come the time
+//! figures the other analyses read from periods: a worker's busy and waiting
+//! time, a task's busy time.
+//!
+//! Estimate: in a window of `dur` ticks and `total` samples, each sample
+//! stands for `dur / total` ticks of what it found. A share estimated from
+//! `n` samples has a standard error of at most `0.5 / sqrt(n)` (a binomial
+//! proportion at its worst, p = 1/2) when the samples fall independently of
+//! what they sample; periodic samples of a program that is not in step with
+//! them do at least as well. [`Sampled::share_error`] is the 95% bound,
+//! `1.96 * 0.5 / sqrt(n)`, that reports print beside estimates.
+
+use std::path::Path;
+
+use rill_log::{Header, Item, SampleWindow, Scanner};
+
+use crate::load::{RunLog, TaskInfo};
+
+/// The sampler log's file name in a log directory.
+pub const SAMPLER_FILE: &str = "sampler.rlog";
+
+/// What a sample-mode run's sampler recorded, and its totals per worker.
+#[derive(Debug, Clone, Default)]
+pub struct Sampled {
+    /// The sampling rate the run asked for (`sample:HZ`), if not the default.
+    pub hz: Option<u32>,
+    /// Every window of every worker, in log order.
+    pub windows: Vec<SampleWindow>,
+    /// Per worker (by id): samples in all, and by state.
+    pub workers: Vec<WorkerSamples>,
+}
+
+/// One worker's samples over the whole run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerSamples {
+    /// Samples taken.
+    pub total: u64,
+    /// Samples that found a task running.
+    pub running: u64,
+    /// Samples between tasks.
+    pub sched: u64,
+    /// Samples of a task spinning before a block.
+    pub spin: u64,
+    /// Samples of the worker idle and awake.
+    pub idle: u64,
+    /// Samples of the worker asleep.
+    pub parked: u64,
+}
+
+impl Sampled {
+    /// The 95% bound of a share estimated from `n` samples (0 to 1; 1 when
+    /// there are none).
+    pub fn share_error(n: u64) -> f64 {
+        if n == 0 {
+            1.0
+        } else {
+            1.96 * 0.5 / (n as f64).sqrt()
+        }
+    }
+
+    /// The fewest samples any worker has: what bounds the error of the
+    /// run's estimates.
+    pub fn min_samples(&self) -> u64 {
+        self.workers.iter().map(|w| w.total).min().unwrap_or(0)
+    }
+}
+
+/// Reads the sampler's log of `run` (a sample-mode run) and fills in the time
+/// figures from its windows: worker busy and waiting time, task busy time.
+/// A missing or damaged sampler log is a warning, never an error: the exact
+/// counts stand without it.
+pub(crate) fn load(run: &mut RunLog) {
+    let path = run.dir.join(SAMPLER_FILE);
+    let mut sampled = Sampled {
+        hz: run.flags.sample_hz(),
+        ..Sampled::default()
+    };
+    match read_windows(&path, run) {
+        Ok((windows, warning)) => {
+            sampled.windows = windows;
+            run.warnings.extend(warning);
+        }
+        Err(e) => run.warnings.push(format!(
+            "{}: {e}; busy and waiting times are unknown (the counts are exact)",
+            path.display()
+        )),
+    }
+    apply(run, &mut sampled);
+    run.sampled = Some(sampled);
+}
+
+/// The windows of the sampler's log at `path`, and a warning if it is
+/// damaged.
+fn read_windows(path: &Path, run: &RunLog) -> anyhow::Result<(Vec<SampleWindow>, Option<String>)> {
+    let data = std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read: {e}"))?;
+    let (header, start) = Header::parse(&data).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if header.calibration != run.calibration {
+        anyhow::bail!("its clock calibration differs from the worker logs' (another run?)");
+    }
+    let mut sc = Scanner::new(&data, start);
+    let mut windows = Vec::new();
+    while let Some(item) = sc.next() {
+        if let Item::Samples(h) = item {
+            windows.push(SampleWindow {
+                t: h.t,
+                dur: h.dur,
+                worker: h.worker,
+                total: h.total,
+                sched: h.sched,
+                spin: h.spin,
+                idle: h.idle,
+                parked: h.parked,
+                tasks: sc.sample_tasks().to_vec(),
+            });
+        }
+    }
+    let warning = sc.damaged_at().map(|at| {
+        format!(
+            "{}: damaged record at byte {at}; the windows before it are used",
+            path.display()
+        )
+    });
+    Ok((windows, warning))
+}
+
+/// Sets the run's time figures from the windows (a sample-mode run has no
+/// periods, so they are all zero before).
+fn apply(run: &mut RunLog, sampled: &mut Sampled) {
+    let n = run
+        .workers
+        .iter()
+        .map(|w| w.worker as usize + 1)
+        .max()
+        .unwrap_or(0);
+    sampled.workers = vec![WorkerSamples::default(); n];
+    let mut busy = vec![0f64; n];
+    let mut wait = vec![0f64; n];
+    for w in &sampled.windows {
+        let i = w.worker as usize;
+        if i >= n || w.total == 0 {
+            continue;
+        }
+        let per = w.dur as f64 / f64::from(w.total);
+        let running = w.running();
+        let ws = &mut sampled.workers[i];
+        ws.total += u64::from(w.total);
+        ws.running += running;
+        ws.sched += u64::from(w.sched);
+        ws.spin += u64::from(w.spin);
+        ws.idle += u64::from(w.idle);
+        ws.parked += u64::from(w.parked);
+        busy[i] += running as f64 * per;
+        wait[i] += f64::from(w.spin.saturating_add(w.idle).saturating_add(w.parked)) * per;
+        for &(task, k) in &w.tasks {
+            let t = run.tasks.entry(task).or_insert_with(|| TaskInfo {
+                id: task,
+                ..TaskInfo::default()
+            });
+            t.busy = t.busy.saturating_add((f64::from(k) * per) as u64);
+        }
+    }
+    for w in &mut run.workers {
+        let i = w.worker as usize;
+        w.stats.busy = busy[i] as u64;
+        w.stats.wait = wait[i] as u64;
+    }
+    // A task's messages: what the ends it held first moved (the stream
+    // totals are per end; an end handed on counts for its first holder).
+    let mut moved: Vec<(u64, u64, u64)> = Vec::new();
+    for s in run.streams.values() {
+        if let Some(r) = s.reader {
+            moved.push((r, s.read, 0));
+        }
+        if let Some(w) = s.writer {
+            moved.push((w, 0, s.written));
+        }
+    }
+    for (task, reads, writes) in moved {
+        if let Some(t) = run.tasks.get_mut(&task) {
+            t.reads = t.reads.saturating_add(reads);
+            t.writes = t.writes.saturating_add(writes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_error_bound_shrinks_with_the_root_of_the_samples() {
+        assert_eq!(Sampled::share_error(0), 1.0);
+        let e100 = Sampled::share_error(100);
+        let e400 = Sampled::share_error(400);
+        assert!((e100 - 0.098).abs() < 1e-9, "{e100}");
+        assert!((e100 / e400 - 2.0).abs() < 1e-9);
+    }
+}
