@@ -33,8 +33,9 @@ impl MonitorFlags {
     pub const ALL: Self = Self(0b11_1111);
     /// Sample mode's own bit: what each worker does is sampled at a fixed
     /// rate instead of recorded per dispatch, and exact counts are written
-    /// as totals. Excludes [`SCHEDULER`](Self::SCHEDULER),
-    /// [`MESSAGE`](Self::MESSAGE) and [`MESSAGE_TIME`](Self::MESSAGE_TIME).
+    /// as totals. With [`SCHEDULER`](Self::SCHEDULER) as well (`full,sample`)
+    /// a run records its periods and samples both, so that the samples can
+    /// be checked against the periods; it writes no totals then.
     pub const SAMPLE: Self = Self(1 << 6);
     /// Sample mode as the word `sample` selects it: [`SAMPLE`](Self::SAMPLE)
     /// with task placement, worker and stream events.
@@ -198,14 +199,6 @@ pub enum ParseFlagsError {
         /// What followed `sample:`.
         value: String,
     },
-    /// `sample` with a word that records per dispatch or per message.
-    #[error(
-        "`sample` cannot be combined with `{word}`: sample mode records no periods or messages"
-    )]
-    SampleConflict {
-        /// The word that conflicts.
-        word: String,
-    },
 }
 
 impl FromStr for MonitorFlags {
@@ -239,18 +232,6 @@ impl FromStr for MonitorFlags {
             flags |= word_flags(&lower).ok_or_else(|| ParseFlagsError::UnknownWord {
                 word: word.to_owned(),
             })?;
-        }
-        if any && flags.is_sampled() {
-            let per_dispatch = [
-                (MonitorFlags::SCHEDULER, "scheduler"),
-                (MonitorFlags::MESSAGE, "message"),
-                (MonitorFlags::MESSAGE_TIME, "msgtime"),
-            ];
-            if let Some((_, word)) = per_dispatch.iter().find(|(f, _)| flags.intersects(*f)) {
-                return Err(ParseFlagsError::SampleConflict {
-                    word: (*word).to_owned(),
-                });
-            }
         }
         if any {
             Ok(flags)
@@ -353,15 +334,8 @@ mod tests {
                 "{bad}"
             );
         }
-        for bad in ["sample,sched", "full,sample", "sample,msgtime"] {
-            assert!(
-                matches!(
-                    bad.parse::<MonitorFlags>(),
-                    Err(ParseFlagsError::SampleConflict { .. })
-                ),
-                "{bad}"
-            );
-        }
+        let both = p("full,sample");
+        assert!(both.is_sampled() && both.contains(MonitorFlags::FULL));
     }
 
     #[test]

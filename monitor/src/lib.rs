@@ -45,7 +45,7 @@ pub use mapfile::{
     plan_mapping, quote_name, Cut, Estimate, MapPlan, MappedTask, WorkerLoad, MAX_MAP_WORKERS,
 };
 pub use partition::{evaluate, partition, Evaluation, PartGraph};
-pub use sampled::{Sampled, WorkerSamples, SAMPLER_FILE};
+pub use sampled::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
 pub use summary::{
     end_state_name, fmt_ns, summarize, LatencyStats, LatencySummary, SinkLatency, StreamSummary,
     Summary, TaskSummary, Throughput, WorkerSummary,

@@ -6,7 +6,12 @@
 //! time, a task's busy time.
 //!
 //! Estimate: in a window of `dur` ticks and `total` samples, each sample
-//! stands for `dur / total` ticks of what it found. A share estimated from
+//! stands for `dur / total` ticks of what it found. Samples that found the
+//! worker between tasks are charged to the tasks that ran in the window, in
+//! proportion to their samples (a period-recording run charges that step to
+//! the next period, whose start is the previous one's end); a worker's busy
+//! time is what its tasks were charged, its waiting time its spinning, idle
+//! and parked samples. A share estimated from
 //! `n` samples has a standard error of at most `0.5 / sqrt(n)` (a binomial
 //! proportion at its worst, p = 1/2) when the samples fall independently of
 //! what they sample; periodic samples of a program that is not in step with
@@ -31,6 +36,20 @@ pub struct Sampled {
     pub windows: Vec<SampleWindow>,
     /// Per worker (by id): samples in all, and by state.
     pub workers: Vec<WorkerSamples>,
+    /// Estimated busy time per task (ticks).
+    pub task_busy: std::collections::BTreeMap<u64, u64>,
+    /// Estimated busy and waiting time per worker (ticks), by id.
+    pub worker_time: Vec<(u64, u64)>,
+}
+
+/// How far a run's samples are from its periods, when it recorded both:
+/// the largest difference of a busy share, in percentage points.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SamplerCheck {
+    /// Of a worker's span.
+    pub worker_pp: f64,
+    /// Of all workers' time, per task group.
+    pub group_pp: f64,
 }
 
 /// One worker's samples over the whole run.
@@ -59,6 +78,45 @@ impl Sampled {
         } else {
             1.96 * 0.5 / (n as f64).sqrt()
         }
+    }
+
+    /// For a run that recorded periods and samples both: how far the
+    /// samples' busy shares are from the periods'. `None` for a run without
+    /// periods.
+    pub fn check(&self, run: &RunLog) -> Option<SamplerCheck> {
+        if !run.flags.contains(rill_log::MonitorFlags::SCHEDULER) {
+            return None;
+        }
+        let span: u64 = run
+            .workers
+            .iter()
+            .map(|w| w.stats.finish.saturating_sub(w.stats.begin))
+            .sum();
+        if span == 0 {
+            return None;
+        }
+        let mut worker_pp = 0f64;
+        for w in &run.workers {
+            let (busy, _) = self.worker_time.get(w.worker as usize).copied()?;
+            let s = w.stats.finish.saturating_sub(w.stats.begin).max(1) as f64;
+            let d = (busy as f64 - w.stats.busy as f64).abs() / s * 100.0;
+            worker_pp = worker_pp.max(d);
+        }
+        let mut groups: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
+        for t in run.tasks.values() {
+            let g = crate::group_of(&t.label()).into_owned();
+            let e = groups.entry(g).or_default();
+            e.0 += t.busy as f64;
+            e.1 += self.task_busy.get(&t.id).copied().unwrap_or(0) as f64;
+        }
+        let group_pp = groups
+            .values()
+            .map(|(periods, samples)| (periods - samples).abs() / span as f64 * 100.0)
+            .fold(0.0, f64::max);
+        Some(SamplerCheck {
+            worker_pp,
+            group_pp,
+        })
     }
 
     /// The fewest samples any worker has: what bounds the error of the
@@ -126,9 +184,33 @@ fn read_windows(path: &Path, run: &RunLog) -> anyhow::Result<(Vec<SampleWindow>,
     Ok((windows, warning))
 }
 
-/// Sets the run's time figures from the windows (a sample-mode run has no
-/// periods, so they are all zero before).
+/// Estimates the time figures from the windows and, for a run without
+/// periods, sets the run's figures to them. (A run may record periods and
+/// samples both, through the API, to check the sampler against the periods:
+/// its figures stay the periods'.)
 fn apply(run: &mut RunLog, sampled: &mut Sampled) {
+    estimate(run, sampled);
+    if run.flags.contains(rill_log::MonitorFlags::SCHEDULER) {
+        return;
+    }
+    for w in &mut run.workers {
+        if let Some(&(busy, wait)) = sampled.worker_time.get(w.worker as usize) {
+            w.stats.busy = busy;
+            w.stats.wait = wait;
+        }
+    }
+    for (&task, &busy) in &sampled.task_busy {
+        let t = run.tasks.entry(task).or_insert_with(|| TaskInfo {
+            id: task,
+            ..TaskInfo::default()
+        });
+        t.busy = busy;
+    }
+    task_messages(run);
+}
+
+/// Fills `sampled`'s per-worker samples and its estimates from its windows.
+fn estimate(run: &RunLog, sampled: &mut Sampled) {
     let n = run
         .workers
         .iter()
@@ -138,6 +220,7 @@ fn apply(run: &mut RunLog, sampled: &mut Sampled) {
     sampled.workers = vec![WorkerSamples::default(); n];
     let mut busy = vec![0f64; n];
     let mut wait = vec![0f64; n];
+    let mut task_busy: std::collections::BTreeMap<u64, f64> = Default::default();
     for w in &sampled.windows {
         let i = w.worker as usize;
         if i >= n || w.total == 0 {
@@ -145,6 +228,15 @@ fn apply(run: &mut RunLog, sampled: &mut Sampled) {
         }
         let per = w.dur as f64 / f64::from(w.total);
         let running = w.running();
+        // The scheduler's samples go to the tasks that ran in the window,
+        // in proportion to their samples, as a period-recording run charges
+        // the step between two dispatches to the next period. A window with
+        // no task running keeps them unattributed.
+        let charge = if running > 0 {
+            per * (1.0 + f64::from(w.sched) / running as f64)
+        } else {
+            0.0
+        };
         let ws = &mut sampled.workers[i];
         ws.total += u64::from(w.total);
         ws.running += running;
@@ -152,23 +244,24 @@ fn apply(run: &mut RunLog, sampled: &mut Sampled) {
         ws.spin += u64::from(w.spin);
         ws.idle += u64::from(w.idle);
         ws.parked += u64::from(w.parked);
-        busy[i] += running as f64 * per;
+        busy[i] += running as f64 * charge;
         wait[i] += f64::from(w.spin.saturating_add(w.idle).saturating_add(w.parked)) * per;
         for &(task, k) in &w.tasks {
-            let t = run.tasks.entry(task).or_insert_with(|| TaskInfo {
-                id: task,
-                ..TaskInfo::default()
-            });
-            t.busy = t.busy.saturating_add((f64::from(k) * per) as u64);
+            *task_busy.entry(task).or_insert(0.0) += f64::from(k) * charge;
         }
     }
-    for w in &mut run.workers {
-        let i = w.worker as usize;
-        w.stats.busy = busy[i] as u64;
-        w.stats.wait = wait[i] as u64;
-    }
-    // A task's messages: what the ends it held first moved (the stream
-    // totals are per end; an end handed on counts for its first holder).
+    sampled.task_busy = task_busy.into_iter().map(|(t, b)| (t, b as u64)).collect();
+    sampled.worker_time = busy
+        .iter()
+        .zip(&wait)
+        .map(|(&b, &w)| (b as u64, w as u64))
+        .collect();
+}
+
+/// A sample-mode run's per-task messages: what the ends each task held
+/// first moved (the stream totals are per end; an end handed on counts for
+/// its first holder).
+fn task_messages(run: &mut RunLog) {
     let mut moved: Vec<(u64, u64, u64)> = Vec::new();
     for s in run.streams.values() {
         if let Some(r) = s.reader {

@@ -55,6 +55,9 @@ pub struct SamplingSummary {
     /// 95% bound of a share of a worker's time estimated from that many
     /// samples, in percentage points.
     pub share_error_pp: f64,
+    /// A run that recorded periods as well: how far the samples are from
+    /// them.
+    pub check: Option<crate::sampled::SamplerCheck>,
 }
 
 /// One worker's time budget (the paper's Table III: WE and WT).
@@ -245,8 +248,16 @@ pub fn summarize(run: &RunLog) -> Summary {
         hz: sm.hz,
         min_samples: sm.min_samples(),
         share_error_pp: 100.0 * crate::Sampled::share_error(sm.min_samples()),
+        check: sm.check(run),
     });
-    if let Some(sm) = &sampling {
+    if let Some(c) = sampling.as_ref().and_then(|sm| sm.check) {
+        notes.push(format!(
+            "sampler check (the run recorded periods and samples): the busy shares from samples \
+             differ from the periods' by at most {:.2} points per worker and {:.2} points per \
+             task group",
+            c.worker_pp, c.group_pp
+        ));
+    } else if let Some(sm) = &sampling {
         notes.push(format!(
             "sample mode: busy and waiting times (and per-task times) are estimates from at \
              least {} samples per worker, each within {:.1} points of the worker's time (95%); \

@@ -83,11 +83,18 @@ fn check_form(r: &Recorder, h: PeriodHead, order: task_entries::Order, form: Ops
     debug_assert_eq!(ops_form(&p), form, "ops form for {p:?}");
 }
 
+/// Whether a run with `flags` is in sample mode only: no periods, exact
+/// counts as totals. (A run may sample and record periods both, through the
+/// API, to check the sampler against the periods; it writes no totals.)
+pub(crate) fn sample_only(flags: MonitorFlags) -> bool {
+    flags.is_sampled() && !flags.contains(MonitorFlags::SCHEDULER)
+}
+
 /// How ends record messages in a run with `flags` (a [`kind`]).
 fn run_kind(flags: MonitorFlags) -> u64 {
     // Sample mode records nothing per message: its ends skip monitoring after
     // their first operation, as in a run without stream monitoring.
-    if flags.is_sampled() || !flags.intersects(MonitorFlags::STREAM.union(MonitorFlags::MESSAGE)) {
+    if sample_only(flags) || !flags.intersects(MonitorFlags::STREAM.union(MonitorFlags::MESSAGE)) {
         kind::NONE
     } else if !flags.contains(MonitorFlags::MESSAGE) {
         kind::COUNT
@@ -178,9 +185,14 @@ impl WorkerLog {
         self.writer.finish_unsynced()
     }
 
-    /// Whether the run is in sample mode.
+    /// Whether the run samples its workers (`sampler.rs`).
     pub(crate) fn is_sampled(&self) -> bool {
         self.flags.is_sampled()
+    }
+
+    /// Whether the run is in sample mode only (see [`sample_only`]).
+    pub(crate) fn is_sample_only(&self) -> bool {
+        sample_only(self.flags)
     }
 
     #[inline]
@@ -264,7 +276,7 @@ impl WorkerLog {
             let t = clock::now();
             let side = log_side(side);
             self.enc.stream_close(&mut self.writer, t, stream, side);
-            if self.flags.is_sampled() {
+            if sample_only(self.flags) {
                 self.enc
                     .stream_totals(&mut self.writer, t, stream, side, messages, waits);
             }

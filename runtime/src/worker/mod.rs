@@ -83,9 +83,10 @@ pub(crate) struct WorkerLocal {
     log: UnsafeCell<Option<WorkerLog>>,
     /// The worker records periods (a log, not in sample mode).
     monitoring: bool,
-    /// Sample mode: the worker publishes its state for the sampler
-    /// (`monitor/sampler.rs`) and keeps exact counts.
+    /// The worker publishes its state for the sampler (`monitor/sampler.rs`).
     sampled: bool,
+    /// Sample mode only: the worker logs exact counts as totals.
+    totals: bool,
 }
 
 impl WorkerLocal {
@@ -110,7 +111,8 @@ impl WorkerLocal {
             }),
             use_barrier,
             sampled: log.as_ref().is_some_and(|l| l.is_sampled()),
-            monitoring: log.as_ref().is_some_and(|l| !l.is_sampled()),
+            totals: log.as_ref().is_some_and(|l| l.is_sample_only()),
+            monitoring: log.as_ref().is_some_and(|l| !l.is_sample_only()),
             log: UnsafeCell::new(log),
         }
     }
@@ -236,7 +238,9 @@ impl WorkerLocal {
                 }
             }
         }
-        if self.monitoring {
+        if self.monitoring && self.sampled {
+            self.work::<true, true>();
+        } else if self.monitoring {
             self.work::<true, false>();
         } else if self.sampled {
             self.work::<false, true>();
@@ -246,7 +250,7 @@ impl WorkerLocal {
         let mut log_bytes = 0;
         // SAFETY: the loop is over; nothing else borrows the log.
         if let Some(mut log) = self.log.with_mut(|p| unsafe { (*p).take() }) {
-            if self.sampled {
+            if self.totals {
                 let s = self.stats();
                 log.worker_totals(s.dispatches, s.spins, s.idles, s.parks);
             }
@@ -539,7 +543,7 @@ impl WorkerLocal {
     fn finish(&self, t: TaskRef) {
         let task = t.get();
         task.transition_to_done();
-        if self.sampled {
+        if self.totals {
             if let Some(log) = self.log() {
                 log.task_totals(task.id, task.dispatches.get());
             }
