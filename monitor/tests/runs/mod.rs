@@ -16,11 +16,21 @@ pub fn spin(d: Duration) {
 }
 
 fn runtime(dir: &Path, workers: usize, mapping: rill::Mapping) -> Runtime {
+    runtime_with(dir, workers, mapping, MonitorFlags::FULL)
+}
+
+/// A runtime monitoring with `flags` into `dir`.
+pub fn runtime_with(
+    dir: &Path,
+    workers: usize,
+    mapping: rill::Mapping,
+    flags: MonitorFlags,
+) -> Runtime {
     Runtime::builder()
         .workers(workers)
         .pin(false)
         .mapping(mapping)
-        .monitor(MonitorConfig::new(MonitorFlags::FULL, dir))
+        .monitor(MonitorConfig::new(flags, dir))
         .build()
         .unwrap()
 }
@@ -52,7 +62,17 @@ pub fn chain(
     work: Duration,
     messages: u64,
 ) {
-    let mut rt = runtime(dir, workers, mapping);
+    chain_with(runtime(dir, workers, mapping), names, slow, work, messages)
+}
+
+/// [`chain`] on the runtime `rt`.
+pub fn chain_with(
+    mut rt: Runtime,
+    names: &[String],
+    slow: Option<usize>,
+    work: Duration,
+    messages: u64,
+) {
     let names = names.to_vec();
     rt.run_main(move || {
         let (mut w, mut r) = rill::stream::<u64>(4);

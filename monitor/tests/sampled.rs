@@ -1,0 +1,181 @@
+//! Sample mode on real runs: the estimates against known work and against
+//! the periods of the same run, the exact counts, and the log's size.
+//!
+//! Runs measure time on a machine that other work may share: one at a time
+//! (a lock), and a check of estimates gets three tries.
+
+mod runs;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rill::MonitorFlags;
+use rill_monitor::{load_run, Sampled};
+
+static RUNS: Mutex<()> = Mutex::new(());
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    RUNS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn within_three_tries(what: &str, mut f: impl FnMut() -> Result<(), String>) {
+    let mut errors = Vec::new();
+    for _ in 0..3 {
+        match f() {
+            Ok(()) => return,
+            Err(e) => errors.push(e),
+        }
+    }
+    panic!("{what}: failed three times:\n{}", errors.join("\n"));
+}
+
+fn sampled(flags: MonitorFlags) -> MonitorFlags {
+    flags | MonitorFlags::SAMPLED
+}
+
+#[test]
+fn a_busy_worker_and_an_idle_one_get_their_shares_within_the_bound() {
+    let _g = lock();
+    within_three_tries("busy shares", || {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rt = runs::runtime_with(
+            dir.path(),
+            2,
+            rill::Mapping::RoundRobin,
+            sampled(MonitorFlags::OFF),
+        );
+        rt.spawn_on(0, "spinner", || runs::spin(Duration::from_millis(300)));
+        rt.run().unwrap();
+        let run = load_run(dir.path()).unwrap();
+        let sm = run.sampled.as_ref().expect("a sampled run");
+        let n = sm.min_samples();
+        if n < 100 {
+            return Err(format!("only {n} samples per worker"));
+        }
+        let bound = Sampled::share_error(n) + 0.02;
+        let share = |w: usize| {
+            let st = &run.workers[w].stats;
+            st.busy as f64 / st.finish.saturating_sub(st.begin).max(1) as f64
+        };
+        let (b0, b1) = (share(0), share(1));
+        let spinner = run
+            .tasks
+            .values()
+            .find(|t| t.name.as_deref() == Some("spinner"))
+            .expect("the spinner task");
+        let spun = run.ns(spinner.busy) as f64 / 1e6;
+        if (1.0 - b0) > bound || b1 > bound || !(300.0 * (1.0 - bound)..=330.0).contains(&spun) {
+            return Err(format!(
+                "worker 0 busy {b0:.3}, worker 1 busy {b1:.3}, spinner {spun:.1} ms \
+                 (bound {bound:.3}, {n} samples)"
+            ));
+        }
+        // The idle worker's time is waiting, and its exact counts are there.
+        let idle = &run.workers[1].stats;
+        assert!(idle.wait > idle.busy, "{idle:?}");
+        assert_eq!(spinner.dispatches, 1);
+        Ok(())
+    });
+}
+
+#[test]
+fn samples_agree_with_the_periods_of_the_same_run() {
+    let _g = lock();
+    for workers in [1, 2] {
+        within_three_tries(&format!("check on {workers} worker(s)"), || {
+            let dir = tempfile::tempdir().unwrap();
+            let rt = runs::runtime_with(
+                dir.path(),
+                workers,
+                rill::Mapping::RoundRobin,
+                sampled(MonitorFlags::FULL),
+            );
+            let names: Vec<String> = (0..4).map(|k| format!("pipe/relay/{k}")).collect();
+            // Relay 2 spins 60 µs per message: 5000 messages, about 300 ms.
+            runs::chain_with(rt, &names, Some(2), Duration::from_micros(60), 5000);
+            let run = load_run(dir.path()).unwrap();
+            let sm = run.sampled.as_ref().expect("a sampled run");
+            let n = sm.min_samples();
+            let check = sm.check(&run).expect("periods and samples both");
+            let bound = 100.0 * Sampled::share_error(n).max(0.03);
+            if check.worker_pp > bound || check.group_pp > bound {
+                return Err(format!(
+                    "{check:?} against a bound of {bound:.2} points ({n} samples)"
+                ));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn sample_mode_counts_exactly_and_writes_little() {
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runs::runtime_with(
+        dir.path(),
+        2,
+        rill::Mapping::RoundRobin,
+        sampled(MonitorFlags::OFF),
+    );
+    let names: Vec<String> = (0..6).map(|k| format!("pipe/relay/{k}")).collect();
+    let messages = 200_000;
+    runs::chain_with(rt, &names, None, Duration::ZERO, messages);
+    let run = load_run(dir.path()).unwrap();
+    assert!(run.flags.is_sampled());
+    // Seven streams, every one carried every message, counted on both ends.
+    assert_eq!(run.streams.len(), 7, "{:?}", run.streams);
+    for s in run.streams.values() {
+        assert_eq!((s.written, s.read), (messages, messages), "{s:?}");
+        assert!(s.writer.is_some() && s.reader.is_some(), "{s:?}");
+    }
+    // Each task's dispatches, from its totals, add up to the workers'.
+    let tasks: u64 = run.tasks.values().map(|t| t.dispatches).sum();
+    let workers: u64 = run.workers.iter().map(|w| w.stats.dispatches).sum();
+    assert!(
+        tasks > 0 && tasks == workers,
+        "tasks {tasks}, workers {workers}"
+    );
+    // A relay read and wrote every message (from its ends' totals).
+    let relay = run
+        .tasks
+        .values()
+        .find(|t| t.name.as_deref() == Some("pipe/relay/3"))
+        .unwrap();
+    assert_eq!((relay.reads, relay.writes), (messages, messages));
+    // Sample mode writes no period: a few hundred bytes per worker, whatever
+    // the dispatch rate, plus the sampler's windows.
+    let secs = run.span_ns() as f64 / 1e9;
+    for w in &run.workers {
+        assert!(
+            w.valid_len < 4096,
+            "worker {} log: {} bytes",
+            w.worker,
+            w.valid_len
+        );
+    }
+    let sampler = std::fs::metadata(dir.path().join(rill_monitor::SAMPLER_FILE))
+        .unwrap()
+        .len() as f64;
+    let per_worker_sec = sampler / 2.0 / secs.max(0.01);
+    assert!(
+        per_worker_sec < 64.0 * 1024.0,
+        "sampler log {sampler} bytes over {secs:.3} s"
+    );
+}
+
+#[test]
+fn a_sampled_run_with_a_rate_keeps_it() {
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let flags: MonitorFlags = "sample:250".parse().unwrap();
+    let mut rt = runs::runtime_with(dir.path(), 1, rill::Mapping::RoundRobin, flags);
+    rt.spawn("spinner", || runs::spin(Duration::from_millis(200)));
+    rt.run().unwrap();
+    let run = load_run(dir.path()).unwrap();
+    let sm = run.sampled.as_ref().unwrap();
+    assert_eq!(sm.hz, Some(250));
+    // 200 ms at 250 Hz: about 50 samples (fewer when the machine is busy).
+    let n = sm.min_samples();
+    assert!((10..=60).contains(&n), "{n} samples");
+}
