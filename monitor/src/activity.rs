@@ -155,6 +155,8 @@ pub(crate) struct StreamAct {
     /// The parts after a wake-up on this stream (to the dispatch) per window.
     pub reader_woken: Strip,
     pub writer_woken: Strip,
+    /// Messages it carried (sample mode only: the exact count).
+    pub messages: u64,
     /// The first task seen writing it / reading it (or blocked on that side).
     pub writer: Option<u64>,
     pub reader: Option<u64>,
@@ -193,9 +195,48 @@ pub(crate) struct Activity {
     /// Poll waits (`BlockedAny`) whose next period read nothing, and their ticks.
     pub unattributed_polls: u64,
     pub unattributed_poll_ticks: u64,
+    /// Built from a sample-mode run's windows (`sampled.rs`): busy time is
+    /// estimated, waits are exact counts without times (no blocked or ready
+    /// time).
+    pub sampled: bool,
+}
+
+impl TaskAct {
+    /// Books `ticks` of busy time on `worker` in all (the per-window strip is
+    /// the caller's).
+    pub(crate) fn add_busy(&mut self, worker: u32, ticks: u64) {
+        self.busy_ticks = self.busy_ticks.saturating_add(ticks);
+        match self.on.iter_mut().find(|(w, _)| *w == worker) {
+            Some((_, b)) => *b = b.saturating_add(ticks),
+            None => self.on.push((worker, ticks)),
+        }
+    }
+
+    /// Sets the worker that ran most of the task's busy time.
+    pub(crate) fn settle_worker(&mut self) {
+        self.worker = self
+            .on
+            .iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|&(w, _)| w);
+    }
 }
 
 impl Activity {
+    /// An empty activity over `grid`.
+    pub(crate) fn empty(grid: Grid) -> Self {
+        Activity {
+            grid,
+            tasks: IdMap::default(),
+            streams: IdMap::default(),
+            workers: BTreeMap::new(),
+            open_waits: 0,
+            unattributed_polls: 0,
+            unattributed_poll_ticks: 0,
+            sampled: false,
+        }
+    }
+
     /// A stream's writer and reader: the tasks bound to its ends (from the
     /// log's `StreamBind` records), else the tasks seen using them.
     pub fn ends(&self, run: &RunLog, stream: u64) -> (Option<u64>, Option<u64>) {
@@ -344,17 +385,19 @@ fn next_period(sc: &mut Scanner<'_>) -> Option<ScannedPeriod> {
 /// One pass over every log's periods, merged by start time (so that a
 /// waking period is seen before the dispatch it allowed), with the run's
 /// span cut into `windows` windows.
+///
+/// A sample-mode run has no periods: its activity comes from the sampler's
+/// windows instead (`sampled.rs`).
 pub(crate) fn activity(run: &RunLog, windows: usize) -> Activity {
     let grid = Grid::new(run.t0, run.t1, windows);
-    let mut act = Activity {
-        grid,
-        tasks: IdMap::default(),
-        streams: IdMap::default(),
-        workers: BTreeMap::new(),
-        open_waits: 0,
-        unattributed_polls: 0,
-        unattributed_poll_ticks: 0,
-    };
+    if let Some(sm) = run
+        .sampled
+        .as_ref()
+        .filter(|_| crate::sampled::is_sample_only(run))
+    {
+        return crate::sampled::activity(run, sm, grid);
+    }
+    let mut act = Activity::empty(grid);
     let mut cursors: Vec<(u32, Scanner<'_>, Option<ScannedPeriod>)> = run
         .workers
         .iter()
@@ -383,10 +426,7 @@ pub(crate) fn activity(run: &RunLog, windows: usize) -> Activity {
     let end = run.t1;
     let mut open: Vec<(u64, u64, EndState)> = Vec::new();
     for (&id, t) in act.tasks.iter_mut() {
-        t.worker =
-            t.on.iter()
-                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-                .map(|&(w, _)| w);
+        t.settle_worker();
         if let Some((from, state)) = t.last {
             if matches!(
                 state,

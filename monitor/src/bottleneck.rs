@@ -301,11 +301,35 @@ pub fn bottleneck(run: &RunLog, opts: &BottleneckOptions) -> Bottlenecks {
     }
 }
 
+/// In sample mode: the waits on task `i` over the run (its writers finding
+/// its inputs full, its readers finding its outputs empty), its own waits
+/// (finding its inputs empty, its outputs full), and the first two apart. A
+/// task others wait on at least as often as it waits itself, on a saturated
+/// worker that it mostly keeps busy, holds the run back.
+fn sampled_waits_on(act: &Activity, g: &Graph, i: usize) -> (u64, u64, u64, u64) {
+    let side = |s: &u64| act.streams.get(s);
+    let sum = |v: &[u64], f: fn(&crate::activity::StreamAct) -> u64| -> u64 {
+        v.iter().filter_map(side).map(f).sum()
+    };
+    let full = sum(&g.inputs[i], |a| a.writer_waits);
+    let empty = sum(&g.outputs[i], |a| a.reader_waits);
+    let own = sum(&g.inputs[i], |a| a.reader_waits) + sum(&g.outputs[i], |a| a.writer_waits);
+    (full + empty, own, full, empty)
+}
+
 /// All waiting in the run: every task's ready time and every blocked part
-/// of a wait (ticks).
+/// of a wait (ticks). In sample mode, which measures no wait, the workers'
+/// busy time instead: a finding's share is then the part of all work done
+/// while it held.
 fn total_waiting(act: &Activity) -> u64 {
     let n = act.grid.n;
     let sum = |s: &crate::activity::Strip| (0..n).fold(0u64, |t, w| t.saturating_add(s.get(w)));
+    if act.sampled {
+        return act
+            .workers
+            .values()
+            .fold(0u64, |t, s| t.saturating_add(sum(s)));
+    }
     let ready = act
         .tasks
         .values()
@@ -355,6 +379,28 @@ fn detect(act: &Activity, g: &Graph, opts: &BottleneckOptions) -> Vec<(Raw, f64)
             let t = task(i);
             let (busy, xb) = (t.busy.get(w), worker_busy(g.worker[i]));
             if busy == 0 || share(xb as f64) < alpha || busy.saturating_mul(2) < xb {
+                continue;
+            }
+            if act.sampled {
+                // Sample mode measures no wait: the evidence that others
+                // wait on the task is the exact counts over the run (see
+                // `sampled_waits_on`).
+                let (on_it, own, full, empty) = sampled_waits_on(act, g, i);
+                if on_it == 0 || on_it < own {
+                    continue;
+                }
+                let e = task_t.entry(i).or_default();
+                e.windows += 1;
+                e.a += share(busy as f64).min(1.0);
+                e.b += share(xb as f64).min(1.0);
+                e.c += full as f64;
+                e.d += empty as f64;
+                e.explained += busy as f64;
+                e.which.push(w);
+                marked[g.part[i]] = w;
+                if let Some(x) = g.worker[i] {
+                    worker_marked.insert(x, w);
+                }
                 continue;
             }
             let full = g.inputs[i]

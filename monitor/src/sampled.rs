@@ -22,6 +22,7 @@ use std::path::Path;
 
 use rill_log::{Header, Item, SampleWindow, Scanner};
 
+use crate::activity::{Activity, Grid};
 use crate::load::{RunLog, TaskInfo};
 
 /// The sampler log's file name in a log directory.
@@ -277,6 +278,60 @@ fn task_messages(run: &mut RunLog) {
             t.writes = t.writes.saturating_add(writes);
         }
     }
+}
+
+/// Whether `run` is in sample mode only (no periods: the samples stand in
+/// for them).
+pub(crate) fn is_sample_only(run: &RunLog) -> bool {
+    run.flags.is_sampled() && !run.flags.contains(rill_log::MonitorFlags::SCHEDULER)
+}
+
+/// A sample-mode run's activity (`activity.rs`) on `grid`: each window's
+/// estimated busy time per task and worker spread over the grid's windows in
+/// proportion to their overlap; per stream the exact wait counts (no times:
+/// sample mode measures no wait).
+pub(crate) fn activity(run: &RunLog, sm: &Sampled, grid: Grid) -> Activity {
+    let mut act = Activity::empty(grid);
+    act.sampled = true;
+    for w in &run.workers {
+        act.workers.entry(w.worker).or_default();
+    }
+    for w in &sm.windows {
+        let running = w.running();
+        if w.total == 0 || running == 0 || w.dur == 0 {
+            continue;
+        }
+        let per = w.dur as f64 / f64::from(w.total);
+        let charge = per * (1.0 + f64::from(w.sched) / running as f64);
+        let (a, b) = (w.t, w.t.saturating_add(w.dur));
+        // The grid windows the sample window overlaps, and how much.
+        let mut parts: Vec<(usize, f64)> = Vec::new();
+        grid.split(a, b, |g, t| parts.push((g, t as f64 / w.dur as f64)));
+        let strip = act.workers.entry(w.worker).or_default();
+        for &(g, f) in &parts {
+            strip.add(g, (running as f64 * charge * f) as u64);
+        }
+        for &(task, k) in &w.tasks {
+            let busy = f64::from(k) * charge;
+            let t = act.tasks.entry(task).or_default();
+            for &(g, f) in &parts {
+                t.busy.add(g, (busy * f) as u64);
+            }
+            t.add_busy(w.worker, busy as u64);
+        }
+    }
+    for t in act.tasks.values_mut() {
+        t.settle_worker();
+    }
+    for s in run.streams.values() {
+        let a = act.streams.entry(s.id).or_default();
+        a.reader_waits = s.reader_blocked;
+        a.writer_waits = s.writer_blocked;
+        a.messages = s.written.max(s.read);
+        a.reader = s.reader;
+        a.writer = s.writer;
+    }
+    act
 }
 
 #[cfg(test)]

@@ -42,6 +42,39 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
         } => {
             let name = label(task);
             let x = worker.map_or_else(|| "?".to_owned(), |x| x.to_string());
+            if act.sampled {
+                // Sample mode: shares of time are estimates, waits are counts.
+                let ev = vec![
+                    format!(
+                        "in {k} of {windows} windows it ran {} of the time on worker {x} (the \
+                         worker was busy {}; estimates from samples)",
+                        pct(busy),
+                        pct(worker_busy)
+                    ),
+                    format!(
+                        "over the run, writers found its inputs full {} times and readers found \
+                         its outputs empty {} times (exact counts; sample mode measures no wait \
+                         times)",
+                        full as u64, empty as u64
+                    ),
+                ];
+                let sentence = format!(
+                    "{name} holds the run back: in {k} of {windows} windows it kept worker {x} \
+                     busy (it ran {} of the time, the worker {}) while its neighbours waited on \
+                     it {} times. It ran {} of all the work in the run while it held.",
+                    pct(busy),
+                    pct(worker_busy),
+                    (full + empty) as u64,
+                    pct(share)
+                );
+                return Finding {
+                    kind: "task".into(),
+                    name,
+                    share,
+                    evidence: ev.join("; "),
+                    sentence,
+                };
+            }
             let mut ev = vec![format!(
                 "in {k} of {windows} windows it ran {} of the time on worker {x} (the worker \
                  was busy {}) while others waited on it {} of the time (added up over them)",

@@ -337,7 +337,13 @@ pub fn waits(run: &RunLog, group: bool) -> Waits {
 pub(crate) fn needs(run: &RunLog) -> Vec<String> {
     use rill_log::MonitorFlags as F;
     let mut notes = Vec::new();
-    if !run.flags.contains(F::SCHEDULER) {
+    if crate::sampled::is_sample_only(run) {
+        notes.push(
+            "sample mode: busy times are estimates from samples; waits are exact counts, but \
+             their durations were not measured (shown as 0)"
+                .to_owned(),
+        );
+    } else if !run.flags.contains(F::SCHEDULER) {
         notes.push(
             "no SCHEDULER flag: no periods, so no waits, busy times or time windows".to_owned(),
         );
