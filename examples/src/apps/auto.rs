@@ -49,12 +49,11 @@ pub const PILOT_DIVISOR: u64 = 30;
 /// The largest `--pilot N`.
 pub const MAX_PILOT_DIVISOR: u64 = 1000;
 
-/// What the pilot records: `map,worker,task,stream` (count mode), what
-/// `plan_mapping` reads (task names, busy time, stream ends and counts).
-pub const PILOT_MONITOR: MonitorFlags = MonitorFlags::MAPPING
-    .union(MonitorFlags::WORKER)
-    .union(MonitorFlags::SCHEDULER)
-    .union(MonitorFlags::STREAM);
+/// What the pilot records: sample mode (task names, stream ends and exact
+/// counts, busy time from samples), what `plan_mapping` reads, at 10 kHz:
+/// a pilot lasts tens of milliseconds, and at the default 1 kHz its busy
+/// times would rest on a few dozen samples per worker.
+pub const PILOT_MONITOR: MonitorFlags = MonitorFlags::SAMPLED.with_sample_hz(10_000);
 
 /// Where auto's pilot logs and files go without `--logs` (relative to the
 /// working directory).
