@@ -202,6 +202,57 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
             y,
             h: lane_h,
         };
+        if let Some(sm) = run
+            .sampled
+            .as_ref()
+            .filter(|_| crate::sampled::is_sample_only(run))
+        {
+            // A sample-mode run has no periods: each window of samples is a
+            // column, its height split by what the samples found.
+            for win in sm.windows.iter().filter(|x| x.worker == w.worker) {
+                let rs = win.t.wrapping_sub(run.t0) as i64 as f64;
+                let re = rs + win.dur as f64;
+                if re < w0 || rs > w1 || win.total == 0 {
+                    continue;
+                }
+                let x0 = x_of(rs.max(w0));
+                let x1 = x_of(re.min(w1)).max(x0 + 0.5);
+                let per = win.dur as f64 / f64::from(win.total);
+                let mut parts: Vec<(String, String, u32)> = win
+                    .tasks
+                    .iter()
+                    .map(|&(t, k)| {
+                        add_drawn(t, (f64::from(k) * per) as u64);
+                        (task_colour(t), run.task_label(t), k)
+                    })
+                    .collect();
+                parts.sort_by(|a, b| b.2.cmp(&a.2));
+                parts.push(("#e8e8e8".into(), "between tasks".into(), win.sched));
+                parts.push(("#c0c0c0".into(), "spinning".into(), win.spin));
+                parts.push(("#a0a0a0".into(), "idle".into(), win.idle));
+                parts.push(("#808080".into(), "parked".into(), win.parked));
+                let mut yy = y + 1.0;
+                let unit = (lane_h - 2.0) / f64::from(win.total);
+                for (fill, what, k) in parts.into_iter().filter(|p| p.2 > 0) {
+                    let h = f64::from(k) * unit;
+                    let _ = write!(
+                        lane.out,
+                        "<rect x=\"{x0:.2}\" y=\"{yy:.2}\" width=\"{:.2}\" height=\"{h:.2}\" \
+                         fill=\"{fill}\"><title>{}</title></rect>",
+                        x1 - x0,
+                        xml_escape(&format!(
+                            "worker {} from {} ms for {}: {what}, {k} of {} samples",
+                            w.worker,
+                            fmt_ms(rs * npt / 1e6),
+                            crate::summary::fmt_ns(win.dur as f64 * npt),
+                            win.total
+                        ))
+                    );
+                    yy += h;
+                }
+            }
+            continue;
+        }
         let mut narrow = Column::default();
         let mut narrow_wait = Column::default();
         let mut sc = w.scanner();
@@ -355,8 +406,23 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
             format!("… {} more tasks", tasks.len() - opts.legend_max),
         ));
     }
-    entries.push(("#a0a0a0".to_owned(), "waiting".to_owned()));
-    entries.push(("#fff".to_owned(), "unaccounted".to_owned()));
+    if run.sampled.is_some() && crate::sampled::is_sample_only(run) {
+        for (fill, what) in [
+            ("#e8e8e8", "between tasks"),
+            ("#c0c0c0", "spinning"),
+            ("#a0a0a0", "idle"),
+            ("#808080", "parked"),
+        ] {
+            entries.push((fill.to_owned(), what.to_owned()));
+        }
+        entries.push((
+            "#fff".to_owned(),
+            "sample mode: a column per window of samples, split by what they found".to_owned(),
+        ));
+    } else {
+        entries.push(("#a0a0a0".to_owned(), "waiting".to_owned()));
+        entries.push(("#fff".to_owned(), "unaccounted".to_owned()));
+    }
     if any_narrow {
         entries.push(("url(#many)".to_owned(), "many short periods".to_owned()));
     }

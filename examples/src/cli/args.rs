@@ -168,9 +168,11 @@ pub struct CommonArgs {
           value_parser = usize_from(1))]
     pub workers: Option<usize>,
 
-    /// Monitoring mode passed to rill: off, full, all (full and a time per
-    /// message), or a comma list of map, sched (or task), worker, stream,
-    /// message (or msg), msgtime; the peers ignore it.
+    /// Monitoring mode passed to rill: off, sample (or sample:HZ: what each
+    /// worker does, sampled at HZ, default 1000, with exact counts; the
+    /// cheap mode), full, all (full and a time per message), or a comma list
+    /// of map, sched (or task), worker, stream, message (or msg), msgtime;
+    /// the peers ignore it.
     #[arg(long, value_name = "MODE")]
     pub monitor: Option<MonitorFlags>,
 
@@ -498,8 +500,10 @@ pub struct AppCommon {
           value_parser = value_parser!(u64).range(1..=MAX_PILOT_DIVISOR))]
     pub pilot: u64,
 
-    /// Monitoring: off, full, all (full and a time per message), or a comma
-    /// list of map, sched (or task), worker, stream, message (or msg), msgtime.
+    /// Monitoring: off, sample (or sample:HZ: what each worker does, sampled
+    /// at HZ, default 1000, with exact counts; the cheap mode), full, all
+    /// (full and a time per message), or a comma list of map, sched (or
+    /// task), worker, stream, message (or msg), msgtime.
     #[arg(long, value_name = "MODE", default_value = "off")]
     pub monitor: MonitorFlags,
 
