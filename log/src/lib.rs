@@ -90,24 +90,34 @@
 
 mod calibration;
 mod decode;
+mod dir_lock;
 mod encode;
 mod error;
 mod flags;
 mod header;
 mod record;
 mod scan;
+mod sigbus;
+mod space;
 mod tag;
+#[cfg(test)]
+mod test_fs;
 pub mod varint;
 mod writer;
 
 pub use calibration::Calibration;
 pub use decode::{parse_log, read_log, Decoder, Log};
+pub use dir_lock::{DirLock, DirLockError, LOCK_FILE_NAME};
 pub use encode::{Encoder, EndIo, OpsForm, PeriodHead, PeriodRef, PutIo, Sink, VecSink};
 pub use error::{DecodeError, DecodeErrorKind, EndReason, LogError};
 pub use flags::MonitorFlags;
-pub use header::{Header, FORMAT_VERSION, HEADER_LEN, HEADER_RATE_AT, MAGIC};
+pub use header::{
+    Header, Truncation, FORMAT_VERSION, HEADER_LEN, HEADER_RATE_AT, HEADER_STATE_AT, MAGIC,
+    STATE_PAGE_FAULT, STATE_TRUNCATED,
+};
 pub use record::{
     implied_ops, interleaved_ops, EndState, Op, Record, Side, StreamIo, MAX_INTERLEAVED,
 };
 pub use scan::{Item, OpsKind, ScannedPeriod, Scanner};
+pub use sigbus::rescue_fault;
 pub use writer::{log_file_name, set_header_rate, LogWriter};

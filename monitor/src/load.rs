@@ -610,6 +610,14 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
             EndReason::Clean
         }
     };
+    if let Some(t) = header.truncated {
+        warnings.push(format!(
+            "{name}: truncated: the worker stopped writing its log at byte {stop} ({}) and the \
+             run went on without it; what worker {} did after that is missing from every figure",
+            t.cause(),
+            header.worker
+        ));
+    }
     if let Some(bar) = bar {
         bar.inc((data.len() - reported) as u64);
     }
