@@ -173,6 +173,54 @@ fn a_full_disk_stops_the_logs_not_the_run() {
     }
 }
 
+/// Under a file size limit (`ulimit -f`), a log that would grow past it
+/// stops there: without the check, growing the file sent SIGXFSZ, whose
+/// default action ends the process.
+#[test]
+fn a_file_size_limit_stops_the_logs_not_the_run() {
+    use std::os::unix::process::CommandExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rill-bench"));
+    cmd.args([
+        "ring",
+        "--engine",
+        "rill",
+        "--workers",
+        "2",
+        "--hops",
+        "1000000",
+        "--monitor",
+        "full",
+        "--logs",
+        logs.to_str().unwrap(),
+        "--json",
+    ]);
+    // SAFETY: setrlimit is async-signal-safe, and the closure touches
+    // nothing else between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 1 << 20,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{:?}: {stderr}", out.status);
+    assert!(stderr.contains("File too large"), "{stderr}");
+    let run = load_run(&logs).unwrap();
+    assert!(run.workers.iter().any(|w| w.header.truncated.is_some()));
+    for w in &run.workers {
+        assert!(w.data().len() <= 1 << 20, "{}", w.data().len());
+    }
+}
+
 /// Total periods in a summary's workers.
 trait Dispatches {
     fn dispatches_logged(&self) -> u64;

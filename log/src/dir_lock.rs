@@ -86,7 +86,7 @@ impl DirLock {
                     pid: owner_pid(&file),
                 })
             }
-            Err(std::fs::TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => {
+            Err(std::fs::TryLockError::Error(e)) if cannot_lock(&e) => {
                 return Ok(DirLock { file: None, path });
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
@@ -113,6 +113,16 @@ impl DirLock {
     pub fn is_guarded(&self) -> bool {
         self.file.is_some()
     }
+}
+
+/// Whether `e` says the filesystem has no file locks (NFS without its lock
+/// service gives `ENOLCK`).
+fn cannot_lock(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Unsupported
+        || matches!(
+            e.raw_os_error(),
+            Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::ENOSYS)
+        )
 }
 
 /// The pid in a lock file held by another run. The owner writes it just

@@ -9,8 +9,12 @@
 //! SIGBUS; a reservation that fails is an error code, on which the writer
 //! stops: it marks its header truncated ([`Header::truncated`]), tells the
 //! hook set with [`on_stop`](LogWriter::on_stop), and drops the later
-//! records. Reserving (and growing, which remaps) is the only slow path: a
-//! record's write makes no system call.
+//! records. Where a filesystem still fails to back a reserved page (ext4
+//! nearly full, copy-on-write filesystems), the store raises SIGBUS, which
+//! the net (`sigbus.rs`, [`rescue_fault`](crate::rescue_fault)) turns into
+//! the same stop, the log cut at its last whole record before that page.
+//! Reserving (and growing, which remaps) is the only slow path: a record's
+//! write makes no system call.
 //!
 //! [`finish`](LogWriter::finish) (or dropping the writer) trims the file to
 //! the bytes written. A process killed before that leaves a file whose tail
@@ -68,6 +72,10 @@ pub struct LogWriter {
     method: Method,
     /// The system's page size.
     page: usize,
+    /// The largest size the file may have: the process's file size limit
+    /// (`RLIMIT_FSIZE`, past which the kernel sends SIGXFSZ, whose default
+    /// action ends the process), rounded down to a page.
+    max_len: usize,
     /// The mapping's slot in the SIGBUS net (`sigbus.rs`).
     watch: Watch,
     file: File,
@@ -124,7 +132,8 @@ impl LogWriter {
     pub const INITIAL_LEN: usize = 4 << 20;
     /// Largest growth step of the file and its mapping.
     pub const MAX_GROW: usize = 64 << 20;
-    /// Disk space reserved when the log is created.
+    /// The first chunk of disk space, reserved with the first records (the
+    /// file's first page is reserved when it is made, for its header).
     pub const FIRST_CHUNK: usize = 64 << 10;
     /// Largest disk reservation at once (each doubles the last, from
     /// [`FIRST_CHUNK`](Self::FIRST_CHUNK)). The first that fails stops the
@@ -133,8 +142,8 @@ impl LogWriter {
 
     /// Creates (or truncates) `dir/worker-{worker}.rlog`, creating `dir` if
     /// needed, and writes `header` with its worker field set to `worker`.
-    /// Fails if the file cannot be made, or if not even the first page of
-    /// its space can be reserved.
+    /// Fails if the file cannot be made, or if not even its first page
+    /// (the header's) can be reserved.
     pub fn create(dir: &Path, worker: u32, header: &Header) -> io::Result<Self> {
         Self::create_with_len(dir, worker, header, Self::INITIAL_LEN)
     }
@@ -180,7 +189,14 @@ impl LogWriter {
         initial_len: usize,
     ) -> io::Result<Self> {
         let page = page_size();
-        let len = initial_len.max(4096).next_multiple_of(page.max(4096));
+        let max_len = size_limit() / page * page;
+        let len = initial_len
+            .max(4096)
+            .next_multiple_of(page.max(4096))
+            .min(max_len);
+        if len < page {
+            return Err(io::Error::from_raw_os_error(libc::EFBIG));
+        }
         file.set_len(len as u64)?;
         // SAFETY: the mapping is of a file we just created and exclusively own;
         // nothing in this process writes it except through this mapping, and
@@ -201,6 +217,7 @@ impl LogWriter {
             chunk: Self::FIRST_CHUNK,
             method: Method::Allocate,
             page,
+            max_len,
             watch,
             file,
             path,
@@ -210,7 +227,10 @@ impl LogWriter {
             dropped: 0,
             closed: false,
         };
-        w.make_room(HEADER_LEN)?;
+        // Only the header's page: a log that can have that much starts,
+        // and its first chunk is reserved with its first records.
+        space::reserve(&w.file, 0, page as u64, &mut w.method)?;
+        w.backed = page;
         let mut h = *header;
         h.worker = worker;
         h.truncated = None;
@@ -393,6 +413,12 @@ impl LogWriter {
                 .checked_add(len.min(Self::MAX_GROW))
                 .ok_or_else(|| io::Error::other("log file size overflow"))?;
         }
+        // Never past the file size limit (SIGXFSZ): as far as it, if the
+        // records fit, else the log is full.
+        let len = len.min(self.max_len);
+        if len < need {
+            return Err(io::Error::from_raw_os_error(libc::EFBIG));
+        }
         self.file.set_len(len as u64)?;
         // SAFETY: as in `start`: our own file, only accessed through this
         // writer; the file is at least `len` bytes long now.
@@ -405,6 +431,22 @@ impl LogWriter {
         self.watch.set(self.map.as_ptr() as usize, self.map.len());
         Ok(())
     }
+}
+
+/// The process's file size limit in bytes (`RLIMIT_FSIZE`'s soft limit;
+/// `usize::MAX` when there is none).
+fn size_limit() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the limit into `lim`, which we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } != 0
+        || lim.rlim_cur == libc::RLIM_INFINITY
+    {
+        return usize::MAX;
+    }
+    usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
 }
 
 /// The system's page size (4 KiB where it cannot be known): the unit in
@@ -621,8 +663,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let header = Header::new(crate::MonitorFlags::FULL, 0, 1, crate::Calibration::nanos());
         let mut w = LogWriter::create(dir.path(), 0, &header).unwrap();
-        assert_eq!(w.reserved(), LogWriter::FIRST_CHUNK as u64);
+        assert_eq!(w.reserved(), page_size() as u64, "the header's page");
         let mut enc = crate::Encoder::new();
+        let mut t = 0;
+        while w.reserved() == page_size() as u64 {
+            t += 1000;
+            enc.worker_wait(&mut w, t, 17);
+        }
+        assert!(w.written() > page_size() as u64 - 64, "{}", w.written());
+        assert_eq!(w.reserved(), (page_size() + LogWriter::FIRST_CHUNK) as u64);
         let mut steps = vec![w.reserved()];
         for i in 0..3_000_000u64 {
             enc.worker_wait(&mut w, i * 1000, 17);
