@@ -12,31 +12,51 @@
 //! | `error.rs` | what is wrong with data that is not a whole log ([`LogError`], [`DecodeErrorKind`], [`DecodeError`], [`EndReason`]) |
 //! | `record.rs` | the decoded records ([`Record`], [`EndState`], [`StreamIo`], [`Op`], [`Side`]) and the op orders that take no bytes ([`implied_ops`], [`interleaved_ops`]) |
 //! | `tag.rs` | the tag bytes (private) |
-//! | `header.rs` | the file [`Header`] and the layout constants ([`MAGIC`], [`FORMAT_VERSION`], [`HEADER_LEN`], [`HEADER_RATE_AT`]) |
+//! | `header.rs` | the file [`Header`], why a log ends early ([`Truncation`]) and the layout constants ([`MAGIC`], [`FORMAT_VERSION`], [`HEADER_LEN`], [`HEADER_RATE_AT`], [`HEADER_STATE_AT`], [`STATE_TRUNCATED`], [`STATE_PAGE_FAULT`]) |
 //! | `encode.rs` | the allocation-free [`Encoder`] writing into a [`Sink`] ([`VecSink`] in memory) |
 //! | `scan.rs` | the borrowing, allocation-free [`Scanner`], the one place records are decoded |
 //! | `decode.rs` | the [`Decoder`] of owned records built on it, [`read_log`] and [`parse_log`] |
+//! | `dir_lock.rs` | [`DirLock`]: a log directory belongs to one live run ([`LOCK_FILE_NAME`], [`DirLockError`]) |
+//! | `space.rs` | reserving a log file's disk space before it is written (private) |
+//! | `sigbus.rs` | the net under a log's mapping: [`rescue_fault`], for a SIGBUS handler |
 //! | `writer.rs` | [`LogWriter`], a memory-mapped log file that is a [`Sink`]; [`log_file_name`], [`set_header_rate`] |
 //!
 //! Imports go one way: each module imports only modules above it in this
 //! table. `scan` and `decode` share their error types through `error`, so
 //! the scanner does not import the decoder built on it.
 //!
+//! # A log directory
+//!
+//! A run writes `worker-{id}.rlog` for each of its workers into one
+//! directory, and holds an exclusive `flock` on the directory's
+//! [`LOCK_FILE_NAME`] (`rill.lock`, holding the owner's pid) from before it
+//! makes its logs until it has finished them ([`DirLock`]). Readers need no
+//! lock; they ignore every other file.
+//!
 //! # Layout (version 4, little endian)
 //!
-//! A fixed 48-byte [`Header`]:
+//! A [`Header`] of [`HEADER_LEN`] (56) bytes:
 //!
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0  | 8 | magic `b"RILLLOG\0"` |
 //! | 8  | 2 | format version (2 to 4) |
-//! | 10 | 2 | header length (48; records start here) |
+//! | 10 | 2 | header length (56; records start here; 48 in older logs) |
 //! | 12 | 4 | monitoring flags |
 //! | 16 | 4 | worker id (the sampler's log: the worker count) |
 //! | 20 | 4 | worker count |
 //! | 24 | 8 | calibration: ticks per second (`f64` bits) |
 //! | 32 | 8 | calibration: start ticks |
 //! | 40 | 8 | calibration: start Unix time (ns) |
+//! | 48 | 4 | log state: bit 0 [`STATE_TRUNCATED`] (the writer stopped before its run ended: the disk was full), bit 1 [`STATE_PAGE_FAULT`] (what stopped it was a page the filesystem could not back) |
+//! | 52 | 4 | the OS error number that stopped the writer (0: none, or not an OS error) |
+//!
+//! The log state was added within version 3 without a new version number:
+//! a reader skips to the header length, so an older reader reads a newer
+//! log's records right (it only misses the state), and a header of 48
+//! bytes, as versions 2 and 3 wrote before, is read as a log that was not
+//! truncated. A writer marks the state in its mapped header when it stops,
+//! so a truncated log says so even when its process dies afterwards.
 //!
 //! Then records, back to back, until the end of the data or a zero byte where
 //! a tag would be (the unused, zeroed tail of a log that was not trimmed).
@@ -94,25 +114,35 @@
 
 mod calibration;
 mod decode;
+mod dir_lock;
 mod encode;
 mod error;
 mod flags;
 mod header;
 mod record;
 mod scan;
+mod sigbus;
+mod space;
 mod tag;
+#[cfg(test)]
+mod test_fs;
 pub mod varint;
 mod writer;
 
 pub use calibration::Calibration;
 pub use decode::{parse_log, read_log, Decoder, Log};
+pub use dir_lock::{DirLock, DirLockError, LOCK_FILE_NAME};
 pub use encode::{Encoder, EndIo, OpsForm, PeriodHead, PeriodRef, PutIo, Sink, VecSink};
 pub use error::{DecodeError, DecodeErrorKind, EndReason, LogError};
 pub use flags::MonitorFlags;
-pub use header::{Header, FORMAT_VERSION, HEADER_LEN, HEADER_RATE_AT, MAGIC};
+pub use header::{
+    Header, Truncation, FORMAT_VERSION, HEADER_LEN, HEADER_RATE_AT, HEADER_STATE_AT, MAGIC,
+    STATE_PAGE_FAULT, STATE_TRUNCATED,
+};
 pub use record::{
     implied_ops, interleaved_ops, EndState, Op, Record, SampleWindow, Side, StreamIo,
     MAX_INTERLEAVED,
 };
 pub use scan::{Item, OpsKind, ScannedPeriod, ScannedSamples, Scanner};
+pub use sigbus::rescue_fault;
 pub use writer::{log_file_name, set_header_rate, LogWriter};

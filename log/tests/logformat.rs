@@ -10,7 +10,8 @@ use proptest::prelude::*;
 use rill_log::{
     implied_ops, interleaved_ops, parse_log, read_log, Calibration, DecodeErrorKind, Decoder,
     Encoder, EndReason, EndState, Header, LogError, LogWriter, MonitorFlags, Op, PeriodRef, Record,
-    SampleWindow, Side, Sink, StreamIo, VecSink, FORMAT_VERSION, HEADER_LEN,
+    SampleWindow, Side, Sink, StreamIo, Truncation, VecSink, FORMAT_VERSION, HEADER_LEN,
+    HEADER_STATE_AT, STATE_PAGE_FAULT, STATE_TRUNCATED,
 };
 
 // ---------------------------------------------------------------------------
@@ -834,6 +835,60 @@ fn header_round_trips() {
     assert_eq!(log.end, EndReason::Clean);
 }
 
+/// The log's state (truncated, and why) round-trips; a header of 48 bytes,
+/// as versions 2 and 3 wrote before the state was added, reads as a log
+/// that was not truncated, its records from byte 48.
+#[test]
+fn header_state_round_trips_and_older_headers_read() {
+    let mut h = header(1);
+    h.truncated = Some(Truncation::os(28));
+    let bytes = h.to_bytes();
+    assert_eq!(Header::parse(&bytes).unwrap(), (h, HEADER_LEN));
+    assert_eq!(
+        u32::from_le_bytes(
+            bytes[HEADER_STATE_AT..HEADER_STATE_AT + 4]
+                .try_into()
+                .unwrap()
+        ),
+        STATE_TRUNCATED
+    );
+    let cause = Truncation::os(28).cause();
+    assert!(cause.contains("No space left"), "{cause}");
+    assert!(!Truncation::os(0).cause().is_empty());
+    assert!(!Truncation::os(u32::MAX).cause().is_empty());
+    let fault = Truncation {
+        os_error: 0,
+        page_fault: true,
+    };
+    h.truncated = Some(fault);
+    let bytes = h.to_bytes();
+    assert_eq!(Header::parse(&bytes).unwrap().0.truncated, Some(fault));
+    assert_eq!(
+        u32::from_le_bytes(
+            bytes[HEADER_STATE_AT..HEADER_STATE_AT + 4]
+                .try_into()
+                .unwrap()
+        ),
+        STATE_TRUNCATED | STATE_PAGE_FAULT
+    );
+    assert!(
+        fault.cause().contains("could not back"),
+        "{}",
+        fault.cause()
+    );
+
+    for version in [2u16, 3] {
+        let mut old = header(1).to_bytes()[..48].to_vec();
+        old[8..10].copy_from_slice(&version.to_le_bytes());
+        old[10..12].copy_from_slice(&48u16.to_le_bytes());
+        old.extend_from_slice(&encode_all(&[Record::WorkerEnd { t: 9 }]).0);
+        let log = parse_log(&old).unwrap();
+        assert_eq!(log.header.truncated, None);
+        assert_eq!(log.header.version, version);
+        assert_eq!(log.records, [Record::WorkerEnd { t: 9 }]);
+    }
+}
+
 #[test]
 fn header_errors_are_clear() {
     let good = header(0).to_bytes();
@@ -894,9 +949,9 @@ fn header_errors_are_clear() {
     short[10..12].copy_from_slice(&8u16.to_le_bytes());
     assert!(matches!(parse_log(&short), Err(LogError::BadHeader(_))));
 
-    // A longer header (a future extension within version 1) is skipped.
+    // A longer header (a future extension within the version) is skipped.
     let mut longer = good.to_vec();
-    longer[10..12].copy_from_slice(&56u16.to_le_bytes());
+    longer[10..12].copy_from_slice(&((HEADER_LEN + 8) as u16).to_le_bytes());
     longer.extend_from_slice(&[0xee; 8]);
     longer.extend_from_slice(&encode_all(&[Record::WorkerEnd { t: 9 }]).0);
     let log = parse_log(&longer).unwrap();

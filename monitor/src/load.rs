@@ -9,7 +9,9 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context as _};
 use indicatif::{ProgressBar, ProgressStyle};
-use rill_log::{Calibration, EndReason, EndState, Header, LogError, MonitorFlags, Side};
+use rill_log::{
+    Calibration, EndReason, EndState, Header, LogError, MonitorFlags, Side, Truncation,
+};
 
 use crate::latency::{feed, message_budget, replay, FeedTx, RawLatency};
 use crate::scan::{Item, ScannedPeriod, Scanner};
@@ -173,7 +175,28 @@ impl fmt::Debug for WorkerLog {
     }
 }
 
+/// The warning about a log whose writer stopped before its run ended.
+fn truncation_warning(name: &str, worker: u32, stop: u64, t: &Truncation) -> String {
+    format!(
+        "{name}: truncated: the worker stopped writing its log at byte {stop} ({}) and the \
+         run went on without it; what worker {worker} did after that is missing from every figure",
+        t.cause()
+    )
+}
+
 impl WorkerLog {
+    /// If the log's writer stopped before its run ended (a full disk), the
+    /// warning that says so (also in [`RunLog::warnings`]).
+    pub fn truncation(&self) -> Option<String> {
+        let t = self.header.truncated?;
+        Some(truncation_warning(
+            &self.file_name(),
+            self.worker,
+            self.valid_len,
+            &t,
+        ))
+    }
+
     /// The file's bytes.
     pub fn data(&self) -> &[u8] {
         &self.data
@@ -616,6 +639,9 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
             EndReason::Clean
         }
     };
+    if let Some(t) = header.truncated {
+        warnings.push(truncation_warning(&name, header.worker, stop as u64, &t));
+    }
     if let Some(bar) = bar {
         bar.inc((data.len() - reported) as u64);
     }

@@ -177,6 +177,14 @@ fn warn(run: &rill_monitor::RunLog) {
     }
 }
 
+/// For the commands that print no other warning: the logs that were cut
+/// short, since every figure from them misses the rest of the run.
+fn warn_truncated(run: &rill_monitor::RunLog) {
+    for w in run.workers.iter().filter_map(|w| w.truncation()) {
+        eprintln!("rill-mon: warning: {w}");
+    }
+}
+
 fn create(path: &Path) -> anyhow::Result<BufWriter<std::fs::File>> {
     let f =
         std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
@@ -250,6 +258,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             limit,
         } => {
             let run = load_quietly(&dir)?;
+            warn_truncated(&run);
             let w = waits(&run, !no_group);
             if json {
                 print_json(&w)?;
@@ -276,6 +285,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             }
             let run = load_quietly(&dir)?;
+            warn_truncated(&run);
             let b = bottleneck(
                 &run,
                 &BottleneckOptions {
@@ -302,6 +312,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "--workers must be between 1 and {MAX_MAP_WORKERS}, not {workers}"
             );
             let run = load_quietly(&dir)?;
+            warn_truncated(&run);
             let plan = plan_mapping(&run, workers)?;
             let mut out = create(&output)?;
             out.write_all(plan.to_file().as_bytes())

@@ -81,6 +81,10 @@ pub struct WorkerSummary {
     pub events: u64,
     /// Its log's size (header and intact records).
     pub bytes: u64,
+    /// Why its log stops before the run's end, when it does (the writer
+    /// ran out of disk space and stopped; the run went on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
 }
 
 /// One task's execution.
@@ -302,6 +306,7 @@ pub fn summarize(run: &RunLog) -> Summary {
                 dispatches: s.dispatches,
                 events: s.events,
                 bytes: w.valid_len,
+                truncated: w.header.truncated.map(|t| t.cause()),
             }
         })
         .collect();

@@ -24,7 +24,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use rill_log::{Calibration, EndState, Header, MonitorFlags, Record, StreamIo};
+use rill_log::{Calibration, EndState, Header, MonitorFlags, Record, StreamIo, HEADER_LEN};
 use rill_monitor::{load_run, summarize, timeline_svg, TimelineOptions};
 
 /// Address space a `rill-mon` child may use.
@@ -692,7 +692,7 @@ fn subcommands_capped(dir: &Path) {
 }
 
 /// The header fields (offset, size) a mutation may overwrite.
-const HEADER_FIELDS: [(usize, usize); 8] = [
+const HEADER_FIELDS: [(usize, usize); 10] = [
     (8, 2),  // version
     (10, 2), // header length
     (12, 4), // flags
@@ -701,9 +701,11 @@ const HEADER_FIELDS: [(usize, usize); 8] = [
     (24, 8), // clock rate
     (32, 8), // start ticks
     (40, 8), // start Unix time
+    (48, 4), // log state
+    (52, 4), // the error that stopped the writer
 ];
 
-/// One change to a log set. Offsets below 48 are header bytes (cut to the
+/// One change to a log set. Offsets below `HEADER_LEN` are header bytes (cut to the
 /// file's length); the others are taken modulo the length of the records.
 #[derive(Clone, Debug)]
 enum Mutation {
@@ -766,11 +768,12 @@ fn apply(set: &LogSet, muts: &[Mutation]) -> LogSet {
         };
         let b = &mut set[file].1;
         let len = b.len();
-        // Offsets below the header's 48 bytes stay in the header; the others
+        // Offsets below the header's length stay in the header; the others
         // fall among the records.
+        let h = HEADER_LEN;
         let pos = |at: u32, len: usize| match at as usize {
-            at if at < 48 || len < 48 => at.min(len),
-            at => 48 + (at - 48) % (len - 47),
+            at if at < h || len < h => at.min(len),
+            at => h + (at - h) % (len - h + 1),
         };
         match m {
             Mutation::Flip { at, bit, .. } => {
@@ -848,9 +851,9 @@ impl Rng {
         let file = self.next() as u8;
         // Now and then the header; mostly the records.
         let at = if self.below(8) == 0 {
-            self.below(48) as u32
+            self.below(HEADER_LEN as u64) as u32
         } else {
-            self.next() as u32 | 48
+            (self.next() as u32).max(HEADER_LEN as u32)
         };
         match self.below(32) {
             0..=11 => Mutation::Flip {
@@ -925,7 +928,7 @@ fn fuzz_damaged_runtime_logs_for_a_bounded_time() {
             | Mutation::Truncate { at, .. }
             | Mutation::Insert { at, .. }
             | Mutation::Delete { at, .. }
-            | Mutation::Repeat { at, .. } => *at < 48,
+            | Mutation::Repeat { at, .. } => (*at as usize) < HEADER_LEN,
             _ => false,
         });
         // Every damaged header, and a sample of the rest, also in a capped
@@ -963,7 +966,7 @@ mod props {
     }
 
     /// One forged file: its worker id, its own fields (or the shared ones),
-    /// bytes after the 48 (counted in the header length) and its records.
+    /// bytes after the header (counted in its length) and its records.
     #[derive(Clone, Debug)]
     struct Forged {
         worker: u32,
@@ -1070,7 +1073,7 @@ mod props {
         };
         let h = Header::new(MonitorFlags::from_bits(s.flags), f.worker, s.count, cal);
         let mut b = h.to_bytes().to_vec();
-        let len = (48 + f.extra.len()) as u16;
+        let len = (HEADER_LEN + f.extra.len()) as u16;
         b[10..12].copy_from_slice(&len.to_le_bytes());
         b.extend_from_slice(&f.extra);
         b.extend_from_slice(&f.body);
@@ -1078,7 +1081,8 @@ mod props {
     }
 
     fn mutation() -> impl Strategy<Value = Mutation> {
-        let at = prop_oneof![1 => 0..48u32, 4 => 48..=u32::MAX];
+        let h = HEADER_LEN as u32;
+        let at = prop_oneof![1 => 0..h, 4 => h..=u32::MAX];
         prop_oneof![
             4 => (any::<u8>(), at.clone(), any::<u8>())
                 .prop_map(|(file, at, bit)| Mutation::Flip { file, at, bit }),

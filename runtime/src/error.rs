@@ -35,6 +35,19 @@ pub enum ConfigError {
     /// Zero task limit.
     #[error("max_tasks must be at least 1")]
     NoTasks,
+    /// The monitoring log directory belongs to another run that is still
+    /// live (in this process or another): a directory holds one run's logs
+    /// at a time. A directory left by a run that ended, or died, is free.
+    #[error(
+        "the log directory {dir} is in use by a live run ({}); give another directory, or wait for that run to end",
+        match pid { Some(p) => format!("pid {p}"), None => "pid not known".to_owned() }
+    )]
+    LogDirInUse {
+        /// The directory.
+        dir: String,
+        /// The owner's process id, when its lock file gives it.
+        pid: Option<u32>,
+    },
     /// `RILL_SPIN_US` is set to something that is not a spin time.
     #[error("RILL_SPIN_US={value:?}: {reason}")]
     BadSpin {

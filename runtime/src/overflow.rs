@@ -1,9 +1,14 @@
-//! Stack-overflow reports that name the task.
+//! Stack-overflow reports that name the task, and the net under the
+//! monitoring logs' mappings.
 //!
 //! A SIGSEGV/SIGBUS handler, running on an alternate signal stack of each
 //! worker thread, looks at the faulting address: if it lies in the guard page
 //! of the task running on this thread, it writes
-//! `rill: task 'NAME' (id N) overflowed its stack` to stderr and aborts.
+//! `rill: task 'NAME' (id N) overflowed its stack` to stderr and aborts. A
+//! SIGBUS in a page of a monitoring log's mapping that the filesystem could
+//! not back (a full disk) goes to `rill_log::rescue_fault`, which puts a
+//! blank page in its place and lets the log's writer stop: the store runs
+//! again and the run goes on.
 //! Every other fault goes to the handler the signal had before rill's was
 //! installed (std's own, which reports overflows of thread stacks, or a
 //! host's such as a JIT's or a wasm runtime's), as if rill's were not there;
@@ -12,8 +17,9 @@
 //! canary when their task stops.
 //!
 //! Everything the handler does is async-signal-safe: it reads thread-local
-//! words and plain task fields, calls `write`, `sigaction`, `pthread_sigmask`,
-//! `raise` and `abort`, and allocates and locks nothing.
+//! words, plain task fields and atomics, calls `write`, `sigaction`,
+//! `pthread_sigmask`, `raise`, `abort` and (for a log's page) `mmap`, and
+//! allocates and locks nothing.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -141,6 +147,9 @@ fn write_num(mut n: u64) {
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
+    if sig == libc::SIGBUS && code > 0 && rill_log::rescue_fault(addr) {
+        return;
+    }
     let t = context::current_task_ptr();
     // si_code > 0: a fault the kernel raised, whose si_addr is meaningful (a
     // signal sent by kill or raise has none).

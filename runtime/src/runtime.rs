@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_deque::Worker as Deque;
-use rill_log::{Header, MonitorFlags};
+use rill_log::MonitorFlags;
 
 use crate::error::{BlockedTask, ConfigError, RunError, SpawnError};
 use crate::mapper::{Mapper, Mapping};
-use crate::monitor::clock;
+use crate::monitor::log_dir;
 use crate::monitor::worker_log::WorkerLog;
 use crate::registry::Registry;
 use crate::scheduler::ReadyQueue;
@@ -598,10 +598,10 @@ impl Runtime {
         });
         let initial: Vec<_> = self.initial.drain(..).collect();
         let started = place_initial(&mut shared, initial).and_then(|created| {
-            let (logs, log_dir, run_clock) = self.open_logs(n)?;
-            Ok((created, logs, log_dir, run_clock))
+            let run_logs = log_dir::open(&self.cfg.monitor, n)?;
+            Ok((created, run_logs))
         });
-        let (created, logs, log_dir, run_clock) = match started {
+        let (created, run_logs) = match started {
             Ok(v) => v,
             Err(e) => {
                 // The tasks placed so far never ran: drop their closures.
@@ -609,6 +609,12 @@ impl Runtime {
                 return Err(e);
             }
         };
+        let log_dir::RunLogs {
+            logs,
+            dir: log_dir,
+            clock: run_clock,
+            lock: _dir_lock,
+        } = run_logs;
         let _active = log_dir.as_ref().map(|_| ActiveGuard::new());
         if shared.live.load(Ordering::Acquire) == 0 {
             return Ok(RunStats {
@@ -648,14 +654,9 @@ impl Runtime {
         let sampler_log = sampler.and_then(|t| t.join().ok());
         stats.wall = t0.elapsed();
         if let (Some(dir), Some(rate)) = (&log_dir, run_clock.and_then(|c| c.refine())) {
-            for i in 0..n {
-                // A log whose header keeps the rate measured at the start is
-                // still right to about 2e-4 (`RunClock`), so a failure here
-                // is not worth failing the run for.
-                let _ =
-                    rill_log::set_header_rate(&dir.join(rill_log::log_file_name(i as u32)), rate);
-            }
+            log_dir::set_rate(dir, n, rate);
             if let Some(path) = &sampler_log {
+                // As for the workers' logs (`log_dir::set_rate`).
                 let _ = rill_log::set_header_rate(path, rate);
             }
         }
@@ -681,46 +682,6 @@ impl Runtime {
             (Ok(_), Err(e)) => Err(e),
             (r, _) => r,
         }
-    }
-
-    /// Creates the log directory and each worker's log when monitoring is on.
-    #[allow(clippy::type_complexity)]
-    fn open_logs(
-        &self,
-        n: usize,
-    ) -> Result<
-        (
-            Vec<Option<WorkerLog>>,
-            Option<PathBuf>,
-            Option<clock::RunClock>,
-        ),
-        RunError,
-    > {
-        let mon = &self.cfg.monitor;
-        let mut logs: Vec<Option<WorkerLog>> = (0..n).map(|_| None).collect();
-        let log_dir = (!mon.flags.is_off()).then(|| mon.log_dir());
-        let mut run_clock = None;
-        if let Some(dir) = &log_dir {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                RunError::Start(format!(
-                    "cannot create the log directory {}: {e}",
-                    dir.display()
-                ))
-            })?;
-            let rc = clock::RunClock::start();
-            let cal = rc.cal;
-            run_clock = Some(rc);
-            for (i, slot) in logs.iter_mut().enumerate() {
-                let header = Header::new(mon.flags, i as u32, n as u32, cal);
-                *slot = Some(WorkerLog::create(dir, i, &header).map_err(|e| {
-                    RunError::Start(format!(
-                        "cannot create the log of worker {i} in {}: {e}",
-                        dir.display()
-                    ))
-                })?);
-            }
-        }
-        Ok((logs, log_dir, run_clock))
     }
 }
 
@@ -797,13 +758,13 @@ fn cfg_sampled(shared: &Shared) -> bool {
 fn start_sampler(
     shared: &Arc<Shared>,
     dir: &std::path::Path,
-    clock: Option<&clock::RunClock>,
+    clock: Option<&crate::monitor::clock::RunClock>,
 ) -> Option<std::thread::JoinHandle<PathBuf>> {
     use crate::monitor::sampler;
     let flags = shared.cfg.monitor.flags;
     let n = shared.workers.len() as u32;
     let cal = clock.map(|c| c.cal)?;
-    let log = match sampler::SamplerLog::create(dir, &Header::new(flags, n, n, cal)) {
+    let log = match sampler::SamplerLog::create(dir, &rill_log::Header::new(flags, n, n, cal)) {
         Ok(l) => l,
         Err(e) => {
             eprintln!(

@@ -10,6 +10,9 @@
 //!   per-task entries, and a task's part of all this.
 //! * `worker_log`: the per-worker log state behind the period, and the
 //!   records the worker writes itself (periods, waits, placement).
+//! * `log_dir`: the run's log directory: taking it for the run (one live
+//!   run per directory), creating the workers' logs, and the warning when
+//!   a log stops early (a full disk).
 //! * `sampler`: sample mode's sampler thread and its log.
 //! * `hooks`: what the rest of the runtime calls. Without the `monitor`
 //!   cargo feature `hooks_off.rs` stands in for `hooks.rs`, with the same
@@ -40,6 +43,7 @@ pub(crate) mod clock;
 pub(crate) mod hint;
 #[cfg_attr(not(feature = "monitor"), path = "hooks_off.rs")]
 pub(crate) mod hooks;
+pub(crate) mod log_dir;
 pub(crate) mod period;
 pub(crate) mod sampler;
 pub(crate) mod task_entries;

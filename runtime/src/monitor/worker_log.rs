@@ -180,9 +180,32 @@ impl WorkerLog {
         })
     }
 
-    /// Trims and flushes the file; returns the bytes written.
-    pub(crate) fn finish(self) -> std::io::Result<u64> {
-        self.writer.finish_unsynced()
+    /// Sets what the log calls if it stops early
+    /// ([`LogWriter::on_stop`]).
+    pub(crate) fn on_stop(&mut self, hook: impl FnOnce(&Path, &std::io::Error) + Send + 'static) {
+        self.writer.on_stop(hook);
+    }
+
+    /// Trims the file (the kernel writes it back on its own); returns the
+    /// bytes it holds and whether it stopped early (then marked truncated,
+    /// and reported when it stopped). Never fails the run: a log that
+    /// cannot be trimmed is reported on stderr and keeps a zero tail, which
+    /// readers take as its end.
+    pub(crate) fn finish(self) -> (u64, bool) {
+        let written = self.writer.written();
+        let stopped = self.writer.error().is_some();
+        let path = self.writer.path().to_path_buf();
+        match self.writer.finish_unsynced() {
+            Ok(n) => (n, false),
+            Err(_) if stopped => (written, true),
+            Err(e) => {
+                eprintln!(
+                    "rill: warning: could not trim monitoring log {}: {e}",
+                    path.display()
+                );
+                (written, false)
+            }
+        }
     }
 
     /// Whether the run samples its workers (`sampler.rs`).

@@ -65,6 +65,10 @@ pub struct WorkerStats {
     pub steals: u64,
     /// Bytes this worker's monitoring log holds (0 without monitoring).
     pub log_bytes: u64,
+    /// Whether this worker's log stopped before the run's end (its disk
+    /// space ran out): the log says so in its header, and holds the
+    /// records up to the stop.
+    pub log_truncated: bool,
 }
 
 /// The thread-local part of a worker. Fields in cells are touched only by the
@@ -247,7 +251,7 @@ impl WorkerLocal {
         } else {
             self.work::<false, false>();
         }
-        let mut log_bytes = 0;
+        let mut log_end = (0, false);
         // SAFETY: the loop is over; nothing else borrows the log.
         if let Some(mut log) = self.log.with_mut(|p| unsafe { (*p).take() }) {
             if self.totals {
@@ -255,18 +259,12 @@ impl WorkerLocal {
                 log.worker_totals(s.dispatches, s.spins, s.idles, s.parks);
             }
             log.worker_end();
-            match log.finish() {
-                Ok(n) => log_bytes = n,
-                Err(e) => self.shared.fail(RunError::Start(format!(
-                    "worker {} could not finish its monitoring log: {e}",
-                    self.id
-                ))),
-            }
+            log_end = log.finish();
         }
         context::set_current_worker(std::ptr::null());
         let mut s = self.stats().clone();
         s.wall = start.elapsed();
-        s.log_bytes = log_bytes;
+        (s.log_bytes, s.log_truncated) = log_end;
         s
     }
 
