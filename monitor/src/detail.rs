@@ -9,15 +9,70 @@
 //! dense buckets on one side instead of detailing a scattered few that
 //! happen to hold a period less than their neighbours.
 
-use crate::activity::Grid;
 use crate::load::{parallel, RunLog};
 use crate::scan::Item;
+
+/// The window `[t0, t0 + span]` (ticks) cut into `n` buckets of `width`
+/// ticks (the last one shorter): `width = ceil(span / asked)`, so `n` is at
+/// most the number asked for. One integer division finds a bucket, which
+/// matters at one or two look-ups per period.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Buckets {
+    pub t0: u64,
+    pub span: u64,
+    pub width: u64,
+    pub n: usize,
+}
+
+impl Buckets {
+    pub fn new(t0: u64, t1: u64, asked: usize) -> Self {
+        let span = t1.saturating_sub(t0);
+        let asked = asked.max(1) as u64;
+        let width = span.div_ceil(asked).max(1);
+        let n = span.div_ceil(width).max(1) as usize;
+        Buckets { t0, span, width, n }
+    }
+
+    /// The bucket holding `t` (clamped to the window).
+    #[inline]
+    pub fn index(&self, t: u64) -> usize {
+        let d = t.saturating_sub(self.t0).min(self.span);
+        ((d / self.width) as usize).min(self.n - 1)
+    }
+
+    /// Where bucket `i` starts (`i == n`: the window's end).
+    pub fn start(&self, i: usize) -> u64 {
+        self.t0 + (i as u64).saturating_mul(self.width).min(self.span)
+    }
+
+    /// Hands `f` the overlap (ticks) of `[a, b)` with each bucket it meets.
+    #[inline]
+    pub fn split(&self, a: u64, b: u64, mut f: impl FnMut(usize, u64)) {
+        let end = self.t0 + self.span;
+        let (a, b) = (a.clamp(self.t0, end), b.clamp(self.t0, end));
+        if b <= a {
+            return;
+        }
+        let mut i = self.index(a);
+        let mut at = a;
+        loop {
+            let next = self.start(i + 1);
+            if b <= next || i + 1 >= self.n {
+                f(i, b - at);
+                return;
+            }
+            f(i, next - at);
+            at = next;
+            i += 1;
+        }
+    }
+}
 
 /// Which buckets of the window are detailed.
 #[derive(Clone, Debug)]
 pub(crate) struct DetailPlan {
     /// The window `[lo, hi]` (ticks) and its buckets.
-    pub grid: Grid,
+    pub grid: Buckets,
     /// Periods starting in each bucket (all workers).
     pub counts: Vec<u32>,
     /// Whether each bucket is shown in full detail.
@@ -31,7 +86,7 @@ pub(crate) struct DetailPlan {
 
 /// Counts the periods starting in each of `grid`'s buckets, one thread per
 /// log, and picks the detailed buckets for `budget` periods.
-pub(crate) fn plan_detail(run: &RunLog, grid: Grid, budget: u64) -> DetailPlan {
+pub(crate) fn plan_detail(run: &RunLog, grid: Buckets, budget: u64) -> DetailPlan {
     let end = grid.t0 + grid.span;
     let per_worker = parallel(&run.workers, run.workers.len(), |w| {
         let mut counts = vec![0u32; grid.n];
@@ -57,7 +112,7 @@ pub(crate) fn plan_detail(run: &RunLog, grid: Grid, budget: u64) -> DetailPlan {
 }
 
 /// The plan for the given counts (see the module documentation).
-pub(crate) fn choose(grid: Grid, counts: Vec<u32>, budget: u64) -> DetailPlan {
+pub(crate) fn choose(grid: Buckets, counts: Vec<u32>, budget: u64) -> DetailPlan {
     let periods: u64 = counts.iter().map(|&c| u64::from(c)).sum();
     if periods <= budget {
         return DetailPlan {
@@ -107,8 +162,40 @@ pub(crate) fn choose(grid: Grid, counts: Vec<u32>, budget: u64) -> DetailPlan {
 mod tests {
     use super::*;
 
-    fn grid(n: usize) -> Grid {
-        Grid::new(0, 1000, n)
+    fn grid(n: usize) -> Buckets {
+        Buckets::new(0, 1000, n)
+    }
+
+    #[test]
+    fn buckets_split_exactly() {
+        let g = Buckets::new(100, 110, 3);
+        assert_eq!((g.width, g.n), (4, 3));
+        assert_eq!(
+            (g.start(0), g.start(1), g.start(2), g.start(3)),
+            (100, 104, 108, 110)
+        );
+        let mut got = Vec::new();
+        g.split(101, 109, |w, t| got.push((w, t)));
+        assert_eq!(got, [(0, 3), (1, 4), (2, 1)]);
+        let mut total = 0;
+        g.split(0, u64::MAX, |_, t| total += t);
+        assert_eq!(total, 10, "clamped to the window");
+        for t in 100..=110 {
+            let i = g.index(t);
+            assert!(g.start(i) <= t && (t < g.start(i + 1) || t == 110), "{t}");
+        }
+        let mut got = Vec::new();
+        g.split(104, 108, |w, t| got.push((w, t)));
+        assert_eq!(got, [(1, 4)], "a bucket exactly");
+        // Fewer buckets than asked when the span is short; never zero.
+        assert_eq!(Buckets::new(0, 3, 10).n, 3);
+        let empty = Buckets::new(5, 5, 4);
+        assert_eq!((empty.n, empty.index(7)), (1, 0));
+        empty.split(0, 10, |_, _| panic!("no time"));
+        let huge = Buckets::new(0, u64::MAX, 7);
+        assert_eq!(huge.n, 7);
+        assert_eq!(huge.index(u64::MAX), 6);
+        assert_eq!(huge.start(7), u64::MAX);
     }
 
     /// Periods in the detailed buckets.

@@ -14,8 +14,7 @@ use std::io::{self, Write};
 
 use rill_log::EndState;
 
-use crate::activity::Grid;
-use crate::detail::{plan_detail, DetailPlan};
+use crate::detail::{plan_detail, Buckets, DetailPlan};
 use crate::groups::group_of;
 use crate::load::{IdIndex, IdMap, RunLog};
 use crate::perfetto::{Arg, Kind, Name, Track, Value, Writer};
@@ -213,7 +212,7 @@ struct Pass<'r, 'w> {
     run: &'r RunLog,
     w: Writer<'w>,
     root: Track,
-    grid: Grid,
+    grid: Buckets,
     plan: DetailPlan,
     /// The window, ticks.
     lo: u64,
@@ -326,27 +325,31 @@ impl<'r, 'w> Pass<'r, 'w> {
         i
     }
 
-    /// Adds `[a, b)` to bucket sums `v` (allocated on first use).
-    fn add_span(grid: &Grid, v: &mut Vec<f64>, a: u64, b: u64) {
+    /// Adds `[a, b)` to the run's sums `run_i` and, if group `g` has
+    /// counters, to its sums `gi` (each allocated on first use).
+    fn add_span(&mut self, run_i: usize, g: usize, gi: usize, a: u64, b: u64) {
         if b <= a {
             return;
         }
-        Self::add_to(grid, v, a, b);
-    }
-
-    /// Adds `[a, b)` to a group's sums `i`, if the group has counters.
-    fn add_group(&mut self, g: usize, i: usize, a: u64, b: u64) {
-        if b > a && self.groups[g].counters[i].is_some() {
-            let grid = self.grid;
-            Self::add_to(&grid, &mut self.groups[g].sums[i], a, b);
+        let grid = self.grid;
+        let alloc = |v: &mut Vec<f64>| {
+            if v.is_empty() {
+                v.resize(grid.n, 0.0);
+            }
+        };
+        let run = &mut self.sums[run_i];
+        alloc(run);
+        let group = &mut self.groups[g];
+        if group.counters[gi].is_some() {
+            let gv = &mut group.sums[gi];
+            alloc(gv);
+            grid.split(a, b, |i, t| {
+                run[i] += t as f64;
+                gv[i] += t as f64;
+            });
+        } else {
+            grid.split(a, b, |i, t| run[i] += t as f64);
         }
-    }
-
-    fn add_to(grid: &Grid, v: &mut Vec<f64>, a: u64, b: u64) {
-        if v.is_empty() {
-            v.resize(grid.n, 0.0);
-        }
-        grid.split(a, b, |i, t| v[i] += t as f64);
     }
 
     fn task_track(&mut self, k: usize) -> io::Result<Track> {
@@ -407,8 +410,7 @@ impl<'r, 'w> Pass<'r, 'w> {
 
     /// Books the time of task `k` from its last period's end to `to` (its
     /// next dispatch, or the run's end); `show` says whether its track
-    /// shows it.
-    /// `woken` is the wake-up seen during it, if any.
+    /// shows it, `woken` is the wake-up seen during it, if any.
     fn gap(&mut self, k: usize, to: u64, mut show: bool, woken: Option<u64>) -> io::Result<()> {
         let Some((from, state)) = self.tasks[k].last else {
             return Ok(());
@@ -418,15 +420,10 @@ impl<'r, 'w> Pass<'r, 'w> {
         }
         let wake = woken.filter(|&t| t >= from && t <= to).unwrap_or(to);
         let g = self.tasks[k].group;
-        let grid = self.grid;
-        let (blocked, name, sum) = match state {
-            EndState::Yielded => (false, self.n.ready, READY),
-            EndState::BlockedInput { stream } => (true, self.wait_name(stream, true), BLOCKED_READ),
-            EndState::BlockedOutput { stream } => {
-                (true, self.wait_name(stream, false), BLOCKED_WRITE)
-            }
-            // A poll's wake-up is not logged: blocked to the dispatch.
-            EndState::BlockedAny => (true, self.n.poll, BLOCKED_READ),
+        let (blocked, sum) = match state {
+            EndState::Yielded => (false, READY),
+            EndState::BlockedInput { .. } | EndState::BlockedAny => (true, BLOCKED_READ),
+            EndState::BlockedOutput { .. } => (true, BLOCKED_WRITE),
             EndState::Ended | EndState::Panicked => return Ok(()),
         };
         let (b_end, w_from) = match state {
@@ -435,11 +432,9 @@ impl<'r, 'w> Pass<'r, 'w> {
             _ => (wake, wake),
         };
         if blocked {
-            Self::add_span(&grid, &mut self.sums[sum], from, b_end);
-            self.add_group(g, 2, from, b_end);
+            self.add_span(sum, g, 2, from, b_end);
         }
-        Self::add_span(&grid, &mut self.sums[READY], w_from, to);
-        self.add_group(g, 1, w_from, to);
+        self.add_span(READY, g, 1, w_from, to);
 
         if !show && to - from >= 2 * self.long && self.long_gaps_left > 0 {
             self.long_gaps_left -= 1;
@@ -452,7 +447,13 @@ impl<'r, 'w> Pass<'r, 'w> {
         let (a, b) = (from.max(self.lo), to.min(self.hi));
         if blocked {
             let (x, y) = (a, b_end.clamp(a, b));
-            if y > x || b_end == to {
+            if y > x {
+                let name = match state {
+                    EndState::BlockedInput { stream } => self.wait_name(stream, true),
+                    EndState::BlockedOutput { stream } => self.wait_name(stream, false),
+                    // A poll's wake-up is not logged: blocked to the dispatch.
+                    _ => self.n.poll,
+                };
                 let (nx, ny) = (self.ns(x), self.ns(y));
                 self.w.slice(track, nx, ny, name, &[], &[], &[])?;
             }
@@ -662,9 +663,7 @@ impl<'r, 'w> Pass<'r, 'w> {
         }
         // Busy time, for the counters.
         let g = self.tasks[k].group;
-        let grid = self.grid;
-        Self::add_span(&grid, &mut self.sums[BUSY], p.start, p.end);
-        self.add_group(g, 0, p.start, p.end);
+        self.add_span(BUSY, g, 0, p.start, p.end);
         // The worker's track.
         if in_window {
             if let Some((s, e)) = self.clip(wi, p.start, p.end) {
@@ -793,7 +792,7 @@ pub fn write_perfetto_trace(
     out: &mut dyn Write,
 ) -> io::Result<PerfettoStats> {
     let (lo, hi) = window(run, opts.from_ms, opts.to_ms);
-    let grid = Grid::new(lo, hi, opts.buckets.clamp(1, MAX_BUCKETS));
+    let grid = Buckets::new(lo, hi, opts.buckets.clamp(1, MAX_BUCKETS));
     let plan = plan_detail(run, grid, opts.detail);
     let mut w = Writer::new(out);
     let names = Names {
@@ -877,7 +876,7 @@ pub fn write_perfetto_trace(
         2,
         false,
     )?;
-    let long = (plan.grid.span / plan.grid.n as u64 / 2).max(1);
+    let long = (plan.grid.width / 2).max(1);
     let mut pass = Pass {
         run,
         w,
@@ -900,7 +899,7 @@ pub fn write_perfetto_trace(
         stats: PerfettoStats {
             threshold: plan.threshold,
             periods: plan.periods,
-            bucket_ns: run.ns(plan.grid.span) as f64 / plan.grid.n as f64,
+            bucket_ns: run.ns(plan.grid.width) as f64,
             ..PerfettoStats::default()
         },
         n: names,
@@ -1081,7 +1080,7 @@ impl Pass<'_, '_> {
         let grid = self.grid;
         let mut last = f64::NAN;
         for b in 0..grid.n {
-            let len = grid.len(b).max(1) as f64;
+            let len = (grid.start(b + 1) - grid.start(b)).max(1) as f64;
             let x = v.get(b).copied().unwrap_or(0.0);
             let val = if per_ms {
                 // Over the bucket's length as written, so that the
