@@ -226,7 +226,8 @@ struct Pass<'r, 'w> {
     group_ix: std::collections::HashMap<String, usize>,
     workers: Vec<WorkerSt>,
     /// Stream ends (writer, reader) as bound or seen.
-    ends: IdMap<u64, (Option<u64>, Option<u64>)>,
+    ends: Vec<(Option<u64>, Option<u64>)>,
+    stream_ix: IdIndex,
     /// Names of blocked states per (stream, reading).
     wait_names: IdMap<(u64, bool), Name>,
     sums: [Vec<f64>; 5],
@@ -382,6 +383,15 @@ impl<'r, 'w> Pass<'r, 'w> {
             .ok_or_else(|| io::Error::other("group track"))
     }
 
+    /// The ends (writer, reader) of `stream` as bound or seen so far.
+    fn stream_ends(&mut self, stream: u64) -> &mut (Option<u64>, Option<u64>) {
+        let (i, new) = self.stream_ix.index(stream, self.ends.len());
+        if new {
+            self.ends.push((None, None));
+        }
+        &mut self.ends[i]
+    }
+
     /// The name of a wait on `stream` (reading or writing it).
     fn wait_name(&mut self, stream: u64, reading: bool) -> Name {
         if let Some(&n) = self.wait_names.get(&(stream, reading)) {
@@ -391,7 +401,7 @@ impl<'r, 'w> Pass<'r, 'w> {
             Some(n) => format!("stream {stream} ({n})"),
             None => format!("stream {stream}"),
         };
-        let (writer, reader) = self.ends.get(&stream).copied().unwrap_or_default();
+        let (writer, reader) = *self.stream_ends(stream);
         let s = if reading {
             match writer {
                 Some(t) => format!("blocked reading {label} from {}", self.run.task_label(t)),
@@ -627,7 +637,7 @@ impl<'r, 'w> Pass<'r, 'w> {
             if io.reads | io.writes == 0 && !io.woke_peer {
                 continue;
             }
-            let e = self.ends.entry(io.stream).or_default();
+            let e = self.stream_ends(io.stream);
             if io.writes > 0 {
                 e.0.get_or_insert(p.task);
             }
@@ -890,7 +900,8 @@ pub fn write_perfetto_trace(
         groups: Vec::new(),
         group_ix: std::collections::HashMap::new(),
         workers,
-        ends: IdMap::default(),
+        ends: Vec::new(),
+        stream_ix: IdIndex::default(),
         wait_names: IdMap::default(),
         sums: Default::default(),
         long_gaps_left: opts.detail,
@@ -906,7 +917,7 @@ pub fn write_perfetto_trace(
         plan,
     };
     for (id, s) in &run.streams {
-        pass.ends.insert(*id, (s.writer, s.reader));
+        *pass.stream_ends(*id) = (s.writer, s.reader);
     }
     // Groups, heaviest (busy time) first, each with its counters.
     let mut busy: Vec<(u64, u64)> = run.tasks.values().map(|t| (t.id, t.busy)).collect();
