@@ -14,14 +14,16 @@ use crate::scan::Item;
 
 /// The window `[t0, t0 + span]` (ticks) cut into `n` buckets of `width`
 /// ticks (the last one shorter): `width = ceil(span / asked)`, so `n` is at
-/// most the number asked for. One integer division finds a bucket, which
-/// matters at one or two look-ups per period.
+/// most the number asked for. A bucket is found by a multiplication with
+/// the width's reciprocal, corrected by a comparison: it is looked up a few
+/// times per period.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Buckets {
     pub t0: u64,
     pub span: u64,
     pub width: u64,
     pub n: usize,
+    inv: f64,
 }
 
 impl Buckets {
@@ -30,14 +32,28 @@ impl Buckets {
         let asked = asked.max(1) as u64;
         let width = span.div_ceil(asked).max(1);
         let n = span.div_ceil(width).max(1) as usize;
-        Buckets { t0, span, width, n }
+        Buckets {
+            t0,
+            span,
+            width,
+            n,
+            inv: 1.0 / width as f64,
+        }
     }
 
     /// The bucket holding `t` (clamped to the window).
     #[inline]
     pub fn index(&self, t: u64) -> usize {
         let d = t.saturating_sub(self.t0).min(self.span);
-        ((d / self.width) as usize).min(self.n - 1)
+        // The float estimate is off by at most one for any u64.
+        let mut i = ((d as f64 * self.inv) as u64).min(self.n as u64 - 1);
+        let at = i.saturating_mul(self.width);
+        if at > d {
+            i -= 1;
+        } else if i + 1 < self.n as u64 && at.saturating_add(self.width) <= d {
+            i += 1;
+        }
+        i as usize
     }
 
     /// Where bucket `i` starts (`i == n`: the window's end).
@@ -196,6 +212,30 @@ mod tests {
         assert_eq!(huge.n, 7);
         assert_eq!(huge.index(u64::MAX), 6);
         assert_eq!(huge.start(7), u64::MAX);
+    }
+
+    #[test]
+    fn the_reciprocal_finds_the_bucket_of_the_division() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..2000 {
+            let t0 = next() >> (next() % 64);
+            let span = next() >> (next() % 64);
+            let asked = (next() % 100_000 + 1) as usize;
+            let b = Buckets::new(t0, t0.saturating_add(span), asked);
+            for _ in 0..20 {
+                let d = next() % (b.span + 1).max(1);
+                let want = ((d / b.width) as usize).min(b.n - 1);
+                assert_eq!(b.index(b.t0 + d), want, "{b:?} {d}");
+            }
+            let last = b.t0 + b.span;
+            assert_eq!(b.index(last), ((b.span / b.width) as usize).min(b.n - 1));
+        }
     }
 
     /// Periods in the detailed buckets.

@@ -231,7 +231,8 @@ fn warn(run: &rill_monitor::RunLog) {
 fn create(path: &Path) -> anyhow::Result<BufWriter<std::fs::File>> {
     let f =
         std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    Ok(BufWriter::new(f))
+    // Large writes: a trace is written in packets of tens of bytes.
+    Ok(BufWriter::with_capacity(1 << 20, f))
 }
 
 /// Checks `--from`/`--to`.

@@ -74,8 +74,11 @@ mod field {
     pub const TD_CHILD_ORDERING: u32 = 11;
     pub const TD_SIBLING_ORDER_RANK: u32 = 12;
     pub const TD_DESCRIPTION: u32 = 14;
+    pub const TD_SIBLING_MERGE_BEHAVIOR: u32 = 15;
     // TrackDescriptor.ChildTracksOrdering.
     pub const CHILD_ORDERING_EXPLICIT: u64 = 3;
+    // TrackDescriptor.SiblingMergeBehavior.
+    pub const SIBLING_MERGE_BEHAVIOR_NONE: u64 = 2;
 
     // track_event/counter_descriptor.proto, message CounterDescriptor.
     pub const CD_UNIT_NAME: u32 = 6;
@@ -269,6 +272,11 @@ impl<'w> Writer<'w> {
             if let Some(text) = description {
                 d.string(field::TD_DESCRIPTION, text);
             }
+            // Tasks may share a name: the UI must not merge their tracks.
+            d.uint(
+                field::TD_SIBLING_MERGE_BEHAVIOR,
+                field::SIBLING_MERGE_BEHAVIOR_NONE,
+            );
         });
         self.flush_packet()?;
         self.stats.tracks += 1;

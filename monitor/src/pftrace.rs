@@ -55,9 +55,11 @@ impl Default for PerfettoOptions {
 pub struct PerfettoStats {
     /// Periods starting in the window.
     pub periods: u64,
-    /// Periods shown as slices of their own on their worker's track.
+    /// Periods starting in the window shown as slices of their own on
+    /// their worker's track (a period that starts before the window and
+    /// reaches into it is shown, clipped, but not counted).
     pub detailed: u64,
-    /// Periods folded into merged slices.
+    /// Periods starting in the window folded into merged slices.
     pub merged: u64,
     /// Merged slices written.
     pub merged_slices: u64,
@@ -680,10 +682,14 @@ impl<'r, 'w> Pass<'r, 'w> {
                 self.workers[wi].last_end = e;
                 if shown {
                     self.flush_merge(wi)?;
-                    self.stats.detailed += 1;
+                    if counted {
+                        self.stats.detailed += 1;
+                    }
                     self.period_slice(wi, k, p, s, e, &flows, &ends[..n_ends], sc)?;
                 } else {
-                    self.stats.merged += 1;
+                    if counted {
+                        self.stats.merged += 1;
+                    }
                     self.merge(wi, s, e, Some((g, e - s)))?;
                     // A flow can end on a merged slice that begins after
                     // the flow's start (trace processor drops an end it

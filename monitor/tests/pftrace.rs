@@ -414,3 +414,36 @@ fn damaged_logs_give_a_partial_trace() {
         assert!(stats.periods > 0 && !t.slices.is_empty());
     }
 }
+
+#[test]
+fn tasks_sharing_a_name_keep_tracks_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = vec!["stage".to_owned(), "stage".to_owned()];
+    runs::chain(
+        dir.path(),
+        2,
+        rill::Mapping::RoundRobin,
+        &names,
+        None,
+        Duration::ZERO,
+        500,
+    );
+    let run = load_run(dir.path()).unwrap();
+    let (t, _, _) = trace(&run, &PerfettoOptions::default());
+    let stages: Vec<u64> = t
+        .tracks
+        .iter()
+        .filter(|(_, d)| d.name == "stage")
+        .map(|(&u, _)| u)
+        .collect();
+    assert_eq!(stages.len(), 2);
+    let descs: Vec<&str> = stages
+        .iter()
+        .map(|u| t.tracks[u].description.as_deref().unwrap())
+        .collect();
+    assert_ne!(descs[0], descs[1], "each names its task id");
+    for u in &stages {
+        assert!(t.tracks[u].merge_none);
+        assert!(!t.on(*u).is_empty());
+    }
+}

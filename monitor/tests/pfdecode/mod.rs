@@ -82,6 +82,8 @@ pub struct TrackDesc {
     pub counter: bool,
     pub description: Option<String>,
     pub rank: Option<u64>,
+    /// Its siblings are not merged with it (sibling_merge_behavior NONE).
+    pub merge_none: bool,
 }
 
 /// An argument value.
@@ -217,6 +219,7 @@ pub fn decode(data: &[u8]) -> Result<Trace, String> {
                     }
                     11 => {}
                     12 => t.rank = Some(uint(&f)?),
+                    15 => t.merge_none = uint(&f)? == 2,
                     14 => t.description = Some(string(&f)?),
                     _ => return Err(format!("TrackDescriptor field {n}")),
                 }
