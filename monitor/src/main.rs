@@ -346,9 +346,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                             s.clipped
                         );
                     }
+                    let dense = match s.threshold {
+                        Some(t) => format!(", those with over {t} periods merged"),
+                        None => String::new(),
+                    };
                     eprintln!(
                         "rill-mon: {}: {} of {} periods as slices, {} merged into {} slices \
-                         (buckets of {}), {} flows, {:.1} MB",
+                         (buckets of {}{dense}), {} flows, {:.1} MB",
                         output.display(),
                         s.detailed,
                         s.periods,
