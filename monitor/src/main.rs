@@ -346,6 +346,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                             s.clipped
                         );
                     }
+                    if s.periods == 0 {
+                        eprintln!("rill-mon: warning: no period starts in the window");
+                    }
                     let dense = match s.threshold {
                         Some(t) => format!(", those with over {t} periods merged"),
                         None => String::new(),

@@ -130,6 +130,24 @@ fn trace_format_follows_the_extension() {
             );
         }
     }
+    // JSON keeps the window's events only.
+    let events = |extra: &[&str]| {
+        let file = out_dir.path().join("w.json");
+        let mut args = vec!["trace", p(dir.path()), "-o", p(&file)];
+        args.extend_from_slice(extra);
+        assert!(mon(&args).status.success());
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        v["traceEvents"].as_array().unwrap().len()
+    };
+    let (all, some) = (
+        events(&[]),
+        events(&["--from", "0.00006", "--to", "0.00009"]),
+    );
+    assert!(some < all && some > 5, "{some} of {all}");
+    let out = mon(&["trace", p(dir.path()), "-o", "/dev/null", "--from", "10"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no period starts in the window"));
     for (args, needle) in [
         (
             &["--buckets", "0"][..],
