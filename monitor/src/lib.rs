@@ -1,7 +1,8 @@
 //! rill-monitor: reads the binary monitoring logs a rill run writes (one per
 //! worker, `worker-{id}.rlog`) and turns them into a summary (per-worker
 //! busy/waiting time, per-task and per-stream totals, throughput, per-input
-//! latency and jitter), an SVG timeline and a Chrome trace; and explains
+//! latency and jitter), an SVG timeline and a trace for Perfetto (its
+//! protobuf format, or Chrome JSON for small runs); and explains
 //! the run: who waited for whom ([`waits()`]), what held it back
 //! ([`bottleneck()`]) and where its tasks should run ([`plan_mapping`]).
 //!
@@ -22,11 +23,15 @@
 
 mod activity;
 mod bottleneck;
+mod detail;
 mod groups;
 mod latency;
 mod load;
 mod mapfile;
 mod partition;
+mod perfetto;
+mod pftrace;
+mod protobuf;
 mod sampled;
 pub mod scan;
 mod summary;
@@ -45,11 +50,12 @@ pub use mapfile::{
     plan_mapping, quote_name, Cut, Estimate, MapPlan, MappedTask, WorkerLoad, MAX_MAP_WORKERS,
 };
 pub use partition::{evaluate, partition, Evaluation, PartGraph};
+pub use pftrace::{write_perfetto_trace, PerfettoOptions, PerfettoStats, MAX_BUCKETS};
 pub use sampled::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
 pub use summary::{
     end_state_name, fmt_ns, summarize, LatencyStats, LatencySummary, SinkLatency, StreamSummary,
     Summary, TaskSummary, Throughput, WorkerSummary,
 };
 pub use timeline::{task_colour, timeline_svg, xml_escape, TimelineOptions};
-pub use trace::{chrome_trace, write_chrome_trace, TraceStats};
+pub use trace::{chrome_trace, write_chrome_trace, write_chrome_trace_window, TraceStats};
 pub use waits::{waits, PairWaits, StreamWaits, Waits, WorkerPairWaits};

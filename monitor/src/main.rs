@@ -2,7 +2,7 @@
 //!
 //! * `rill-mon summary DIR [--json]`
 //! * `rill-mon timeline DIR -o FILE.svg [--from MS --to MS] [--width PX]`
-//! * `rill-mon trace DIR -o FILE.json`
+//! * `rill-mon trace DIR -o FILE.pftrace|FILE.json [--format perfetto|json] [--from MS --to MS] [--detail N] [--buckets N]`
 //! * `rill-mon waits DIR [--json] [--no-group] [--limit N]`
 //! * `rill-mon bottleneck DIR [--json] [--windows N] [--alpha A] [--beta B] [--gamma G]`
 //! * `rill-mon map DIR --workers W -o FILE [--json]`
@@ -17,7 +17,8 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use rill_monitor::{
     bottleneck, load_run, load_run_with, plan_mapping, summarize, timeline_svg, waits,
-    write_chrome_trace, BottleneckOptions, LoadOptions, RunLog, TimelineOptions, MAX_MAP_WORKERS,
+    write_chrome_trace_window, write_perfetto_trace, BottleneckOptions, LoadOptions,
+    PerfettoOptions, RunLog, TimelineOptions, MAX_BUCKETS, MAX_MAP_WORKERS,
 };
 
 /// Analyses the monitoring logs (worker-*.rlog) of a rill run.
@@ -27,6 +28,18 @@ struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
+
+/// The format of `rill-mon trace`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TraceFormat {
+    /// Perfetto's protobuf trace format.
+    Perfetto,
+    /// Chrome trace-event JSON.
+    Json,
+}
+
+/// Periods above which a JSON trace gets a warning (about 190 MB).
+const JSON_WARN_PERIODS: u64 = 1_000_000;
 
 #[derive(Subcommand)]
 enum Cmd {
@@ -56,13 +69,51 @@ enum Cmd {
         #[arg(long, default_value_t = 1600)]
         width: u32,
     },
-    /// Chrome trace-event JSON for Perfetto or chrome://tracing.
+    /// A trace to open in the Perfetto UI: Perfetto's protobuf format, or
+    /// Chrome JSON for small runs.
+    ///
+    /// The format follows the file's extension: .json writes Chrome
+    /// trace-event JSON (every period an event, about 190 bytes each: for
+    /// small runs), any other (.pftrace, .perfetto-trace) Perfetto's
+    /// protobuf format; --format overrides it.
+    ///
+    /// The protobuf trace has a track per worker (task periods and idle
+    /// waits), the run's counters (busy workers = running tasks, ready
+    /// tasks, tasks blocked reading and writing, cross-worker wake-ups per
+    /// ms), a track per task group (numbered names folded: mc/star/*/step/*)
+    /// holding its running/ready/blocked counters and a track per task
+    /// (running on which worker, blocked on which stream, ready), and flow
+    /// arrows from a waking period to the woken task's next period on
+    /// another worker. Long runs stay small: the window is cut into
+    /// --buckets buckets and the sparsest show every period, up to --detail
+    /// periods in all; in the others each worker's periods shorter than
+    /// half a bucket merge into one slice per bucket, named after its
+    /// busiest group (the "detail" track marks them). --from/--to narrow
+    /// the window to see a stretch in full.
+    #[command(verbatim_doc_comment)]
     Trace {
         /// The directory holding the worker-*.rlog files.
         dir: PathBuf,
-        /// The JSON file to write.
+        /// The trace file to write (.pftrace, .perfetto-trace or .json).
         #[arg(short, long)]
         output: PathBuf,
+        /// perfetto (protobuf) or json; default: json for a .json file,
+        /// perfetto otherwise.
+        #[arg(long, value_enum)]
+        format: Option<TraceFormat>,
+        /// Window start, ms after the run's first time stamp.
+        #[arg(long)]
+        from: Option<f64>,
+        /// Window end, ms after the run's first time stamp.
+        #[arg(long)]
+        to: Option<f64>,
+        /// Perfetto: at most this many periods get slices of their own.
+        #[arg(long, default_value_t = PerfettoOptions::default().detail)]
+        detail: u64,
+        /// Perfetto: buckets the window is cut into (1 to 100000): the
+        /// counters' resolution and the unit of merging.
+        #[arg(long, default_value_t = PerfettoOptions::default().buckets)]
+        buckets: usize,
     },
     /// Who waited for whom: the waiting relation W(A,B) per stream, task pair
     /// and worker pair.
@@ -188,7 +239,24 @@ fn warn_truncated(run: &rill_monitor::RunLog) {
 fn create(path: &Path) -> anyhow::Result<BufWriter<std::fs::File>> {
     let f =
         std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    Ok(BufWriter::new(f))
+    // Large writes: a trace is written in packets of tens of bytes.
+    Ok(BufWriter::with_capacity(1 << 20, f))
+}
+
+/// Checks `--from`/`--to`.
+fn check_window(from: Option<f64>, to: Option<f64>) -> anyhow::Result<()> {
+    for (name, v) in [("--from", from), ("--to", to)] {
+        if let Some(v) = v {
+            anyhow::ensure!(
+                v.is_finite() && v >= 0.0,
+                "{name} must be a time in ms >= 0"
+            );
+        }
+    }
+    if let (Some(f), Some(t)) = (from, to) {
+        anyhow::ensure!(t > f, "--to ({t} ms) must be after --from ({f} ms)");
+    }
+    Ok(())
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -212,17 +280,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             to,
             width,
         } => {
-            for (name, v) in [("--from", from), ("--to", to)] {
-                if let Some(v) = v {
-                    anyhow::ensure!(
-                        v.is_finite() && v >= 0.0,
-                        "{name} must be a time in ms >= 0"
-                    );
-                }
-            }
-            if let (Some(f), Some(t)) = (from, to) {
-                anyhow::ensure!(t > f, "--to ({t} ms) must be after --from ({f} ms)");
-            }
+            check_window(from, to)?;
             let run = load_run(&dir)?;
             warn(&run);
             let opts = TimelineOptions {
@@ -237,18 +295,85 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .and_then(|()| out.flush())
                 .with_context(|| format!("cannot write {}", output.display()))?;
         }
-        Cmd::Trace { dir, output } => {
-            let run = load_run(&dir)?;
+        Cmd::Trace {
+            dir,
+            output,
+            format,
+            from,
+            to,
+            detail,
+            buckets,
+        } => {
+            check_window(from, to)?;
+            anyhow::ensure!(
+                (1..=MAX_BUCKETS).contains(&buckets),
+                "--buckets must be between 1 and {MAX_BUCKETS}, not {buckets}"
+            );
+            let json_ext = output
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+            let format = format.unwrap_or(if json_ext {
+                TraceFormat::Json
+            } else {
+                TraceFormat::Perfetto
+            });
+            let run = load_quietly(&dir)?;
             warn(&run);
             let mut out = create(&output)?;
-            let stats = write_chrome_trace(&run, &mut out)
-                .and_then(|s| out.flush().map(|()| s))
-                .with_context(|| format!("cannot write {}", output.display()))?;
-            if stats.clipped > 0 {
-                eprintln!(
-                    "rill-mon: warning: {} overlapping spans were clipped ({} dropped)",
-                    stats.clipped, stats.dropped
-                );
+            let what = || format!("cannot write {}", output.display());
+            match format {
+                TraceFormat::Json => {
+                    let stats = write_chrome_trace_window(&run, from, to, &mut out)
+                        .and_then(|s| out.flush().map(|()| s))
+                        .with_context(what)?;
+                    if stats.clipped > 0 {
+                        eprintln!(
+                            "rill-mon: warning: {} overlapping spans were clipped ({} dropped)",
+                            stats.clipped, stats.dropped
+                        );
+                    }
+                    if stats.periods > JSON_WARN_PERIODS {
+                        eprintln!(
+                            "rill-mon: warning: {} periods make a JSON trace too large to load \
+                             comfortably; write a .pftrace (Perfetto's format) or narrow --from/--to",
+                            stats.periods
+                        );
+                    }
+                }
+                TraceFormat::Perfetto => {
+                    let opts = PerfettoOptions {
+                        from_ms: from,
+                        to_ms: to,
+                        detail,
+                        buckets,
+                    };
+                    let s = write_perfetto_trace(&run, &opts, &mut out).with_context(what)?;
+                    if s.clipped > 0 {
+                        eprintln!(
+                            "rill-mon: warning: {} overlapping periods or waits were clipped",
+                            s.clipped
+                        );
+                    }
+                    if s.periods == 0 {
+                        eprintln!("rill-mon: warning: no period starts in the window");
+                    }
+                    let dense = match s.threshold {
+                        Some(t) => format!(", those with over {t} periods merged"),
+                        None => String::new(),
+                    };
+                    eprintln!(
+                        "rill-mon: {}: {} of {} periods as slices, {} merged into {} slices \
+                         (buckets of {}{dense}), {} flows, {:.1} MB",
+                        output.display(),
+                        s.detailed,
+                        s.periods,
+                        s.merged,
+                        s.merged_slices,
+                        rill_monitor::fmt_ns(s.bucket_ns),
+                        s.flows,
+                        s.bytes as f64 / 1e6
+                    );
+                }
             }
         }
         Cmd::Waits {

@@ -1,4 +1,7 @@
-//! `rill-mon trace`: Chrome trace-event JSON (opens in Perfetto and chrome://tracing).
+//! `rill-mon trace -o FILE.json`: Chrome trace-event JSON (opens in
+//! Perfetto and chrome://tracing), every period an event: for small runs
+//! (about 190 bytes a period); Perfetto's protobuf format is in
+//! [`crate::pftrace`].
 
 use std::io::{self, Write};
 
@@ -7,6 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::load::RunLog;
+use crate::pftrace::window;
 use crate::scan::Item;
 use crate::summary::end_state_name;
 
@@ -39,7 +43,11 @@ pub struct TraceStats {
 
 /// Walks the run's spans per worker, clipping overlaps, and hands each event
 /// to `emit`.
-fn events(run: &RunLog, mut emit: impl FnMut(Value) -> io::Result<()>) -> io::Result<TraceStats> {
+fn events(
+    run: &RunLog,
+    (lo, hi): (u64, u64),
+    mut emit: impl FnMut(Value) -> io::Result<()>,
+) -> io::Result<TraceStats> {
     let mut stats = TraceStats::default();
     emit(json!({
         "name": "process_name", "ph": "M", "pid": 1, "tid": 0,
@@ -67,6 +75,10 @@ fn events(run: &RunLog, mut emit: impl FnMut(Value) -> io::Result<()>) -> io::Re
                 Item::WorkerWait { t, dur } => (t, t.saturating_add(dur)),
                 _ => continue,
             };
+            if e < lo || s > hi {
+                continue;
+            }
+            let (s, e) = (s.max(lo), e.min(hi));
             let mut rs = s.saturating_sub(run.t0);
             let re = e.saturating_sub(run.t0);
             let clipped = rs < last_end;
@@ -141,7 +153,7 @@ fn events(run: &RunLog, mut emit: impl FnMut(Value) -> io::Result<()>) -> io::Re
 /// [`write_chrome_trace`].
 pub fn chrome_trace(run: &RunLog) -> Value {
     let mut evs = Vec::new();
-    let _ = events(run, |v| {
+    let _ = events(run, (run.t0, run.t1), |v| {
         evs.push(v);
         Ok(())
     });
@@ -150,9 +162,21 @@ pub fn chrome_trace(run: &RunLog) -> Value {
 
 /// Streams the document of [`chrome_trace`] to `out`.
 pub fn write_chrome_trace(run: &RunLog, out: &mut dyn Write) -> io::Result<TraceStats> {
+    write_chrome_trace_window(run, None, None, out)
+}
+
+/// Streams the document of [`chrome_trace`] to `out`, keeping the periods
+/// and waits that overlap the window `[from_ms, to_ms]` (ms after the run's
+/// first time stamp; open ends reach the run's ends), clipped to it.
+pub fn write_chrome_trace_window(
+    run: &RunLog,
+    from_ms: Option<f64>,
+    to_ms: Option<f64>,
+    out: &mut dyn Write,
+) -> io::Result<TraceStats> {
     out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
     let mut first = true;
-    let stats = events(run, |v| {
+    let stats = events(run, window(run, from_ms, to_ms), |v| {
         if !first {
             out.write_all(b",\n")?;
         }

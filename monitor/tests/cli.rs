@@ -97,6 +97,85 @@ fn timeline_and_trace_files() {
 }
 
 #[test]
+fn trace_format_follows_the_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), false, Calibration::nanos());
+    let out_dir = tempfile::tempdir().unwrap();
+    let is_json = |path: &Path| std::fs::read(path).unwrap().first() == Some(&b'{');
+    for (name, extra, json) in [
+        ("t.pftrace", &[][..], false),
+        ("t.perfetto-trace", &[][..], false),
+        ("t.JSON", &[][..], true),
+        ("t.trace", &["--format", "json"][..], true),
+        ("t.json", &["--format", "perfetto"][..], false),
+        (
+            "w.pftrace",
+            &["--from", "0.00005", "--to", "0.0001"][..],
+            false,
+        ),
+        ("m.pftrace", &["--detail", "2", "--buckets", "3"][..], false),
+    ] {
+        let file = out_dir.path().join(name);
+        let mut args = vec!["trace", p(dir.path()), "-o", p(&file)];
+        args.extend_from_slice(extra);
+        let out = mon(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {err}");
+        assert_eq!(is_json(&file), json, "{name}");
+        if !json {
+            // One line saying what was written.
+            assert!(
+                err.contains("periods as slices") && err.contains(" MB"),
+                "{err}"
+            );
+        }
+    }
+    // JSON keeps the window's events only.
+    let events = |extra: &[&str]| {
+        let file = out_dir.path().join("w.json");
+        let mut args = vec!["trace", p(dir.path()), "-o", p(&file)];
+        args.extend_from_slice(extra);
+        assert!(mon(&args).status.success());
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        v["traceEvents"].as_array().unwrap().len()
+    };
+    let (all, some) = (
+        events(&[]),
+        events(&["--from", "0.00006", "--to", "0.00009"]),
+    );
+    assert!(some < all && some > 5, "{some} of {all}");
+    let out = mon(&["trace", p(dir.path()), "-o", "/dev/null", "--from", "10"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no period starts in the window"));
+    for (args, needle) in [
+        (
+            &["--buckets", "0"][..],
+            "--buckets must be between 1 and 100000",
+        ),
+        (&["--buckets", "100001"][..], "--buckets"),
+        (&["--from", "2", "--to", "1"][..], "must be after --from"),
+        (&["--from=-1"][..], "--from must be a time"),
+    ] {
+        let mut a = vec!["trace", p(dir.path()), "-o", "/dev/null"];
+        a.extend_from_slice(args);
+        assert_error(&mon(&a), &[needle]);
+    }
+    let out = mon(&["trace", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        ".pftrace",
+        ".json",
+        "--format",
+        "--detail",
+        "--buckets",
+        "flow",
+    ] {
+        assert!(help.contains(needle), "{needle} missing in --help");
+    }
+}
+
+#[test]
 fn missing_directory() {
     let out = mon(&["summary", "/nonexistent/rill-logs"]);
     assert_error(&out, &["/nonexistent/rill-logs", "not found"]);

@@ -15,6 +15,7 @@
 //! taking the machine.
 
 mod common;
+mod pfdecode;
 
 use std::ffi::OsStr;
 use std::io::{Read as _, Seek as _};
@@ -145,12 +146,14 @@ fn a_forged_worker_count_is_answered_quickly_in_little_memory() {
     let out = tempfile::tempdir().unwrap();
     let svg = out.path().join("t.svg");
     let json = out.path().join("t.json");
+    let pf = out.path().join("t.pftrace");
     let d = dir.path().as_os_str();
     for args in [
         vec!["summary".as_ref(), d],
         vec!["summary".as_ref(), d, "--json".as_ref()],
         vec!["timeline".as_ref(), d, "-o".as_ref(), svg.as_os_str()],
         vec!["trace".as_ref(), d, "-o".as_ref(), json.as_os_str()],
+        vec!["trace".as_ref(), d, "-o".as_ref(), pf.as_os_str()],
     ] {
         let exit = rill_mon_capped(&args, Duration::from_secs(5));
         exit.assert_clean(&format!("{args:?}"));
@@ -627,6 +630,24 @@ fn analyse(dir: &Path) {
     check_xml(&timeline_svg(&run, &window)).unwrap();
     rill_monitor::write_chrome_trace(&run, &mut std::io::sink()).unwrap();
     let _ = rill_monitor::chrome_trace(&run);
+    // The Perfetto trace decodes, whole, windowed, or merged.
+    for opts in [
+        rill_monitor::PerfettoOptions::default(),
+        rill_monitor::PerfettoOptions {
+            from_ms: Some(1e-6),
+            to_ms: Some(1e-3),
+            ..rill_monitor::PerfettoOptions::default()
+        },
+        rill_monitor::PerfettoOptions {
+            detail: 3,
+            buckets: 7,
+            ..rill_monitor::PerfettoOptions::default()
+        },
+    ] {
+        let mut buf = Vec::new();
+        rill_monitor::write_perfetto_trace(&run, &opts, &mut buf).unwrap();
+        pfdecode::decode(&buf).unwrap_or_else(|e| panic!("{opts:?}: {e}"));
+    }
     // The explaining analyses: partial answers, never a panic.
     for group in [true, false] {
         let w = rill_monitor::waits(&run, group);
@@ -670,12 +691,14 @@ fn subcommands_capped(dir: &Path) {
     let out = tempfile::tempdir().unwrap();
     let svg = out.path().join("t.svg");
     let json = out.path().join("t.json");
+    let pf = out.path().join("t.pftrace");
     let d = dir.as_os_str();
     let map = out.path().join("map.txt");
     for args in [
         vec!["summary".as_ref(), d, "--json".as_ref()],
         vec!["timeline".as_ref(), d, "-o".as_ref(), svg.as_os_str()],
         vec!["trace".as_ref(), d, "-o".as_ref(), json.as_os_str()],
+        vec!["trace".as_ref(), d, "-o".as_ref(), pf.as_os_str()],
         vec!["waits".as_ref(), d],
         vec!["bottleneck".as_ref(), d, "--json".as_ref()],
         vec![

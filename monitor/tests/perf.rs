@@ -185,6 +185,28 @@ fn summary_throughput() {
         svg.len() >> 10
     );
     assert!(svg.len() < 4 << 20, "the SVG stays small for long runs");
+    // The Perfetto trace, bounded whatever the run's length.
+    let mut sink = std::io::sink();
+    let (pf, pf_wall, pf_cpu) = timed(|| {
+        rill_monitor::write_perfetto_trace(
+            &run,
+            &rill_monitor::PerfettoOptions::default(),
+            &mut sink,
+        )
+        .unwrap()
+    });
+    eprintln!(
+        "trace: {pf_wall:.2} s wall, {pf_cpu:.2} s CPU ({:.0} MiB per CPU-second), {:.1} MB, \
+         {} of {} periods as slices",
+        mib / pf_cpu,
+        pf.bytes as f64 / 1e6,
+        pf.detailed,
+        pf.periods
+    );
+    assert!(
+        pf.bytes < 150_000_000,
+        "the trace stays small for long runs"
+    );
     // The explaining passes (one time-ordered pass each, on one thread).
     let (w, w_wall, w_cpu) = timed(|| rill_monitor::waits(&run, true));
     let opts = rill_monitor::BottleneckOptions::default();
