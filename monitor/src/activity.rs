@@ -59,9 +59,11 @@ impl Grid {
         if self.span == 0 {
             return 0;
         }
+        if self.n == 1 {
+            return 0;
+        }
         let d = t.saturating_sub(self.t0).min(self.span);
-        let mut i =
-            ((u128::from(d) * self.n as u128 / u128::from(self.span)) as usize).min(self.n - 1);
+        let mut i = (mul_div(d, self.n as u64, self.span) as usize).min(self.n - 1);
         // The division may be one off the window starts' rounding.
         let t = self.t0 + d;
         while i > 0 && self.start(i) > t {
@@ -75,8 +77,7 @@ impl Grid {
 
     /// Where window `i` starts (`i == n`: the grid's end).
     pub fn start(&self, i: usize) -> u64 {
-        let off = u128::from(self.span) * i.min(self.n) as u128 / self.n as u128;
-        self.t0 + off as u64
+        self.t0 + mul_div(self.span, i.min(self.n) as u64, self.n as u64)
     }
 
     /// The length of window `i`, ticks.
@@ -91,6 +92,10 @@ impl Grid {
         if b <= a {
             return;
         }
+        if self.n == 1 {
+            f(0, b - a);
+            return;
+        }
         let first = self.index(a).saturating_sub(1);
         let last = (self.index(b - 1) + 1).min(self.n - 1);
         for w in first..=last {
@@ -99,6 +104,17 @@ impl Grid {
                 f(w, hi - lo);
             }
         }
+    }
+}
+
+/// `x · y / z` rounded down (`z > 0`, a result below 2^64): in 64 bits
+/// where the product fits (a 128-bit division costs several
+/// times more, and the passes divide a few times per period).
+#[inline]
+fn mul_div(x: u64, y: u64, z: u64) -> u64 {
+    match x.checked_mul(y) {
+        Some(p) => p / z,
+        None => (u128::from(x) * u128::from(y) / u128::from(z)) as u64,
     }
 }
 
@@ -320,7 +336,7 @@ impl Activity {
 }
 
 /// The stream of the first read in the scanner's current period.
-fn first_read(sc: &Scanner<'_>) -> Option<u64> {
+pub(crate) fn first_read(sc: &Scanner<'_>) -> Option<u64> {
     let io = sc.io();
     let mut found = None;
     sc.for_each_op(|op| {
@@ -427,6 +443,18 @@ mod tests {
             let i = g.index(t);
             assert!(g.start(i) <= t && (t < g.start(i + 1) || t == 110), "{t}");
         }
+        // Spans whose products overflow 64 bits.
+        let huge = Grid::new(1, u64::MAX, 7);
+        for t in [1, 2, u64::MAX / 3, u64::MAX / 2 + 5, u64::MAX - 1, u64::MAX] {
+            let i = huge.index(t);
+            assert!(huge.start(i) <= t, "{t}");
+            assert!(t < huge.start(i + 1) || i == 6, "{t}");
+        }
+        assert_eq!(huge.start(7), u64::MAX);
+        let one = Grid::new(10, 20, 1);
+        let mut got = Vec::new();
+        one.split(5, 15, |w, t| got.push((w, t)));
+        assert_eq!((one.index(19), got), (0, vec![(0, 5)]));
         let empty = Grid::new(5, 5, 4);
         empty.split(0, 10, |_, _| panic!("no time"));
         assert_eq!(empty.index(7), 0);

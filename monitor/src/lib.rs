@@ -3,7 +3,8 @@
 //! busy/waiting time, per-task and per-stream totals, throughput, per-input
 //! latency and jitter), an SVG timeline and a Chrome trace; and explains
 //! the run: who waited for whom ([`waits()`]), what held it back
-//! ([`bottleneck()`]) and where its tasks should run ([`plan_mapping`]).
+//! ([`bottleneck()`]) and where its tasks should run ([`plan_mapping`]);
+//! and compares two runs ([`diff()`]).
 //!
 //! ```no_run
 //! let run = rill_monitor::load_run(std::path::Path::new("logs"))?;
@@ -22,6 +23,7 @@
 
 mod activity;
 mod bottleneck;
+mod diff;
 mod groups;
 mod latency;
 mod load;
@@ -35,18 +37,22 @@ mod verdict;
 mod waits;
 
 pub use bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
+pub use diff::{
+    diff, Change, DiffSide, GroupDiff, PairDiff, Ranked, RunDiff, TotalDiff, Unmatched, WorkerDiff,
+};
 pub use groups::group_of;
 pub use load::{
     load_run, load_run_with, LoadOptions, RunLog, StreamInfo, TaskInfo, WorkerLog, WorkerStats,
     PROGRESS_THRESHOLD,
 };
 pub use mapfile::{
-    plan_mapping, quote_name, Cut, Estimate, MapPlan, MappedTask, WorkerLoad, MAX_MAP_WORKERS,
+    plan_mapping, plan_mapping_by_pass, quote_name, Cut, Estimate, MapPlan, MappedTask, WorkerLoad,
+    MAX_MAP_WORKERS,
 };
 pub use partition::{evaluate, partition, Evaluation, PartGraph};
 pub use summary::{
-    end_state_name, fmt_ns, summarize, LatencyStats, LatencySummary, SinkLatency, StreamSummary,
-    Summary, TaskSummary, Throughput, WorkerSummary,
+    end_state_name, fmt_ns, summarize, summarize_totals, LatencyStats, LatencySummary, SinkLatency,
+    StreamSummary, Summary, TaskSummary, Throughput, WorkerSummary,
 };
 pub use timeline::{task_colour, timeline_svg, xml_escape, TimelineOptions};
 pub use trace::{chrome_trace, write_chrome_trace, TraceStats};

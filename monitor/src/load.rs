@@ -119,6 +119,9 @@ pub struct RunLog {
     pub t1: u64,
     /// The latency replay, when it ran during loading.
     pub(crate) latency: Option<RawLatency>,
+    /// Tasks whose periods lie in more than one log (they migrated): for
+    /// them a log's order is not the task's order.
+    pub(crate) split_tasks: u64,
 }
 
 /// One worker's log.
@@ -244,6 +247,9 @@ pub struct TaskInfo {
     pub last_end: Option<EndState>,
     /// End of its last period (ticks), to order `last_end` across workers.
     pub last_time: u64,
+    /// The worker whose log holds most of its busy time (ties: the lower
+    /// id); `None` when no log holds a period of it.
+    pub ran_on: Option<u32>,
 }
 
 impl TaskInfo {
@@ -284,6 +290,10 @@ pub struct StreamInfo {
     pub reader_blocked: u64,
     /// Periods that ended blocked writing it (its writer blocked).
     pub writer_blocked: u64,
+    /// Poll waits of its reader put on it: periods that ended blocked on
+    /// several inputs (`BlockedAny`) whose task's next period in the same
+    /// log read this stream first (as `waits` attributes them).
+    pub poll_waits: u64,
     /// Ends closed (reader, writer).
     pub closed: (bool, bool),
 }
@@ -643,6 +653,8 @@ struct Agg {
     task_ix: IdIndex,
     streams: Vec<StreamInfo>,
     stream_ix: IdIndex,
+    /// Per task (by index): its previous period in this log ended in a poll.
+    polled: Vec<bool>,
 }
 
 impl Agg {
@@ -660,14 +672,21 @@ impl Agg {
     }
 
     #[inline]
-    fn task(&mut self, id: u64) -> &mut TaskInfo {
+    fn task_index(&mut self, id: u64) -> usize {
         let (i, new) = self.task_ix.index(id, self.tasks.len());
         if new {
             self.tasks.push(TaskInfo {
                 id,
                 ..TaskInfo::default()
             });
+            self.polled.push(false);
         }
+        i
+    }
+
+    #[inline]
+    fn task(&mut self, id: u64) -> &mut TaskInfo {
+        let i = self.task_index(id);
         &mut self.tasks[i]
     }
 
@@ -718,7 +737,17 @@ impl Agg {
             EndState::BlockedOutput { stream } => self.stream(stream).writer_blocked += 1,
             _ => {}
         }
-        let t = self.task(p.task);
+        let i = self.task_index(p.task);
+        // A poll wait goes to the first stream the next period reads.
+        if std::mem::replace(
+            &mut self.polled[i],
+            matches!(p.end_state, EndState::BlockedAny),
+        ) {
+            if let Some(s) = crate::activity::first_read(sc) {
+                self.stream(s).poll_waits += 1;
+            }
+        }
+        let t = &mut self.tasks[i];
         t.busy = t.busy.saturating_add(dur);
         t.dispatches += 1;
         t.reads = t.reads.saturating_add(reads);
@@ -897,6 +926,8 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
     let mut tasks: BTreeMap<u64, TaskInfo> = BTreeMap::new();
     let mut streams: BTreeMap<u64, StreamInfo> = BTreeMap::new();
     let mut workers = Vec::with_capacity(scanned.len());
+    // Per task with periods: (busy of its main worker so far, logs holding periods).
+    let mut ran: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
     for (s, f) in scanned.into_iter().zip(files) {
         warnings.extend(s.warnings);
         let mut ts = s.tasks;
@@ -906,6 +937,18 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
                 id: t.id,
                 ..TaskInfo::default()
             });
+            if t.dispatches > 0 {
+                let r = ran.entry(t.id).or_insert((0, 0));
+                r.1 += 1;
+                let better = match e.ran_on {
+                    None => true,
+                    Some(w) => t.busy > r.0 || (t.busy == r.0 && s.worker < w),
+                };
+                if better {
+                    r.0 = t.busy;
+                    e.ran_on = Some(s.worker);
+                }
+            }
             if e.name.is_none() && t.name.is_some() {
                 e.name = t.name;
                 e.parent = t.parent;
@@ -941,6 +984,7 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
             e.read = e.read.saturating_add(st.read);
             e.reader_blocked += st.reader_blocked;
             e.writer_blocked += st.writer_blocked;
+            e.poll_waits += st.poll_waits;
             e.closed.0 |= st.closed.0;
             e.closed.1 |= st.closed.1;
         }
@@ -971,6 +1015,7 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
         t0,
         t1,
         latency: None,
+        split_tasks: ran.values().filter(|r| r.1 > 1).count() as u64,
     })
 }
 
