@@ -510,17 +510,43 @@ fn notes(sa: &Side, sb: &Side, oa: &Unmatched, ob: &Unmatched, group: bool) -> V
             a.worker_count, b.worker_count
         ));
     }
-    let common = sa
+    let common: Vec<&String> = sa
         .groups
         .keys()
         .filter(|g| sb.groups.contains_key(*g))
-        .count();
-    if common == 0 && !(sa.groups.is_empty() && sb.groups.is_empty()) {
+        .collect();
+    // The share of a run's busy time in the groups both runs have.
+    let shared = |s: &Side| {
+        let all = sum(s.groups.values().map(|g| g.busy_ns));
+        let inner = sum(common
+            .iter()
+            .filter_map(|g| s.groups.get(*g))
+            .map(|g| g.busy_ns));
+        if all == 0 {
+            1.0
+        } else {
+            inner as f64 / all as f64
+        }
+    };
+    if common.is_empty() && !(sa.groups.is_empty() && sb.groups.is_empty()) {
         notes.push(
             "A and B have no task group in common (different programs?): only the run totals and \
              the workers compare"
                 .to_owned(),
         );
+    } else if !common.is_empty() && shared(sa).min(shared(sb)) < 0.1 {
+        let names: Vec<&str> = common.iter().take(4).map(|g| g.as_str()).collect();
+        notes.push(format!(
+            "A and B share only {} task group(s) ({}{}), holding under 10% of the busy time of \
+             one of them (different programs?): read the run totals and the workers",
+            common.len(),
+            names.join(", "),
+            if common.len() > names.len() {
+                ", ..."
+            } else {
+                ""
+            }
+        ));
     } else if !oa.groups.is_empty() || !ob.groups.is_empty() {
         notes.push(format!(
             "{} task group(s) only in A, {} only in B ({}): not ranked",
