@@ -357,6 +357,70 @@ fn next_period(sc: &mut Scanner<'_>) -> Option<ScannedPeriod> {
     }
 }
 
+/// The whole-run figures of an [`Activity`] (one window, no per-window
+/// times) from the totals [`load_run`](crate::load_run) keeps, with no pass
+/// over the records: per task its busy time and main worker, per stream its
+/// waits, the open and unattributed waits. `None` where they could differ
+/// from [`activity`]'s: when a task's periods lie in more than one log (a
+/// log's order is then not the task's), or a stream side that was used was
+/// never bound (the pass takes the first task seen there). The runtime
+/// never moves a task that ran and binds every end it uses, so runs have
+/// neither.
+pub(crate) fn activity_from_totals(run: &RunLog) -> Option<Activity> {
+    if run.split_tasks > 0 {
+        return None;
+    }
+    let unbound = run.streams.values().any(|s| {
+        (s.writer.is_none() && (s.written > 0 || s.writer_blocked > 0))
+            || (s.reader.is_none() && (s.read > 0 || s.reader_blocked > 0 || s.poll_waits > 0))
+    });
+    if unbound {
+        return None;
+    }
+    let mut act = Activity {
+        grid: Grid::new(run.t0, run.t1, 1),
+        tasks: IdMap::default(),
+        streams: IdMap::default(),
+        workers: run
+            .workers
+            .iter()
+            .map(|w| (w.worker, Strip::default()))
+            .collect(),
+        open_waits: run.open_waits,
+        unattributed_polls: run.unattributed_polls,
+        unattributed_poll_ticks: run.unattributed_poll_ticks,
+    };
+    for t in run.tasks.values().filter(|t| t.dispatches > 0) {
+        act.tasks.insert(
+            t.id,
+            TaskAct {
+                busy_ticks: t.busy,
+                worker: t.ran_on,
+                ..TaskAct::default()
+            },
+        );
+    }
+    for s in run.streams.values() {
+        act.streams.insert(
+            s.id,
+            StreamAct {
+                reader_waits: s.reader_blocked.saturating_add(s.poll_waits),
+                reader_wait: s.reader_wait,
+                writer_waits: s.writer_blocked,
+                writer_wait: s.writer_wait,
+                ..StreamAct::default()
+            },
+        );
+    }
+    Some(act)
+}
+
+/// The whole-run [`Activity`] (one window): [`activity_from_totals`] where
+/// it applies, else the pass.
+pub(crate) fn whole_run(run: &RunLog) -> Activity {
+    activity_from_totals(run).unwrap_or_else(|| activity(run, 1))
+}
+
 /// One pass over every log's periods, merged by start time (so that a
 /// waking period is seen before the dispatch it allowed), with the run's
 /// span cut into `windows` windows.

@@ -56,4 +56,4 @@ pub use summary::{
 };
 pub use timeline::{task_colour, timeline_svg, xml_escape, TimelineOptions};
 pub use trace::{chrome_trace, write_chrome_trace, TraceStats};
-pub use waits::{waits, PairWaits, StreamWaits, Waits, WorkerPairWaits};
+pub use waits::{waits, waits_by_pass, PairWaits, StreamWaits, Waits, WorkerPairWaits};

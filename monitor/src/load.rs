@@ -122,6 +122,13 @@ pub struct RunLog {
     /// Tasks whose periods lie in more than one log (they migrated): for
     /// them a log's order is not the task's order.
     pub(crate) split_tasks: u64,
+    /// The waits of the tasks whose last period ended blocked (to the
+    /// run's end), counting each task in one log only.
+    pub(crate) open_waits: u64,
+    /// Poll waits put on no stream (the next period read nothing, or
+    /// there was none), and their ticks.
+    pub(crate) unattributed_polls: u64,
+    pub(crate) unattributed_poll_ticks: u64,
 }
 
 /// One worker's log.
@@ -294,6 +301,13 @@ pub struct StreamInfo {
     /// several inputs (`BlockedAny`) whose task's next period in the same
     /// log read this stream first (as `waits` attributes them).
     pub poll_waits: u64,
+    /// Ticks its reader waited on it: from each period that ended blocked
+    /// reading it (or a poll put on it) to the task's next period in the
+    /// same log, or to the run's end. The `waits` of a task whose periods
+    /// lie in one log.
+    pub reader_wait: u64,
+    /// The same for its writer (periods that ended blocked writing it).
+    pub writer_wait: u64,
     /// Ends closed (reader, writer).
     pub closed: (bool, bool),
 }
@@ -560,7 +574,11 @@ struct Scanned {
     end: EndReason,
     stats: WorkerStats,
     tasks: Vec<TaskInfo>,
+    /// Per task (as `tasks`): its last period in the log's order.
+    last: Vec<Option<(u64, EndState)>>,
     streams: Vec<StreamInfo>,
+    unattributed_polls: u64,
+    unattributed_poll_ticks: u64,
     warnings: Vec<String>,
 }
 
@@ -640,7 +658,10 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
         end,
         stats: agg.stats,
         tasks: agg.tasks,
+        last: agg.prev,
         streams: agg.streams,
+        unattributed_polls: agg.unattributed_polls,
+        unattributed_poll_ticks: agg.unattributed_poll_ticks,
         warnings,
     }
 }
@@ -653,8 +674,12 @@ struct Agg {
     task_ix: IdIndex,
     streams: Vec<StreamInfo>,
     stream_ix: IdIndex,
-    /// Per task (by index): its previous period in this log ended in a poll.
-    polled: Vec<bool>,
+    /// Per task (by index): its previous period in this log, in the log's
+    /// order (its end and end state).
+    prev: Vec<Option<(u64, EndState)>>,
+    /// Poll waits on no stream, and their ticks.
+    unattributed_polls: u64,
+    unattributed_poll_ticks: u64,
 }
 
 impl Agg {
@@ -679,7 +704,7 @@ impl Agg {
                 id,
                 ..TaskInfo::default()
             });
-            self.polled.push(false);
+            self.prev.push(None);
         }
         i
     }
@@ -714,7 +739,7 @@ impl Agg {
         for io in sc.io() {
             reads = reads.saturating_add(u64::from(io.reads));
             writes = writes.saturating_add(u64::from(io.writes));
-            if io.reads | io.writes != 0 {
+            if io.reads | io.writes != 0 || io.woke_peer {
                 let s = self.stream(io.stream);
                 s.read = s.read.saturating_add(u64::from(io.reads));
                 s.written = s.written.saturating_add(u64::from(io.writes));
@@ -738,14 +763,8 @@ impl Agg {
             _ => {}
         }
         let i = self.task_index(p.task);
-        // A poll wait goes to the first stream the next period reads.
-        if std::mem::replace(
-            &mut self.polled[i],
-            matches!(p.end_state, EndState::BlockedAny),
-        ) {
-            if let Some(s) = crate::activity::first_read(sc) {
-                self.stream(s).poll_waits += 1;
-            }
+        if let Some((from, state)) = self.prev[i].replace((p.end, p.end_state)) {
+            self.wait(from, p.start, state, sc);
         }
         let t = &mut self.tasks[i];
         t.busy = t.busy.saturating_add(dur);
@@ -755,6 +774,39 @@ impl Agg {
         if t.last_end.is_none() || p.end >= t.last_time {
             t.last_end = Some(p.end_state);
             t.last_time = p.end;
+        }
+    }
+
+    /// Books a task's time from its previous period's end (`from`, ended
+    /// in `state`) to its next dispatch `to`, as the waits count it
+    /// (`activity.rs`); the counts of blocked periods are booked by
+    /// [`period`](Self::period). `sc` holds the next period.
+    #[inline]
+    fn wait(&mut self, from: u64, to: u64, state: EndState, sc: &Scanner<'_>) {
+        let ticks = to.saturating_sub(from);
+        match state {
+            EndState::BlockedInput { stream } => {
+                let s = self.stream(stream);
+                s.reader_wait = s.reader_wait.saturating_add(ticks);
+            }
+            EndState::BlockedOutput { stream } => {
+                let s = self.stream(stream);
+                s.writer_wait = s.writer_wait.saturating_add(ticks);
+            }
+            // A poll wait goes to the first stream the next period reads.
+            EndState::BlockedAny => match crate::activity::first_read(sc) {
+                Some(stream) => {
+                    let s = self.stream(stream);
+                    s.poll_waits += 1;
+                    s.reader_wait = s.reader_wait.saturating_add(ticks);
+                }
+                None => {
+                    self.unattributed_polls += 1;
+                    self.unattributed_poll_ticks =
+                        self.unattributed_poll_ticks.saturating_add(ticks);
+                }
+            },
+            EndState::Yielded | EndState::Ended | EndState::Panicked => {}
         }
     }
 
@@ -926,20 +978,27 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
     let mut tasks: BTreeMap<u64, TaskInfo> = BTreeMap::new();
     let mut streams: BTreeMap<u64, StreamInfo> = BTreeMap::new();
     let mut workers = Vec::with_capacity(scanned.len());
-    // Per task with periods: (busy of its main worker so far, logs holding periods).
-    let mut ran: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
+    // Per task with periods: (busy of its main worker so far, logs holding
+    // periods, its last period in the last of them).
+    type Ran = (u64, u32, Option<(u64, EndState)>);
+    let mut ran: BTreeMap<u64, Ran> = BTreeMap::new();
+    let (mut unattributed_polls, mut unattributed_poll_ticks) = (0u64, 0u64);
     for (s, f) in scanned.into_iter().zip(files) {
         warnings.extend(s.warnings);
-        let mut ts = s.tasks;
-        ts.sort_by_key(|t| t.id);
-        for t in ts {
+        unattributed_polls += s.unattributed_polls;
+        unattributed_poll_ticks = unattributed_poll_ticks.saturating_add(s.unattributed_poll_ticks);
+        let mut ts: Vec<(TaskInfo, Option<(u64, EndState)>)> =
+            s.tasks.into_iter().zip(s.last).collect();
+        ts.sort_by_key(|t| t.0.id);
+        for (t, last) in ts {
             let e = tasks.entry(t.id).or_insert_with(|| TaskInfo {
                 id: t.id,
                 ..TaskInfo::default()
             });
             if t.dispatches > 0 {
-                let r = ran.entry(t.id).or_insert((0, 0));
+                let r = ran.entry(t.id).or_insert((0, 0, None));
                 r.1 += 1;
+                r.2 = last;
                 let better = match e.ran_on {
                     None => true,
                     Some(w) => t.busy > r.0 || (t.busy == r.0 && s.worker < w),
@@ -985,6 +1044,8 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
             e.reader_blocked += st.reader_blocked;
             e.writer_blocked += st.writer_blocked;
             e.poll_waits += st.poll_waits;
+            e.reader_wait = e.reader_wait.saturating_add(st.reader_wait);
+            e.writer_wait = e.writer_wait.saturating_add(st.writer_wait);
             e.closed.0 |= st.closed.0;
             e.closed.1 |= st.closed.1;
         }
@@ -1003,6 +1064,33 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
     let timed: Vec<&WorkerLog> = workers.iter().filter(|w| w.stats.any_time).collect();
     let t0 = timed.iter().map(|w| w.stats.begin).min().unwrap_or(0);
     let t1 = timed.iter().map(|w| w.stats.finish).max().unwrap_or(t0);
+    // Waits that never ended run to the run's end (for the tasks in one log).
+    let mut open_waits = 0u64;
+    for r in ran.values().filter(|r| r.1 == 1) {
+        let Some((from, state)) = r.2 else { continue };
+        let ticks = t1.saturating_sub(from);
+        let (stream, reader) = match state {
+            EndState::BlockedInput { stream } => (stream, true),
+            EndState::BlockedOutput { stream } => (stream, false),
+            EndState::BlockedAny => {
+                open_waits += 1;
+                unattributed_polls += 1;
+                unattributed_poll_ticks = unattributed_poll_ticks.saturating_add(ticks);
+                continue;
+            }
+            _ => continue,
+        };
+        open_waits += 1;
+        let s = streams.entry(stream).or_insert_with(|| StreamInfo {
+            id: stream,
+            ..StreamInfo::default()
+        });
+        if reader {
+            s.reader_wait = s.reader_wait.saturating_add(ticks);
+        } else {
+            s.writer_wait = s.writer_wait.saturating_add(ticks);
+        }
+    }
     Ok(RunLog {
         dir: dir.to_owned(),
         flags: first_header.flags,
@@ -1016,6 +1104,9 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
         t1,
         latency: None,
         split_tasks: ran.values().filter(|r| r.1 > 1).count() as u64,
+        open_waits,
+        unattributed_polls,
+        unattributed_poll_ticks,
     })
 }
 

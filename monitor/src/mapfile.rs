@@ -47,7 +47,7 @@ use std::fmt::Write as _;
 use anyhow::bail;
 use serde::Serialize;
 
-use crate::activity::activity;
+use crate::activity::{activity, whole_run, Activity};
 use crate::load::{IdMap, RunLog};
 use crate::partition::{evaluate, partition, PartGraph};
 use crate::summary::fmt_ns;
@@ -176,84 +176,6 @@ fn calibrate(loads: &[u64], traffic: &[u64], span: u64) -> Option<f64> {
         .min_by(f64::total_cmp)
 }
 
-/// What the plan reads of a run: per task (in id order) its busy time and
-/// the worker that ran most of it; per stream with both ends known (in id
-/// order) its ends and its waits.
-struct Observed {
-    ids: Vec<u64>,
-    busy_ticks: Vec<u64>,
-    worker: Vec<Option<u32>>,
-    /// (stream, writer, reader, reader and writer waits)
-    streams: Vec<(u64, u64, u64, u64)>,
-}
-
-/// [`Observed`] from the totals [`load_run`](crate::load_run) keeps, with
-/// no pass over the records; `None` where they could differ from the merged
-/// pass's ([`observed_by_pass`]): when a task ran in more than one log (its
-/// poll waits are attributed within a log), or a stream was used on a side
-/// no `StreamBind` names (the pass takes the first task seen there).
-fn observed_from_totals(run: &RunLog) -> Option<Observed> {
-    if run.split_tasks > 0 {
-        return None;
-    }
-    let unbound = run.streams.values().any(|s| {
-        (s.writer.is_none() && (s.written > 0 || s.writer_blocked > 0))
-            || (s.reader.is_none() && (s.read > 0 || s.reader_blocked > 0 || s.poll_waits > 0))
-    });
-    if unbound {
-        return None;
-    }
-    let tasks = run.tasks.values();
-    Some(Observed {
-        ids: tasks.clone().map(|t| t.id).collect(),
-        busy_ticks: tasks.clone().map(|t| t.busy).collect(),
-        worker: tasks.map(|t| t.ran_on.or(t.assigned)).collect(),
-        streams: run
-            .streams
-            .values()
-            .filter_map(|s| {
-                let waits = s
-                    .reader_blocked
-                    .saturating_add(s.poll_waits)
-                    .saturating_add(s.writer_blocked);
-                Some((s.id, s.writer?, s.reader?, waits))
-            })
-            .collect(),
-    })
-}
-
-/// [`Observed`] from one pass over all periods merged in time order.
-fn observed_by_pass(run: &RunLog) -> Observed {
-    let act = activity(run, 1);
-    let mut ids: Vec<u64> = run.tasks.keys().copied().collect();
-    ids.extend(act.tasks.keys().filter(|t| !run.tasks.contains_key(t)));
-    ids.sort_unstable();
-    let mut streams: Vec<u64> = act.streams.keys().copied().collect();
-    streams.extend(run.streams.keys().filter(|s| !act.streams.contains_key(s)));
-    streams.sort_unstable();
-    Observed {
-        busy_ticks: ids
-            .iter()
-            .map(|t| act.tasks.get(t).map_or(0, |a| a.busy_ticks))
-            .collect(),
-        worker: ids.iter().map(|&t| act.worker_of(run, t)).collect(),
-        ids,
-        streams: streams
-            .into_iter()
-            .filter_map(|s| {
-                let (Some(w), Some(r)) = act.ends(run, s) else {
-                    return None;
-                };
-                let waits = act
-                    .streams
-                    .get(&s)
-                    .map_or(0, |x| x.reader_waits.saturating_add(x.writer_waits));
-                Some((s, w, r, waits))
-            })
-            .collect(),
-    }
-}
-
 /// Plans a mapping of the run's named tasks onto `workers` workers.
 ///
 /// It reads the totals the load kept (busy time per task and worker,
@@ -264,9 +186,7 @@ fn observed_by_pass(run: &RunLog) -> Observed {
 /// Errors: `workers` outside 1..=[`MAX_MAP_WORKERS`], or a run whose logs
 /// name no task.
 pub fn plan_mapping(run: &RunLog, workers: usize) -> anyhow::Result<MapPlan> {
-    plan(run, workers, |run| {
-        observed_from_totals(run).unwrap_or_else(|| observed_by_pass(run))
-    })
+    plan(run, workers, whole_run)
 }
 
 /// [`plan_mapping`] from a pass over all periods merged in time order,
@@ -274,13 +194,13 @@ pub fn plan_mapping(run: &RunLog, workers: usize) -> anyhow::Result<MapPlan> {
 /// with (the tests compare the two).
 #[doc(hidden)]
 pub fn plan_mapping_by_pass(run: &RunLog, workers: usize) -> anyhow::Result<MapPlan> {
-    plan(run, workers, observed_by_pass)
+    plan(run, workers, |run| activity(run, 1))
 }
 
 fn plan(
     run: &RunLog,
     workers: usize,
-    observe: impl FnOnce(&RunLog) -> Observed,
+    observe: impl FnOnce(&RunLog) -> Activity,
 ) -> anyhow::Result<MapPlan> {
     if workers == 0 || workers > MAX_MAP_WORKERS {
         bail!("--workers must be between 1 and {MAX_MAP_WORKERS}, not {workers}");
@@ -297,29 +217,41 @@ fn plan(
             run.dir.display()
         );
     }
-    let Observed {
-        ids,
-        busy_ticks,
-        worker: observed,
-        streams,
-    } = observe(run);
+    let act = observe(run);
+    let mut ids: Vec<u64> = run.tasks.keys().copied().collect();
+    ids.extend(act.tasks.keys().filter(|t| !run.tasks.contains_key(t)));
+    ids.sort_unstable();
     let mut index: IdMap<u64, usize> = IdMap::default();
     for (i, &t) in ids.iter().enumerate() {
         index.insert(t, i);
     }
-    let busy: Vec<u64> = busy_ticks.iter().map(|&t| run.ns(t)).collect();
+    let busy: Vec<u64> = ids
+        .iter()
+        .map(|t| run.ns(act.tasks.get(t).map_or(0, |a| a.busy_ticks)))
+        .collect();
+    let mut streams: Vec<u64> = act.streams.keys().copied().collect();
+    streams.extend(run.streams.keys().filter(|s| !act.streams.contains_key(s)));
+    streams.sort_unstable();
     let mut edges = Vec::new();
-    for (s, w, r, waits) in streams {
+    for s in streams {
+        let (Some(w), Some(r)) = act.ends(run, s) else {
+            continue;
+        };
         let (Some(&a), Some(&b)) = (index.get(&w), index.get(&r)) else {
             continue;
         };
         let messages = run.streams.get(&s).map_or(0, |i| i.written.max(i.read));
+        let waits = act
+            .streams
+            .get(&s)
+            .map_or(0, |x| x.reader_waits.saturating_add(x.writer_waits));
         edges.push((a, b, messages.saturating_add(waits), messages));
     }
     let tg = TaskGraph { ids, busy, edges };
     let n = tg.ids.len();
 
     // The observed mapping, on dense worker indices.
+    let observed: Vec<Option<u32>> = tg.ids.iter().map(|&t| act.worker_of(run, t)).collect();
     let mut seen: Vec<u32> = observed.iter().flatten().copied().collect();
     seen.sort_unstable();
     seen.dedup();

@@ -649,7 +649,11 @@ fn analyse(dir: &Path) {
         serde_json::to_string(&d).unwrap();
         assert!(d.changes.iter().all(|c| c.change.delta == 0), "{d:?}");
     }
-    // The planner's shortcut through the load's totals agrees with the pass.
+    // The shortcuts through the load's totals agree with the pass.
+    assert_eq!(
+        serde_json::to_value(rill_monitor::waits(&run, true)).unwrap(),
+        serde_json::to_value(rill_monitor::waits_by_pass(&run, true)).unwrap()
+    );
     let plan = |f: fn(&rill_monitor::RunLog, usize) -> anyhow::Result<rill_monitor::MapPlan>| {
         f(&run, 2)
             .map(|p| serde_json::to_value(p).unwrap())

@@ -1,6 +1,6 @@
-//! `plan_mapping` reads the load's totals instead of passing over the
-//! records again; the plan must be the one the merged pass gives
-//! (`plan_mapping_by_pass`), on any logs.
+//! `waits` and `map` read the totals the load kept instead of passing over
+//! the records again; their answers must be the ones the merged pass gives
+//! (`waits_by_pass`, `plan_mapping_by_pass`), on any logs.
 
 mod common;
 mod runs;
@@ -11,10 +11,16 @@ use std::time::Duration;
 use common::*;
 use proptest::prelude::*;
 use rill_log::{Calibration, EndState, MonitorFlags, Op, Record, Side, StreamIo};
-use rill_monitor::{load_run, plan_mapping, plan_mapping_by_pass, RunLog};
+use rill_monitor::{load_run, plan_mapping, plan_mapping_by_pass, waits, waits_by_pass, RunLog};
 
-/// The two plans for 1 to 3 workers, as JSON (or both errors).
-fn assert_same_plans(run: &RunLog) {
+/// The two waits tables (grouped and not) and the two plans for 1 to 3
+/// workers, as JSON (or both errors).
+fn assert_same_answers(run: &RunLog) {
+    for group in [true, false] {
+        let fast = serde_json::to_value(waits(run, group)).unwrap();
+        let slow = serde_json::to_value(waits_by_pass(run, group)).unwrap();
+        assert_eq!(fast, slow, "waits, group {group}");
+    }
     for workers in 1..=3 {
         let fast = plan_mapping(run, workers).map(|p| serde_json::to_value(p).unwrap());
         let slow = plan_mapping_by_pass(run, workers).map(|p| serde_json::to_value(p).unwrap());
@@ -214,16 +220,16 @@ proptest! {
     /// Generated runs: polls, unbound ends, zero-length periods, names
     /// shared by several tasks, unnamed tasks, tasks in several logs.
     #[test]
-    fn generated_runs_plan_alike(net in arb_net()) {
+    fn generated_runs_answer_alike(net in arb_net()) {
         let dir = tempfile::tempdir().unwrap();
         write_net(dir.path(), &net);
         let run = load_run(dir.path()).unwrap();
-        assert_same_plans(&run);
+        assert_same_answers(&run);
     }
 }
 
 #[test]
-fn real_runs_plan_alike() {
+fn real_runs_answer_alike() {
     let dir = tempfile::tempdir().unwrap();
     runs::pipe(
         dir.path(),
@@ -234,10 +240,10 @@ fn real_runs_plan_alike() {
         Duration::from_micros(50),
         300,
     );
-    assert_same_plans(&load_run(dir.path()).unwrap());
+    assert_same_answers(&load_run(dir.path()).unwrap());
     let dir = tempfile::tempdir().unwrap();
     runs::ring(dir.path(), 2, 4, 3, 20, 1, Duration::from_micros(20));
-    assert_same_plans(&load_run(dir.path()).unwrap());
+    assert_same_answers(&load_run(dir.path()).unwrap());
     let dir = tempfile::tempdir().unwrap();
     runs::pipe(
         dir.path(),
@@ -248,5 +254,42 @@ fn real_runs_plan_alike() {
         Duration::ZERO,
         500,
     );
-    assert_same_plans(&load_run(dir.path()).unwrap());
+    assert_same_answers(&load_run(dir.path()).unwrap());
+}
+
+/// A stream seen only in a stream entry with no messages that woke the
+/// other end (as a close may): the pass lists it, so must the totals.
+#[test]
+fn a_stream_seen_only_waking_its_peer() {
+    let net = Net {
+        tasks: vec![(Some("a"), 0), (Some("b"), 0)],
+        streams: vec![(0, 1, true, true), (0, 1, true, true)],
+        logs: vec![vec![
+            Gen {
+                task: 0,
+                gap: 0,
+                dur: 5,
+                state: 0,
+                stream: 0,
+                io: vec![(0, 0, 2, false), (1, 0, 0, true)],
+                ops: false,
+            },
+            Gen {
+                task: 1,
+                gap: 1,
+                dur: 5,
+                state: 4,
+                stream: 0,
+                io: vec![(0, 2, 0, false)],
+                ops: false,
+            },
+        ]],
+        migrate: false,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write_net(dir.path(), &net);
+    let run = load_run(dir.path()).unwrap();
+    assert!(run.streams.contains_key(&101), "{:?}", run.streams);
+    assert_same_answers(&run);
+    assert_eq!(waits(&run, false).streams.len(), 2);
 }
