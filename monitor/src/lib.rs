@@ -28,6 +28,7 @@ mod groups;
 mod latency;
 mod load;
 mod mapfile;
+mod merge;
 mod partition;
 pub mod scan;
 mod summary;
