@@ -415,7 +415,7 @@ pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
 }
 
 /// Runs `f` over `items` on up to `threads` threads; results in order.
-fn parallel<T: Sync, R: Send>(
+pub(crate) fn parallel<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
     f: impl Fn(&T) -> anyhow::Result<R> + Sync,
