@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 
 use rill_log::EndState;
 
-use crate::load::{IdMap, RunLog};
+use crate::load::{IdIndex, IdMap, RunLog};
 use crate::merge::{for_each_period, Period};
 
 /// The run's span, `[t0, t0 + span]` in ticks, cut into `n` equal windows
@@ -265,7 +265,53 @@ impl Activity {
             .and_then(|t| t.worker)
             .or_else(|| run.tasks.get(&task).and_then(|t| t.assigned))
     }
+}
 
+/// Entries by id, stored densely while a pass runs: a lookup is an index
+/// into a table for the runtime's small ids, where a hash map would probe
+/// entries of a few hundred bytes each.
+struct Dense<T> {
+    ix: IdIndex,
+    v: Vec<(u64, T)>,
+}
+
+impl<T: Default> Dense<T> {
+    fn new() -> Self {
+        Dense {
+            ix: IdIndex::default(),
+            v: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn entry(&mut self, id: u64) -> &mut T {
+        let (i, new) = self.ix.index(id, self.v.len());
+        if new {
+            self.v.push((id, T::default()));
+        }
+        &mut self.v[i].1
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+        let i = self.ix.get(id)?;
+        Some(&mut self.v[i].1)
+    }
+
+    fn into_map(self) -> IdMap<u64, T> {
+        self.v.into_iter().collect()
+    }
+}
+
+/// The state of [`activity`]'s pass.
+struct Pass {
+    grid: Grid,
+    tasks: Dense<TaskAct>,
+    streams: Dense<StreamAct>,
+    /// Unattributed poll waits and their ticks.
+    polls: (u64, u64),
+}
+
+impl Pass {
     /// Books the time from a task's last period's end (`from`, ended in
     /// `state`) to `to` (its next dispatch, or the run's end for an open
     /// wait); `next_read` is the first stream its next period reads.
@@ -277,14 +323,11 @@ impl Activity {
             state,
             next_read,
         };
-        let ready = self.tasks.get_mut(&task).map(|t| &mut t.ready);
+        let ready = self.tasks.get_mut(task).map(|t| &mut t.ready);
         book_gap(
             &self.grid,
             &mut self.streams,
-            (
-                &mut self.unattributed_polls,
-                &mut self.unattributed_poll_ticks,
-            ),
+            (&mut self.polls.0, &mut self.polls.1),
             ready,
             gap,
         );
@@ -294,15 +337,13 @@ impl Activity {
     /// `busy`.
     fn period(&mut self, worker: u32, busy: &mut Strip, period: &Period<'_>) {
         let p = &period.p;
-        let Activity {
+        let Pass {
             grid,
             tasks,
             streams,
-            unattributed_polls,
-            unattributed_poll_ticks,
-            ..
+            polls,
         } = self;
-        let t = tasks.entry(p.task).or_default();
+        let t = tasks.entry(p.task);
         if let Some((from, state)) = t.last {
             let next_read = match state {
                 EndState::BlockedAny => period.first_read,
@@ -318,7 +359,7 @@ impl Activity {
             book_gap(
                 grid,
                 streams,
-                (unattributed_polls, unattributed_poll_ticks),
+                (&mut polls.0, &mut polls.1),
                 Some(&mut t.ready),
                 gap,
             );
@@ -327,7 +368,7 @@ impl Activity {
             if io.reads | io.writes == 0 && !io.woke_peer {
                 continue;
             }
-            let s = streams.entry(io.stream).or_default();
+            let s = streams.entry(io.stream);
             if io.writes > 0 {
                 s.writer.get_or_insert(p.task);
                 if io.woke_peer {
@@ -352,7 +393,7 @@ impl Activity {
     }
 }
 
-/// A task's time between two dispatches (see [`Activity::gap`]).
+/// A task's time between two dispatches (see [`Pass::gap`]).
 struct Gap {
     task: u64,
     from: u64,
@@ -365,7 +406,7 @@ struct Gap {
 /// `polls`), and its ready part on the task's `ready` strip.
 fn book_gap(
     grid: &Grid,
-    streams: &mut IdMap<u64, StreamAct>,
+    streams: &mut Dense<StreamAct>,
     polls: (&mut u64, &mut u64),
     ready: Option<&mut Strip>,
     gap: Gap,
@@ -398,7 +439,7 @@ fn book_gap(
         // A period after the task ended: nothing to book.
         EndState::Ended | EndState::Panicked => return,
     };
-    let s = streams.entry(stream).or_default();
+    let s = streams.entry(stream);
     // The wake-up, if a period of the peer woke it during the wait.
     let woke = if matches!(state, EndState::BlockedAny) {
         None
@@ -496,15 +537,11 @@ pub(crate) fn whole_run(run: &RunLog) -> Activity {
 /// waking period is seen before the dispatch it allowed), with the run's
 /// span cut into `windows` windows.
 pub(crate) fn activity(run: &RunLog, windows: usize) -> Activity {
-    let grid = Grid::new(run.t0, run.t1, windows);
-    let mut act = Activity {
-        grid,
-        tasks: IdMap::default(),
-        streams: IdMap::default(),
-        workers: BTreeMap::new(),
-        open_waits: 0,
-        unattributed_polls: 0,
-        unattributed_poll_ticks: 0,
+    let mut pass = Pass {
+        grid: Grid::new(run.t0, run.t1, windows),
+        tasks: Dense::new(),
+        streams: Dense::new(),
+        polls: (0, 0),
     };
     let mut busy: Vec<(u32, Strip)> = run
         .workers
@@ -513,13 +550,12 @@ pub(crate) fn activity(run: &RunLog, windows: usize) -> Activity {
         .collect();
     for_each_period(run, |i, period| {
         let (worker, strip) = &mut busy[i];
-        act.period(*worker, strip, period);
+        pass.period(*worker, strip, period);
     });
-    act.workers.extend(busy);
     // Open waits, to the run's end; each task's main worker.
     let end = run.t1;
     let mut open: Vec<(u64, u64, EndState)> = Vec::new();
-    for (&id, t) in act.tasks.iter_mut() {
+    for (id, t) in pass.tasks.v.iter_mut() {
         t.worker =
             t.on.iter()
                 .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
@@ -531,16 +567,24 @@ pub(crate) fn activity(run: &RunLog, windows: usize) -> Activity {
                     | EndState::BlockedOutput { .. }
                     | EndState::BlockedAny
             ) {
-                open.push((id, from, state));
+                open.push((*id, from, state));
             }
         }
     }
     open.sort_unstable_by_key(|o| o.0);
-    act.open_waits = open.len() as u64;
+    let open_waits = open.len() as u64;
     for (id, from, state) in open {
-        act.gap(id, from, end.max(from), state, None);
+        pass.gap(id, from, end.max(from), state, None);
     }
-    act
+    Activity {
+        grid: pass.grid,
+        tasks: pass.tasks.into_map(),
+        streams: pass.streams.into_map(),
+        workers: busy.into_iter().collect(),
+        open_waits,
+        unattributed_polls: pass.polls.0,
+        unattributed_poll_ticks: pass.polls.1,
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 
 use rill_log::StreamIo;
 
-use crate::load::RunLog;
+use crate::load::{Behind, RunLog, WorkerLog};
 use crate::scan::{Item, ScannedPeriod, Scanner};
 
 /// A period as a pass sees it.
@@ -86,7 +86,7 @@ fn fill(sc: &mut Scanner<'_>, b: &mut Batch) -> bool {
 /// Where a log's periods come from.
 enum Source<'a> {
     /// Decoded here.
-    Inline(Scanner<'a>),
+    Inline(&'a WorkerLog, Scanner<'a>, Behind),
     /// Decoded on a thread, received in batches.
     Thread(Receiver<Batch>),
 }
@@ -106,7 +106,11 @@ impl Cursor<'_> {
         }
         self.at = 0;
         match &mut self.source {
-            Source::Inline(sc) => fill(sc, &mut self.batch),
+            Source::Inline(w, sc, behind) => {
+                let more = fill(sc, &mut self.batch);
+                behind.advance(w, sc.offset());
+                more
+            }
             Source::Thread(rx) => match rx.recv() {
                 Ok(b) => {
                     self.batch = b;
@@ -142,17 +146,21 @@ fn merged(run: &RunLog, threaded: bool, mut f: impl FnMut(usize, &Period<'_>)) {
                 let source = if threaded {
                     let (tx, rx) = sync_channel::<Batch>(IN_FLIGHT);
                     let mut sc = w.scanner();
-                    s.spawn(move || loop {
-                        let mut b = Batch::default();
-                        let more = fill(&mut sc, &mut b);
-                        // A closed channel: the merge stopped (or ended).
-                        if !more || tx.send(b).is_err() {
-                            break;
+                    s.spawn(move || {
+                        let mut behind = Behind::default();
+                        loop {
+                            let mut b = Batch::default();
+                            let more = fill(&mut sc, &mut b);
+                            behind.advance(w, sc.offset());
+                            // A closed channel: the merge stopped (or ended).
+                            if !more || tx.send(b).is_err() {
+                                break;
+                            }
                         }
                     });
                     Source::Thread(rx)
                 } else {
-                    Source::Inline(w.scanner())
+                    Source::Inline(w, w.scanner(), Behind::default())
                 };
                 Cursor {
                     source,

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use rill_log::EndState;
 
-use crate::load::{IdIndex, RunLog};
+use crate::load::{Behind, IdIndex, RunLog};
 use crate::scan::Item;
 use crate::summary::end_state_name;
 
@@ -210,7 +210,12 @@ fn lane(run: &RunLog, li: usize, g: &LaneGeometry) -> LaneSvg {
     let mut narrow = Column::default();
     let mut narrow_wait = Column::default();
     let mut sc = w.scanner();
+    let (mut behind, mut n) = (Behind::default(), 0u32);
     while let Some(item) = sc.next() {
+        n = n.wrapping_add(1);
+        if n & 0xffff == 0 {
+            behind.advance(w, sc.offset());
+        }
         let (s, e, period) = match item {
             Item::Period(p) => (p.start, p.end.max(p.start), Some(p)),
             Item::WorkerWait { t, dur } => (t, t.saturating_add(dur), None),
