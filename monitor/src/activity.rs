@@ -28,46 +28,61 @@
 //! ready time per task, busy time per worker, and how long each stream's
 //! reader and writer were blocked on it (the blocked parts).
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 use rill_log::EndState;
 
-use crate::load::{IdMap, RunLog};
-use crate::scan::{Item, ScannedPeriod, Scanner};
+use crate::load::{IdIndex, IdMap, RunLog};
+use crate::merge::{for_each_period, Period};
 
 /// The run's span, `[t0, t0 + span]` in ticks, cut into `n` equal windows
 /// (the last tick belongs to the last window).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Grid {
     pub t0: u64,
     pub span: u64,
     pub n: usize,
+    /// Where each window starts, and the grid's end: `n + 1` entries
+    /// (the passes split a few spans per period; a table lookup is much
+    /// cheaper than the division that defines a start).
+    starts: Vec<u64>,
+    /// `n / span`, to guess a window from a time.
+    scale: f64,
 }
 
 impl Grid {
     pub fn new(t0: u64, t1: u64, n: usize) -> Self {
+        let span = t1.saturating_sub(t0);
+        let n = n.max(1);
         Grid {
             t0,
-            span: t1.saturating_sub(t0),
-            n: n.max(1),
+            span,
+            n,
+            starts: (0..=n as u64)
+                .map(|i| t0 + mul_div(span, i, n as u64))
+                .collect(),
+            scale: if span == 0 {
+                0.0
+            } else {
+                n as f64 / span as f64
+            },
         }
     }
 
     /// The window holding `t` (clamped to the grid).
+    #[inline]
     pub fn index(&self, t: u64) -> usize {
-        if self.span == 0 {
+        if self.n == 1 || self.span == 0 {
             return 0;
         }
         let d = t.saturating_sub(self.t0).min(self.span);
-        let mut i =
-            ((u128::from(d) * self.n as u128 / u128::from(self.span)) as usize).min(self.n - 1);
-        // The division may be one off the window starts' rounding.
+        // A guess, then the table's word.
+        let mut i = ((d as f64 * self.scale) as usize).min(self.n - 1);
         let t = self.t0 + d;
-        while i > 0 && self.start(i) > t {
+        while i > 0 && self.starts[i] > t {
             i -= 1;
         }
-        while i + 1 < self.n && self.start(i + 1) <= t {
+        while i + 1 < self.n && self.starts[i + 1] <= t {
             i += 1;
         }
         i
@@ -75,8 +90,7 @@ impl Grid {
 
     /// Where window `i` starts (`i == n`: the grid's end).
     pub fn start(&self, i: usize) -> u64 {
-        let off = u128::from(self.span) * i.min(self.n) as u128 / self.n as u128;
-        self.t0 + off as u64
+        self.starts[i.min(self.n)]
     }
 
     /// The length of window `i`, ticks.
@@ -84,21 +98,41 @@ impl Grid {
         self.start(i + 1) - self.start(i)
     }
 
-    /// Hands `f` the overlap (ticks) of `[a, b)` with each window it meets.
+    /// Hands `f` the overlap (ticks) of `[a, b)` with each window it meets,
+    /// in window order.
+    #[inline]
     pub fn split(&self, a: u64, b: u64, mut f: impl FnMut(usize, u64)) {
         let end = self.t0 + self.span;
         let (a, b) = (a.clamp(self.t0, end), b.clamp(self.t0, end));
         if b <= a {
             return;
         }
-        let first = self.index(a).saturating_sub(1);
-        let last = (self.index(b - 1) + 1).min(self.n - 1);
-        for w in first..=last {
-            let (lo, hi) = (a.max(self.start(w)), b.min(self.start(w + 1)));
+        let (mut w, mut lo) = (self.index(a), a);
+        loop {
+            let hi = if w + 1 >= self.n {
+                b
+            } else {
+                self.starts[w + 1].min(b)
+            };
             if hi > lo {
                 f(w, hi - lo);
             }
+            if hi >= b {
+                break;
+            }
+            (w, lo) = (w + 1, hi);
         }
+    }
+}
+
+/// `x · y / z` rounded down (`z > 0`, a result below 2^64): in 64 bits
+/// where the product fits (a 128-bit division costs several
+/// times more, and the passes divide a few times per period).
+#[inline]
+fn mul_div(x: u64, y: u64, z: u64) -> u64 {
+    match x.checked_mul(y) {
+        Some(p) => p / z,
+        None => (u128::from(x) * u128::from(y) / u128::from(z)) as u64,
     }
 }
 
@@ -108,6 +142,8 @@ impl Grid {
 pub(crate) struct Strip {
     first: usize,
     v: Vec<u64>,
+    /// The window of the last addition (spans tend to fall in it again).
+    last: usize,
 }
 
 impl Strip {
@@ -124,10 +160,22 @@ impl Strip {
             self.v.resize(i + 1, 0);
         }
         self.v[i] = self.v[i].saturating_add(ticks);
+        self.last = w;
     }
 
     /// Adds `[a, b)` split over `grid`'s windows.
+    #[inline]
     pub fn add_span(&mut self, grid: &Grid, a: u64, b: u64) {
+        // Within the window of the last addition (inside the grid, so the
+        // split would clamp nothing): no search.
+        if let Some(i) = self.last.checked_sub(self.first) {
+            if let Some(v) = self.v.get_mut(i) {
+                if a >= grid.starts[self.last] && b <= grid.starts[self.last + 1] {
+                    *v = v.saturating_add(b.saturating_sub(a));
+                    return;
+                }
+            }
+        }
         grid.split(a, b, |w, t| self.add(w, t));
     }
 
@@ -258,80 +306,110 @@ impl Activity {
             .and_then(|t| t.worker)
             .or_else(|| run.tasks.get(&task).and_then(|t| t.assigned))
     }
+}
 
+/// Entries by id, stored densely while a pass runs: a lookup is an index
+/// into a table for the runtime's small ids, where a hash map would probe
+/// entries of a few hundred bytes each.
+struct Dense<T> {
+    ix: IdIndex,
+    v: Vec<(u64, T)>,
+}
+
+impl<T: Default> Dense<T> {
+    fn new() -> Self {
+        Dense {
+            ix: IdIndex::default(),
+            v: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn entry(&mut self, id: u64) -> &mut T {
+        let (i, new) = self.ix.index(id, self.v.len());
+        if new {
+            self.v.push((id, T::default()));
+        }
+        &mut self.v[i].1
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+        let i = self.ix.get(id)?;
+        Some(&mut self.v[i].1)
+    }
+
+    fn into_map(self) -> IdMap<u64, T> {
+        self.v.into_iter().collect()
+    }
+}
+
+/// The state of [`activity`]'s pass.
+struct Pass {
+    grid: Grid,
+    tasks: Dense<TaskAct>,
+    streams: Dense<StreamAct>,
+    /// Unattributed poll waits and their ticks.
+    polls: (u64, u64),
+}
+
+impl Pass {
     /// Books the time from a task's last period's end (`from`, ended in
     /// `state`) to `to` (its next dispatch, or the run's end for an open
     /// wait); `next_read` is the first stream its next period reads.
     fn gap(&mut self, task: u64, from: u64, to: u64, state: EndState, next_read: Option<u64>) {
-        let grid = self.grid;
-        let ticks = to.saturating_sub(from);
-        let (stream, reader) = match state {
-            EndState::Yielded => {
-                if let Some(t) = self.tasks.get_mut(&task) {
-                    t.ready.add_span(&grid, from, to);
-                }
-                return;
-            }
-            EndState::BlockedInput { stream } => (stream, true),
-            EndState::BlockedOutput { stream } => (stream, false),
-            EndState::BlockedAny => match next_read {
-                Some(stream) => (stream, true),
-                None => {
-                    self.unattributed_polls += 1;
-                    self.unattributed_poll_ticks =
-                        self.unattributed_poll_ticks.saturating_add(ticks);
-                    return;
-                }
-            },
-            // A period after the task ended: nothing to book.
-            EndState::Ended | EndState::Panicked => return,
+        let gap = Gap {
+            task,
+            from,
+            to,
+            state,
+            next_read,
         };
-        let s = self.streams.entry(stream).or_default();
-        // The wake-up, if a period of the peer woke it during the wait.
-        let woke = if matches!(state, EndState::BlockedAny) {
-            None
-        } else if reader {
-            s.woke_reader
-        } else {
-            s.woke_writer
-        };
-        let wake = woke.filter(|&w| w >= from && w <= to).unwrap_or(to);
-        if reader {
-            s.reader_waits += 1;
-            s.reader_wait = s.reader_wait.saturating_add(ticks);
-            s.reader_blocked.add_span(&grid, from, wake);
-            s.reader_woken.add_span(&grid, wake, to);
-            s.reader.get_or_insert(task);
-        } else {
-            s.writer_waits += 1;
-            s.writer_wait = s.writer_wait.saturating_add(ticks);
-            s.writer_blocked.add_span(&grid, from, wake);
-            s.writer_woken.add_span(&grid, wake, to);
-            s.writer.get_or_insert(task);
-        }
-        if wake < to {
-            if let Some(t) = self.tasks.get_mut(&task) {
-                t.ready.add_span(&grid, wake, to);
-            }
-        }
+        let ready = self.tasks.get_mut(task).map(|t| &mut t.ready);
+        book_gap(
+            &self.grid,
+            &mut self.streams,
+            (&mut self.polls.0, &mut self.polls.1),
+            ready,
+            gap,
+        );
     }
 
-    /// Books a period of worker `worker` (its lists are in `sc`).
-    fn period(&mut self, worker: u32, p: &ScannedPeriod, sc: &Scanner<'_>) {
-        let grid = self.grid;
-        let last = self.tasks.get(&p.task).and_then(|t| t.last);
-        if let Some((from, state)) = last {
+    /// Books a period of worker `worker`, whose busy time per window is
+    /// `busy`.
+    fn period(&mut self, worker: u32, busy: &mut Strip, period: &Period<'_>) {
+        let p = &period.p;
+        let Pass {
+            grid,
+            tasks,
+            streams,
+            polls,
+        } = self;
+        let t = tasks.entry(p.task);
+        if let Some((from, state)) = t.last {
             let next_read = match state {
-                EndState::BlockedAny => first_read(sc),
+                EndState::BlockedAny => period.first_read,
                 _ => None,
             };
-            self.gap(p.task, from, p.start, state, next_read);
+            let gap = Gap {
+                task: p.task,
+                from,
+                to: p.start,
+                state,
+                next_read,
+            };
+            book_gap(
+                grid,
+                streams,
+                (&mut polls.0, &mut polls.1),
+                Some(&mut t.ready),
+                gap,
+            );
         }
-        for io in sc.io() {
+        for io in period.io {
             if io.reads | io.writes == 0 && !io.woke_peer {
                 continue;
             }
-            let s = self.streams.entry(io.stream).or_default();
+            let s = streams.entry(io.stream);
             if io.writes > 0 {
                 s.writer.get_or_insert(p.task);
                 if io.woke_peer {
@@ -345,12 +423,8 @@ impl Activity {
                 }
             }
         }
-        self.workers
-            .entry(worker)
-            .or_default()
-            .add_span(&grid, p.start, p.end);
-        let t = self.tasks.entry(p.task).or_default();
-        t.busy.add_span(&grid, p.start, p.end);
+        busy.add_span(grid, p.start, p.end);
+        t.busy.add_span(grid, p.start, p.end);
         t.busy_ticks = t.busy_ticks.saturating_add(p.dur());
         match t.on.iter_mut().find(|(w, _)| *w == worker) {
             Some((_, b)) => *b = b.saturating_add(p.dur()),
@@ -360,26 +434,146 @@ impl Activity {
     }
 }
 
-/// The stream of the first read in the scanner's current period.
-fn first_read(sc: &Scanner<'_>) -> Option<u64> {
-    let io = sc.io();
-    let mut found = None;
-    sc.for_each_op(|op| {
-        if found.is_none() && !op.write {
-            found = io.get(usize::from(op.io_index)).map(|s| s.stream);
-        }
-    });
-    found.or_else(|| io.iter().find(|s| s.reads > 0).map(|s| s.stream))
+/// A task's time between two dispatches (see [`Pass::gap`]).
+struct Gap {
+    task: u64,
+    from: u64,
+    to: u64,
+    state: EndState,
+    next_read: Option<u64>,
 }
 
-/// The next period of a log's scanner (its lists stay in the scanner).
-fn next_period(sc: &mut Scanner<'_>) -> Option<ScannedPeriod> {
-    loop {
-        match sc.next()? {
-            Item::Period(p) => return Some(p),
-            _ => continue,
+/// Books `gap` on its stream (or as unattributed poll time, counted in
+/// `polls`), and its ready part on the task's `ready` strip.
+fn book_gap(
+    grid: &Grid,
+    streams: &mut Dense<StreamAct>,
+    polls: (&mut u64, &mut u64),
+    ready: Option<&mut Strip>,
+    gap: Gap,
+) {
+    let Gap {
+        task,
+        from,
+        to,
+        state,
+        next_read,
+    } = gap;
+    let ticks = to.saturating_sub(from);
+    let (stream, reader) = match state {
+        EndState::Yielded => {
+            if let Some(r) = ready {
+                r.add_span(grid, from, to);
+            }
+            return;
+        }
+        EndState::BlockedInput { stream } => (stream, true),
+        EndState::BlockedOutput { stream } => (stream, false),
+        EndState::BlockedAny => match next_read {
+            Some(stream) => (stream, true),
+            None => {
+                *polls.0 += 1;
+                *polls.1 = polls.1.saturating_add(ticks);
+                return;
+            }
+        },
+        // A period after the task ended: nothing to book.
+        EndState::Ended | EndState::Panicked => return,
+    };
+    let s = streams.entry(stream);
+    // The wake-up, if a period of the peer woke it during the wait.
+    let woke = if matches!(state, EndState::BlockedAny) {
+        None
+    } else if reader {
+        s.woke_reader
+    } else {
+        s.woke_writer
+    };
+    let wake = woke.filter(|&w| w >= from && w <= to).unwrap_or(to);
+    if reader {
+        s.reader_waits += 1;
+        s.reader_wait = s.reader_wait.saturating_add(ticks);
+        s.reader_blocked.add_span(grid, from, wake);
+        s.reader_woken.add_span(grid, wake, to);
+        s.reader.get_or_insert(task);
+    } else {
+        s.writer_waits += 1;
+        s.writer_wait = s.writer_wait.saturating_add(ticks);
+        s.writer_blocked.add_span(grid, from, wake);
+        s.writer_woken.add_span(grid, wake, to);
+        s.writer.get_or_insert(task);
+    }
+    if wake < to {
+        if let Some(r) = ready {
+            r.add_span(grid, wake, to);
         }
     }
+}
+
+/// The whole-run figures of an [`Activity`] (one window, no per-window
+/// times) from the totals [`load_run`](crate::load_run) keeps, with no pass
+/// over the records: per task its busy time and main worker, per stream its
+/// waits, the open and unattributed waits. `None` where they could differ
+/// from [`activity`]'s: when a task's periods lie in more than one log (a
+/// log's order is then not the task's), or a stream side that was used was
+/// never bound (the pass takes the first task seen there). The runtime
+/// never moves a task that ran and binds every end it uses, so runs have
+/// neither.
+pub(crate) fn activity_from_totals(run: &RunLog) -> Option<Activity> {
+    // A sample-mode run's activity comes from its windows.
+    if run.split_tasks > 0 || crate::sampled::is_sample_only(run) {
+        return None;
+    }
+    let unbound = run.streams.values().any(|s| {
+        (s.writer.is_none() && (s.written > 0 || s.writer_blocked > 0))
+            || (s.reader.is_none() && (s.read > 0 || s.reader_blocked > 0 || s.poll_waits > 0))
+    });
+    if unbound {
+        return None;
+    }
+    let mut act = Activity {
+        grid: Grid::new(run.t0, run.t1, 1),
+        tasks: IdMap::default(),
+        streams: IdMap::default(),
+        workers: run
+            .workers
+            .iter()
+            .map(|w| (w.worker, Strip::default()))
+            .collect(),
+        open_waits: run.open_waits,
+        unattributed_polls: run.unattributed_polls,
+        unattributed_poll_ticks: run.unattributed_poll_ticks,
+        sampled: false,
+    };
+    for t in run.tasks.values().filter(|t| t.dispatches > 0) {
+        act.tasks.insert(
+            t.id,
+            TaskAct {
+                busy_ticks: t.busy,
+                worker: t.ran_on,
+                ..TaskAct::default()
+            },
+        );
+    }
+    for s in run.streams.values() {
+        act.streams.insert(
+            s.id,
+            StreamAct {
+                reader_waits: s.reader_blocked.saturating_add(s.poll_waits),
+                reader_wait: s.reader_wait,
+                writer_waits: s.writer_blocked,
+                writer_wait: s.writer_wait,
+                ..StreamAct::default()
+            },
+        );
+    }
+    Some(act)
+}
+
+/// The whole-run [`Activity`] (one window): [`activity_from_totals`] where
+/// it applies, else the pass.
+pub(crate) fn whole_run(run: &RunLog) -> Activity {
+    activity_from_totals(run).unwrap_or_else(|| activity(run, 1))
 }
 
 /// One pass over every log's periods, merged by start time (so that a
@@ -389,43 +583,32 @@ fn next_period(sc: &mut Scanner<'_>) -> Option<ScannedPeriod> {
 /// A sample-mode run has no periods: its activity comes from the sampler's
 /// windows instead (`sampled.rs`).
 pub(crate) fn activity(run: &RunLog, windows: usize) -> Activity {
-    let grid = Grid::new(run.t0, run.t1, windows);
     if let Some(sm) = run
         .sampled
         .as_ref()
         .filter(|_| crate::sampled::is_sample_only(run))
     {
-        return crate::sampled::activity(run, sm, grid);
+        return crate::sampled::activity(run, sm, Grid::new(run.t0, run.t1, windows));
     }
-    let mut act = Activity::empty(grid);
-    let mut cursors: Vec<(u32, Scanner<'_>, Option<ScannedPeriod>)> = run
+    let mut pass = Pass {
+        grid: Grid::new(run.t0, run.t1, windows),
+        tasks: Dense::new(),
+        streams: Dense::new(),
+        polls: (0, 0),
+    };
+    let mut busy: Vec<(u32, Strip)> = run
         .workers
         .iter()
-        .map(|w| {
-            act.workers.entry(w.worker).or_default();
-            let mut sc = w.scanner();
-            let p = next_period(&mut sc);
-            (w.worker, sc, p)
-        })
+        .map(|w| (w.worker, Strip::default()))
         .collect();
-    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = cursors
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| c.2.map(|p| Reverse((p.start, i))))
-        .collect();
-    while let Some(Reverse((_, i))) = heap.pop() {
-        let (worker, sc, next) = &mut cursors[i];
-        let Some(p) = next.take() else { continue };
-        act.period(*worker, &p, sc);
-        *next = next_period(sc);
-        if let Some(q) = next {
-            heap.push(Reverse((q.start, i)));
-        }
-    }
+    for_each_period(run, |i, period| {
+        let (worker, strip) = &mut busy[i];
+        pass.period(*worker, strip, period);
+    });
     // Open waits, to the run's end; each task's main worker.
     let end = run.t1;
     let mut open: Vec<(u64, u64, EndState)> = Vec::new();
-    for (&id, t) in act.tasks.iter_mut() {
+    for (id, t) in pass.tasks.v.iter_mut() {
         t.settle_worker();
         if let Some((from, state)) = t.last {
             if matches!(
@@ -434,16 +617,25 @@ pub(crate) fn activity(run: &RunLog, windows: usize) -> Activity {
                     | EndState::BlockedOutput { .. }
                     | EndState::BlockedAny
             ) {
-                open.push((id, from, state));
+                open.push((*id, from, state));
             }
         }
     }
     open.sort_unstable_by_key(|o| o.0);
-    act.open_waits = open.len() as u64;
+    let open_waits = open.len() as u64;
     for (id, from, state) in open {
-        act.gap(id, from, end.max(from), state, None);
+        pass.gap(id, from, end.max(from), state, None);
     }
-    act
+    Activity {
+        grid: pass.grid,
+        tasks: pass.tasks.into_map(),
+        streams: pass.streams.into_map(),
+        workers: busy.into_iter().collect(),
+        open_waits,
+        unattributed_polls: pass.polls.0,
+        unattributed_poll_ticks: pass.polls.1,
+        sampled: false,
+    }
 }
 
 #[cfg(test)]
@@ -467,6 +659,18 @@ mod tests {
             let i = g.index(t);
             assert!(g.start(i) <= t && (t < g.start(i + 1) || t == 110), "{t}");
         }
+        // Spans whose products overflow 64 bits.
+        let huge = Grid::new(1, u64::MAX, 7);
+        for t in [1, 2, u64::MAX / 3, u64::MAX / 2 + 5, u64::MAX - 1, u64::MAX] {
+            let i = huge.index(t);
+            assert!(huge.start(i) <= t, "{t}");
+            assert!(t < huge.start(i + 1) || i == 6, "{t}");
+        }
+        assert_eq!(huge.start(7), u64::MAX);
+        let one = Grid::new(10, 20, 1);
+        let mut got = Vec::new();
+        one.split(5, 15, |w, t| got.push((w, t)));
+        assert_eq!((one.index(19), got), (0, vec![(0, 5)]));
         let empty = Grid::new(5, 5, 4);
         empty.split(0, 10, |_, _| panic!("no time"));
         assert_eq!(empty.index(7), 0);

@@ -285,7 +285,7 @@ pub fn bottleneck(run: &RunLog, opts: &BottleneckOptions) -> Bottlenecks {
             .then(a.name.cmp(&b.name))
     });
     let verdict = crate::verdict::verdict(run, &act, &g, &found, opts);
-    let grid = act.grid;
+    let grid = &act.grid;
     Bottlenecks {
         dir: run.dir.display().to_string(),
         windows: grid.n,
@@ -345,7 +345,7 @@ fn total_waiting(act: &Activity) -> u64 {
 
 /// The window tests; each finding with the waiting it accounts for.
 fn detect(act: &Activity, g: &Graph, opts: &BottleneckOptions) -> Vec<(Raw, f64)> {
-    let grid = act.grid;
+    let grid = &act.grid;
     let (alpha, beta, gamma) = (opts.alpha, opts.beta, opts.gamma);
     let n = g.tasks.len();
     let task = |i: usize| &act.tasks[&g.tasks[i]];

@@ -4,7 +4,8 @@
 //! latency and jitter), an SVG timeline and a trace for Perfetto (its
 //! protobuf format, or Chrome JSON for small runs); and explains
 //! the run: who waited for whom ([`waits()`]), what held it back
-//! ([`bottleneck()`]) and where its tasks should run ([`plan_mapping`]).
+//! ([`bottleneck()`]) and where its tasks should run ([`plan_mapping`]);
+//! and compares two runs ([`diff()`]).
 //!
 //! ```no_run
 //! let run = rill_monitor::load_run(std::path::Path::new("logs"))?;
@@ -24,10 +25,12 @@
 mod activity;
 mod bottleneck;
 mod detail;
+mod diff;
 mod groups;
 mod latency;
 mod load;
 mod mapfile;
+mod merge;
 mod partition;
 mod perfetto;
 mod pftrace;
@@ -41,21 +44,25 @@ mod verdict;
 mod waits;
 
 pub use bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
+pub use diff::{
+    diff, Change, DiffSide, GroupDiff, PairDiff, Ranked, RunDiff, TotalDiff, Unmatched, WorkerDiff,
+};
 pub use groups::group_of;
 pub use load::{
     load_run, load_run_with, LoadOptions, RunLog, StreamInfo, TaskInfo, WorkerLog, WorkerStats,
     PROGRESS_THRESHOLD,
 };
 pub use mapfile::{
-    plan_mapping, quote_name, Cut, Estimate, MapPlan, MappedTask, WorkerLoad, MAX_MAP_WORKERS,
+    plan_mapping, plan_mapping_by_pass, quote_name, Cut, Estimate, MapPlan, MappedTask, WorkerLoad,
+    MAX_MAP_WORKERS,
 };
 pub use partition::{evaluate, partition, Evaluation, PartGraph};
 pub use pftrace::{write_perfetto_trace, PerfettoOptions, PerfettoStats, MAX_BUCKETS};
 pub use sampled::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
 pub use summary::{
-    end_state_name, fmt_ns, summarize, LatencyStats, LatencySummary, SinkLatency, StreamSummary,
-    Summary, TaskSummary, Throughput, WorkerSummary,
+    end_state_name, fmt_ns, summarize, summarize_totals, LatencyStats, LatencySummary, SinkLatency,
+    StreamSummary, Summary, TaskSummary, Throughput, WorkerSummary,
 };
 pub use timeline::{task_colour, timeline_svg, xml_escape, TimelineOptions};
 pub use trace::{chrome_trace, write_chrome_trace, write_chrome_trace_window, TraceStats};
-pub use waits::{waits, PairWaits, StreamWaits, Waits, WorkerPairWaits};
+pub use waits::{waits, waits_by_pass, PairWaits, StreamWaits, Waits, WorkerPairWaits};

@@ -66,6 +66,18 @@ impl IdIndex {
         }
     }
 
+    /// The index of `id`, if it has one.
+    pub(crate) fn get(&self, id: u64) -> Option<usize> {
+        if id < DIRECT_IDS {
+            match self.direct.get(id as usize) {
+                Some(&i) if i != 0 => Some(i as usize - 1),
+                _ => None,
+            }
+        } else {
+            self.map.get(&id).map(|&i| i as usize)
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn index_cold(&mut self, id: u64, len: usize) -> (usize, bool) {
@@ -124,6 +136,16 @@ pub struct RunLog {
     /// Sample mode: the sampler's windows and what was estimated from them
     /// (busy and waiting time per worker, busy time per task).
     pub sampled: Option<crate::sampled::Sampled>,
+    /// Tasks whose periods lie in more than one log (they migrated): for
+    /// them a log's order is not the task's order.
+    pub(crate) split_tasks: u64,
+    /// The waits of the tasks whose last period ended blocked (to the
+    /// run's end), counting each task in one log only.
+    pub(crate) open_waits: u64,
+    /// Poll waits put on no stream (the next period read nothing, or
+    /// there was none), and their ticks.
+    pub(crate) unattributed_polls: u64,
+    pub(crate) unattributed_poll_ticks: u64,
 }
 
 /// One worker's log.
@@ -149,6 +171,60 @@ pub struct WorkerLog {
 enum Bytes {
     Mapped(memmap2::Mmap),
     Read(Vec<u8>),
+}
+
+/// Pages released behind a pass at a time ([`Behind`]).
+const RELEASE_STRIDE: usize = 16 << 20;
+
+/// The alignment of released ranges: a multiple of every page size Linux
+/// uses (4 KiB, 16 KiB, 64 KiB).
+const RELEASE_ALIGN: usize = 64 << 10;
+
+impl Bytes {
+    /// Drops the pages of `[from, to)` (rounded inwards to
+    /// [`RELEASE_ALIGN`]) from this process's resident memory, for a
+    /// mapped file; they stay in the page cache, and a later read maps them
+    /// again.
+    fn release(&self, from: usize, to: usize) {
+        let Bytes::Mapped(map) = self else { return };
+        let a = from.next_multiple_of(RELEASE_ALIGN);
+        let b = to.min(map.len()) / RELEASE_ALIGN * RELEASE_ALIGN;
+        if b > a {
+            // SAFETY: the map is a read-only shared mapping of a file that
+            // nobody writes while it is mapped (see `map_or_read`). Dropping
+            // its pages is what the kernel does to clean file pages under
+            // memory pressure: the next access reads the same bytes from the
+            // file again, so slices borrowed from the range stay valid and
+            // unchanged. The range lies within the map.
+            let _ =
+                unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, a, b - a) };
+        }
+    }
+}
+
+/// A front-to-back pass over a log releases the pages it has read, every
+/// [`RELEASE_STRIDE`] bytes, so that a pass over a log of any size keeps
+/// a bounded part of it resident (without this, the kernel leaves every
+/// page read in the process's memory until it needs the room).
+#[derive(Default)]
+pub(crate) struct Behind {
+    done: usize,
+}
+
+impl Behind {
+    /// The pass has read the log up to `offset`.
+    #[inline]
+    pub(crate) fn advance(&mut self, log: &WorkerLog, offset: usize) {
+        self.advance_bytes(&log.data, offset);
+    }
+
+    #[inline]
+    fn advance_bytes(&mut self, data: &Bytes, offset: usize) {
+        if offset >= self.done + RELEASE_STRIDE {
+            data.release(self.done, offset);
+            self.done = offset / RELEASE_ALIGN * RELEASE_ALIGN;
+        }
+    }
 }
 
 impl std::ops::Deref for Bytes {
@@ -270,6 +346,9 @@ pub struct TaskInfo {
     pub last_end: Option<EndState>,
     /// End of its last period (ticks), to order `last_end` across workers.
     pub last_time: u64,
+    /// The worker whose log holds most of its busy time (ties: the lower
+    /// id); `None` when no log holds a period of it.
+    pub ran_on: Option<u32>,
 }
 
 impl TaskInfo {
@@ -310,6 +389,17 @@ pub struct StreamInfo {
     pub reader_blocked: u64,
     /// Periods that ended blocked writing it (its writer blocked).
     pub writer_blocked: u64,
+    /// Poll waits of its reader put on it: periods that ended blocked on
+    /// several inputs (`BlockedAny`) whose task's next period in the same
+    /// log read this stream first (as `waits` attributes them).
+    pub poll_waits: u64,
+    /// Ticks its reader waited on it: from each period that ended blocked
+    /// reading it (or a poll put on it) to the task's next period in the
+    /// same log, or to the run's end. The `waits` of a task whose periods
+    /// lie in one log.
+    pub reader_wait: u64,
+    /// The same for its writer (periods that ended blocked writing it).
+    pub writer_wait: u64,
     /// Ends closed (reader, writer).
     pub closed: (bool, bool),
 }
@@ -579,7 +669,11 @@ struct Scanned {
     end: EndReason,
     stats: WorkerStats,
     tasks: Vec<TaskInfo>,
+    /// Per task (as `tasks`): its last period in the log's order.
+    last: Vec<Option<(u64, EndState)>>,
     streams: Vec<StreamInfo>,
+    unattributed_polls: u64,
+    unattributed_poll_ticks: u64,
     warnings: Vec<String>,
 }
 
@@ -590,6 +684,7 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
     let mut sc = Scanner::new(data, f.records_start);
     let mut reported = f.records_start;
     let mut n = 0u32;
+    let mut behind = Behind::default();
     loop {
         // Periods are matched straight off `next` (binding the whole item
         // first copies it through memory, with stalls).
@@ -609,6 +704,7 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
                 bar.inc((sc.offset() - reported) as u64);
                 reported = sc.offset();
             }
+            behind.advance_bytes(data, sc.offset());
         }
     }
     if let Some(feed) = feed {
@@ -662,7 +758,10 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
         end,
         stats: agg.stats,
         tasks: agg.tasks,
+        last: agg.prev,
         streams: agg.streams,
+        unattributed_polls: agg.unattributed_polls,
+        unattributed_poll_ticks: agg.unattributed_poll_ticks,
         warnings,
     }
 }
@@ -675,6 +774,12 @@ struct Agg {
     task_ix: IdIndex,
     streams: Vec<StreamInfo>,
     stream_ix: IdIndex,
+    /// Per task (by index): its previous period in this log, in the log's
+    /// order (its end and end state).
+    prev: Vec<Option<(u64, EndState)>>,
+    /// Poll waits on no stream, and their ticks.
+    unattributed_polls: u64,
+    unattributed_poll_ticks: u64,
 }
 
 impl Agg {
@@ -692,14 +797,21 @@ impl Agg {
     }
 
     #[inline]
-    fn task(&mut self, id: u64) -> &mut TaskInfo {
+    fn task_index(&mut self, id: u64) -> usize {
         let (i, new) = self.task_ix.index(id, self.tasks.len());
         if new {
             self.tasks.push(TaskInfo {
                 id,
                 ..TaskInfo::default()
             });
+            self.prev.push(None);
         }
+        i
+    }
+
+    #[inline]
+    fn task(&mut self, id: u64) -> &mut TaskInfo {
+        let i = self.task_index(id);
         &mut self.tasks[i]
     }
 
@@ -727,7 +839,7 @@ impl Agg {
         for io in sc.io() {
             reads = reads.saturating_add(u64::from(io.reads));
             writes = writes.saturating_add(u64::from(io.writes));
-            if io.reads | io.writes != 0 {
+            if io.reads | io.writes != 0 || io.woke_peer {
                 let s = self.stream(io.stream);
                 s.read = s.read.saturating_add(u64::from(io.reads));
                 s.written = s.written.saturating_add(u64::from(io.writes));
@@ -750,7 +862,11 @@ impl Agg {
             EndState::BlockedOutput { stream } => self.stream(stream).writer_blocked += 1,
             _ => {}
         }
-        let t = self.task(p.task);
+        let i = self.task_index(p.task);
+        if let Some((from, state)) = self.prev[i].replace((p.end, p.end_state)) {
+            self.wait(from, p.start, state, sc);
+        }
+        let t = &mut self.tasks[i];
         t.busy = t.busy.saturating_add(dur);
         t.dispatches += 1;
         t.reads = t.reads.saturating_add(reads);
@@ -758,6 +874,39 @@ impl Agg {
         if t.last_end.is_none() || p.end >= t.last_time {
             t.last_end = Some(p.end_state);
             t.last_time = p.end;
+        }
+    }
+
+    /// Books a task's time from its previous period's end (`from`, ended
+    /// in `state`) to its next dispatch `to`, as the waits count it
+    /// (`activity.rs`); the counts of blocked periods are booked by
+    /// [`period`](Self::period). `sc` holds the next period.
+    #[inline]
+    fn wait(&mut self, from: u64, to: u64, state: EndState, sc: &Scanner<'_>) {
+        let ticks = to.saturating_sub(from);
+        match state {
+            EndState::BlockedInput { stream } => {
+                let s = self.stream(stream);
+                s.reader_wait = s.reader_wait.saturating_add(ticks);
+            }
+            EndState::BlockedOutput { stream } => {
+                let s = self.stream(stream);
+                s.writer_wait = s.writer_wait.saturating_add(ticks);
+            }
+            // A poll wait goes to the first stream the next period reads.
+            EndState::BlockedAny => match crate::merge::first_read(sc) {
+                Some(stream) => {
+                    let s = self.stream(stream);
+                    s.poll_waits += 1;
+                    s.reader_wait = s.reader_wait.saturating_add(ticks);
+                }
+                None => {
+                    self.unattributed_polls += 1;
+                    self.unattributed_poll_ticks =
+                        self.unattributed_poll_ticks.saturating_add(ticks);
+                }
+            },
+            EndState::Yielded | EndState::Ended | EndState::Panicked => {}
         }
     }
 
@@ -979,15 +1128,36 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
     let mut tasks: BTreeMap<u64, TaskInfo> = BTreeMap::new();
     let mut streams: BTreeMap<u64, StreamInfo> = BTreeMap::new();
     let mut workers = Vec::with_capacity(scanned.len());
+    // Per task with periods: (busy of its main worker so far, logs holding
+    // periods, its last period in the last of them).
+    type Ran = (u64, u32, Option<(u64, EndState)>);
+    let mut ran: BTreeMap<u64, Ran> = BTreeMap::new();
+    let (mut unattributed_polls, mut unattributed_poll_ticks) = (0u64, 0u64);
     for (s, f) in scanned.into_iter().zip(files) {
         warnings.extend(s.warnings);
-        let mut ts = s.tasks;
-        ts.sort_by_key(|t| t.id);
-        for t in ts {
+        unattributed_polls += s.unattributed_polls;
+        unattributed_poll_ticks = unattributed_poll_ticks.saturating_add(s.unattributed_poll_ticks);
+        let mut ts: Vec<(TaskInfo, Option<(u64, EndState)>)> =
+            s.tasks.into_iter().zip(s.last).collect();
+        ts.sort_by_key(|t| t.0.id);
+        for (t, last) in ts {
             let e = tasks.entry(t.id).or_insert_with(|| TaskInfo {
                 id: t.id,
                 ..TaskInfo::default()
             });
+            if t.dispatches > 0 {
+                let r = ran.entry(t.id).or_insert((0, 0, None));
+                r.1 += 1;
+                r.2 = last;
+                let better = match e.ran_on {
+                    None => true,
+                    Some(w) => t.busy > r.0 || (t.busy == r.0 && s.worker < w),
+                };
+                if better {
+                    r.0 = t.busy;
+                    e.ran_on = Some(s.worker);
+                }
+            }
             if e.name.is_none() && t.name.is_some() {
                 e.name = t.name;
                 e.parent = t.parent;
@@ -1023,6 +1193,9 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
             e.read = e.read.saturating_add(st.read);
             e.reader_blocked += st.reader_blocked;
             e.writer_blocked += st.writer_blocked;
+            e.poll_waits += st.poll_waits;
+            e.reader_wait = e.reader_wait.saturating_add(st.reader_wait);
+            e.writer_wait = e.writer_wait.saturating_add(st.writer_wait);
             e.closed.0 |= st.closed.0;
             e.closed.1 |= st.closed.1;
         }
@@ -1041,6 +1214,33 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
     let timed: Vec<&WorkerLog> = workers.iter().filter(|w| w.stats.any_time).collect();
     let t0 = timed.iter().map(|w| w.stats.begin).min().unwrap_or(0);
     let t1 = timed.iter().map(|w| w.stats.finish).max().unwrap_or(t0);
+    // Waits that never ended run to the run's end (for the tasks in one log).
+    let mut open_waits = 0u64;
+    for r in ran.values().filter(|r| r.1 == 1) {
+        let Some((from, state)) = r.2 else { continue };
+        let ticks = t1.saturating_sub(from);
+        let (stream, reader) = match state {
+            EndState::BlockedInput { stream } => (stream, true),
+            EndState::BlockedOutput { stream } => (stream, false),
+            EndState::BlockedAny => {
+                open_waits += 1;
+                unattributed_polls += 1;
+                unattributed_poll_ticks = unattributed_poll_ticks.saturating_add(ticks);
+                continue;
+            }
+            _ => continue,
+        };
+        open_waits += 1;
+        let s = streams.entry(stream).or_insert_with(|| StreamInfo {
+            id: stream,
+            ..StreamInfo::default()
+        });
+        if reader {
+            s.reader_wait = s.reader_wait.saturating_add(ticks);
+        } else {
+            s.writer_wait = s.writer_wait.saturating_add(ticks);
+        }
+    }
     Ok(RunLog {
         dir: dir.to_owned(),
         flags: first_header.flags,
@@ -1054,6 +1254,10 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
         t1,
         latency: None,
         sampled: None,
+        split_tasks: ran.values().filter(|r| r.1 > 1).count() as u64,
+        open_waits,
+        unattributed_polls,
+        unattributed_poll_ticks,
     })
 }
 

@@ -6,6 +6,7 @@
 //! * `rill-mon waits DIR [--json] [--no-group] [--limit N]`
 //! * `rill-mon bottleneck DIR [--json] [--windows N] [--alpha A] [--beta B] [--gamma G]`
 //! * `rill-mon map DIR --workers W -o FILE [--json]`
+//! * `rill-mon diff A B [--json] [--no-group] [--limit N]`
 //!
 //! Errors print one line on stderr and exit with status 2.
 
@@ -16,7 +17,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use rill_monitor::{
-    bottleneck, load_run, load_run_with, plan_mapping, summarize, timeline_svg, waits,
+    bottleneck, diff, load_run, load_run_with, plan_mapping, summarize, timeline_svg, waits,
     write_chrome_trace_window, write_perfetto_trace, BottleneckOptions, LoadOptions,
     PerfettoOptions, RunLog, TimelineOptions, MAX_BUCKETS, MAX_MAP_WORKERS,
 };
@@ -198,6 +199,31 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Two runs side by side: wall time, per worker busy/WT/WE, per task
+    /// group busy time and stream waits, the largest changes first.
+    ///
+    /// B is compared with A (B - A, relative to A). Workers match by id,
+    /// tasks by group (numeric path segments folded: mc/star/*/step/*), so
+    /// runs with different worker counts or sizes still compare; what is
+    /// in one run only is listed, not ranked. Waits are the waiting
+    /// relation of `rill-mon waits`: a task blocked reading an empty or
+    /// writing a full stream, to its next dispatch.
+    #[command(verbatim_doc_comment)]
+    Diff {
+        /// Run A's log directory (the baseline).
+        a: PathBuf,
+        /// Run B's log directory.
+        b: PathBuf,
+        /// Print one JSON document (every row) instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Compare tasks one by one instead of folding numbered names into groups.
+        #[arg(long)]
+        no_group: bool,
+        /// Rows per text table (0 = all).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
 }
 
 /// Loads a run for an analysis that needs no latency replay.
@@ -281,7 +307,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             width,
         } => {
             check_window(from, to)?;
-            let run = load_run(&dir)?;
+            let run = load_quietly(&dir)?;
             warn(&run);
             let opts = TimelineOptions {
                 from_ms: from,
@@ -447,6 +473,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 print_json(&plan)?;
             } else {
                 print_text(&plan.to_text(&output.display().to_string()))?;
+            }
+        }
+        Cmd::Diff {
+            a,
+            b,
+            json,
+            no_group,
+            limit,
+        } => {
+            // The two loads, side by side.
+            let (ra, rb) = std::thread::scope(|s| {
+                let h = s.spawn(|| load_quietly(&a));
+                let rb = load_quietly(&b);
+                let ra = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (ra, rb)
+            });
+            let (ra, rb) = (ra.context("run A")?, rb.context("run B")?);
+            let d = diff(&ra, &rb, !no_group);
+            if json {
+                print_json(&d)?;
+            } else {
+                print_text(&d.to_text(limit))?;
             }
         }
     }

@@ -47,7 +47,7 @@ use std::fmt::Write as _;
 use anyhow::bail;
 use serde::Serialize;
 
-use crate::activity::activity;
+use crate::activity::{activity, whole_run, Activity};
 use crate::load::{IdMap, RunLog};
 use crate::partition::{evaluate, partition, PartGraph};
 use crate::summary::fmt_ns;
@@ -178,28 +178,49 @@ fn calibrate(loads: &[u64], traffic: &[u64], span: u64) -> Option<f64> {
 
 /// Plans a mapping of the run's named tasks onto `workers` workers.
 ///
+/// It reads the totals the load kept (busy time per task and worker,
+/// messages and waits per stream); only where a task ran in more than one
+/// log or a used stream end was never bound does it make a pass over the
+/// records ([`plan_mapping_by_pass`]), which gives the same plan.
+///
 /// Errors: `workers` outside 1..=[`MAX_MAP_WORKERS`], or a run whose logs
 /// name no task.
 pub fn plan_mapping(run: &RunLog, workers: usize) -> anyhow::Result<MapPlan> {
+    plan(run, workers, whole_run)
+}
+
+/// [`plan_mapping`] from a pass over all periods merged in time order,
+/// always: the reference its shortcut through the load's totals must agree
+/// with (the tests compare the two).
+#[doc(hidden)]
+pub fn plan_mapping_by_pass(run: &RunLog, workers: usize) -> anyhow::Result<MapPlan> {
+    plan(run, workers, |run| activity(run, 1))
+}
+
+fn plan(
+    run: &RunLog,
+    workers: usize,
+    observe: impl FnOnce(&RunLog) -> Activity,
+) -> anyhow::Result<MapPlan> {
     if workers == 0 || workers > MAX_MAP_WORKERS {
         bail!("--workers must be between 1 and {MAX_MAP_WORKERS}, not {workers}");
     }
-    let act = activity(run, 1);
-    let mut ids: Vec<u64> = run.tasks.keys().copied().collect();
-    ids.extend(act.tasks.keys().filter(|t| !run.tasks.contains_key(t)));
-    ids.sort_unstable();
     let named = |t: u64| {
         run.tasks
             .get(&t)
             .and_then(|i| i.name.as_deref())
             .filter(|n| !n.is_empty())
     };
-    if !ids.iter().any(|&t| named(t).is_some()) {
+    if !run.tasks.keys().any(|&t| named(t).is_some()) {
         bail!(
             "the logs of {} name no task (names are logged with the MAPPING flag): nothing to map",
             run.dir.display()
         );
     }
+    let act = observe(run);
+    let mut ids: Vec<u64> = run.tasks.keys().copied().collect();
+    ids.extend(act.tasks.keys().filter(|t| !run.tasks.contains_key(t)));
+    ids.sort_unstable();
     let mut index: IdMap<u64, usize> = IdMap::default();
     for (i, &t) in ids.iter().enumerate() {
         index.insert(t, i);

@@ -291,7 +291,7 @@ pub(crate) fn is_sample_only(run: &RunLog) -> bool {
 /// proportion to their overlap; per stream the exact wait counts (no times:
 /// sample mode measures no wait).
 pub(crate) fn activity(run: &RunLog, sm: &Sampled, grid: Grid) -> Activity {
-    let mut act = Activity::empty(grid);
+    let mut act = Activity::empty(grid.clone());
     act.sampled = true;
     for w in &run.workers {
         act.workers.entry(w.worker).or_default();

@@ -245,6 +245,17 @@ pub fn end_state_name(s: EndState) -> &'static str {
 /// The replay runs during [`load_run`](crate::load_run), beside the scans,
 /// unless [`LoadOptions::latency`](crate::LoadOptions::latency) was off; then here.
 pub fn summarize(run: &RunLog) -> Summary {
+    summarize_with(run, true)
+}
+
+/// [`summarize`] without latency and jitter: only the totals the load
+/// already holds, so no pass over the records (`latency` is `None`, and no
+/// note is added about it).
+pub fn summarize_totals(run: &RunLog) -> Summary {
+    summarize_with(run, false)
+}
+
+fn summarize_with(run: &RunLog, with_latency: bool) -> Summary {
     let mut notes = Vec::new();
     let flags = run.flags;
     let has = |f: MonitorFlags| flags.contains(f);
@@ -380,7 +391,9 @@ pub fn summarize(run: &RunLog) -> Summary {
         }
     });
 
-    let latency = if !has(MonitorFlags::MESSAGE) {
+    let latency = if !with_latency {
+        None
+    } else if !has(MonitorFlags::MESSAGE) {
         notes.push(format!(
             "no MESSAGE flag: the order of reads and writes was not recorded, so per-input \
              latency and jitter are not computed (the run recorded: {flags})"

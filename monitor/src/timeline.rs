@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use rill_log::EndState;
 
-use crate::load::{IdIndex, RunLog};
+use crate::load::{Behind, IdIndex, RunLog};
 use crate::scan::Item;
 use crate::summary::end_state_name;
 
@@ -149,6 +149,262 @@ impl Lane<'_> {
     }
 }
 
+/// Where a lane's items go: the window in ticks since `t0`, the plot's
+/// width and a lane's height in pixels, and nanoseconds per tick.
+struct LaneGeometry {
+    w0: f64,
+    w1: f64,
+    plot_w: f64,
+    lane_h: f64,
+    npt: f64,
+}
+
+/// One worker's lane.
+struct LaneSvg {
+    svg: String,
+    /// Ticks drawn per task, in first-drawn order.
+    drawn: Vec<(u64, u64)>,
+    /// Whether periods narrower than a pixel were merged.
+    any_narrow: bool,
+}
+
+/// Draws the lane of `run.workers[li]`.
+fn lane(run: &RunLog, li: usize, g: &LaneGeometry) -> LaneSvg {
+    let LaneGeometry {
+        w0,
+        w1,
+        plot_w,
+        lane_h,
+        npt,
+    } = *g;
+    let w = &run.workers[li];
+    let x_of = |rel_ticks: f64| LEFT + (rel_ticks - w0) / (w1 - w0) * plot_w;
+    let mut body = String::new();
+    let mut drawn_ix = IdIndex::default();
+    let mut drawn: Vec<(u64, u64)> = Vec::new();
+    let mut add_drawn = |task: u64, ticks: u64| {
+        let (i, new) = drawn_ix.index(task, drawn.len());
+        if new {
+            drawn.push((task, 0));
+        }
+        drawn[i].1 = drawn[i].1.saturating_add(ticks);
+    };
+    let mut any_narrow = false;
+    let mut colours: BTreeMap<u64, String> = BTreeMap::new();
+    let y = TOP + li as f64 * (lane_h + LANE_GAP);
+    let _ = write!(
+        body,
+        "<text x=\"{:.1}\" y=\"{:.1}\" class=\"lane\">worker {}</text>\
+         <rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"{plot_w:.1}\" height=\"{lane_h:.1}\" \
+         fill=\"#fff\" stroke=\"#bbb\"><title>worker {}: white = unaccounted time</title></rect>",
+        LEFT - 8.0,
+        y + lane_h / 2.0 + 4.0,
+        w.worker,
+        w.worker
+    );
+    let mut lane = Lane {
+        out: &mut body,
+        y,
+        h: lane_h,
+    };
+    if let Some(sm) = run
+        .sampled
+        .as_ref()
+        .filter(|_| crate::sampled::is_sample_only(run))
+    {
+        sampled_lane(run, sm, li, g, &mut lane, &mut add_drawn);
+        return LaneSvg {
+            svg: body,
+            drawn,
+            any_narrow,
+        };
+    }
+    let mut narrow = Column::default();
+    let mut narrow_wait = Column::default();
+    let mut sc = w.scanner();
+    let (mut behind, mut n) = (Behind::default(), 0u32);
+    while let Some(item) = sc.next() {
+        n = n.wrapping_add(1);
+        if n & 0xffff == 0 {
+            behind.advance(w, sc.offset());
+        }
+        let (s, e, period) = match item {
+            Item::Period(p) => (p.start, p.end.max(p.start), Some(p)),
+            Item::WorkerWait { t, dur } => (t, t.saturating_add(dur), None),
+            _ => continue,
+        };
+        let rs = s.wrapping_sub(run.t0) as i64 as f64;
+        let re = e.wrapping_sub(run.t0) as i64 as f64;
+        if re < w0 || rs > w1 {
+            continue;
+        }
+        let x0 = x_of(rs.max(w0));
+        let x1 = x_of(re.min(w1));
+        let ticks = e - s;
+        if x1 - x0 < 1.0 {
+            let col = x0.floor() as i64;
+            let c = if period.is_some() {
+                &mut narrow
+            } else {
+                &mut narrow_wait
+            };
+            if c.col != Some(col) {
+                if period.is_some() {
+                    lane.flush(c, "short periods", "url(#many)", npt);
+                } else {
+                    lane.flush(c, "short waits", "#a0a0a0", npt);
+                }
+                c.col = Some(col);
+            }
+            c.count += 1;
+            c.ticks = c.ticks.saturating_add(ticks);
+            if let Some(p) = period {
+                add_drawn(p.task, ticks);
+                any_narrow = true;
+            }
+            continue;
+        }
+        let (fill, label, title) = match period {
+            Some(p) => {
+                add_drawn(p.task, ticks);
+                let name = run.task_label(p.task);
+                let fill = colours
+                    .entry(p.task)
+                    .or_insert_with(|| task_colour(p.task))
+                    .clone();
+                let state = end_state_name(p.end_state);
+                let on = match p.end_state {
+                    EndState::BlockedInput { stream } | EndState::BlockedOutput { stream } => {
+                        format!(" on stream {stream}")
+                    }
+                    _ => String::new(),
+                };
+                let title = format!(
+                    "{name} (task {}) on worker {}: {} ms + {}, ended {state}{on}",
+                    p.task,
+                    w.worker,
+                    fmt_ms(rs * npt / 1e6),
+                    crate::summary::fmt_ns(ticks as f64 * npt)
+                );
+                let full = format!("{name} ({state})");
+                let room = x1 - x0 - 4.0;
+                let label = if full.chars().count() as f64 * CHAR_W <= room {
+                    Some(full)
+                } else if name.chars().count() as f64 * CHAR_W <= room {
+                    Some(name)
+                } else {
+                    None
+                };
+                (fill, label, title)
+            }
+            None => (
+                "#a0a0a0".to_owned(),
+                None,
+                format!(
+                    "worker {} waiting: {} ms + {}",
+                    w.worker,
+                    fmt_ms(rs * npt / 1e6),
+                    crate::summary::fmt_ns(ticks as f64 * npt)
+                ),
+            ),
+        };
+        let _ = write!(
+            lane.out,
+            "<rect x=\"{x0:.2}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{:.1}\" fill=\"{fill}\">\
+             <title>{}</title></rect>",
+            y + 1.0,
+            x1 - x0,
+            lane_h - 2.0,
+            xml_escape(&title)
+        );
+        if let Some(l) = label {
+            let _ = write!(
+                lane.out,
+                "<text x=\"{:.2}\" y=\"{:.1}\" class=\"label\">{}</text>",
+                x0 + 2.0,
+                y + lane_h / 2.0 + 4.0,
+                xml_escape(&l)
+            );
+        }
+    }
+    lane.flush(&mut narrow, "short periods", "url(#many)", npt);
+    lane.flush(&mut narrow_wait, "short waits", "#a0a0a0", npt);
+
+    LaneSvg {
+        svg: body,
+        drawn,
+        any_narrow,
+    }
+}
+
+/// A sample-mode run's lane: a column per window of samples of the worker,
+/// its height split by what the samples found (tasks, biggest first, then
+/// between tasks, spinning, idle, parked).
+fn sampled_lane(
+    run: &RunLog,
+    sm: &crate::Sampled,
+    li: usize,
+    g: &LaneGeometry,
+    lane: &mut Lane<'_>,
+    add_drawn: &mut impl FnMut(u64, u64),
+) {
+    let w = &run.workers[li];
+    let x_of = |rel_ticks: f64| LEFT + (rel_ticks - g.w0) / (g.w1 - g.w0) * g.plot_w;
+    for win in sm.windows.iter().filter(|x| x.worker == w.worker) {
+        let rs = win.t.wrapping_sub(run.t0) as i64 as f64;
+        let re = rs + win.dur as f64;
+        if re < g.w0 || rs > g.w1 || win.total == 0 {
+            continue;
+        }
+        let x0 = x_of(rs.max(g.w0));
+        let x1 = x_of(re.min(g.w1)).max(x0 + 0.5);
+        let per = win.dur as f64 / f64::from(win.total);
+        let mut parts: Vec<(String, String, u32)> = win
+            .tasks
+            .iter()
+            .map(|&(t, k)| {
+                add_drawn(t, (f64::from(k) * per) as u64);
+                (task_colour(t), run.task_label(t), k)
+            })
+            .collect();
+        parts.sort_by(|a, b| b.2.cmp(&a.2));
+        for (fill, what, k) in SAMPLED_KEYS
+            .iter()
+            .zip([win.sched, win.spin, win.idle, win.parked])
+            .map(|((f, w), k)| (f, w, k))
+        {
+            parts.push(((*fill).to_owned(), (*what).to_owned(), k));
+        }
+        let mut yy = lane.y + 1.0;
+        let unit = (g.lane_h - 2.0) / f64::from(win.total);
+        for (fill, what, k) in parts.into_iter().filter(|p| p.2 > 0) {
+            let h = f64::from(k) * unit;
+            let _ = write!(
+                lane.out,
+                "<rect x=\"{x0:.2}\" y=\"{yy:.2}\" width=\"{:.2}\" height=\"{h:.2}\" \
+                 fill=\"{fill}\"><title>{}</title></rect>",
+                x1 - x0,
+                xml_escape(&format!(
+                    "worker {} from {} ms for {}: {what}, {k} of {} samples",
+                    w.worker,
+                    fmt_ms(rs * g.npt / 1e6),
+                    crate::summary::fmt_ns(win.dur as f64 * g.npt),
+                    win.total
+                ))
+            );
+            yy += h;
+        }
+    }
+}
+
+/// The colours of a sampled lane's states other than a running task.
+const SAMPLED_KEYS: [(&str, &str); 4] = [
+    ("#e8e8e8", "between tasks"),
+    ("#c0c0c0", "spinning"),
+    ("#a0a0a0", "idle"),
+    ("#808080", "parked"),
+];
+
 /// Draws the timeline (one lane per worker; periods coloured per task and
 /// labelled with the task name and end state where wide enough; waits grey;
 /// unaccounted time white; periods narrower than a pixel merged into one
@@ -170,194 +426,34 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
     let lane_h = f64::from(opts.lane_height_px.max(8));
     let nlanes = run.workers.len() as f64;
     let axis_y = TOP + nlanes * (lane_h + LANE_GAP);
-    let x_of = |rel_ticks: f64| LEFT + (rel_ticks - w0) / (w1 - w0) * plot_w;
 
+    // The lanes, each from its own log, side by side on the available cores.
+    let geometry = LaneGeometry {
+        w0,
+        w1,
+        plot_w,
+        lane_h,
+        npt,
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let lanes: Vec<usize> = (0..run.workers.len()).collect();
+    let drawn_lanes = crate::load::parallel(&lanes, cores, |&li| Ok(lane(run, li, &geometry)))
+        .unwrap_or_default();
     let mut body = String::new();
     // task -> ticks drawn in the window (for the legend order)
     let mut drawn_ix = IdIndex::default();
     let mut drawn: Vec<(u64, u64)> = Vec::new();
-    let mut add_drawn = |task: u64, ticks: u64| {
-        let (i, new) = drawn_ix.index(task, drawn.len());
-        if new {
-            drawn.push((task, 0));
-        }
-        drawn[i].1 = drawn[i].1.saturating_add(ticks);
-    };
     let mut any_narrow = false;
-    let mut colours: BTreeMap<u64, String> = BTreeMap::new();
-    for (li, w) in run.workers.iter().enumerate() {
-        let y = TOP + li as f64 * (lane_h + LANE_GAP);
-        let _ = write!(
-            body,
-            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"lane\">worker {}</text>\
-             <rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"{plot_w:.1}\" height=\"{lane_h:.1}\" \
-             fill=\"#fff\" stroke=\"#bbb\"><title>worker {}: white = unaccounted time</title></rect>",
-            LEFT - 8.0,
-            y + lane_h / 2.0 + 4.0,
-            w.worker,
-            w.worker
-        );
-        let mut lane = Lane {
-            out: &mut body,
-            y,
-            h: lane_h,
-        };
-        if let Some(sm) = run
-            .sampled
-            .as_ref()
-            .filter(|_| crate::sampled::is_sample_only(run))
-        {
-            // A sample-mode run has no periods: each window of samples is a
-            // column, its height split by what the samples found.
-            for win in sm.windows.iter().filter(|x| x.worker == w.worker) {
-                let rs = win.t.wrapping_sub(run.t0) as i64 as f64;
-                let re = rs + win.dur as f64;
-                if re < w0 || rs > w1 || win.total == 0 {
-                    continue;
-                }
-                let x0 = x_of(rs.max(w0));
-                let x1 = x_of(re.min(w1)).max(x0 + 0.5);
-                let per = win.dur as f64 / f64::from(win.total);
-                let mut parts: Vec<(String, String, u32)> = win
-                    .tasks
-                    .iter()
-                    .map(|&(t, k)| {
-                        add_drawn(t, (f64::from(k) * per) as u64);
-                        (task_colour(t), run.task_label(t), k)
-                    })
-                    .collect();
-                parts.sort_by(|a, b| b.2.cmp(&a.2));
-                parts.push(("#e8e8e8".into(), "between tasks".into(), win.sched));
-                parts.push(("#c0c0c0".into(), "spinning".into(), win.spin));
-                parts.push(("#a0a0a0".into(), "idle".into(), win.idle));
-                parts.push(("#808080".into(), "parked".into(), win.parked));
-                let mut yy = y + 1.0;
-                let unit = (lane_h - 2.0) / f64::from(win.total);
-                for (fill, what, k) in parts.into_iter().filter(|p| p.2 > 0) {
-                    let h = f64::from(k) * unit;
-                    let _ = write!(
-                        lane.out,
-                        "<rect x=\"{x0:.2}\" y=\"{yy:.2}\" width=\"{:.2}\" height=\"{h:.2}\" \
-                         fill=\"{fill}\"><title>{}</title></rect>",
-                        x1 - x0,
-                        xml_escape(&format!(
-                            "worker {} from {} ms for {}: {what}, {k} of {} samples",
-                            w.worker,
-                            fmt_ms(rs * npt / 1e6),
-                            crate::summary::fmt_ns(win.dur as f64 * npt),
-                            win.total
-                        ))
-                    );
-                    yy += h;
-                }
+    for l in drawn_lanes {
+        body.push_str(&l.svg);
+        any_narrow |= l.any_narrow;
+        for (task, ticks) in l.drawn {
+            let (i, new) = drawn_ix.index(task, drawn.len());
+            if new {
+                drawn.push((task, 0));
             }
-            continue;
+            drawn[i].1 = drawn[i].1.saturating_add(ticks);
         }
-        let mut narrow = Column::default();
-        let mut narrow_wait = Column::default();
-        let mut sc = w.scanner();
-        while let Some(item) = sc.next() {
-            let (s, e, period) = match item {
-                Item::Period(p) => (p.start, p.end.max(p.start), Some(p)),
-                Item::WorkerWait { t, dur } => (t, t.saturating_add(dur), None),
-                _ => continue,
-            };
-            let rs = s.wrapping_sub(run.t0) as i64 as f64;
-            let re = e.wrapping_sub(run.t0) as i64 as f64;
-            if re < w0 || rs > w1 {
-                continue;
-            }
-            let x0 = x_of(rs.max(w0));
-            let x1 = x_of(re.min(w1));
-            let ticks = e - s;
-            if x1 - x0 < 1.0 {
-                let col = x0.floor() as i64;
-                let c = if period.is_some() {
-                    &mut narrow
-                } else {
-                    &mut narrow_wait
-                };
-                if c.col != Some(col) {
-                    if period.is_some() {
-                        lane.flush(c, "short periods", "url(#many)", npt);
-                    } else {
-                        lane.flush(c, "short waits", "#a0a0a0", npt);
-                    }
-                    c.col = Some(col);
-                }
-                c.count += 1;
-                c.ticks = c.ticks.saturating_add(ticks);
-                if let Some(p) = period {
-                    add_drawn(p.task, ticks);
-                    any_narrow = true;
-                }
-                continue;
-            }
-            let (fill, label, title) = match period {
-                Some(p) => {
-                    add_drawn(p.task, ticks);
-                    let name = run.task_label(p.task);
-                    let fill = colours
-                        .entry(p.task)
-                        .or_insert_with(|| task_colour(p.task))
-                        .clone();
-                    let state = end_state_name(p.end_state);
-                    let on = match p.end_state {
-                        EndState::BlockedInput { stream } | EndState::BlockedOutput { stream } => {
-                            format!(" on stream {stream}")
-                        }
-                        _ => String::new(),
-                    };
-                    let title = format!(
-                        "{name} (task {}) on worker {}: {} ms + {}, ended {state}{on}",
-                        p.task,
-                        w.worker,
-                        fmt_ms(rs * npt / 1e6),
-                        crate::summary::fmt_ns(ticks as f64 * npt)
-                    );
-                    let full = format!("{name} ({state})");
-                    let room = x1 - x0 - 4.0;
-                    let label = if full.chars().count() as f64 * CHAR_W <= room {
-                        Some(full)
-                    } else if name.chars().count() as f64 * CHAR_W <= room {
-                        Some(name)
-                    } else {
-                        None
-                    };
-                    (fill, label, title)
-                }
-                None => (
-                    "#a0a0a0".to_owned(),
-                    None,
-                    format!(
-                        "worker {} waiting: {} ms + {}",
-                        w.worker,
-                        fmt_ms(rs * npt / 1e6),
-                        crate::summary::fmt_ns(ticks as f64 * npt)
-                    ),
-                ),
-            };
-            let _ = write!(
-                lane.out,
-                "<rect x=\"{x0:.2}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{:.1}\" fill=\"{fill}\">\
-                 <title>{}</title></rect>",
-                y + 1.0,
-                x1 - x0,
-                lane_h - 2.0,
-                xml_escape(&title)
-            );
-            if let Some(l) = label {
-                let _ = write!(
-                    lane.out,
-                    "<text x=\"{:.2}\" y=\"{:.1}\" class=\"label\">{}</text>",
-                    x0 + 2.0,
-                    y + lane_h / 2.0 + 4.0,
-                    xml_escape(&l)
-                );
-            }
-        }
-        lane.flush(&mut narrow, "short periods", "url(#many)", npt);
-        lane.flush(&mut narrow_wait, "short waits", "#a0a0a0", npt);
     }
 
     // Time axis.
@@ -407,12 +503,7 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
         ));
     }
     if run.sampled.is_some() && crate::sampled::is_sample_only(run) {
-        for (fill, what) in [
-            ("#e8e8e8", "between tasks"),
-            ("#c0c0c0", "spinning"),
-            ("#a0a0a0", "idle"),
-            ("#808080", "parked"),
-        ] {
+        for (fill, what) in SAMPLED_KEYS {
             entries.push((fill.to_owned(), what.to_owned()));
         }
         entries.push((

@@ -32,7 +32,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::activity::activity;
+use crate::activity::{activity, whole_run, Activity};
 use crate::groups::group_of;
 use crate::load::RunLog;
 use crate::summary::{fmt_ns, table};
@@ -185,8 +185,22 @@ fn heaviest<K: Ord>(a: &(K, Sums), b: &(K, Sums)) -> std::cmp::Ordering {
 
 /// Computes the waiting relation of a run; `group` folds task names with
 /// numeric path segments into groups.
+///
+/// The figures come from the totals the load kept where they equal the
+/// merged pass's (every task's periods in one log, every used stream end
+/// bound: what the runtime writes), else from the pass.
 pub fn waits(run: &RunLog, group: bool) -> Waits {
-    let act = activity(run, 1);
+    waits_of(run, group, &whole_run(run))
+}
+
+/// [`waits()`] from a pass over all periods merged in time order, always:
+/// the reference its shortcut through the load's totals must agree with.
+#[doc(hidden)]
+pub fn waits_by_pass(run: &RunLog, group: bool) -> Waits {
+    waits_of(run, group, &activity(run, 1))
+}
+
+fn waits_of(run: &RunLog, group: bool, act: &Activity) -> Waits {
     let mut ids: Vec<u64> = run.streams.keys().copied().collect();
     ids.extend(
         act.streams

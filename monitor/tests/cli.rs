@@ -403,6 +403,71 @@ fn bad_arguments_of_the_explaining_commands() {
 }
 
 #[test]
+fn diff_of_intact_damaged_and_bad_logs() {
+    let a = tempfile::tempdir().unwrap();
+    pipeline(a.path(), false, Calibration::nanos());
+    let ok = |out: &Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout.clone()).unwrap()
+    };
+    let text = ok(&mon(&["diff", p(a.path()), p(a.path())]));
+    assert!(text.contains("A and B take the same time"), "{text}");
+    assert!(
+        text.contains("task groups") && text.contains("relay"),
+        "{text}"
+    );
+
+    // B: the same run, one log damaged and the other cut in half: partial
+    // answers with the damage named, not an error.
+    let b = tempfile::tempdir().unwrap();
+    pipeline(b.path(), false, Calibration::nanos());
+    let w0 = b.path().join("worker-0.rlog");
+    let mut data = std::fs::read(&w0).unwrap();
+    data.truncate(data.len() - 3);
+    data.push(0xee); // an unknown tag
+    std::fs::write(&w0, data).unwrap();
+    let w1 = b.path().join("worker-1.rlog");
+    let data = std::fs::read(&w1).unwrap();
+    std::fs::write(&w1, &data[..data.len() / 2 + 10]).unwrap();
+    let text = ok(&mon(&["diff", p(a.path()), p(b.path())]));
+    assert!(
+        text.contains("B: worker-0.rlog: damaged record at byte"),
+        "{text}"
+    );
+    assert!(text.contains("B: worker-1.rlog"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&mon(&["diff", p(a.path()), p(b.path()), "--json"]))).unwrap();
+    assert!(v["a"]["warnings"].as_array().unwrap().is_empty(), "{v}");
+    assert_eq!(v["b"]["warnings"].as_array().unwrap().len(), 2, "{v}");
+    let relay = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == "relay")
+        .unwrap();
+    assert_eq!(relay["busy_ns"]["a"], 36);
+    assert!(relay["busy_ns"]["b"].as_u64().unwrap() < 36, "{relay}");
+
+    // Errors name the run and the file, on one line.
+    assert_error(
+        &mon(&["diff", p(a.path()), "/nonexistent/rill-logs"]),
+        &["run B", "/nonexistent/rill-logs", "not found"],
+    );
+    let bad = tempfile::tempdir().unwrap();
+    std::fs::write(bad.path().join("worker-0.rlog"), "not a log, not a log!").unwrap();
+    assert_error(
+        &mon(&["diff", p(bad.path()), p(a.path())]),
+        &["run A", "worker-0.rlog", "not a rill log"],
+    );
+    let out = mon(&["diff", p(a.path())]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn help_explains_each_command() {
     for (cmd, needles) in [
         (
@@ -412,6 +477,10 @@ fn help_explains_each_command() {
         (
             "bottleneck",
             &["α", "β", "γ", "windows", "--windows", "share"][..],
+        ),
+        (
+            "diff",
+            &["B - A", "group", "--no-group", "--json", "one run only"][..],
         ),
         (
             "map",

@@ -245,6 +245,139 @@ fn map_writes_a_file_the_runtime_loads_back() {
     }
 }
 
+/// `rill-mon diff A B --json` on two real runs, as JSON.
+fn diff_json(a: &std::path::Path, b: &std::path::Path) -> serde_json::Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_rill-mon"))
+        .arg("diff")
+        .args([a, b])
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn diff_of_two_real_pipes() {
+    let _g = lock();
+    // A: round-robin; B: the slow relay alone on worker 0, the rest on 1.
+    let work = Duration::from_micros(200);
+    let a = tempfile::tempdir().unwrap();
+    runs::pipe(
+        a.path(),
+        2,
+        rill::Mapping::RoundRobin,
+        6,
+        Some(3),
+        work,
+        100,
+    );
+    let table = rill::ManualTable::parse("\"pipe/relay/3\" = 0\n\"pipe\" = 1\n").unwrap();
+    let b = tempfile::tempdir().unwrap();
+    runs::pipe(
+        b.path(),
+        2,
+        rill::Mapping::Manual(table),
+        6,
+        Some(3),
+        work,
+        100,
+    );
+    let v = diff_json(a.path(), b.path());
+
+    let span = |s: &str| v[s]["span_ns"].as_u64().unwrap() as f64;
+    let speedup = v["speedup"].as_f64().unwrap();
+    assert!((speedup - span("a") / span("b")).abs() < 1e-9, "{v}");
+    let headline = v["headline"].as_str().unwrap();
+    assert!(
+        headline.starts_with("B is ") || headline.starts_with("A and B take"),
+        "{headline}"
+    );
+    assert!(headline.contains("the largest change: "), "{headline}");
+    // Every group matched, with the same tasks and messages in both runs.
+    let groups = v["groups"].as_array().unwrap();
+    let names: Vec<&str> = groups
+        .iter()
+        .map(|g| g["group"].as_str().unwrap())
+        .collect();
+    for n in ["pipe/src", "pipe/relay/*", "pipe/sink"] {
+        assert!(names.contains(&n), "{names:?}");
+    }
+    for g in groups {
+        assert_eq!(g["tasks"]["delta"], 0, "{g}");
+        assert!(
+            g["busy_ns"]["a"].is_u64() && g["busy_ns"]["b"].is_u64(),
+            "{g}"
+        );
+    }
+    let relays = groups
+        .iter()
+        .find(|g| g["group"] == "pipe/relay/*")
+        .unwrap();
+    assert_eq!(relays["tasks"]["a"], 6);
+    // 100 messages of 200 µs in relay 3 alone, in both runs.
+    for side in ["a", "b"] {
+        assert!(
+            relays["busy_ns"][side].as_u64().unwrap() >= 20_000_000,
+            "{relays}"
+        );
+    }
+    for p in v["pairs"].as_array().unwrap() {
+        assert_eq!(p["messages"]["delta"], 0, "{p}");
+    }
+    // The ranking: largest absolute change first.
+    let deltas: Vec<u64> = v["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["delta"].as_i64().unwrap().unsigned_abs())
+        .collect();
+    assert!(
+        !deltas.is_empty() && deltas.windows(2).all(|w| w[0] >= w[1]),
+        "{deltas:?}"
+    );
+    assert_eq!(v["workers"].as_array().unwrap().len(), 2);
+    assert!(v["only_in_a"]["groups"].as_array().unwrap().is_empty());
+    assert!(v["only_in_b"]["groups"].as_array().unwrap().is_empty());
+
+    // Another worker count: workers beyond A's are B's alone; the groups
+    // still match.
+    let c = tempfile::tempdir().unwrap();
+    runs::pipe(
+        c.path(),
+        1,
+        rill::Mapping::RoundRobin,
+        6,
+        None,
+        Duration::ZERO,
+        100,
+    );
+    let v = diff_json(c.path(), b.path());
+    assert_eq!(v["only_in_b"]["workers"], serde_json::json!([1]));
+    assert!(v["only_in_b"]["groups"].as_array().unwrap().is_empty());
+    assert!(
+        v["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("A ran on 1 worker(s), B on 2"),
+        "{v}"
+    );
+
+    // Another program: little in common (the root task) but the workers.
+    let ring = tempfile::tempdir().unwrap();
+    runs::ring(ring.path(), 2, 3, 1, 5, 0, Duration::ZERO);
+    let v = diff_json(a.path(), ring.path());
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("different programs?"), "{notes}");
+    let only: Vec<&str> = v["only_in_b"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap())
+        .collect();
+    assert!(only.contains(&"ring/*"), "{only:?}");
+}
+
 /// Writes the logs of a pipe whose relay 3 works 1 ms per message (2
 /// workers, round-robin) to `$RILL_MON_DEMO`, to look at by hand.
 #[test]

@@ -664,6 +664,26 @@ fn analyse(dir: &Path) {
         serde_json::to_string(&b).unwrap();
         assert!(b.bottlenecks.iter().all(|f| f.share.is_finite()), "{b:?}");
     }
+    for group in [true, false] {
+        let d = rill_monitor::diff(&run, &run, group);
+        let _ = d.to_text(0);
+        serde_json::to_string(&d).unwrap();
+        assert!(d.changes.iter().all(|c| c.change.delta == 0), "{d:?}");
+    }
+    // The shortcuts through the load's totals agree with the pass.
+    assert_eq!(
+        serde_json::to_value(rill_monitor::waits(&run, true)).unwrap(),
+        serde_json::to_value(rill_monitor::waits_by_pass(&run, true)).unwrap()
+    );
+    let plan = |f: fn(&rill_monitor::RunLog, usize) -> anyhow::Result<rill_monitor::MapPlan>| {
+        f(&run, 2)
+            .map(|p| serde_json::to_value(p).unwrap())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        plan(rill_monitor::plan_mapping),
+        plan(rill_monitor::plan_mapping_by_pass)
+    );
     match rill_monitor::plan_mapping(&run, 3) {
         Ok(plan) => {
             let file = plan.to_file();
@@ -700,6 +720,7 @@ fn subcommands_capped(dir: &Path) {
         vec!["trace".as_ref(), d, "-o".as_ref(), json.as_os_str()],
         vec!["trace".as_ref(), d, "-o".as_ref(), pf.as_os_str()],
         vec!["waits".as_ref(), d],
+        vec!["diff".as_ref(), d, d, "--json".as_ref()],
         vec!["bottleneck".as_ref(), d, "--json".as_ref()],
         vec![
             "map".as_ref(),

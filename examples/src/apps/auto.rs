@@ -290,6 +290,14 @@ mod tests {
         assert!(t.lookup("mc/star/0/step/0").is_some(), "{t:?}");
         assert!(r.fields["total_ms"].as_f64().unwrap() >= r.fields["pilot_ms"].as_f64().unwrap());
         assert!(plan.size.contains("of 3000 paths"), "{}", plan.size);
+        // The planner's shortcut through the load's totals gives the plan
+        // of the pass over every period.
+        let run = rill_monitor::load_run(&plan.logs).unwrap();
+        let json = |p: rill_monitor::MapPlan| serde_json::to_value(p).unwrap();
+        assert_eq!(
+            json(rill_monitor::plan_mapping(&run, 2).unwrap()),
+            json(rill_monitor::plan_mapping_by_pass(&run, 2).unwrap())
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

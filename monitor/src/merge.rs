@@ -1,0 +1,248 @@
+//! Every log's periods in one time order, for the passes that need to see
+//! a waking period before the dispatch it allowed (`activity.rs`).
+//!
+//! Order: by start time, ties by the log's place in [`RunLog::workers`],
+//! each log's periods in the log's own order (a heap of one cursor per
+//! log, keyed by the cursor's next start).
+//!
+//! Decoding a record costs about as much as what the pass does with it, so
+//! where the machine has a core to spare each log is decoded on a thread of
+//! its own, in batches of owned periods sent through a bounded channel (at
+//! most [`IN_FLIGHT`] batches per log wait, so the memory stays bounded
+//! whatever the logs' size), and the calling thread only merges.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::mpsc::{sync_channel, Receiver};
+
+use rill_log::StreamIo;
+
+use crate::load::{Behind, RunLog, WorkerLog};
+use crate::scan::{Item, ScannedPeriod, Scanner};
+
+/// A period as a pass sees it.
+pub(crate) struct Period<'a> {
+    /// Its times, task and end state.
+    pub p: ScannedPeriod,
+    /// Its stream entries.
+    pub io: &'a [StreamIo],
+    /// The stream of its first read, if it read (see [`first_read`]).
+    pub first_read: Option<u64>,
+}
+
+/// Periods per batch.
+const BATCH: usize = 8192;
+
+/// Batches per log decoded ahead of the merge.
+const IN_FLIGHT: usize = 2;
+
+/// Logs decoded on threads of their own at most (beyond, inline).
+const MAX_THREADS: usize = 64;
+
+/// Owned periods of one log, in its order.
+#[derive(Default)]
+struct Batch {
+    /// (period, first entry in `io`, entries, first read)
+    periods: Vec<(ScannedPeriod, u32, u32, Option<u64>)>,
+    io: Vec<StreamIo>,
+}
+
+/// The stream of the first read in the scanner's current period.
+pub(crate) fn first_read(sc: &Scanner<'_>) -> Option<u64> {
+    let io = sc.io();
+    let mut found = None;
+    sc.for_each_op(|op| {
+        if found.is_none() && !op.write {
+            found = io.get(usize::from(op.io_index)).map(|s| s.stream);
+        }
+    });
+    found.or_else(|| io.iter().find(|s| s.reads > 0).map(|s| s.stream))
+}
+
+/// The next period of a log's scanner (its lists stay in the scanner).
+fn next_period(sc: &mut Scanner<'_>) -> Option<ScannedPeriod> {
+    loop {
+        match sc.next()? {
+            Item::Period(p) => return Some(p),
+            _ => continue,
+        }
+    }
+}
+
+/// Fills `b` with up to [`BATCH`] periods; false when the log had none left.
+fn fill(sc: &mut Scanner<'_>, b: &mut Batch) -> bool {
+    b.periods.clear();
+    b.io.clear();
+    while b.periods.len() < BATCH {
+        let Some(p) = next_period(sc) else { break };
+        let io = sc.io();
+        let at = b.io.len() as u32;
+        b.io.extend_from_slice(io);
+        b.periods.push((p, at, io.len() as u32, first_read(sc)));
+    }
+    !b.periods.is_empty()
+}
+
+/// Where a log's periods come from.
+enum Source<'a> {
+    /// Decoded here.
+    Inline(&'a WorkerLog, Scanner<'a>, Behind),
+    /// Decoded on a thread, received in batches.
+    Thread(Receiver<Batch>),
+}
+
+struct Cursor<'a> {
+    source: Source<'a>,
+    batch: Batch,
+    /// The next period's index in `batch`.
+    at: usize,
+}
+
+impl Cursor<'_> {
+    /// Makes the next period available; false at the log's end.
+    fn ready(&mut self) -> bool {
+        if self.at < self.batch.periods.len() {
+            return true;
+        }
+        self.at = 0;
+        match &mut self.source {
+            Source::Inline(w, sc, behind) => {
+                let more = fill(sc, &mut self.batch);
+                behind.advance(w, sc.offset());
+                more
+            }
+            Source::Thread(rx) => match rx.recv() {
+                Ok(b) => {
+                    self.batch = b;
+                    !self.batch.periods.is_empty()
+                }
+                Err(_) => {
+                    self.batch = Batch::default();
+                    false
+                }
+            },
+        }
+    }
+
+    fn start(&self) -> u64 {
+        self.batch.periods[self.at].0.start
+    }
+}
+
+/// Hands `f` every period of every log of `run` in the merged order (see
+/// the module documentation), with the index of its log in `run.workers`.
+pub(crate) fn for_each_period(run: &RunLog, f: impl FnMut(usize, &Period<'_>)) {
+    let spare = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
+    merged(run, spare && run.workers.len() <= MAX_THREADS, f);
+}
+
+/// [`for_each_period`], decoding on threads or not.
+fn merged(run: &RunLog, threaded: bool, mut f: impl FnMut(usize, &Period<'_>)) {
+    std::thread::scope(|s| {
+        let mut cursors: Vec<Cursor<'_>> = run
+            .workers
+            .iter()
+            .map(|w| {
+                let source = if threaded {
+                    let (tx, rx) = sync_channel::<Batch>(IN_FLIGHT);
+                    let mut sc = w.scanner();
+                    s.spawn(move || {
+                        let mut behind = Behind::default();
+                        loop {
+                            let mut b = Batch::default();
+                            let more = fill(&mut sc, &mut b);
+                            behind.advance(w, sc.offset());
+                            // A closed channel: the merge stopped (or ended).
+                            if !more || tx.send(b).is_err() {
+                                break;
+                            }
+                        }
+                    });
+                    Source::Thread(rx)
+                } else {
+                    Source::Inline(w, w.scanner(), Behind::default())
+                };
+                Cursor {
+                    source,
+                    batch: Batch::default(),
+                    at: 0,
+                }
+            })
+            .collect();
+        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+        for (i, c) in cursors.iter_mut().enumerate() {
+            if c.ready() {
+                heap.push(Reverse((c.start(), i)));
+            }
+        }
+        while let Some(Reverse((_, i))) = heap.pop() {
+            let c = &mut cursors[i];
+            let (p, at, len, first_read) = c.batch.periods[c.at];
+            let io = &c.batch.io[at as usize..(at + len) as usize];
+            f(i, &Period { p, io, first_read });
+            c.at += 1;
+            if c.ready() {
+                heap.push(Reverse((c.start(), i)));
+            }
+        }
+        // The receivers go here, before the scope waits for the decoders.
+        drop(cursors);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rill_log::{Calibration, Encoder, EndState, Header, LogWriter, MonitorFlags, PeriodRef};
+
+    /// The same order, entries and first reads with and without threads,
+    /// over batch boundaries, equal start times and a log with no periods.
+    #[test]
+    fn threads_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let cal = Calibration::nanos();
+        for w in 0..3u32 {
+            let header = Header::new(MonitorFlags::FULL, w, 3, cal);
+            let mut out = LogWriter::create(dir.path(), w, &header).unwrap();
+            let mut enc = Encoder::new();
+            enc.worker_start(&mut out, 0);
+            let n = if w == 2 { 0 } else { 3 * BATCH as u64 + 7 };
+            for k in 0..n {
+                let io = [StreamIo {
+                    stream: 100 + k % 3,
+                    reads: (k % 2) as u32,
+                    writes: 1,
+                    woke_peer: k % 5 == 0,
+                }];
+                // Worker 1 starts every other period at worker 0's times.
+                let start = k * 10 + u64::from(w) * (k % 2);
+                enc.period(
+                    &mut out,
+                    &PeriodRef {
+                        start,
+                        end: start + 5,
+                        task: u64::from(w) * 1000 + k % 4,
+                        end_state: EndState::Yielded,
+                        io: &io,
+                        ops: &[],
+                        op_times: &[],
+                    },
+                );
+            }
+            enc.worker_end(&mut out, 1_000_000);
+            out.finish().unwrap();
+        }
+        let run = crate::load_run(dir.path()).unwrap();
+        let seq = |threaded: bool| {
+            let mut v = Vec::new();
+            merged(&run, threaded, |i, p| {
+                v.push((i, p.p.start, p.p.task, p.io.to_vec(), p.first_read))
+            });
+            v
+        };
+        let (a, b) = (seq(true), seq(false));
+        assert_eq!(a.len(), 2 * (3 * BATCH + 7));
+        assert!(a.windows(2).all(|w| (w[0].1, w[0].0) <= (w[1].1, w[1].0)));
+        assert_eq!(a, b);
+    }
+}
