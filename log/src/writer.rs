@@ -311,10 +311,11 @@ impl LogWriter {
         } else {
             Ok(())
         };
+        // Unwatched before it is unmapped (`sigbus.rs`).
+        self.watch.clear();
         // SAFETY: `closed` was false and is now true, so this runs once; no
         // other method touches `map` after `closed` is set (`finish` consumes
         // the writer, and `drop` only calls `close`, which returns early).
-        self.watch.clear();
         unsafe { ManuallyDrop::drop(&mut self.map) };
         let trimmed = self.file.set_len(self.pos as u64);
         if let Some(e) = self.error.take() {
