@@ -175,7 +175,7 @@ fn a_full_disk_stops_the_logs_not_the_run() {
 }
 
 /// Under a file size limit (`ulimit -f`), a log that would grow past it
-/// stops there: without the check, growing the file sent SIGXFSZ, whose
+/// stops there: without the check, growing the file sends SIGXFSZ, whose
 /// default action ends the process.
 #[test]
 fn a_file_size_limit_stops_the_logs_not_the_run() {
