@@ -105,8 +105,9 @@ impl Drop for SmallFs {
 /// On a filesystem too small for its logs, a fully monitored ring runs to
 /// its normal end (exit 0, its result verified): its workers' logs stop,
 /// one warning names the directory and the cause, the logs say they were
-/// truncated and `rill-mon summary` says so. Before log space was reserved
-/// this run died of SIGBUS (exit 135) on each of these filesystems.
+/// truncated and `rill-mon summary` says so. Written through a sparse
+/// file's mapping without reserving space, this run dies of SIGBUS (exit
+/// 135) on each of these filesystems.
 #[test]
 fn a_full_disk_stops_the_logs_not_the_run() {
     // tmpfs: fallocate; ext2: no fallocate, so zeros are written to
@@ -174,7 +175,7 @@ fn a_full_disk_stops_the_logs_not_the_run() {
 }
 
 /// Under a file size limit (`ulimit -f`), a log that would grow past it
-/// stops there: without the check, growing the file sent SIGXFSZ, whose
+/// stops there: without the check, growing the file sends SIGXFSZ, whose
 /// default action ends the process.
 #[test]
 fn a_file_size_limit_stops_the_logs_not_the_run() {

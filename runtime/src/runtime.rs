@@ -29,7 +29,9 @@ pub struct MonitorConfig {
     /// What to record; [`MonitorFlags::OFF`] records nothing (the default).
     pub flags: MonitorFlags,
     /// Where the per-worker logs go (`worker-N.rlog`); `rill-logs` when
-    /// monitoring is on and no directory is given.
+    /// monitoring is on and no directory is given. A directory belongs to
+    /// one live run at a time: a run given one that another live run holds
+    /// fails at its start with [`ConfigError::LogDirInUse`].
     pub dir: Option<PathBuf>,
 }
 
