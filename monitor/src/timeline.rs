@@ -367,7 +367,7 @@ fn sampled_lane(
                 (task_colour(t), run.task_label(t), k)
             })
             .collect();
-        parts.sort_by(|a, b| b.2.cmp(&a.2));
+        parts.sort_by_key(|p| std::cmp::Reverse(p.2));
         for (fill, what, k) in SAMPLED_KEYS
             .iter()
             .zip([win.sched, win.spin, win.idle, win.parked])
