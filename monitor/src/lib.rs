@@ -4,6 +4,7 @@
 //! latency and jitter), an SVG timeline and a Chrome trace; and explains
 //! the run: who waited for whom ([`waits()`]), what held it back
 //! ([`bottleneck()`]) and where its tasks should run ([`plan_mapping`]).
+//! [`watch`] follows a run while it writes its logs.
 //!
 //! ```no_run
 //! let run = rill_monitor::load_run(std::path::Path::new("logs"))?;
@@ -34,6 +35,7 @@ mod timeline;
 mod trace;
 mod verdict;
 mod waits;
+pub mod watch;
 
 pub use bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
 pub use groups::group_of;

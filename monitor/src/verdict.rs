@@ -44,7 +44,7 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
             let x = worker.map_or_else(|| "?".to_owned(), |x| x.to_string());
             if act.sampled {
                 // Sample mode: shares of time are estimates, waits are counts.
-                let ev = vec![
+                let ev = [
                     format!(
                         "in {k} of {windows} windows it ran {} of the time on worker {x} (the \
                          worker was busy {}; estimates from samples)",
