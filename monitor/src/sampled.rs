@@ -213,6 +213,24 @@ fn apply(run: &mut RunLog, sampled: &mut Sampled) {
             w.stats.wait = wait;
         }
     }
+    // A worker log whose records stop before its file ends (its run is
+    // still going, or was killed) has no end record: its span reaches as far
+    // as its windows do.
+    let mut last: std::collections::BTreeMap<u32, u64> = Default::default();
+    for w in &sampled.windows {
+        let end = w.t.saturating_add(w.dur);
+        let e = last.entry(w.worker).or_insert(end);
+        *e = (*e).max(end);
+    }
+    for w in &mut run.workers {
+        let open = (w.valid_len as usize) < w.data().len();
+        if let (true, Some(&end)) = (open, last.get(&w.worker)) {
+            if end > w.stats.finish {
+                w.stats.finish = end;
+                run.t1 = run.t1.max(end);
+            }
+        }
+    }
     for (&task, &busy) in &sampled.task_busy {
         let t = run.tasks.entry(task).or_insert_with(|| TaskInfo {
             id: task,

@@ -32,7 +32,8 @@ enum Job {
 }
 
 enum Answer {
-    Verdict(Result<String, String>),
+    /// The verdict, and how long it took.
+    Verdict(Result<String, String>, Duration),
     Final(Result<Final, String>),
 }
 
@@ -70,6 +71,8 @@ pub struct Analyst {
     next: Instant,
     /// The last verdict and when it was asked for.
     verdict: Option<(String, Instant)>,
+    /// Why the last verdict failed.
+    error: Option<String>,
     final_asked: bool,
     result: Option<Result<Final, String>>,
 }
@@ -85,7 +88,11 @@ impl Analyst {
             .spawn(move || {
                 for job in jobs {
                     let a = match job {
-                        Job::Verdict => Answer::Verdict(verdict(&dir)),
+                        Job::Verdict => {
+                            let t = Instant::now();
+                            let v = verdict(&dir);
+                            Answer::Verdict(v, t.elapsed())
+                        }
                         Job::Final(v) => Answer::Final(final_analyses(&dir, v)),
                     };
                     if answers.send(a).is_err() {
@@ -102,6 +109,7 @@ impl Analyst {
             started: now,
             next: now,
             verdict: None,
+            error: None,
             final_asked: false,
             result: None,
         }
@@ -131,15 +139,18 @@ impl Analyst {
         let mut any = false;
         loop {
             match self.rx.try_recv() {
-                Ok(Answer::Verdict(v)) => {
+                Ok(Answer::Verdict(v, cost)) => {
                     any = true;
                     self.pending = false;
-                    let cost = self.started.elapsed();
                     self.next = Instant::now() + MIN_GAP.max(cost * 10);
                     // A failed verdict (logs of two runs, a log not written
                     // yet) keeps the last one.
-                    if let Ok(v) = v {
-                        self.verdict = Some((v, self.started));
+                    match v {
+                        Ok(v) => {
+                            self.verdict = Some((v, self.started));
+                            self.error = None;
+                        }
+                        Err(e) => self.error = Some(e),
                     }
                 }
                 Ok(Answer::Final(f)) => {
@@ -169,6 +180,11 @@ impl Analyst {
         self.verdict
             .as_ref()
             .map(|(v, at)| (v.as_str(), at.elapsed()))
+    }
+
+    /// Why the last verdict could not be made, if it could not.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
     }
 
     /// The final analyses, once done.

@@ -12,15 +12,15 @@
 //! afresh (a run started again into the same directory).
 //!
 //! The run has ended when every worker's log has ended (its `WorkerEnd`
-//! record was read, or it was trimmed and read to its end) and, after that,
-//! [`SETTLE`] has passed and a poll found nothing new: the sampler writes
+//! record was read, or it was trimmed and read to its end), no log was
+//! written for [`SETTLE`] and a poll found nothing new: the sampler writes
 //! its last window and the runtime rewrites the headers' clock rate just
 //! after the workers finish. A run that was killed leaves untrimmed logs and
 //! never ends: the snapshot says how long no record came.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use rill_log::Header;
 use serde::Serialize;
@@ -65,6 +65,8 @@ pub struct Snapshot {
     pub verdict: Option<String>,
     /// Seconds since the verdict was computed.
     pub verdict_age_s: Option<f64>,
+    /// Why no verdict could be made (the logs are not all there yet, ...).
+    pub verdict_error: Option<String>,
     /// Problems with the logs (the records before them are used).
     pub warnings: Vec<String>,
 }
@@ -154,6 +156,12 @@ impl Follower {
         }
     }
 
+    /// Whether every worker's log has ended (the run is over once the logs
+    /// settle).
+    pub fn workers_ended(&self) -> bool {
+        self.done_since.is_some()
+    }
+
     /// Where the run's time figures come from, once a log was read.
     pub fn source(&self) -> Option<Source> {
         self.run.as_ref().map(|r| r.model.source())
@@ -202,6 +210,16 @@ impl Follower {
                 .workers
                 .iter()
                 .all(|(&w, t)| t.stop().is_some() || run.model.worker_ended(w));
+        // Since when no log was written (a run that ended before the
+        // follower started has settled at once).
+        let unwritten = run
+            .workers
+            .values()
+            .chain(run.sampler.as_ref())
+            .filter_map(|t| t.modified())
+            .max()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .unwrap_or_default();
         for m in stops {
             self.warn(m);
         }
@@ -211,7 +229,9 @@ impl Follower {
         }
         if all_done {
             let since = *self.done_since.get_or_insert(now);
-            if bytes == 0 && now.duration_since(since) >= SETTLE {
+            // Settled: no file written for SETTLE, or (where the file times
+            // say otherwise) SETTLE since every worker ended.
+            if bytes == 0 && (unwritten >= SETTLE || now.duration_since(since) >= SETTLE) {
                 self.ended = true;
             }
         } else {
@@ -337,6 +357,7 @@ impl Follower {
                 .unwrap_or_default(),
             verdict: None,
             verdict_age_s: None,
+            verdict_error: None,
             warnings,
         }
     }

@@ -82,6 +82,15 @@ fn has_time(f: &Follower) -> bool {
     matches!(f.source(), Some(Source::Samples | Source::Periods))
 }
 
+/// Puts the analyst's verdict (or why there is none) into `s`.
+fn add_verdict(s: &mut Snapshot, a: &Analyst) {
+    if let Some((v, age)) = a.verdict() {
+        s.verdict = Some(v.to_owned());
+        s.verdict_age_s = Some(age.as_secs_f64());
+    }
+    s.verdict_error = a.error().map(str::to_owned);
+}
+
 /// Runs `rill-mon watch` (see the module documentation).
 pub fn watch(opts: &WatchOptions) -> anyhow::Result<()> {
     match opts.output {
@@ -97,6 +106,12 @@ fn once(opts: &WatchOptions) -> anyhow::Result<()> {
     let dir = &opts.dir;
     let mut f = Follower::new(dir);
     catch_up(&mut f, 1024);
+    // A run that has just ended: its logs settle within moments.
+    let t = std::time::Instant::now();
+    while f.state() == RunState::Running && f.workers_ended() && t.elapsed() < SETTLE * 4 {
+        std::thread::sleep(Duration::from_millis(20));
+        catch_up(&mut f, 16);
+    }
     match f.state() {
         RunState::NoDirectory => anyhow::bail!("log directory {} not found", dir.display()),
         RunState::NoLogs => anyhow::bail!("no rill logs (worker-*.rlog) in {}", dir.display()),
@@ -144,10 +159,7 @@ fn plain(opts: &WatchOptions) -> anyhow::Result<()> {
             analyst.verdict_if_due();
         }
         let mut s = f.snapshot(&opts.snapshot);
-        if let Some((v, age)) = analyst.verdict() {
-            s.verdict = Some(v.to_owned());
-            s.verdict_age_s = Some(age.as_secs_f64());
-        }
+        add_verdict(&mut s, &analyst);
         let mut out = std::io::stdout().lock();
         out.write_all(snapshot_text(&s).as_bytes())?;
         out.write_all(b"\n")?;
@@ -155,13 +167,11 @@ fn plain(opts: &WatchOptions) -> anyhow::Result<()> {
         drop(out);
         std::thread::sleep(opts.interval);
     }
-    let s = f.snapshot(&opts.snapshot);
+    let mut s = f.snapshot(&opts.snapshot);
     let fin = final_analyses(&opts.dir, has_time(&f)).map_err(|e| anyhow::anyhow!(e))?;
+    s.verdict = fin.verdict;
     let mut out = std::io::stdout().lock();
     out.write_all(snapshot_text(&s).as_bytes())?;
     writeln!(out, "\n{}", fin.summary)?;
-    if let Some(v) = fin.verdict {
-        writeln!(out, "bottleneck:\n  {v}")?;
-    }
     Ok(())
 }

@@ -150,6 +150,11 @@ impl Tail {
         self.id
     }
 
+    /// When the file was last written.
+    pub(crate) fn modified(&self) -> Option<std::time::SystemTime> {
+        self.file.metadata().and_then(|m| m.modified()).ok()
+    }
+
     /// Why reading stopped, if it has.
     pub(crate) fn stop(&self) -> Option<&Stop> {
         self.stop.as_ref()

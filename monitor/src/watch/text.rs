@@ -168,6 +168,10 @@ pub(crate) fn verdict_title(s: &Snapshot) -> String {
 pub(crate) fn verdict_text(s: &Snapshot) -> String {
     match (&s.verdict, s.figures.source) {
         (Some(v), _) => v.clone(),
+        (None, Some(Source::Samples | Source::Periods)) if s.verdict_error.is_some() => format!(
+            "not available yet: {}",
+            s.verdict_error.as_deref().unwrap_or_default()
+        ),
         (None, Some(Source::Counts)) => {
             "needs periods or samples (--monitor full or sample)".to_owned()
         }
@@ -306,6 +310,7 @@ mod tests {
             },
             verdict: Some("b holds the run back.".into()),
             verdict_age_s: Some(1.0),
+            verdict_error: None,
             warnings: vec!["worker-1.rlog: damaged".into()],
         }
     }

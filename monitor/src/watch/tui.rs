@@ -10,7 +10,7 @@ use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use super::analyst::Analyst;
 use super::follower::{Follower, RunState};
 use super::view::{draw, Ui};
-use super::{catch_up, has_time, WatchOptions};
+use super::{add_verdict, catch_up, has_time, WatchOptions};
 
 /// The longest wait for a key before the loop looks at the analyses again.
 const KEY_WAIT: Duration = Duration::from_millis(100);
@@ -32,7 +32,7 @@ pub(crate) fn run(opts: &WatchOptions) -> anyhow::Result<()> {
 fn final_text(analyst: &Analyst) -> Option<String> {
     let text = match analyst.final_result()? {
         Ok(f) => match &f.verdict {
-            Some(v) => format!("{}\nbottleneck:\n  {v}\n", f.summary),
+            Some(v) => format!("bottleneck:\n  {v}\n\n{}", f.summary),
             None => f.summary.clone(),
         },
         Err(e) => format!("The summary could not be made: {e}\n"),
@@ -72,10 +72,7 @@ fn event_loop(
             }
         }
         let mut snap = follower.snapshot(&opts.snapshot);
-        if let Some((v, age)) = analyst.verdict() {
-            snap.verdict = Some(v.to_owned());
-            snap.verdict_age_s = Some(age.as_secs_f64());
-        }
+        add_verdict(&mut snap, &analyst);
         terminal.draw(|frame| draw(frame, &snap, &ui))?;
         let wait = next_poll
             .saturating_duration_since(Instant::now())

@@ -16,7 +16,7 @@ use super::text;
 /// Width of a worker's bar, cells.
 const BAR: usize = 16;
 /// Width of a worker's figures before its history.
-const WORKER_TEXT: u16 = 56;
+const WORKER_TEXT: u16 = 63;
 /// From this width on, groups and streams sit side by side.
 const SIDE_BY_SIDE: u16 = 120;
 
@@ -136,17 +136,22 @@ fn draw_final(frame: &mut Frame, area: Rect, ui: &Ui) {
 fn draw_live(frame: &mut Frame, area: Rect, s: &Snapshot) {
     let f = &s.figures;
     let shown = f.workers.len().min(16) as u16;
+    // The tables as high as their rows (a header and borders), the verdict
+    // below them; side by side both tables need the taller one's height.
+    let side = area.width >= SIDE_BY_SIDE;
+    let (g, r) = (f.groups.len().max(1) as u16, f.streams.len().max(1) as u16);
+    let tables = if side { g.max(r) + 3 } else { g + r + 6 };
     let [workers, middle, verdict] = Layout::vertical([
         Constraint::Length(shown.max(1) + 2),
+        Constraint::Length(tables),
         Constraint::Min(4),
-        Constraint::Length(5),
     ])
     .areas(area);
     // Workers: figures, then the history of the busy share.
     let block = Block::bordered().title(Span::styled(
         format!(
-            " {} · history per {} ms ",
-            text::workers_title(f),
+            " workers · busy, last {:.1} s · history per {} ms ",
+            f.window_s,
             super::BIN_MS
         ),
         bold(),
@@ -172,10 +177,10 @@ fn draw_live(frame: &mut Frame, area: Rect, s: &Snapshot) {
         frame.render_widget(spark, right);
     }
     // Task groups and streams.
-    let [groups, streams] = if middle.width >= SIDE_BY_SIDE {
+    let [groups, streams] = if side {
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(middle)
     } else {
-        Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(middle)
+        Layout::vertical([Constraint::Length(g + 3), Constraint::Length(r + 3)]).areas(middle)
     };
     if f.source != Some(Source::Counts) {
         let rows: Vec<Row> = f
@@ -195,8 +200,15 @@ fn draw_live(frame: &mut Frame, area: Rect, s: &Snapshot) {
                     Constraint::Length(6),
                     Constraint::Length(10),
                 ],
-                text::groups_title(f),
+                format!(
+                    "task groups · share of all workers' time, last {:.1} s and run{}",
+                    f.window_s,
+                    f.groups_error_pp
+                        .map(|e| format!(" (±{e:.1})"))
+                        .unwrap_or_default()
+                ),
                 more,
+                "no task ran yet",
             ),
             groups,
         );
@@ -225,8 +237,17 @@ fn draw_live(frame: &mut Frame, area: Rect, s: &Snapshot) {
                 Constraint::Length(9),
                 Constraint::Length(10),
             ],
-            text::streams_title(f),
+            if f.stream_waits_recent {
+                format!("streams · most waits, last {:.1} s", f.window_s)
+            } else {
+                "streams · most waits, of the ends closed so far".to_owned()
+            },
             more,
+            if f.stream_waits_recent {
+                "no waits"
+            } else {
+                "none yet: sample mode counts a stream end's waits when it closes"
+            },
         ),
         streams,
     );
@@ -245,13 +266,18 @@ fn table<'a>(
     widths: &[Constraint],
     title: String,
     more: Option<String>,
+    empty_note: &'a str,
 ) -> Table<'a> {
-    let empty = rows.is_empty();
     let mut block = Block::bordered().title(Span::styled(format!(" {title} "), bold()));
     if let Some(m) = more {
         block = block.title_bottom(Line::from(m).right_aligned());
-    } else if empty {
-        block = block.title_bottom(Line::styled(" none yet ", dim()));
+    }
+    if rows.is_empty() {
+        return Table::new(
+            vec![Row::new([Cell::from(Span::styled(empty_note, dim()))])],
+            [Constraint::Min(0)],
+        )
+        .block(block);
     }
     Table::new(rows, widths.to_vec())
         .header(Row::new(heads.iter().map(|h| Cell::from(*h))).style(dim()))
@@ -323,6 +349,7 @@ mod tests {
             },
             verdict: Some("mc/collect holds the run back.".into()),
             verdict_age_s: Some(2.0),
+            verdict_error: None,
             warnings: Vec::new(),
         }
     }
