@@ -737,6 +737,12 @@ impl Model {
         }
         let mut rows: Vec<GroupRow> = rows
             .into_values()
+            .filter(|row| {
+                // Tasks never seen running (named, or counted at their end).
+                by_group
+                    .get(&row.group)
+                    .is_some_and(|&(r, b)| r > 0.0 || b > 0.0)
+            })
             .map(|mut row| {
                 let (r, b) = by_group.get(&row.group).copied().unwrap_or_default();
                 row.recent = if covered > 0.0 { r / covered } else { 0.0 };
@@ -876,6 +882,17 @@ mod tests {
         assign(&mut m, 1, "mc/star/1/step/0");
         assign(&mut m, 2, "mc/star/2/step/0");
         assign(&mut m, 3, "mc/collect");
+        // A task that never ran while sampled: counted, not listed.
+        assign(&mut m, 4, "main");
+        m.worker_record(
+            0,
+            Item::TaskTotals {
+                t: 0,
+                task: 4,
+                dispatches: 1,
+            },
+            &[],
+        );
         // 10 s of 10 ms windows of 10 samples. Worker 0: the first 5 s
         // idle, the last 5 s busy with tasks 1 and 2 (6 and 4 samples).
         // Worker 1: task 3 on 5 samples of 10 all along.

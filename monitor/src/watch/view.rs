@@ -156,6 +156,12 @@ fn draw_live(frame: &mut Frame, area: Rect, s: &Snapshot) {
         ),
         bold(),
     ));
+    let hidden = f.workers.len() - shown as usize;
+    let block = if hidden > 0 {
+        block.title_bottom(Line::from(format!("+{hidden} more ")).right_aligned())
+    } else {
+        block
+    };
     let inner = block.inner(workers);
     frame.render_widget(block, workers);
     let rows = Layout::vertical(vec![Constraint::Length(1); shown as usize]).split(inner);
