@@ -50,18 +50,21 @@ fn event_loop(
     let mut ui = Ui::default();
     let mut next_poll = Instant::now();
     let mut lines = 0u16;
+    // Drawn only when something changed: a poll, an analysis, a key.
+    let mut dirty = true;
     loop {
         let ended = follower.state() == RunState::Ended;
         if !ended && Instant::now() >= next_poll {
             catch_up(&mut follower, 4);
             next_poll = Instant::now() + opts.interval;
+            dirty = true;
             match follower.state() {
                 RunState::Running if has_time(&follower) => analyst.verdict_if_due(),
                 RunState::Ended => analyst.ask_final(has_time(&follower)),
                 _ => {}
             }
         }
-        analyst.collect();
+        dirty |= analyst.collect();
         if ui.final_text.is_none() {
             if let Some(t) = final_text(&analyst) {
                 if opts.exit_at_end {
@@ -69,23 +72,34 @@ fn event_loop(
                 }
                 lines = u16::try_from(t.lines().count()).unwrap_or(u16::MAX);
                 ui.final_text = Some(t);
+                dirty = true;
             }
         }
-        let mut snap = follower.snapshot(&opts.snapshot);
-        add_verdict(&mut snap, &analyst);
-        terminal.draw(|frame| draw(frame, &snap, &ui))?;
-        let wait = next_poll
-            .saturating_duration_since(Instant::now())
-            .min(KEY_WAIT);
+        if dirty {
+            let mut snap = follower.snapshot(&opts.snapshot);
+            add_verdict(&mut snap, &analyst);
+            terminal.draw(|frame| draw(frame, &snap, &ui))?;
+            dirty = false;
+        }
+        let wait = if ended {
+            KEY_WAIT
+        } else {
+            next_poll
+                .saturating_duration_since(Instant::now())
+                .min(KEY_WAIT)
+        };
         if !event::poll(wait)? {
             continue;
         }
-        let Event::Key(key) = event::read()? else {
-            continue;
+        let key = match event::read()? {
+            Event::Key(k) if k.kind == KeyEventKind::Press => k,
+            Event::Resize(..) => {
+                dirty = true;
+                continue;
+            }
+            _ => continue,
         };
-        if key.kind != KeyEventKind::Press {
-            continue;
-        }
+        dirty = true;
         let page = terminal
             .size()
             .map_or(10, |s| s.height.saturating_sub(6).max(1));
