@@ -255,6 +255,17 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// A scanner over `data` starting at byte `pos` with the time base
+    /// `last`: it goes on where another scan of the same log stopped, whose
+    /// [`offset`](Self::offset) was `pos` and [`last_time`](Self::last_time)
+    /// `last` (a log read piece by piece as it grows; `data` may hold only
+    /// the bytes from that record on, `pos` then being 0).
+    pub fn resume(data: &'a [u8], pos: usize, last: u64) -> Self {
+        let mut sc = Self::new(data, pos);
+        sc.last = last;
+        sc
+    }
+
     /// Offset of the next record; after the end, where scanning stopped
     /// (the start of the damaged record, if any).
     pub fn offset(&self) -> usize {

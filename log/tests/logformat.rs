@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use rill_log::{
     implied_ops, interleaved_ops, parse_log, read_log, Calibration, DecodeErrorKind, Decoder,
     Encoder, EndReason, EndState, Header, LogError, LogWriter, MonitorFlags, Op, PeriodRef, Record,
-    SampleWindow, Side, Sink, StreamIo, Truncation, VecSink, FORMAT_VERSION, HEADER_LEN,
+    SampleWindow, Scanner, Side, Sink, StreamIo, Truncation, VecSink, FORMAT_VERSION, HEADER_LEN,
     HEADER_STATE_AT, STATE_PAGE_FAULT, STATE_TRUNCATED,
 };
 
@@ -454,6 +454,40 @@ proptest! {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_scan_resumed_as_the_log_grows_reads_every_record_once(
+        seq in arb_sequence(20),
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        let (bytes, _) = encode_all(&seq);
+        // The log as a reader finds it at a few moments: a prefix that grows,
+        // ending anywhere (inside a record too).
+        let mut ends: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+        ends.sort_unstable();
+        ends.push(bytes.len());
+        let (mut pos, mut last) = (0usize, 0u64);
+        let mut out = Vec::new();
+        for end in ends {
+            // Only the bytes from the next record on, as a reader of new
+            // bytes holds them.
+            let mut sc = Scanner::resume(&bytes[pos..end], 0, last);
+            while let Some(item) = sc.next() {
+                out.push(sc.to_record(item));
+            }
+            match sc.end_reason() {
+                Some(EndReason::Clean) => {}
+                Some(EndReason::Damaged { reason, .. }) => {
+                    prop_assert_eq!(reason, &DecodeErrorKind::Truncated)
+                }
+                None => prop_assert!(false, "no end reason"),
+            }
+            pos += sc.offset();
+            last = sc.last_time();
+        }
+        prop_assert_eq!(pos, bytes.len());
+        prop_assert_eq!(out, seq);
     }
 
     #[test]

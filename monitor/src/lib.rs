@@ -6,6 +6,7 @@
 //! the run: who waited for whom ([`waits()`]), what held it back
 //! ([`bottleneck()`]) and where its tasks should run ([`plan_mapping`]);
 //! and compares two runs ([`diff()`]).
+//! [`watch`] follows a run while it writes its logs.
 //!
 //! ```no_run
 //! let run = rill_monitor::load_run(std::path::Path::new("logs"))?;
@@ -42,6 +43,7 @@ mod timeline;
 mod trace;
 mod verdict;
 mod waits;
+pub mod watch;
 
 pub use bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
 pub use diff::{

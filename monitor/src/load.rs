@@ -652,7 +652,7 @@ fn map_or_read(path: &Path) -> std::io::Result<Bytes> {
 /// and ends in zeros. So does the log of a run that was killed, which is
 /// then read rather than mapped (correct, a little slower); a trimmed log
 /// ends in its last record.
-fn may_be_live(file: &std::fs::File, len: u64) -> bool {
+pub(crate) fn may_be_live(file: &std::fs::File, len: u64) -> bool {
     use std::os::unix::fs::FileExt;
     const N: u64 = 8;
     let mut tail = [0u8; N as usize];

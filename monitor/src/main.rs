@@ -7,15 +7,18 @@
 //! * `rill-mon bottleneck DIR [--json] [--windows N] [--alpha A] [--beta B] [--gamma G]`
 //! * `rill-mon map DIR --workers W -o FILE [--json]`
 //! * `rill-mon diff A B [--json] [--no-group] [--limit N]`
+//! * `rill-mon watch DIR [--interval MS] [--window S] [--top N] [--once | --plain | --json] [--exit-at-end]`
 //!
 //! Errors print one line on stderr and exit with status 2.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use rill_monitor::watch::{watch, Output, SnapshotOptions, WatchOptions};
 use rill_monitor::{
     bottleneck, diff, load_run, load_run_with, plan_mapping, summarize, timeline_svg, waits,
     write_chrome_trace_window, write_perfetto_trace, BottleneckOptions, LoadOptions,
@@ -223,6 +226,43 @@ enum Cmd {
         /// Rows per text table (0 = all).
         #[arg(long, default_value_t = 20)]
         limit: usize,
+    },
+    /// A live view of a run while it writes its logs: per worker its busy
+    /// share over the last seconds, the busiest task groups, the streams with
+    /// the most waits and the bottleneck verdict so far; at the run's end its
+    /// summary.
+    ///
+    /// Start it before or during the run (it waits for DIR to appear). Made
+    /// for sample mode (--monitor sample), the mode cheap enough to leave on;
+    /// runs with periods (full) are shown from their periods. Keys: q quits;
+    /// after the end, arrows and PgUp/PgDn scroll the summary and l shows the
+    /// last live figures. Without a terminal on stdout it prints text
+    /// snapshots (as --plain).
+    #[command(verbatim_doc_comment)]
+    Watch {
+        /// The directory the run writes its logs to.
+        dir: PathBuf,
+        /// Time between refreshes, ms (50 to 60000).
+        #[arg(long, default_value_t = 500)]
+        interval: u64,
+        /// The recent window the busy shares are over, seconds (0.1 to 60).
+        #[arg(long, default_value_t = 5.0)]
+        window: f64,
+        /// Rows of task groups and of streams.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+        /// Print one text snapshot of what the logs hold now and exit.
+        #[arg(long, conflicts_with_all = ["plain", "json"])]
+        once: bool,
+        /// Print a text snapshot every interval, and the summary at the end.
+        #[arg(long, conflicts_with = "json")]
+        plain: bool,
+        /// Print one snapshot as JSON and exit.
+        #[arg(long)]
+        json: bool,
+        /// Leave at the run's end, printing its summary.
+        #[arg(long)]
+        exit_at_end: bool,
     },
 }
 
@@ -496,6 +536,45 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             } else {
                 print_text(&d.to_text(limit))?;
             }
+        }
+        Cmd::Watch {
+            dir,
+            interval,
+            window,
+            top,
+            once,
+            plain,
+            json,
+            exit_at_end,
+        } => {
+            anyhow::ensure!(
+                (50..=60_000).contains(&interval),
+                "--interval must be between 50 and 60000 ms, not {interval}"
+            );
+            anyhow::ensure!(
+                window.is_finite() && (0.1..=60.0).contains(&window),
+                "--window must be between 0.1 and 60 seconds, not {window}"
+            );
+            anyhow::ensure!(top >= 1, "--top must be at least 1");
+            let output = if once {
+                Output::Once
+            } else if json {
+                Output::Json
+            } else if plain {
+                Output::Plain
+            } else {
+                Output::Terminal
+            };
+            watch(&WatchOptions {
+                dir,
+                interval: Duration::from_millis(interval),
+                snapshot: SnapshotOptions {
+                    window_s: window,
+                    top,
+                },
+                output,
+                exit_at_end,
+            })?;
         }
     }
     Ok(())

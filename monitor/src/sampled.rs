@@ -127,6 +127,19 @@ impl Sampled {
     }
 }
 
+/// What one running sample of a window is charged (ticks): its own share of
+/// the window, `per` ticks, plus the window's scheduler samples (`sched`)
+/// spread over its `running` samples, as a period-recording run charges
+/// the step between two dispatches to the next period. A window with no
+/// task running keeps them unattributed (0).
+pub(crate) fn charge(per: f64, running: u64, sched: u32) -> f64 {
+    if running > 0 {
+        per * (1.0 + f64::from(sched) / running as f64)
+    } else {
+        0.0
+    }
+}
+
 /// Reads the sampler's log of `run` (a sample-mode run) and fills in the time
 /// figures from its windows: worker busy and waiting time, task busy time.
 /// A missing or damaged sampler log is a warning, never an error: the exact
@@ -200,6 +213,24 @@ fn apply(run: &mut RunLog, sampled: &mut Sampled) {
             w.stats.wait = wait;
         }
     }
+    // A worker log whose records stop before its file ends (its run is
+    // still going, or was killed) has no end record: its span reaches as far
+    // as its windows do.
+    let mut last: std::collections::BTreeMap<u32, u64> = Default::default();
+    for w in &sampled.windows {
+        let end = w.t.saturating_add(w.dur);
+        let e = last.entry(w.worker).or_insert(end);
+        *e = (*e).max(end);
+    }
+    for w in &mut run.workers {
+        let open = (w.valid_len as usize) < w.data().len();
+        if let (true, Some(&end)) = (open, last.get(&w.worker)) {
+            if end > w.stats.finish {
+                w.stats.finish = end;
+                run.t1 = run.t1.max(end);
+            }
+        }
+    }
     for (&task, &busy) in &sampled.task_busy {
         let t = run.tasks.entry(task).or_insert_with(|| TaskInfo {
             id: task,
@@ -229,15 +260,8 @@ fn estimate(run: &RunLog, sampled: &mut Sampled) {
         }
         let per = w.dur as f64 / f64::from(w.total);
         let running = w.running();
-        // The scheduler's samples go to the tasks that ran in the window,
-        // in proportion to their samples, as a period-recording run charges
-        // the step between two dispatches to the next period. A window with
-        // no task running keeps them unattributed.
-        let charge = if running > 0 {
-            per * (1.0 + f64::from(w.sched) / running as f64)
-        } else {
-            0.0
-        };
+        // The scheduler's samples go to the tasks that ran in the window.
+        let charge = charge(per, running, w.sched);
         let ws = &mut sampled.workers[i];
         ws.total += u64::from(w.total);
         ws.running += running;
@@ -302,7 +326,7 @@ pub(crate) fn activity(run: &RunLog, sm: &Sampled, grid: Grid) -> Activity {
             continue;
         }
         let per = w.dur as f64 / f64::from(w.total);
-        let charge = per * (1.0 + f64::from(w.sched) / running as f64);
+        let charge = charge(per, running, w.sched);
         let (a, b) = (w.t, w.t.saturating_add(w.dur));
         // The grid windows the sample window overlaps, and how much.
         let mut parts: Vec<(usize, f64)> = Vec::new();
