@@ -432,7 +432,9 @@ fn diff_of_intact_damaged_and_bad_logs() {
     std::fs::write(&w0, data).unwrap();
     let w1 = b.path().join("worker-1.rlog");
     let data = std::fs::read(&w1).unwrap();
-    std::fs::write(&w1, &data[..data.len() / 2 + 10]).unwrap();
+    // Half of its records (the header kept whole).
+    let h = rill_log::HEADER_LEN;
+    std::fs::write(&w1, &data[..h + (data.len() - h) / 2 + 10]).unwrap();
     let text = ok(&mon(&["diff", p(a.path()), p(b.path())]));
     assert!(
         text.contains("B: worker-0.rlog: damaged record at byte"),
