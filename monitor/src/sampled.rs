@@ -95,7 +95,7 @@ impl Sampled {
             .workers
             .iter()
             .map(|w| w.stats.finish.saturating_sub(w.stats.begin))
-            .sum();
+            .fold(0u64, u64::saturating_add);
         if span == 0 {
             return None;
         }
