@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `rill-mon watch` costs the run it watches: runs of
 # `rill-bench mc --monitor sample` alone and with the terminal view
-# following them (in a detached tmux session), alternated run by run, and
+# following them (in a detached tmux pane), alternated run by run, and
 # the watcher's own CPU time.
 #
 #   scripts/watch_cost.sh [RUNS] [-- extra rill-bench mc options]

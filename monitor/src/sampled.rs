@@ -28,6 +28,9 @@ use crate::load::{RunLog, TaskInfo};
 /// The sampler log's file name in a log directory.
 pub const SAMPLER_FILE: &str = "sampler.rlog";
 
+/// Sample mode's estimates are kept for workers with ids below this.
+const MAX_WORKER_ID: usize = 1 << 16;
+
 /// What a sample-mode run's sampler recorded, and its totals per worker.
 #[derive(Debug, Clone, Default)]
 pub struct Sampled {
@@ -92,7 +95,7 @@ impl Sampled {
             .workers
             .iter()
             .map(|w| w.stats.finish.saturating_sub(w.stats.begin))
-            .sum();
+            .fold(0u64, u64::saturating_add);
         if span == 0 {
             return None;
         }
@@ -243,12 +246,15 @@ fn apply(run: &mut RunLog, sampled: &mut Sampled) {
 
 /// Fills `sampled`'s per-worker samples and its estimates from its windows.
 fn estimate(run: &RunLog, sampled: &mut Sampled) {
+    // Indexed by worker id; a forged id cannot make the tables huge (a
+    // worker from this id on gets no estimate).
     let n = run
         .workers
         .iter()
         .map(|w| w.worker as usize + 1)
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .min(MAX_WORKER_ID);
     sampled.workers = vec![WorkerSamples::default(); n];
     let mut busy = vec![0f64; n];
     let mut wait = vec![0f64; n];

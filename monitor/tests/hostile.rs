@@ -154,6 +154,8 @@ fn a_forged_worker_count_is_answered_quickly_in_little_memory() {
         vec!["timeline".as_ref(), d, "-o".as_ref(), svg.as_os_str()],
         vec!["trace".as_ref(), d, "-o".as_ref(), json.as_os_str()],
         vec!["trace".as_ref(), d, "-o".as_ref(), pf.as_os_str()],
+        vec!["watch".as_ref(), d, "--once".as_ref()],
+        vec!["watch".as_ref(), d, "--json".as_ref()],
     ] {
         let exit = rill_mon_capped(&args, Duration::from_secs(5));
         exit.assert_clean(&format!("{args:?}"));
@@ -695,6 +697,14 @@ fn analyse(dir: &Path) {
         }
         Err(e) => assert!(e.to_string().contains("name no task"), "{e}"),
     }
+    // The live view, as it would follow these logs.
+    let mut f = rill_monitor::watch::Follower::new(dir);
+    for _ in 0..3 {
+        f.poll();
+    }
+    let snap = f.snapshot(&rill_monitor::watch::SnapshotOptions::default());
+    let _ = rill_monitor::watch::snapshot_text(&snap);
+    serde_json::to_string(&snap).unwrap();
     // The replay after loading, on one thread.
     let opts = rill_monitor::LoadOptions {
         latency: false,
@@ -722,6 +732,7 @@ fn subcommands_capped(dir: &Path) {
         vec!["waits".as_ref(), d],
         vec!["diff".as_ref(), d, d, "--json".as_ref()],
         vec!["bottleneck".as_ref(), d, "--json".as_ref()],
+        vec!["watch".as_ref(), d, "--once".as_ref()],
         vec![
             "map".as_ref(),
             d,

@@ -32,6 +32,10 @@ use crate::scan::Item;
 
 /// How long the logs must stay unchanged after every worker ended.
 pub const SETTLE: Duration = Duration::from_millis(300);
+/// How long the logs must stay unchanged, every worker log found having
+/// ended, before the run counts as ended without the logs it announced but
+/// that never came.
+pub const MISSING_WAIT: Duration = Duration::from_secs(2);
 /// Warnings kept (the first ones; later ones are counted).
 const MAX_WARNINGS: usize = 32;
 
@@ -203,13 +207,6 @@ impl Follower {
                 stops.push(m.clone());
             }
         }
-        let expected = run.header.worker_count as usize;
-        let all_done = !run.workers.is_empty()
-            && run.workers.len() >= expected
-            && run
-                .workers
-                .iter()
-                .all(|(&w, t)| t.stop().is_some() || run.model.worker_ended(w));
         // Since when no log was written (a run that ended before the
         // follower started has settled at once).
         let unwritten = run
@@ -220,6 +217,22 @@ impl Follower {
             .max()
             .and_then(|t| SystemTime::now().duration_since(t).ok())
             .unwrap_or_default();
+        // Every worker's log ended; a log the header announces but that
+        // never came (it could not be made, or the header lies) is waited
+        // for only a while.
+        let expected = run.header.worker_count as usize;
+        let found = run.workers.len();
+        let all_done = found > 0
+            && (found >= expected || unwritten >= MISSING_WAIT)
+            && run
+                .workers
+                .iter()
+                .all(|(&w, t)| t.stop().is_some() || run.model.worker_ended(w));
+        if all_done && found < expected {
+            stops.push(format!(
+                "the logs announce {expected} workers, {found} worker logs were found"
+            ));
+        }
         for m in stops {
             self.warn(m);
         }
@@ -390,10 +403,15 @@ mod tests {
 
     impl LiveRun {
         fn start(dir: &Path, start: u64) -> Self {
+            Self::announcing(dir, start, 2)
+        }
+
+        /// Two workers' logs whose headers announce `workers` workers.
+        fn announcing(dir: &Path, start: u64, workers: u32) -> Self {
             let flags = MonitorFlags::SAMPLED;
             let mut writers = Vec::new();
             for w in 0..2u32 {
-                let h = Header::new(flags, w, 2, cal(start));
+                let h = Header::new(flags, w, workers, cal(start));
                 let mut lw = LogWriter::create_with_len(dir, w, &h, 8192).unwrap();
                 let mut enc = Encoder::new();
                 enc.record(&mut lw, &Record::WorkerStart { t: 0 });
@@ -412,7 +430,7 @@ mod tests {
             let path = dir.join(SAMPLER_FILE);
             let _ = std::fs::remove_file(&path);
             let mut sampler = std::fs::File::create(&path).unwrap();
-            let h = Header::new(flags, 2, 2, cal(start));
+            let h = Header::new(flags, workers, workers, cal(start));
             sampler.write_all(&h.to_bytes()).unwrap();
             LiveRun {
                 writers,
@@ -527,6 +545,48 @@ mod tests {
             (s.figures.elapsed_s - 0.1).abs() < 1e-9,
             "{}",
             s.figures.elapsed_s
+        );
+    }
+
+    /// Sets the modification time of every file in `dir` `ago` back.
+    fn age(dir: &Path, ago: Duration) {
+        let t = SystemTime::now() - ago;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let f = std::fs::File::options()
+                .append(true)
+                .open(e.unwrap().path())
+                .unwrap();
+            f.set_modified(t).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_killed_run_never_ends_and_a_missing_log_is_waited_for_a_while() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut run = LiveRun::start(tmp.path(), 1);
+        run.tick();
+        let mut f = Follower::new(tmp.path());
+        f.poll();
+        // Killed: its logs stay as they were, untrimmed and without ends.
+        age(tmp.path(), Duration::from_secs(60));
+        f.poll();
+        assert_eq!(f.state(), RunState::Running);
+        drop(run);
+        // Ended, but the headers announce three workers and two logs came.
+        let tmp = tempfile::tempdir().unwrap();
+        let mut run = LiveRun::announcing(tmp.path(), 1, 3);
+        run.tick();
+        run.finish();
+        let mut f = Follower::new(tmp.path());
+        f.poll();
+        assert_eq!(f.state(), RunState::Running, "the third log may come");
+        age(tmp.path(), MISSING_WAIT + Duration::from_secs(1));
+        f.poll();
+        assert_eq!(f.state(), RunState::Ended);
+        let w = f.snapshot(&opts()).warnings.join("\n");
+        assert!(
+            w.contains("announce 3 workers, 2 worker logs were found"),
+            "{w}"
         );
     }
 

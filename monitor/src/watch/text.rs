@@ -34,6 +34,7 @@ pub(crate) fn status_line(s: &Snapshot) -> String {
             s.dir
         ),
         RunState::NoLogs => format!("{}: waiting for the run's logs", s.dir),
+        RunState::Running if f.source == Some(Source::Counts) => format!("{}: running", s.dir),
         RunState::Running => {
             let mut l = format!("{}: running, {:.1} s", s.dir, f.elapsed_s);
             if s.quiet_s >= 3.0 {
@@ -45,6 +46,7 @@ pub(crate) fn status_line(s: &Snapshot) -> String {
             }
             l
         }
+        RunState::Ended if f.source == Some(Source::Counts) => format!("{}: ended", s.dir),
         RunState::Ended => format!("{}: ended after {:.1} s", s.dir, f.elapsed_s),
     }
 }
@@ -219,21 +221,23 @@ pub fn snapshot_text(s: &Snapshot) -> String {
         return o;
     }
     let _ = writeln!(o, "{}", source_line(f));
+    if f.source == Some(Source::Counts) {
+        let _ = writeln!(o, "\nbottleneck:\n  {}", verdict_text(s));
+        return o;
+    }
     let _ = writeln!(o, "\n{}", workers_title(f));
     for w in &f.workers {
         let _ = writeln!(o, "  {}", worker_line(w));
     }
-    if f.source != Some(Source::Counts) {
-        let _ = writeln!(o, "\n{}", groups_title(f));
-        let rows: Vec<Vec<String>> = f.groups.iter().map(|g| group_cells(g).to_vec()).collect();
-        if rows.is_empty() {
-            o.push_str("  (no task ran yet)\n");
-        } else {
-            columns(&mut o, &GROUP_COLUMNS, &rows);
-        }
-        if f.groups_more > 0 {
-            let _ = writeln!(o, "  ... and {} more", f.groups_more);
-        }
+    let _ = writeln!(o, "\n{}", groups_title(f));
+    let rows: Vec<Vec<String>> = f.groups.iter().map(|g| group_cells(g).to_vec()).collect();
+    if rows.is_empty() {
+        o.push_str("  (no task ran yet)\n");
+    } else {
+        columns(&mut o, &GROUP_COLUMNS, &rows);
+    }
+    if f.groups_more > 0 {
+        let _ = writeln!(o, "  ... and {} more", f.groups_more);
     }
     let _ = writeln!(o, "\n{}", streams_title(f));
     let rows: Vec<Vec<String>> = f.streams.iter().map(|r| stream_cells(r).to_vec()).collect();
@@ -343,6 +347,19 @@ mod tests {
         assert!(t.contains("ends closed so far"));
         assert!(t.contains("(1 s ago):\n  b holds the run back."), "{t}");
         assert!(t.contains("warnings:\n  worker-1.rlog: damaged"));
+    }
+
+    #[test]
+    fn a_run_without_times_says_so_and_no_more() {
+        let mut s = snapshot();
+        s.figures.source = Some(Source::Counts);
+        s.state = RunState::Ended;
+        s.verdict = None;
+        let t = snapshot_text(&s);
+        assert!(t.starts_with("logs: ended\n"), "{t}");
+        assert!(t.contains("no periods or samples"), "{t}");
+        assert!(t.contains("needs periods or samples"), "{t}");
+        assert!(!t.contains("worker 0"), "{t}");
     }
 
     #[test]
