@@ -356,15 +356,13 @@ pub(crate) fn spin_worker() -> Option<&'static WorkerLocal> {
 #[inline(never)]
 pub(crate) fn spin_on(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
     w.count_spin();
-    let sampled = w.is_sampled();
+    if !w.is_sampled() {
+        return spin_looking(w, ready);
+    }
     let task = current_task_id();
-    if sampled {
-        w.say(sampler_state::task(task, sampler_state::SPIN));
-    }
+    w.say(sampler_state::task(task, sampler_state::SPIN));
     let got = spin_looking(w, ready);
-    if sampled {
-        w.say(sampler_state::task(task, sampler_state::RUN));
-    }
+    w.say(sampler_state::task(task, sampler_state::RUN));
     got
 }
 

@@ -625,10 +625,9 @@ impl Runtime {
             });
         }
         let ticker = start_ticker(&shared);
-        let sampler = match &log_dir {
-            Some(dir) if cfg_sampled(&shared) => start_sampler(&shared, dir, run_clock.as_ref()),
-            _ => None,
-        };
+        let sampler = log_dir
+            .as_deref()
+            .and_then(|dir| start_sampler(&shared, dir, run_clock.as_ref()));
         let handles = start_workers(&shared, deques, logs);
         let mut stats = RunStats::default();
         let mut worker_crash = None;
@@ -748,12 +747,7 @@ fn start_ticker(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
     }
 }
 
-/// Whether the run is in sample mode.
-fn cfg_sampled(shared: &Shared) -> bool {
-    shared.cfg.monitor.flags.is_sampled()
-}
-
-/// Sample mode: creates the sampler's log in `dir` and starts the sampler
+/// In sample mode: creates the sampler's log in `dir` and starts the sampler
 /// (`monitor/sampler.rs`). The thread hands back its log's path. Without a
 /// sampler the run goes on (the worker logs still hold the exact counts);
 /// one warning says why.
@@ -764,6 +758,9 @@ fn start_sampler(
 ) -> Option<std::thread::JoinHandle<PathBuf>> {
     use crate::monitor::sampler;
     let flags = shared.cfg.monitor.flags;
+    if !flags.is_sampled() {
+        return None;
+    }
     let n = shared.workers.len() as u32;
     let cal = clock.map(|c| c.cal)?;
     let log = match sampler::SamplerLog::create(dir, &rill_log::Header::new(flags, n, n, cal)) {
