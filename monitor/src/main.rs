@@ -527,12 +527,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "--workers must be between 1 and {MAX_MAP_WORKERS}, not {workers}"
             );
             let run = load_quietly(&dir)?;
-            warn_truncated(&run);
             let plan = plan_mapping(&run, workers)?;
             let mut out = create(&output)?;
             out.write_all(plan.to_file().as_bytes())
                 .and_then(|()| out.flush())
                 .with_context(|| format!("cannot write {}", output.display()))?;
+            // After the last error it could give: an error is one line.
+            warn_truncated(&run);
             if json {
                 print_json(&plan)?;
             } else {
@@ -563,7 +564,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Cmd::Report { dir, output, rows } => {
             let run = load_quietly(&dir)?;
-            warn(&run);
             let output = output.unwrap_or_else(|| dir.join("report.html"));
             let page = report_html(
                 &run,
@@ -576,6 +576,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             out.write_all(page.as_bytes())
                 .and_then(|()| out.flush())
                 .with_context(|| format!("cannot write {}", output.display()))?;
+            // After the last error it could give: an error is one line.
+            warn(&run);
             eprintln!(
                 "rill-mon: wrote {} ({:.0} KB)",
                 output.display(),

@@ -44,11 +44,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
                 html::ns(b.waiting_ns)
             )
         };
-        let _ = writeln!(
-            o,
-            "<p>Strongest first; {}.</p>",
-            esc(&base)
-        );
+        let _ = writeln!(o, "<p>Strongest first; {}.</p>", esc(&base));
         let rows: Vec<Row> = shown
             .iter()
             .map(|(k, f)| {
@@ -92,7 +88,8 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         b.beta * 100.0,
         b.gamma * 100.0
     )));
-    for n in &b.notes {
+    // Sample mode's note is the table's heading above.
+    for n in b.notes.iter().filter(|n| n.starts_with("no ")) {
         o.push_str(&html::missing(n));
     }
     o

@@ -22,11 +22,7 @@ struct Group {
 fn workers_text(w: &BTreeSet<u32>) -> String {
     match w.len() {
         0 => "-".to_owned(),
-        1..=4 => w
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
+        1..=4 => w.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
         n => format!("{n} workers"),
     }
 }
@@ -91,7 +87,11 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
                 Cell::text(name.clone()),
                 Cell::num(g.tasks.to_string()),
                 Cell::num(g.dispatches.to_string()),
-                Cell::num(if timed { est(html::ns(g.busy_ns)) } else { "-".into() }),
+                Cell::num(if timed {
+                    est(html::ns(g.busy_ns))
+                } else {
+                    "-".into()
+                }),
                 Cell::html(if timed && total_busy > 0.0 {
                     html::share_bar(g.busy_ns as f64 / total_busy)
                 } else {
@@ -101,7 +101,11 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
                 Cell::num(g.reads.to_string()),
                 Cell::num(g.writes.to_string()),
                 Cell::num(g.waits.to_string()),
-                Cell::num(if waited { html::ns(g.wait_ns) } else { "-".into() }),
+                Cell::num(if waited {
+                    html::ns(g.wait_ns)
+                } else {
+                    "-".into()
+                }),
                 Cell::text(workers_text(&g.workers)),
             ])
         })

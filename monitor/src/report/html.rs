@@ -130,6 +130,20 @@ pub(crate) fn ns(v: u64) -> String {
     crate::summary::fmt_ns(v as f64)
 }
 
+/// A size in bytes with a unit.
+pub(crate) fn bytes(n: u64) -> String {
+    let n = n as f64;
+    if n < 1e3 {
+        format!("{n:.0} bytes")
+    } else if n < 1e6 {
+        format!("{:.1} kB", n / 1e3)
+    } else if n < 1e9 {
+        format!("{:.1} MB", n / 1e6)
+    } else {
+        format!("{:.2} GB", n / 1e9)
+    }
+}
+
 /// A share (0 to 1) as a small horizontal bar with its percentage.
 pub(crate) fn share_bar(share: f64) -> String {
     let s = if share.is_finite() {
@@ -147,8 +161,7 @@ pub(crate) fn share_bar(share: f64) -> String {
 /// `sh`-quotes `s` when it needs it.
 pub(crate) fn sh(s: &str) -> String {
     if !s.is_empty()
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,".contains(&b))
     {
         s.to_owned()

@@ -39,13 +39,13 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
     let w = plan.workers;
     let mut o = String::new();
     let _ = writeln!(o, "<h3>On {w} worker(s)</h3>");
-    let ratio = if e.proposed_ns > 0 {
-        format!(
-            "{:.2}x the observed mapping's",
-            e.observed_mapping_ns as f64 / e.proposed_ns as f64
-        )
+    let r = e.observed_mapping_ns as f64 / e.proposed_ns.max(1) as f64;
+    let ratio = if r >= 1.005 {
+        format!("predicted {r:.2}x faster than the observed mapping")
+    } else if r <= 0.995 {
+        format!("predicted {:.2}x slower than the observed mapping", 1.0 / r)
     } else {
-        "-".to_owned()
+        "predicted as fast as the observed mapping".to_owned()
     };
     let bound = if e.calibrated { "" } else { " (lower bound)" };
     let rows = vec![
@@ -66,7 +66,7 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
             Cell::html(format!("<b>predicted, this mapping{}</b>", esc(bound))),
             Cell::num(html::ns(e.proposed_ns)),
             Cell::text(format!(
-                "{} stream(s) between workers, {} messages; speed {ratio}",
+                "{} stream(s) between workers, {} messages; {ratio}",
                 e.proposed_cut.streams, e.proposed_cut.messages
             )),
         ]),
@@ -106,7 +106,11 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
         &["worker", "busy", "crossing (c × traffic)", "task names"],
         &rows[..n],
     ));
-    o.push_str(&ctx.more(rows.len(), "workers", "rill-mon map DIR --workers W -o FILE"));
+    o.push_str(&ctx.more(
+        rows.len(),
+        "workers",
+        "rill-mon map DIR --workers W -o FILE",
+    ));
     if plan.unnamed_tasks > 0 {
         o.push_str(&html::note(&format!(
             "{} unnamed task(s) cannot be listed: the runtime places them round-robin, and the \
@@ -171,7 +175,9 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         match plan_mapping(run, k) {
             Ok(plan) => o.push_str(&plan_section(ctx, &plan)),
             Err(e) => {
-                o.push_str(&html::missing(&format!("a mapping on {k} worker(s): {e:#}")));
+                o.push_str(&html::missing(&format!(
+                    "a mapping on {k} worker(s): {e:#}"
+                )));
                 break;
             }
         }

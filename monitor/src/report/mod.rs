@@ -262,13 +262,13 @@ fn header(ctx: &Ctx<'_>, verdict: Option<&str>) -> String {
     let _ = writeln!(
         o,
         "<div class=\"facts\"><span>wall {}</span><span>{} worker(s)</span><span>{} task(s)</span>\
-         <span>{} stream(s)</span><span>{} dispatches</span><span>log {:.1} MB</span></div>",
+         <span>{} stream(s)</span><span>{} dispatches</span><span>log {}</span></div>",
         html::ns(run.span_ns()),
         run.worker_count,
         run.tasks.len(),
         run.streams.len(),
         dispatches,
-        run.bytes() as f64 / 1e6
+        html::bytes(run.bytes())
     );
     let _ = writeln!(
         o,
@@ -277,11 +277,7 @@ fn header(ctx: &Ctx<'_>, verdict: Option<&str>) -> String {
     );
     match verdict {
         Some(v) => {
-            let _ = writeln!(
-                o,
-                "<div class=\"verdict\"><b>Verdict</b>{}</div>",
-                esc(v)
-            );
+            let _ = writeln!(o, "<div class=\"verdict\"><b>Verdict</b>{}</div>", esc(v));
         }
         None => o.push_str(
             "<div class=\"warn\">The bottleneck analysis failed on these logs: no verdict.</div>\n",

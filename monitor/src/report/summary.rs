@@ -39,14 +39,27 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         .values()
         .fold(0u64, |n, st| n.saturating_add(st.written.max(st.read)));
     let mut totals = vec![
-        ("wall (the run's span, first to last time stamp)", html::ns(s.span_ns)),
+        (
+            "wall (the run's span, first to last time stamp)",
+            html::ns(s.span_ns),
+        ),
         (
             "busy, summed over the workers",
-            est(ctx, format!("{} ({} of their time)", html::ns(busy), html::pct(busy as f64, all_time))),
+            est(
+                ctx,
+                format!(
+                    "{} ({} of their time)",
+                    html::ns(busy),
+                    html::pct(busy as f64, all_time)
+                ),
+            ),
         ),
         (
             "waiting time WT, summed",
-            est(ctx, format!("{} ({})", html::ns(wt), html::pct(wt as f64, all_time))),
+            est(
+                ctx,
+                format!("{} ({})", html::ns(wt), html::pct(wt as f64, all_time)),
+            ),
         ),
         ("waiting events WE, summed", we.to_string()),
         (
@@ -58,7 +71,10 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         ("streams", run.streams.len().to_string()),
     ];
     if run.flags.contains(MonitorFlags::STREAM) {
-        totals.push(("messages (per stream, the larger of written and read)", messages.to_string()));
+        totals.push((
+            "messages (per stream, the larger of written and read)",
+            messages.to_string(),
+        ));
     }
     if let Some(t) = &s.throughput {
         totals.push((
@@ -162,9 +178,21 @@ pub(super) fn utilisation(ctx: &Ctx<'_>) -> String {
             BarRow {
                 label: format!("worker {}", w.worker),
                 parts: vec![
-                    (b, BUSY, format!("worker {}: busy {}{pm} points", w.worker, html::pct(b, 1.0))),
-                    (t, WAIT, format!("worker {}: waiting (WT) {}", w.worker, html::pct(t, 1.0))),
-                    (u, OTHER, format!("worker {}: unaccounted {}", w.worker, html::pct(u, 1.0))),
+                    (
+                        b,
+                        BUSY,
+                        format!("worker {}: busy {}{pm} points", w.worker, html::pct(b, 1.0)),
+                    ),
+                    (
+                        t,
+                        WAIT,
+                        format!("worker {}: waiting (WT) {}", w.worker, html::pct(t, 1.0)),
+                    ),
+                    (
+                        u,
+                        OTHER,
+                        format!("worker {}: unaccounted {}", w.worker, html::pct(u, 1.0)),
+                    ),
                 ],
                 right: format!(
                     "busy {:.0}%{pm} · WT {:.0}% · other {:.0}% · WE {}",

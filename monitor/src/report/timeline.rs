@@ -6,6 +6,8 @@ use rill_log::MonitorFlags;
 
 use super::html;
 use super::Ctx;
+use crate::load::{Behind, RunLog};
+use crate::scan::Item;
 use crate::timeline::{timeline_svg, TimelineOptions};
 
 /// Periods per worker lane the detail window aims at.
@@ -35,7 +37,6 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         return o;
     }
     let width = ctx.opts.timeline_width_px.max(400);
-    let span_ms = run.span_ns() as f64 / 1e6;
     let opts = TimelineOptions {
         width_px: width,
         ..TimelineOptions::default()
@@ -67,19 +68,15 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
     }
 
     // Detail: when the densest lane has more periods than the plot has
-    // room for, a window in the middle of the run with about
-    // DETAIL_PERIODS of them per lane.
-    let densest = run
-        .workers
-        .iter()
-        .map(|w| w.stats.dispatches)
-        .max()
-        .unwrap_or(0) as f64;
+    // room for, a window around that lane's median period holding about
+    // DETAIL_PERIODS of its periods.
+    let densest = (0..run.workers.len()).max_by_key(|&i| run.workers[i].stats.dispatches);
     let plot_px = f64::from(width) - 120.0;
-    if ctx.periods() && span_ms > 0.0 && densest > plot_px / 4.0 {
-        let len = (span_ms * DETAIL_PERIODS / densest).max(span_ms * 1e-6);
-        let from = (span_ms - len) / 2.0;
-        let to = from + len;
+    let window = densest
+        .filter(|&i| ctx.periods() && run.workers[i].stats.dispatches as f64 > plot_px / 4.0)
+        .and_then(|i| detail_window(run, i));
+    if let Some((from, to)) = window {
+        let len = to - from;
         let detail = TimelineOptions {
             from_ms: Some(from),
             to_ms: Some(to),
@@ -91,8 +88,10 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
             fmt_ms(to, len)
         ));
         o.push_str(&html::note(&format!(
-            "The whole run holds up to {densest:.0} periods per worker, too many to tell apart \
-             at this scale; this window from the middle of the run holds about {} per worker.",
+            "The busiest worker ran {} periods, too many to tell apart at the scale of the \
+             whole run; this window, around its median period (half of its periods start \
+             before), holds about {} of them.",
+            densest.map_or(0, |i| run.workers[i].stats.dispatches),
             DETAIL_PERIODS as u64
         )));
         o.push_str("<div class=\"scroll\">\n");
@@ -104,6 +103,48 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         ));
     }
     o
+}
+
+/// Buckets the detail window's search cuts the run into.
+const BUCKETS: usize = 256;
+
+/// A window (ms after the run's start) around the median period of worker
+/// `li`'s log, as long as DETAIL_PERIODS periods take at the density of
+/// the run's 1/[`BUCKETS`] around it: one scan of that log.
+fn detail_window(run: &RunLog, li: usize) -> Option<(f64, f64)> {
+    let w = &run.workers[li];
+    let span = run.t1.checked_sub(run.t0).filter(|&s| s > 0)?;
+    let mut counts = vec![0u64; BUCKETS];
+    let mut sc = w.scanner();
+    let (mut behind, mut n) = (Behind::default(), 0u32);
+    while let Some(item) = sc.next() {
+        n = n.wrapping_add(1);
+        if n & 0xffff == 0 {
+            behind.advance(w, sc.offset());
+        }
+        if let Item::Period(p) = item {
+            let rel = p.start.wrapping_sub(run.t0);
+            if rel <= span {
+                let b = (u128::from(rel) * BUCKETS as u128 / u128::from(span)) as usize;
+                counts[b.min(BUCKETS - 1)] += 1;
+            }
+        }
+    }
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let mut seen = 0u64;
+    let b = counts.iter().position(|&c| {
+        seen += c;
+        seen * 2 >= total
+    })?;
+    let span_ms = run.span_ns() as f64 / 1e6;
+    let bucket_ms = span_ms / BUCKETS as f64;
+    let len = (DETAIL_PERIODS * bucket_ms / counts[b].max(1) as f64).clamp(span_ms * 1e-6, span_ms);
+    let centre = (b as f64 + 0.5) * bucket_ms;
+    let from = (centre - len / 2.0).clamp(0.0, span_ms - len);
+    Some((from, from + len))
 }
 
 /// Milliseconds with enough decimals to tell the ends of a window `len`

@@ -104,7 +104,11 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         &rows,
     ));
     o.push_str("</div>\n");
-    o.push_str(&ctx.more(w.streams.len(), "stream rows", "rill-mon waits DIR --limit 0"));
+    o.push_str(&ctx.more(
+        w.streams.len(),
+        "stream rows",
+        "rill-mon waits DIR --limit 0",
+    ));
 
     if w.worker_pairs.len() > 1 || w.worker_pairs.iter().any(|p| p.cross_worker) {
         o.push_str("<h3>Between workers</h3>\n");
