@@ -620,8 +620,8 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
                     .map(|p| p.display().to_string())
                     .unwrap_or_else(|_| l.display().to_string());
                 format!(
-                    "<a href=\"{0}/summary.txt\">summary</a> <a href=\"{0}/summary.json\">json</a> \
-                     <a href=\"{0}/timeline.svg\">timeline</a>",
+                    "<a href=\"{0}/report.html\">report</a> <a href=\"{0}/summary.txt\">summary</a> \
+                     <a href=\"{0}/summary.json\">json</a> <a href=\"{0}/timeline.svg\">timeline</a>",
                     xml_escape(&rel)
                 )
             }
@@ -666,7 +666,9 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
                 .unwrap_or_else(|_| l.display().to_string());
             let _ = writeln!(
                 h,
-                "<h2>{} ({} mapping, monitored)</h2>\n<img src=\"{}/timeline.svg\" style=\"max-width:100%\">",
+                "<h2>{} ({} mapping, monitored)</h2>\n<p><a href=\"{2}/report.html\">The run's \
+                 report</a>: verdict, findings, waits, task groups, a proposed mapping.</p>\n\
+                 <img src=\"{2}/timeline.svg\" style=\"max-width:100%\">",
                 xml_escape(&r.label()),
                 xml_escape(&r.mapping),
                 xml_escape(&rel)
