@@ -95,8 +95,10 @@ impl Done {
 }
 
 /// Runs `app` once under `opts`, a panic or failure becoming an error; under
-/// `--mapping auto` the pilot and the plan first ([`crate::apps::auto`]).
-fn run_once(app: &dyn App, opts: &AppOpts, run: u32) -> Done {
+/// `--mapping auto` the pilot and the plan first ([`crate::apps::auto`]). A
+/// monitored run's logs get rill-mon's summary and timeline, and with
+/// `report` its report page.
+fn run_once(app: &dyn App, opts: &AppOpts, run: u32, report: bool) -> Done {
     let mut auto = None;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if opts.mapping == MappingChoice::Auto {
@@ -122,7 +124,7 @@ fn run_once(app: &dyn App, opts: &AppOpts, run: u32) -> Done {
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("rill-logs"));
             r.monitor =
-                Some(crate::apps::MonSummary::from_logs(&dir).map_err(|e| {
+                Some(crate::apps::MonSummary::from_logs(&dir, report).map_err(|e| {
                     anyhow::anyhow!("reading the logs in {}: {e:#}", dir.display())
                 })?);
         }
@@ -139,17 +141,18 @@ fn run_once(app: &dyn App, opts: &AppOpts, run: u32) -> Done {
 
 /// Runs once with a progress line (`label ... result`) and counts the run
 /// (and a failure) in `summary`: what `run_app`, `compare` and `all` share.
+/// `report`: whether a monitored run writes its report page.
 fn run_counted(
     app: &dyn App,
     opts: &AppOpts,
-    run: u32,
+    (run, report): (u32, bool),
     label: std::fmt::Arguments<'_>,
     progress: &mut dyn Write,
     summary: &mut Summary,
 ) -> Done {
     let _ = write!(progress, "{label} ... ");
     let _ = progress.flush();
-    let d = run_once(app, opts, run);
+    let d = run_once(app, opts, run, report);
     let _ = writeln!(progress, "{}", d.short());
     summary.runs += 1;
     if !d.ok() {
@@ -216,7 +219,7 @@ pub fn run_app(
         let d = run_counted(
             app.as_ref(),
             &opts,
-            run,
+            (run, true),
             format_args!("[{}] {} run {}/{repeat}", app.name(), opts.mapping, run + 1),
             progress,
             &mut summary,
@@ -329,7 +332,7 @@ pub fn compare(
             let d = run_counted(
                 app.as_ref(),
                 &opts,
-                run,
+                (run, true),
                 format_args!("[compare {}] {m} run {}/{repeat}", app.name(), run + 1),
                 progress,
                 &mut summary,
@@ -803,10 +806,12 @@ impl AllRun<'_> {
                 let (step, steps, repeat) = (self.step, self.steps, self.repeat);
                 let mut runs = Vec::new();
                 for run in 0..repeat {
+                    // The repeats share one log directory: the last run's
+                    // report is the one kept, so only it writes one.
                     let d = run_counted(
                         app,
                         &opts,
-                        run,
+                        (run, run + 1 == repeat),
                         format_args!(
                             "[all {step}/{steps}] {} mapping={m} monitor={monitor} run {}/{repeat}",
                             app.name(),
