@@ -249,6 +249,7 @@ fn one_worker_also_gets_a_mapping_on_two() {
     let two = page.find("<h3>On 2 worker(s)</h3>").expect("a plan on 2");
     assert!(one < two);
     assert!(page.contains("--workers 2 --mapping proposed-2.map"));
+    assert!(page.contains("no mapping file is needed") && !page.contains("proposed-1.map"));
 }
 
 #[test]

@@ -52,10 +52,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
                     Cell::num((k + 1).to_string()),
                     Cell::text(f.kind.clone()),
                     Cell::text(f.name.clone()),
-                    Cell::html(format!(
-                        "<span style=\"white-space:nowrap\">{}</span>",
-                        html::share_bar(f.share)
-                    )),
+                    Cell::html(html::share_bar(f.share)),
                     Cell::text(f.evidence.clone()),
                 ])
             })

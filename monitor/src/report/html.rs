@@ -152,7 +152,8 @@ pub(crate) fn share_bar(share: f64) -> String {
         0.0
     };
     format!(
-        "<span class=\"bar\"><span style=\"width:{:.1}%\"></span></span> {:.0}%",
+        "<span class=\"share\"><span class=\"bar\"><span style=\"width:{:.1}%\"></span></span> \
+         {:.0}%</span>",
         s * 100.0,
         s * 100.0
     )

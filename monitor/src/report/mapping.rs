@@ -83,11 +83,18 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
          predictions are lower bounds"
             .to_owned()
     };
+    let deps = if w > 1 {
+        format!(
+            " It ignores dependencies: a run serialised by its graph (a token ring) takes up \
+             to {w}x longer than predicted. Read the two predictions as a comparison of \
+             mappings under one model."
+        )
+    } else {
+        String::new()
+    };
     o.push_str(&html::note(&format!(
         "Model: time = max over workers of (busy time of its tasks + c × traffic of its streams \
-         to other workers), traffic = messages + waits; {cost}. It ignores dependencies: a run \
-         serialised by its graph (a token ring) takes up to {w}x longer than predicted. Read \
-         the two predictions as a comparison of mappings under one model."
+         to other workers), traffic = messages + waits; {cost}.{deps}"
     )));
     let rows: Vec<Row> = plan
         .loads
@@ -118,14 +125,20 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
             plan.unnamed_tasks
         )));
     }
+    if w == 1 {
+        o.push_str(&html::note(
+            "On one worker every task runs on worker 0: no mapping file is needed.",
+        ));
+        return o;
+    }
     let file = plan.to_file();
     let name = format!("proposed-{w}.map");
     let dir = run.dir.display().to_string();
     let _ = writeln!(
         o,
-        "<p>The mapping file (<a class=\"download\" download=\"{}\" \
-         href=\"data:text/plain;charset=utf-8,{}\">save it</a>, or write it with the first \
-         command):</p>",
+        "<p>The mapping file<span class=\"download\"> (<a download=\"{}\" \
+         href=\"data:text/plain;charset=utf-8,{}\">save it</a>)</span>; the first command \
+         below writes the same file, the second runs with it:</p>",
         esc(&name),
         html::percent_encode(&file)
     );

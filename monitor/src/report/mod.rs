@@ -217,12 +217,14 @@ pre{background:#f6f7f9;border:1px solid #e1e4e8;padding:.6em .8em;overflow-x:aut
 pre.cmd{background:#1f2328;color:#f0f0f0;border:none}\
 .bar{display:inline-block;width:70px;height:9px;background:#eee;border:1px solid #bbb;vertical-align:middle}\
 .bar span{display:block;height:100%;background:#d9822b}\
+.share{white-space:nowrap}\
 .scroll{overflow-x:auto}\
 svg{max-width:100%;height:auto}\
 footer{margin-top:3em;color:#777;font-size:.85em}\
 @media print{body{max-width:none;padding:0;font-size:10pt}\
-nav.toc{display:none}.download{display:none}\
-h2{break-after:avoid}table,svg,pre,.verdict{break-inside:avoid}\
+nav.toc{display:none}.download{display:none}.scroll{overflow:visible}\
+table{font-size:8pt}th,td{padding:2px 5px}\
+h2,h3{break-after:avoid}table,svg,pre.cmd,.verdict{break-inside:avoid}\
 a{color:inherit;text-decoration:none}}";
 
 /// The run's monitoring mode in words.
