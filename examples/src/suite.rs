@@ -123,10 +123,10 @@ fn run_once(app: &dyn App, opts: &AppOpts, run: u32, report: bool) -> Done {
                 .logs
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("rill-logs"));
-            r.monitor =
-                Some(crate::apps::MonSummary::from_logs(&dir, report).map_err(|e| {
-                    anyhow::anyhow!("reading the logs in {}: {e:#}", dir.display())
-                })?);
+            r.monitor = Some(
+                crate::apps::MonSummary::from_logs(&dir, report)
+                    .map_err(|e| anyhow::anyhow!("reading the logs in {}: {e:#}", dir.display()))?,
+            );
         }
         Ok(r)
     })
