@@ -78,11 +78,10 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
     let rows: Vec<Row> = list[..n]
         .iter()
         .map(|(name, g)| {
-            let mean = if g.dispatches > 0 {
-                html::ns(g.busy_ns / g.dispatches)
-            } else {
-                "-".to_owned()
-            };
+            let mean = g
+                .busy_ns
+                .checked_div(g.dispatches)
+                .map_or_else(|| "-".to_owned(), html::ns);
             Row::from(vec![
                 Cell::text(name.clone()),
                 Cell::num(g.tasks.to_string()),
