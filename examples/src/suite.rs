@@ -95,8 +95,10 @@ impl Done {
 }
 
 /// Runs `app` once under `opts`, a panic or failure becoming an error; under
-/// `--mapping auto` the pilot and the plan first ([`crate::apps::auto`]).
-fn run_once(app: &dyn App, opts: &AppOpts, run: u32) -> Done {
+/// `--mapping auto` the pilot and the plan first ([`crate::apps::auto`]). A
+/// monitored run's logs get rill-mon's summary and timeline, and with
+/// `report` its report page.
+fn run_once(app: &dyn App, opts: &AppOpts, run: u32, report: bool) -> Done {
     let mut auto = None;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if opts.mapping == MappingChoice::Auto {
@@ -121,10 +123,10 @@ fn run_once(app: &dyn App, opts: &AppOpts, run: u32) -> Done {
                 .logs
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("rill-logs"));
-            r.monitor =
-                Some(crate::apps::MonSummary::from_logs(&dir).map_err(|e| {
-                    anyhow::anyhow!("reading the logs in {}: {e:#}", dir.display())
-                })?);
+            r.monitor = Some(
+                crate::apps::MonSummary::from_logs(&dir, report)
+                    .map_err(|e| anyhow::anyhow!("reading the logs in {}: {e:#}", dir.display()))?,
+            );
         }
         Ok(r)
     })
@@ -139,17 +141,18 @@ fn run_once(app: &dyn App, opts: &AppOpts, run: u32) -> Done {
 
 /// Runs once with a progress line (`label ... result`) and counts the run
 /// (and a failure) in `summary`: what `run_app`, `compare` and `all` share.
+/// `report`: whether a monitored run writes its report page.
 fn run_counted(
     app: &dyn App,
     opts: &AppOpts,
-    run: u32,
+    (run, report): (u32, bool),
     label: std::fmt::Arguments<'_>,
     progress: &mut dyn Write,
     summary: &mut Summary,
 ) -> Done {
     let _ = write!(progress, "{label} ... ");
     let _ = progress.flush();
-    let d = run_once(app, opts, run);
+    let d = run_once(app, opts, run, report);
     let _ = writeln!(progress, "{}", d.short());
     summary.runs += 1;
     if !d.ok() {
@@ -216,7 +219,7 @@ pub fn run_app(
         let d = run_counted(
             app.as_ref(),
             &opts,
-            run,
+            (run, true),
             format_args!("[{}] {} run {}/{repeat}", app.name(), opts.mapping, run + 1),
             progress,
             &mut summary,
@@ -329,7 +332,7 @@ pub fn compare(
             let d = run_counted(
                 app.as_ref(),
                 &opts,
-                run,
+                (run, true),
                 format_args!("[compare {}] {m} run {}/{repeat}", app.name(), run + 1),
                 progress,
                 &mut summary,
@@ -620,8 +623,8 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
                     .map(|p| p.display().to_string())
                     .unwrap_or_else(|_| l.display().to_string());
                 format!(
-                    "<a href=\"{0}/summary.txt\">summary</a> <a href=\"{0}/summary.json\">json</a> \
-                     <a href=\"{0}/timeline.svg\">timeline</a>",
+                    "<a href=\"{0}/report.html\">report</a> <a href=\"{0}/summary.txt\">summary</a> \
+                     <a href=\"{0}/summary.json\">json</a> <a href=\"{0}/timeline.svg\">timeline</a>",
                     xml_escape(&rel)
                 )
             }
@@ -666,7 +669,9 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
                 .unwrap_or_else(|_| l.display().to_string());
             let _ = writeln!(
                 h,
-                "<h2>{} ({} mapping, monitored)</h2>\n<img src=\"{}/timeline.svg\" style=\"max-width:100%\">",
+                "<h2>{} ({} mapping, monitored)</h2>\n<p><a href=\"{2}/report.html\">The run's \
+                 report</a>: verdict, findings, waits, task groups, a proposed mapping.</p>\n\
+                 <img src=\"{2}/timeline.svg\" style=\"max-width:100%\">",
                 xml_escape(&r.label()),
                 xml_escape(&r.mapping),
                 xml_escape(&rel)
@@ -801,10 +806,12 @@ impl AllRun<'_> {
                 let (step, steps, repeat) = (self.step, self.steps, self.repeat);
                 let mut runs = Vec::new();
                 for run in 0..repeat {
+                    // The repeats share one log directory: the last run's
+                    // report is the one kept, so only it writes one.
                     let d = run_counted(
                         app,
                         &opts,
-                        run,
+                        (run, run + 1 == repeat),
                         format_args!(
                             "[all {step}/{steps}] {} mapping={m} monitor={monitor} run {}/{repeat}",
                             app.name(),

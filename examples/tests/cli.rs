@@ -338,6 +338,69 @@ fn apps_take_every_monitor_mode() {
 }
 
 #[test]
+fn monitored_runs_write_a_report_in_every_mode() {
+    let base = std::env::temp_dir().join(format!("rill-cli-report-{}", std::process::id()));
+    for (mode, lacks) in [
+        ("full", None),
+        (
+            "map,worker,task,stream",
+            Some("per-input latency and jitter: they need the order"),
+        ),
+        (
+            "sample",
+            Some("single dispatches: sample mode records none"),
+        ),
+    ] {
+        let dir = base.join(mode.replace(',', "-"));
+        let out = rill_bench(&[
+            "mc",
+            "--paths",
+            "4000",
+            "--workers",
+            "2",
+            "--monitor",
+            mode,
+            "--logs",
+            dir.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{mode}: {stderr}");
+        let page = std::fs::read_to_string(dir.join("report.html"))
+            .unwrap_or_else(|e| panic!("{mode}: no report.html: {e}"));
+        for id in [
+            "findings",
+            "summary",
+            "utilisation",
+            "timeline",
+            "waits",
+            "groups",
+            "mapping",
+            "logs",
+        ] {
+            assert!(
+                page.contains(&format!("<section id=\"{id}\">")),
+                "{mode}: no {id}"
+            );
+        }
+        assert!(page.contains("class=\"verdict\""), "{mode}");
+        assert!(page.contains("mc/star/*/step/*"), "{mode}: groups");
+        assert!(
+            page.contains("rill-bench mc --workers 2 --mapping proposed-2.map"),
+            "{mode}: the command"
+        );
+        assert!(
+            !page.contains("<script") && !page.contains("src="),
+            "{mode}"
+        );
+        match lacks {
+            None => assert!(!page.contains("Not shown"), "{mode}"),
+            Some(line) => assert!(page.contains(line), "{mode}: {line:?}"),
+        }
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+#[test]
 fn des_files_round_trip_and_wrong_key_exits_1() {
     let dir = std::env::temp_dir().join(format!("rill-cli-des-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -518,9 +581,14 @@ fn all_quick_writes_its_report() {
         html.contains("<td>wordcount</td><td>sequential</td>"),
         "{html}"
     );
-    // Monitored rows link their rill-mon summary and timeline, which exist.
+    // Monitored rows link their rill-mon report, summary and timeline,
+    // which exist.
     assert!(
         html.contains("timeline.svg") && html.contains("summary.txt"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<a href=\"logs/mc-rr/report.html\">report</a>"),
         "{html}"
     );
     for app in ["des", "mc", "rt", "ant"] {
@@ -530,10 +598,16 @@ fn all_quick_writes_its_report() {
                 "summary.txt",
                 "summary.json",
                 "timeline.svg",
+                "report.html",
                 "worker-0.rlog",
             ] {
                 assert!(logs.join(f).exists(), "missing {}", logs.join(f).display());
             }
+            let page = std::fs::read_to_string(logs.join("report.html")).unwrap();
+            assert!(
+                page.contains("<section id=\"mapping\">") && page.contains("class=\"verdict\""),
+                "{app}-{m}"
+            );
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();

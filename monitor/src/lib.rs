@@ -5,8 +5,9 @@
 //! protobuf format, or Chrome JSON for small runs); and explains
 //! the run: who waited for whom ([`waits()`]), what held it back
 //! ([`bottleneck()`]) and where its tasks should run ([`plan_mapping`]);
-//! and compares two runs ([`diff()`]).
-//! [`watch`] follows a run while it writes its logs.
+//! and compares two runs ([`diff()`]); [`report_html`] puts all of it on one
+//! self-contained HTML page. [`watch`] follows a run while it writes its
+//! logs.
 //!
 //! ```no_run
 //! let run = rill_monitor::load_run(std::path::Path::new("logs"))?;
@@ -36,6 +37,7 @@ mod partition;
 mod perfetto;
 mod pftrace;
 mod protobuf;
+mod report;
 mod sampled;
 pub mod scan;
 mod summary;
@@ -60,6 +62,7 @@ pub use mapfile::{
 };
 pub use partition::{evaluate, partition, Evaluation, PartGraph};
 pub use pftrace::{write_perfetto_trace, PerfettoOptions, PerfettoStats, MAX_BUCKETS};
+pub use report::{report_html, ReportOptions};
 pub use sampled::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
 pub use summary::{
     end_state_name, fmt_ns, summarize, summarize_totals, LatencyStats, LatencySummary, SinkLatency,

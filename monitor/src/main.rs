@@ -7,6 +7,9 @@
 //! * `rill-mon bottleneck DIR [--json] [--windows N] [--alpha A] [--beta B] [--gamma G]`
 //! * `rill-mon map DIR --workers W -o FILE [--json]`
 //! * `rill-mon diff A B [--json] [--no-group] [--limit N]`
+//! * `rill-mon report DIR [-o FILE.html] [--rows N]`: one self-contained HTML page
+//!   explaining the run (verdict, findings, summary, utilisation, timeline,
+//!   waits, task groups, a proposed mapping); default `DIR/report.html`
 //! * `rill-mon watch DIR [--interval MS] [--window S] [--top N] [--once | --plain | --json] [--exit-at-end]`
 //!
 //! Errors print one line on stderr and exit with status 2.
@@ -20,9 +23,9 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use rill_monitor::watch::{watch, Output, SnapshotOptions, WatchOptions};
 use rill_monitor::{
-    bottleneck, diff, load_run, load_run_with, plan_mapping, summarize, timeline_svg, waits,
-    write_chrome_trace_window, write_perfetto_trace, BottleneckOptions, LoadOptions,
-    PerfettoOptions, RunLog, TimelineOptions, MAX_BUCKETS, MAX_MAP_WORKERS,
+    bottleneck, diff, load_run, load_run_with, plan_mapping, report_html, summarize, timeline_svg,
+    waits, write_chrome_trace_window, write_perfetto_trace, BottleneckOptions, LoadOptions,
+    PerfettoOptions, ReportOptions, RunLog, TimelineOptions, MAX_BUCKETS, MAX_MAP_WORKERS,
 };
 
 /// Analyses the monitoring logs (worker-*.rlog) of a rill run.
@@ -226,6 +229,27 @@ enum Cmd {
         /// Rows per text table (0 = all).
         #[arg(long, default_value_t = 20)]
         limit: usize,
+    },
+    /// One self-contained HTML page explaining the run: the bottleneck
+    /// verdict as headline, the findings with their evidence, the run
+    /// summary (wall, per worker busy/WT/WE, dispatches), utilisation bars,
+    /// the timeline, the waits, the task groups and a proposed mapping with
+    /// its what-if estimate and file.
+    ///
+    /// No network fetch: inline CSS and SVG, no script. Works on full,
+    /// counts-only (map,worker,task,stream) and sample-mode logs; each
+    /// section says in one line what the run's mode leaves out. Damaged logs
+    /// give a page of what could be read, their problems listed.
+    #[command(verbatim_doc_comment)]
+    Report {
+        /// The directory holding the worker-*.rlog files.
+        dir: PathBuf,
+        /// The HTML file to write (default: DIR/report.html).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Rows per table (0 = all).
+        #[arg(long, default_value_t = ReportOptions::default().rows)]
+        rows: usize,
     },
     /// A live view of a run while it writes its logs: per worker its busy
     /// share over the last seconds, the busiest task groups, the streams with
@@ -503,12 +527,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "--workers must be between 1 and {MAX_MAP_WORKERS}, not {workers}"
             );
             let run = load_quietly(&dir)?;
-            warn_truncated(&run);
             let plan = plan_mapping(&run, workers)?;
             let mut out = create(&output)?;
             out.write_all(plan.to_file().as_bytes())
                 .and_then(|()| out.flush())
                 .with_context(|| format!("cannot write {}", output.display()))?;
+            // After the last error it could give: an error is one line.
+            warn_truncated(&run);
             if json {
                 print_json(&plan)?;
             } else {
@@ -536,6 +561,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             } else {
                 print_text(&d.to_text(limit))?;
             }
+        }
+        Cmd::Report { dir, output, rows } => {
+            let run = load_quietly(&dir)?;
+            let output = output.unwrap_or_else(|| dir.join("report.html"));
+            let page = report_html(
+                &run,
+                &ReportOptions {
+                    rows,
+                    ..ReportOptions::default()
+                },
+            );
+            let mut out = create(&output)?;
+            out.write_all(page.as_bytes())
+                .and_then(|()| out.flush())
+                .with_context(|| format!("cannot write {}", output.display()))?;
+            // After the last error it could give: an error is one line.
+            warn(&run);
+            eprintln!(
+                "rill-mon: wrote {} ({:.0} KB)",
+                output.display(),
+                page.len() as f64 / 1024.0
+            );
         }
         Cmd::Watch {
             dir,
