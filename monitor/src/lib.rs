@@ -5,7 +5,8 @@
 //! protobuf format, or Chrome JSON for small runs); and explains
 //! the run: who waited for whom ([`waits()`]), what held it back
 //! ([`bottleneck()`]) and where its tasks should run ([`plan_mapping`]);
-//! and compares two runs ([`diff()`]).
+//! and compares two runs ([`diff()`]); [`evolution()`] draws how the shares
+//! of task and worker states change over the run.
 //! [`watch`] follows a run while it writes its logs.
 //!
 //! ```no_run
@@ -27,6 +28,7 @@ mod activity;
 mod bottleneck;
 mod detail;
 mod diff;
+mod evolution;
 mod groups;
 mod latency;
 mod load;
@@ -48,6 +50,10 @@ pub mod watch;
 pub use bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
 pub use diff::{
     diff, Change, DiffSide, GroupDiff, PairDiff, Ranked, RunDiff, TotalDiff, Unmatched, WorkerDiff,
+};
+pub use evolution::{
+    evolution, Evolution, EvolutionOptions, EvolutionSampling, EvolutionSource, GroupSeries, Series,
+    WorkerSeries, MAX_EVOLUTION_BUCKETS, MAX_EVOLUTION_GROUPS,
 };
 pub use groups::group_of;
 pub use load::{
