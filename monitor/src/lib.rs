@@ -68,8 +68,9 @@ pub use partition::{evaluate, partition, Evaluation, PartGraph};
 pub use pftrace::{write_perfetto_trace, PerfettoOptions, PerfettoStats, MAX_BUCKETS};
 pub use sampled::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
 pub use summary::{
-    end_state_name, fmt_ns, summarize, summarize_totals, LatencyStats, LatencySummary, SinkLatency,
-    StreamSummary, Summary, TaskSummary, Throughput, WorkerSummary,
+    end_state_name, fmt_ns, summarize, summarize_grouped, summarize_totals, GroupSummary,
+    LatencyStats, LatencySummary, SinkLatency, StreamSummary, Summary, TaskSummary, Throughput,
+    WorkerSummary,
 };
 pub use timeline::{task_colour, timeline_svg, xml_escape, TimelineOptions};
 pub use trace::{chrome_trace, write_chrome_trace, write_chrome_trace_window, TraceStats};

@@ -1,6 +1,6 @@
 //! `rill-mon`: analyses a rill run's monitoring logs.
 //!
-//! * `rill-mon summary DIR [--json]`
+//! * `rill-mon summary DIR [--json] [--no-group]`
 //! * `rill-mon timeline DIR -o FILE.svg [--from MS --to MS] [--width PX]`
 //! * `rill-mon trace DIR -o FILE.pftrace|FILE.json [--format perfetto|json] [--from MS --to MS] [--detail N] [--buckets N]`
 //! * `rill-mon waits DIR [--json] [--no-group] [--limit N]`
@@ -21,7 +21,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use rill_monitor::watch::{watch, Output, SnapshotOptions, WatchOptions};
 use rill_monitor::{
-    bottleneck, diff, evolution, load_run, load_run_with, plan_mapping, summarize, timeline_svg,
+    bottleneck, diff, evolution, load_run, load_run_with, plan_mapping, summarize_grouped, timeline_svg,
     waits, write_chrome_trace_window, write_perfetto_trace, BottleneckOptions, EvolutionOptions,
     LoadOptions, PerfettoOptions, RunLog, TimelineOptions, MAX_BUCKETS, MAX_EVOLUTION_BUCKETS,
     MAX_EVOLUTION_GROUPS, MAX_MAP_WORKERS,
@@ -49,14 +49,18 @@ const JSON_WARN_PERIODS: u64 = 1_000_000;
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Per-worker busy/waiting time, per-task and per-stream totals,
-    /// throughput, latency and jitter.
+    /// Per-worker busy/waiting time, per-task-group, per-task and
+    /// per-stream totals, throughput, latency and jitter.
     Summary {
         /// The directory holding the worker-*.rlog files.
         dir: PathBuf,
         /// Print one JSON document instead of text.
         #[arg(long)]
         json: bool,
+        /// List tasks one by one instead of folding numbered names into
+        /// groups (mc/star/*/step/*) for the group table.
+        #[arg(long)]
+        no_group: bool,
     },
     /// An SVG timeline: one lane per worker, task periods to scale.
     Timeline {
@@ -379,9 +383,13 @@ fn check_window(from: Option<f64>, to: Option<f64>) -> anyhow::Result<()> {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
-        Cmd::Summary { dir, json } => {
+        Cmd::Summary {
+            dir,
+            json,
+            no_group,
+        } => {
             let run = load_run(&dir)?;
-            let s = summarize(&run);
+            let s = summarize_grouped(&run, !no_group);
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
             if json {
