@@ -52,8 +52,8 @@ pub use diff::{
     diff, Change, DiffSide, GroupDiff, PairDiff, Ranked, RunDiff, TotalDiff, Unmatched, WorkerDiff,
 };
 pub use evolution::{
-    evolution, Evolution, EvolutionOptions, EvolutionSampling, EvolutionSource, GroupSeries, Series,
-    WorkerSeries, MAX_EVOLUTION_BUCKETS, MAX_EVOLUTION_GROUPS,
+    evolution, Evolution, EvolutionOptions, EvolutionSampling, EvolutionSource, GroupSeries,
+    Series, WorkerSeries, MAX_EVOLUTION_BUCKETS, MAX_EVOLUTION_GROUPS,
 };
 pub use groups::group_of;
 pub use load::{

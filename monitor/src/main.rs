@@ -21,10 +21,10 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use rill_monitor::watch::{watch, Output, SnapshotOptions, WatchOptions};
 use rill_monitor::{
-    bottleneck, diff, evolution, load_run, load_run_with, plan_mapping, summarize_grouped, timeline_svg,
-    waits, write_chrome_trace_window, write_perfetto_trace, BottleneckOptions, EvolutionOptions,
-    LoadOptions, PerfettoOptions, RunLog, TimelineOptions, MAX_BUCKETS, MAX_EVOLUTION_BUCKETS,
-    MAX_EVOLUTION_GROUPS, MAX_MAP_WORKERS,
+    bottleneck, diff, evolution, load_run, load_run_with, plan_mapping, summarize_grouped,
+    timeline_svg, waits, write_chrome_trace_window, write_perfetto_trace, BottleneckOptions,
+    EvolutionOptions, LoadOptions, PerfettoOptions, RunLog, TimelineOptions, MAX_BUCKETS,
+    MAX_EVOLUTION_BUCKETS, MAX_EVOLUTION_GROUPS, MAX_MAP_WORKERS,
 };
 
 /// Analyses the monitoring logs (worker-*.rlog) of a rill run.
@@ -563,8 +563,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "--workers must be between 1 and {MAX_MAP_WORKERS}, not {workers}"
             );
             let run = load_quietly(&dir)?;
-            warn_truncated(&run);
+            // Warnings after the plan: an error is one line.
             let plan = plan_mapping(&run, workers)?;
+            warn_truncated(&run);
             let mut out = create(&output)?;
             out.write_all(plan.to_file().as_bytes())
                 .and_then(|()| out.flush())
@@ -601,7 +602,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "say where the evolution goes: -o FILE.svg (or .json, .csv), --json or --csv"
             );
             let run = load_quietly(&dir)?;
-            warn(&run);
             let opts = EvolutionOptions {
                 from_ms: from,
                 to_ms: to,
@@ -611,6 +611,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 width_px: width,
             };
             let ev = evolution(&run, &opts)?;
+            // Warnings after the analysis: an error is one line.
+            warn(&run);
             if let Some(output) = &output {
                 let ext = output
                     .extension()

@@ -493,7 +493,8 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
     for s in run.streams.values() {
         if let Some(r) = s.reader {
             let w = waits.entry(r).or_default();
-            w.0 = w.0.saturating_add(s.reader_blocked.saturating_add(s.poll_waits));
+            w.0 =
+                w.0.saturating_add(s.reader_blocked.saturating_add(s.poll_waits));
             w.1 = w.1.saturating_add(s.reader_wait);
         }
         if let Some(t) = s.writer {
@@ -535,9 +536,7 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
         g.waits = g.waits.saturating_add(n);
         g.wait_ns = g.wait_ns.map(|w| w.saturating_add(run.ns(ticks)));
     }
-    let all = rows
-        .iter()
-        .fold(0u64, |n, g| n.saturating_add(g.busy_ns));
+    let all = rows.iter().fold(0u64, |n, g| n.saturating_add(g.busy_ns));
     for g in &mut rows {
         g.busy_share = if all == 0 {
             0.0
@@ -545,7 +544,11 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
             g.busy_ns as f64 / all as f64
         };
     }
-    rows.sort_by(|a, b| b.busy_ns.cmp(&a.busy_ns).then_with(|| a.group.cmp(&b.group)));
+    rows.sort_by(|a, b| {
+        b.busy_ns
+            .cmp(&a.busy_ns)
+            .then_with(|| a.group.cmp(&b.group))
+    });
     rows
 }
 
@@ -689,8 +692,7 @@ impl Summary {
                         g.reads.to_string(),
                         g.writes.to_string(),
                         g.waits.to_string(),
-                        g.wait_ns
-                            .map_or_else(|| "-".into(), |w| fmt_ns(w as f64)),
+                        g.wait_ns.map_or_else(|| "-".into(), |w| fmt_ns(w as f64)),
                     ]
                 })
                 .collect();

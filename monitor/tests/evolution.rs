@@ -83,7 +83,13 @@ fn planted(dir: &Path, flags: MonitorFlags) {
         p(0, 5, B, EndState::BlockedInput { stream: S }, vec![]),
         Record::WorkerWait { t: 5, dur: 15 },
         p(20, 25, B, EndState::Ended, vec![io(S, 2, 0)]),
-        p(25, 30, C, EndState::BlockedOutput { stream: T }, vec![io(T, 0, 4)]),
+        p(
+            25,
+            30,
+            C,
+            EndState::BlockedOutput { stream: T },
+            vec![io(T, 0, 4)],
+        ),
         Record::WorkerEnd { t: 50 },
     ];
     for (w, recs) in [w0, w1].iter().enumerate() {
@@ -290,7 +296,10 @@ fn logs_without_periods_draw_what_they_have_or_say_why_not() {
     write_log(dir.path(), 0, 1, flags, Calibration::nanos(), &recs);
     let run = load_run(dir.path()).unwrap();
     let err = evolution(&run, &opts(4)).unwrap_err().to_string();
-    assert!(err.contains("neither periods") && err.contains("summary"), "{err}");
+    assert!(
+        err.contains("neither periods") && err.contains("summary"),
+        "{err}"
+    );
     // Bad bucket counts are refused.
     assert!(evolution(&run, &opts(0)).is_err());
 }
@@ -363,13 +372,19 @@ fn a_real_run_agrees_with_the_trace_counters_and_the_busy_times() {
     let evo = |state: &str| time_ns(&ev, series(&ev.task_states, state));
     let trace = |counter: &str| integral(&t, t.track(counter));
     let (run_e, run_t) = (evo("running"), trace("busy workers"));
-    assert!(rel(run_e, run_t), "running: {run_e} ns, the trace's {run_t} ns");
+    assert!(
+        rel(run_e, run_t),
+        "running: {run_e} ns, the trace's {run_t} ns"
+    );
     // The time between periods is the trace's; the evolution splits more
     // waits at their wake-ups (see `replay.rs`), so less of it is blocked.
     let blocked_e = evo("blocked_read") + evo("blocked_write");
     let blocked_t = trace("tasks blocked reading") + trace("tasks blocked writing");
     let (gap_e, gap_t) = (blocked_e + evo("ready"), blocked_t + trace("ready tasks"));
-    assert!(rel(gap_e, gap_t), "between periods: {gap_e} ns, the trace's {gap_t} ns");
+    assert!(
+        rel(gap_e, gap_t),
+        "between periods: {gap_e} ns, the trace's {gap_t} ns"
+    );
     assert!(blocked_e <= blocked_t + 1e3, "{blocked_e} vs {blocked_t}");
     // The workers' busy time is the summary's.
     let busy: u64 = run.workers.iter().map(|w| run.ns(w.stats.busy)).sum();
@@ -544,7 +559,14 @@ fn the_command_writes_svg_json_and_csv() {
     let out = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     let svg = out.path().join("e.svg");
-    let r = mon(&["evolution", d, "-o", svg.to_str().unwrap(), "--buckets", "10"]);
+    let r = mon(&[
+        "evolution",
+        d,
+        "-o",
+        svg.to_str().unwrap(),
+        "--buckets",
+        "10",
+    ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     check_xml(&std::fs::read_to_string(&svg).unwrap()).unwrap();
     assert!(String::from_utf8_lossy(&r.stderr).contains("10 buckets"));
@@ -554,7 +576,9 @@ fn the_command_writes_svg_json_and_csv() {
     assert_eq!(v["grouped"], false);
     assert_eq!(v["start_ms"].as_array().unwrap().len(), 200);
     let r = mon(&["evolution", d, "--csv", "--buckets", "5"]);
-    assert!(String::from_utf8(r.stdout).unwrap().starts_with("panel,series"));
+    assert!(String::from_utf8(r.stdout)
+        .unwrap()
+        .starts_with("panel,series"));
     let csv = out.path().join("e.csv");
     let r = mon(&["evolution", d, "-o", csv.to_str().unwrap()]);
     assert!(r.status.success());

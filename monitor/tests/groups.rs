@@ -35,7 +35,10 @@ fn summary_groups_add_up_their_tasks_and_waits() {
         .filter(|t| t.name.starts_with("pipe/relay/"))
         .collect();
     assert_eq!(g.busy_ns, relays.iter().map(|t| t.total_ns).sum::<u64>());
-    assert_eq!(g.dispatches, relays.iter().map(|t| t.dispatches).sum::<u64>());
+    assert_eq!(
+        g.dispatches,
+        relays.iter().map(|t| t.dispatches).sum::<u64>()
+    );
     assert_eq!(g.reads, 4 * 500);
     assert!(!g.estimated);
     // Its waits are `waits`' figures: the group as reader and as writer.
@@ -61,7 +64,10 @@ fn summary_groups_add_up_their_tasks_and_waits() {
     assert!(s.groups.windows(2).all(|w| w[0].busy_ns >= w[1].busy_ns));
     // The text shows the group table, and the tasks.
     let text = s.to_text();
-    assert!(text.contains("task groups") && text.contains("pipe/relay/*"), "{text}");
+    assert!(
+        text.contains("task groups") && text.contains("pipe/relay/*"),
+        "{text}"
+    );
     // Not grouped: a row per task, and no group table in the text.
     let flat = summarize_grouped(&run, false);
     assert!(!flat.grouped);

@@ -220,18 +220,14 @@ const fn key(key: &'static str, label: &'static str, colour: &'static str) -> St
 /// Task states with periods, bottom of the stack first.
 pub(crate) const TASK_STATES: [StateKey; 5] = [
     key("running", "running", "#2ca02c"),
-    key(
-        "ready",
-        "ready (yielded, or woken and waiting for its worker)",
-        "#ffbf00",
-    ),
-    key("new", "new (created, not yet dispatched)", "#ffe49a"),
+    key("ready", "ready (yielded, or woken: runnable)", "#ffbf00"),
+    key("new", "new (created, not yet run)", "#ffe49a"),
     key(
         "blocked_read",
-        "blocked reading (an empty stream or a poll)",
+        "blocked reading (empty stream, poll)",
         "#1f77b4",
     ),
-    key("blocked_write", "blocked writing (a full stream)", "#d62728"),
+    key("blocked_write", "blocked writing (full stream)", "#d62728"),
 ];
 pub(crate) const RUNNING: usize = 0;
 pub(crate) const READY: usize = 1;
@@ -243,26 +239,22 @@ pub(crate) const BLOCKED_WRITE: usize = 4;
 pub(crate) const SAMPLED_TASK_STATES: [StateKey; 3] = [
     key("running", "running (sampled)", "#2ca02c"),
     key("spinning", "spinning before a block (sampled)", "#9467bd"),
-    key(
-        "not_running",
-        "not running: ready or blocked (not sampled)",
-        "#c8c8c8",
-    ),
+    key("not_running", "not running: ready or blocked", "#c8c8c8"),
 ];
 
 /// Worker states with periods.
 pub(crate) const WORKER_STATES: [StateKey; 3] = [
     key("busy", "busy (running a task)", "#2ca02c"),
     key("waiting", "waiting (spinning or parked)", "#9ecae1"),
-    key("between_tasks", "between tasks (scheduler, unlogged)", "#dcdcdc"),
+    key("between_tasks", "between tasks (scheduler)", "#dcdcdc"),
 ];
 
 /// Worker states in sample mode.
 pub(crate) const SAMPLED_WORKER_STATES: [StateKey; 5] = [
     key("running", "running a task", "#2ca02c"),
-    key("spinning", "a task spinning before a block", "#9467bd"),
+    key("spinning", "a task spinning before blocking", "#9467bd"),
     key("between_tasks", "between tasks (scheduler)", "#dcdcdc"),
-    key("idle", "idle, awake (looking for work)", "#9ecae1"),
+    key("idle", "idle, awake", "#9ecae1"),
     key("parked", "parked (asleep)", "#6b6b6b"),
 ];
 
@@ -271,7 +263,7 @@ pub(crate) const WAIT_WORKER_STATES: [StateKey; 2] = [
     key("waiting", "waiting (spinning or parked)", "#9ecae1"),
     key(
         "not_waiting",
-        "not waiting (running tasks or between them)",
+        "not waiting (busy or between tasks)",
         "#dcdcdc",
     ),
 ];
@@ -322,11 +314,7 @@ impl Groups {
                 busy = busy.saturating_add(g.2);
             }
             let what = if group { "groups" } else { "tasks" };
-            slots.push((
-                format!("other ({} {what})", all.len() - top),
-                tasks,
-                busy,
-            ));
+            slots.push((format!("other ({} {what})", all.len() - top), tasks, busy));
         } else {
             // Tasks the load did not list (none in a whole log) go to an
             // unnamed slot whose series is dropped if it stays empty.
@@ -348,7 +336,10 @@ impl Groups {
         } else {
             std::borrow::Cow::Borrowed(label.as_str())
         };
-        self.slot_of.get(name.as_ref()).copied().unwrap_or(self.rest)
+        self.slot_of
+            .get(name.as_ref())
+            .copied()
+            .unwrap_or(self.rest)
     }
 }
 
@@ -744,12 +735,7 @@ impl Evolution {
     /// tasks).
     pub fn to_csv(&self) -> String {
         let mut o = String::from("panel,series,bucket,start_ms,end_ms,mean,share\n");
-        let end = |i: usize| -> f64 {
-            self.start_ms
-                .get(i + 1)
-                .copied()
-                .unwrap_or(self.to_ms)
-        };
+        let end = |i: usize| -> f64 { self.start_ms.get(i + 1).copied().unwrap_or(self.to_ms) };
         let mut rows = |panel: &str, s: &Series| {
             for (i, (&m, &sh)) in s.mean.iter().zip(&s.share).enumerate() {
                 let _ = writeln!(

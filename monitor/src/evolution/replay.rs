@@ -60,7 +60,10 @@ fn scan_logs(run: &RunLog, grid: &Grid) -> Vec<LogScan> {
 }
 
 /// Each task's earliest time in `pairs` of all logs.
-fn earliest(scans: &mut [LogScan], pick: impl Fn(&mut LogScan) -> &mut Vec<(u64, u64)>) -> IdMap<u64, u64> {
+fn earliest(
+    scans: &mut [LogScan],
+    pick: impl Fn(&mut LogScan) -> &mut Vec<(u64, u64)>,
+) -> IdMap<u64, u64> {
     let mut m: IdMap<u64, u64> = IdMap::default();
     for s in scans {
         for (task, t) in std::mem::take(pick(s)) {
@@ -235,7 +238,9 @@ pub(super) fn periods(run: &RunLog, groups: &Groups, sums: &mut Sums) {
             r.tasks[k].last,
             Some((
                 _,
-                EndState::BlockedInput { .. } | EndState::BlockedOutput { .. } | EndState::BlockedAny
+                EndState::BlockedInput { .. }
+                    | EndState::BlockedOutput { .. }
+                    | EndState::BlockedAny
             ))
         ) {
             let woken = r.tasks[k].woken.take();
@@ -250,10 +255,7 @@ pub(super) fn periods(run: &RunLog, groups: &Groups, sums: &mut Sums) {
         ..
     } = r;
     for (id, t) in created {
-        let first = task_ix
-            .get(id)
-            .and_then(|k| tasks[k].first)
-            .unwrap_or(end);
+        let first = task_ix.get(id).and_then(|k| tasks[k].first).unwrap_or(end);
         Sums::add(&sums.grid, &mut sums.task[NEW], t, first);
     }
 }

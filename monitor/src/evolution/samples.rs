@@ -46,11 +46,15 @@ pub(super) fn samples(run: &RunLog, sm: &Sampled, groups: &Groups, sums: &mut Su
         }
         Sums::add_spread(&grid, &mut sums.samples[li], a, b, f64::from(w.total));
         Sums::add_spread(&grid, &mut sums.task[RUNNING], a, b, running * per);
-        Sums::add_spread(&grid, &mut sums.task[SPINNING], a, b, f64::from(w.spin) * per);
+        Sums::add_spread(
+            &grid,
+            &mut sums.task[SPINNING],
+            a,
+            b,
+            f64::from(w.spin) * per,
+        );
         for &(task, k) in &w.tasks {
-            let slot = *slots
-                .entry(task)
-                .or_insert_with(|| groups.slot(run, task));
+            let slot = *slots.entry(task).or_insert_with(|| groups.slot(run, task));
             Sums::add_spread(&grid, &mut sums.group[slot], a, b, f64::from(k) * per);
         }
     }

@@ -243,9 +243,11 @@ fn panels(ev: &Evolution) -> Vec<Panel<'_>> {
         layers: ls,
         line: None,
         unit: "workers",
-        legend_note: Some(
-            "white: a worker not started or ended (or, sampled, no samples)".to_owned(),
-        ),
+        legend_note: Some(if ev.source == EvolutionSource::Samples {
+            "white: no samples (worker not running)".to_owned()
+        } else {
+            "white: worker not started, or ended".to_owned()
+        }),
     });
     if !ev.groups.is_empty() && ev.source != EvolutionSource::WorkerWaits {
         let ls: Vec<Layer<'_>> = ev
