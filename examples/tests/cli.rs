@@ -372,6 +372,7 @@ fn monitored_runs_write_a_report_in_every_mode() {
             "summary",
             "utilisation",
             "timeline",
+            "evolution",
             "waits",
             "groups",
             "mapping",

@@ -5,9 +5,10 @@
 //! protobuf format, or Chrome JSON for small runs); and explains
 //! the run: who waited for whom ([`waits()`]), what held it back
 //! ([`bottleneck()`]) and where its tasks should run ([`plan_mapping`]);
-//! and compares two runs ([`diff()`]); [`report_html`] puts all of it on one
-//! self-contained HTML page. [`watch`] follows a run while it writes its
-//! logs.
+//! and compares two runs ([`diff()`]); [`evolution()`] draws how the shares
+//! of task and worker states change over the run; [`report_html`] puts all
+//! of it on one self-contained HTML page. [`watch`] follows a run while it
+//! writes its logs.
 //!
 //! ```no_run
 //! let run = rill_monitor::load_run(std::path::Path::new("logs"))?;
@@ -28,6 +29,7 @@ mod activity;
 mod bottleneck;
 mod detail;
 mod diff;
+mod evolution;
 mod groups;
 mod latency;
 mod load;
@@ -51,6 +53,10 @@ pub use bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
 pub use diff::{
     diff, Change, DiffSide, GroupDiff, PairDiff, Ranked, RunDiff, TotalDiff, Unmatched, WorkerDiff,
 };
+pub use evolution::{
+    evolution, Evolution, EvolutionOptions, EvolutionSampling, EvolutionSource, GroupSeries,
+    Series, WorkerSeries, MAX_EVOLUTION_BUCKETS, MAX_EVOLUTION_GROUPS,
+};
 pub use groups::group_of;
 pub use load::{
     load_run, load_run_with, LoadOptions, RunLog, StreamInfo, TaskInfo, WorkerLog, WorkerStats,
@@ -65,8 +71,9 @@ pub use pftrace::{write_perfetto_trace, PerfettoOptions, PerfettoStats, MAX_BUCK
 pub use report::{report_html, ReportOptions};
 pub use sampled::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
 pub use summary::{
-    end_state_name, fmt_ns, summarize, summarize_totals, LatencyStats, LatencySummary, SinkLatency,
-    StreamSummary, Summary, TaskSummary, Throughput, WorkerSummary,
+    end_state_name, fmt_ns, summarize, summarize_grouped, summarize_totals, GroupSummary,
+    LatencyStats, LatencySummary, SinkLatency, StreamSummary, Summary, TaskSummary, Throughput,
+    WorkerSummary,
 };
 pub use timeline::{task_colour, timeline_svg, xml_escape, TimelineOptions};
 pub use trace::{chrome_trace, write_chrome_trace, write_chrome_trace_window, TraceStats};

@@ -1,11 +1,12 @@
 //! `rill-mon`: analyses a rill run's monitoring logs.
 //!
-//! * `rill-mon summary DIR [--json]`
+//! * `rill-mon summary DIR [--json] [--no-group]`
 //! * `rill-mon timeline DIR -o FILE.svg [--from MS --to MS] [--width PX]`
 //! * `rill-mon trace DIR -o FILE.pftrace|FILE.json [--format perfetto|json] [--from MS --to MS] [--detail N] [--buckets N]`
 //! * `rill-mon waits DIR [--json] [--no-group] [--limit N]`
 //! * `rill-mon bottleneck DIR [--json] [--windows N] [--alpha A] [--beta B] [--gamma G]`
 //! * `rill-mon map DIR --workers W -o FILE [--json]`
+//! * `rill-mon evolution DIR [-o FILE.svg|.json|.csv] [--json | --csv] [--from MS --to MS] [--buckets N] [--groups N] [--no-group] [--width PX]`
 //! * `rill-mon diff A B [--json] [--no-group] [--limit N]`
 //! * `rill-mon report DIR [-o FILE.html] [--rows N]`: one self-contained HTML page
 //!   explaining the run (verdict, findings, summary, utilisation, timeline,
@@ -23,9 +24,10 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use rill_monitor::watch::{watch, Output, SnapshotOptions, WatchOptions};
 use rill_monitor::{
-    bottleneck, diff, load_run, load_run_with, plan_mapping, report_html, summarize, timeline_svg,
-    waits, write_chrome_trace_window, write_perfetto_trace, BottleneckOptions, LoadOptions,
-    PerfettoOptions, ReportOptions, RunLog, TimelineOptions, MAX_BUCKETS, MAX_MAP_WORKERS,
+    bottleneck, diff, evolution, load_run, load_run_with, plan_mapping, report_html,
+    summarize_grouped, timeline_svg, waits, write_chrome_trace_window, write_perfetto_trace,
+    BottleneckOptions, EvolutionOptions, LoadOptions, PerfettoOptions, ReportOptions, RunLog,
+    TimelineOptions, MAX_BUCKETS, MAX_EVOLUTION_BUCKETS, MAX_EVOLUTION_GROUPS, MAX_MAP_WORKERS,
 };
 
 /// Analyses the monitoring logs (worker-*.rlog) of a rill run.
@@ -50,14 +52,18 @@ const JSON_WARN_PERIODS: u64 = 1_000_000;
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Per-worker busy/waiting time, per-task and per-stream totals,
-    /// throughput, latency and jitter.
+    /// Per-worker busy/waiting time, per-task-group, per-task and
+    /// per-stream totals, throughput, latency and jitter.
     Summary {
         /// The directory holding the worker-*.rlog files.
         dir: PathBuf,
         /// Print one JSON document instead of text.
         #[arg(long)]
         json: bool,
+        /// List tasks one by one instead of folding numbered names into
+        /// groups (mc/star/*/step/*) for the group table.
+        #[arg(long)]
+        no_group: bool,
     },
     /// An SVG timeline: one lane per worker, task periods to scale.
     Timeline {
@@ -205,6 +211,56 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// How the shares of task states (running, ready, blocked reading,
+    /// blocked writing, new) and worker states (busy, waiting, ...) change
+    /// over the run: stacked shares per time bucket, for runs too dense for
+    /// the timeline.
+    ///
+    /// The window (the run, or --from/--to) is cut into --buckets equal
+    /// buckets. A state's share in a bucket is the time tasks (workers)
+    /// spent in it over the live tasks' time (the workers' time). With
+    /// periods (full) the states are exact to the clock: after a period a
+    /// task is ready (it yielded) or blocked on its stream up to the
+    /// wake-up (the end of the waker's period), then ready to its dispatch.
+    /// In sample mode the shares are estimates from the sampler's windows
+    /// (the error bound is printed), and ready and blocked are not told
+    /// apart. A panel shows the running share of the busiest task groups
+    /// (numbered names folded, unless --no-group).
+    ///
+    /// -o FILE writes the picture (.svg) or, for FILE.json / FILE.csv, the
+    /// series; --json and --csv print the series on stdout.
+    #[command(verbatim_doc_comment)]
+    Evolution {
+        /// The directory holding the worker-*.rlog files.
+        dir: PathBuf,
+        /// The file to write: .svg (the picture), .json or .csv (the series).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Print the series as one JSON document.
+        #[arg(long, conflicts_with = "csv")]
+        json: bool,
+        /// Print the series as CSV (panel,series,bucket,start_ms,end_ms,mean,share).
+        #[arg(long)]
+        csv: bool,
+        /// Window start, ms after the run's first time stamp.
+        #[arg(long)]
+        from: Option<f64>,
+        /// Window end, ms after the run's first time stamp.
+        #[arg(long)]
+        to: Option<f64>,
+        /// Buckets the window is cut into (1 to 10000).
+        #[arg(long, default_value_t = EvolutionOptions::default().buckets)]
+        buckets: usize,
+        /// Task groups (or tasks) with a series of their own, busiest first.
+        #[arg(long, default_value_t = EvolutionOptions::default().top_groups)]
+        groups: usize,
+        /// A series per task name instead of folding numbered names into groups.
+        #[arg(long)]
+        no_group: bool,
+        /// Picture width in pixels.
+        #[arg(long, default_value_t = EvolutionOptions::default().width_px)]
+        width: u32,
+    },
     /// Two runs side by side: wall time, per worker busy/WT/WE, per task
     /// group busy time and stream waits, the largest changes first.
     ///
@@ -351,9 +407,13 @@ fn check_window(from: Option<f64>, to: Option<f64>) -> anyhow::Result<()> {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
-        Cmd::Summary { dir, json } => {
+        Cmd::Summary {
+            dir,
+            json,
+            no_group,
+        } => {
             let run = load_run(&dir)?;
-            let s = summarize(&run);
+            let s = summarize_grouped(&run, !no_group);
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
             if json {
@@ -538,6 +598,79 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 print_json(&plan)?;
             } else {
                 print_text(&plan.to_text(&output.display().to_string()))?;
+            }
+        }
+        Cmd::Evolution {
+            dir,
+            output,
+            json,
+            csv,
+            from,
+            to,
+            buckets,
+            groups,
+            no_group,
+            width,
+        } => {
+            check_window(from, to)?;
+            anyhow::ensure!(
+                (1..=MAX_EVOLUTION_BUCKETS).contains(&buckets),
+                "--buckets must be between 1 and {MAX_EVOLUTION_BUCKETS}, not {buckets}"
+            );
+            anyhow::ensure!(
+                groups <= MAX_EVOLUTION_GROUPS,
+                "--groups must be at most {MAX_EVOLUTION_GROUPS}, not {groups}"
+            );
+            anyhow::ensure!(
+                output.is_some() || json || csv,
+                "say where the evolution goes: -o FILE.svg (or .json, .csv), --json or --csv"
+            );
+            let run = load_quietly(&dir)?;
+            let opts = EvolutionOptions {
+                from_ms: from,
+                to_ms: to,
+                buckets,
+                group: !no_group,
+                top_groups: groups,
+                width_px: width,
+            };
+            let ev = evolution(&run, &opts)?;
+            // Warnings after the analysis: an error is one line.
+            warn(&run);
+            if let Some(output) = &output {
+                let ext = output
+                    .extension()
+                    .map(|e| e.to_string_lossy().to_ascii_lowercase());
+                let text = match ext.as_deref() {
+                    Some("json") => ev.to_json(),
+                    Some("csv") => ev.to_csv(),
+                    _ => ev.to_svg(),
+                };
+                let mut out = create(output)?;
+                out.write_all(text.as_bytes())
+                    .and_then(|()| out.flush())
+                    .with_context(|| format!("cannot write {}", output.display()))?;
+                eprintln!(
+                    "rill-mon: {}: {} buckets of {} from {}{}",
+                    output.display(),
+                    ev.start_ms.len(),
+                    rill_monitor::fmt_ns(ev.bucket_ms * 1e6),
+                    match ev.source {
+                        rill_monitor::EvolutionSource::Periods => "periods",
+                        rill_monitor::EvolutionSource::Samples => "samples (estimates)",
+                        rill_monitor::EvolutionSource::WorkerWaits => "worker waits only",
+                    },
+                    if ev.unavailable.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; not available: {}", ev.unavailable.join("; "))
+                    }
+                );
+            }
+            if json {
+                print_text(&ev.to_json())?;
+            } else if csv {
+                print_text(&ev.to_csv())?;
             }
         }
         Cmd::Diff {

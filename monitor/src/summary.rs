@@ -30,6 +30,12 @@ pub struct Summary {
     pub workers: Vec<WorkerSummary>,
     /// Per task, heaviest (most execution time) first.
     pub tasks: Vec<TaskSummary>,
+    /// Whether `groups` folds numbered task names ([`group_of`](crate::group_of));
+    /// otherwise it has a row per task name.
+    pub grouped: bool,
+    /// Per task group (numbered names folded: `mc/star/*/step/*`), heaviest
+    /// first.
+    pub groups: Vec<GroupSummary>,
     /// Per stream, by id.
     pub streams: Vec<StreamSummary>,
     /// Outputs per second (absent without periods and stream counts).
@@ -112,6 +118,35 @@ pub struct TaskSummary {
     pub migrations: u64,
     /// How its last period ended (`end`, `panic`, `input`, ...).
     pub last_state: Option<String>,
+}
+
+/// One task group's totals: its tasks' figures added up.
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupSummary {
+    /// The group (numbered path segments folded; a task name when not
+    /// grouped).
+    pub group: String,
+    /// Tasks in it.
+    pub tasks: u64,
+    /// Their periods.
+    pub dispatches: u64,
+    /// Their execution time (estimated in sample mode: see `estimated`).
+    pub busy_ns: u64,
+    /// `busy_ns` over all tasks' execution time.
+    pub busy_share: f64,
+    /// Messages its tasks read and wrote.
+    pub reads: u64,
+    /// Messages written.
+    pub writes: u64,
+    /// How often its tasks blocked on a stream: periods that ended blocked
+    /// reading one empty (or on a poll put on it) or writing one full, as
+    /// `waits` counts them (exact).
+    pub waits: u64,
+    /// How long, each wait to the task's next dispatch (`None` in sample
+    /// mode, which times no wait).
+    pub wait_ns: Option<u64>,
+    /// Whether `busy_ns` is an estimate (sample mode).
+    pub estimated: bool,
 }
 
 /// One stream's traffic.
@@ -245,17 +280,23 @@ pub fn end_state_name(s: EndState) -> &'static str {
 /// The replay runs during [`load_run`](crate::load_run), beside the scans,
 /// unless [`LoadOptions::latency`](crate::LoadOptions::latency) was off; then here.
 pub fn summarize(run: &RunLog) -> Summary {
-    summarize_with(run, true)
+    summarize_with(run, true, true)
+}
+
+/// [`summarize`] with `groups` folding numbered task names (`group`) or
+/// listing task names one by one.
+pub fn summarize_grouped(run: &RunLog, group: bool) -> Summary {
+    summarize_with(run, true, group)
 }
 
 /// [`summarize`] without latency and jitter: only the totals the load
 /// already holds, so no pass over the records (`latency` is `None`, and no
 /// note is added about it).
 pub fn summarize_totals(run: &RunLog) -> Summary {
-    summarize_with(run, false)
+    summarize_with(run, false, true)
 }
 
-fn summarize_with(run: &RunLog, with_latency: bool) -> Summary {
+fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
     let mut notes = Vec::new();
     let flags = run.flags;
     let has = |f: MonitorFlags| flags.contains(f);
@@ -345,6 +386,8 @@ fn summarize_with(run: &RunLog, with_latency: bool) -> Summary {
         .collect();
     tasks.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.task.cmp(&b.task)));
 
+    let groups = group_rows(run, &tasks, group);
+
     let streams = run
         .streams
         .values()
@@ -424,6 +467,8 @@ fn summarize_with(run: &RunLog, with_latency: bool) -> Summary {
         },
         workers,
         tasks,
+        grouped: group,
+        groups,
         streams,
         throughput,
         latency,
@@ -432,6 +477,83 @@ fn summarize_with(run: &RunLog, with_latency: bool) -> Summary {
         warnings: run.warnings.clone(),
     }
 }
+
+/// The per-group rows: the tasks' figures added up per group (or task
+/// name), heaviest first. A task's waits are its streams' blocked periods
+/// as the load counted them (each stream's reader and writer), which are
+/// `waits`' figures when each task's periods lie in one log (as the
+/// runtime writes them).
+fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSummary> {
+    use std::collections::HashMap;
+    let sampled = run
+        .sampled
+        .as_ref()
+        .is_some_and(|_| crate::sampled::is_sample_only(run));
+    let mut waits: HashMap<u64, (u64, u64)> = HashMap::new();
+    for s in run.streams.values() {
+        if let Some(r) = s.reader {
+            let w = waits.entry(r).or_default();
+            w.0 =
+                w.0.saturating_add(s.reader_blocked.saturating_add(s.poll_waits));
+            w.1 = w.1.saturating_add(s.reader_wait);
+        }
+        if let Some(t) = s.writer {
+            let w = waits.entry(t).or_default();
+            w.0 = w.0.saturating_add(s.writer_blocked);
+            w.1 = w.1.saturating_add(s.writer_wait);
+        }
+    }
+    let mut rows: Vec<GroupSummary> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for t in tasks {
+        let name = if group {
+            crate::group_of(&t.name).into_owned()
+        } else {
+            t.name.clone()
+        };
+        let i = *index.entry(name.clone()).or_insert_with(|| {
+            rows.push(GroupSummary {
+                group: name,
+                tasks: 0,
+                dispatches: 0,
+                busy_ns: 0,
+                busy_share: 0.0,
+                reads: 0,
+                writes: 0,
+                waits: 0,
+                wait_ns: (!sampled).then_some(0),
+                estimated: sampled,
+            });
+            rows.len() - 1
+        });
+        let g = &mut rows[i];
+        let (n, ticks) = waits.get(&t.task).copied().unwrap_or_default();
+        g.tasks += 1;
+        g.dispatches = g.dispatches.saturating_add(t.dispatches);
+        g.busy_ns = g.busy_ns.saturating_add(t.total_ns);
+        g.reads = g.reads.saturating_add(t.reads);
+        g.writes = g.writes.saturating_add(t.writes);
+        g.waits = g.waits.saturating_add(n);
+        g.wait_ns = g.wait_ns.map(|w| w.saturating_add(run.ns(ticks)));
+    }
+    let all = rows.iter().fold(0u64, |n, g| n.saturating_add(g.busy_ns));
+    for g in &mut rows {
+        g.busy_share = if all == 0 {
+            0.0
+        } else {
+            g.busy_ns as f64 / all as f64
+        };
+    }
+    rows.sort_by(|a, b| {
+        b.busy_ns
+            .cmp(&a.busy_ns)
+            .then_with(|| a.group.cmp(&b.group))
+    });
+    rows
+}
+
+/// Tasks listed in the text report when groups are shown as well.
+const TEXT_TASKS_WITH_GROUPS: usize = 20;
 
 // ---------------------------------------------------------------------------
 // Text.
@@ -543,11 +665,74 @@ impl Summary {
             &[],
         );
 
+        // Groups, where some fold several tasks.
+        let folded = self.grouped && self.groups.len() < self.tasks.len();
+        if folded {
+            let est = self.groups.iter().any(|g| g.estimated);
+            let _ = writeln!(
+                o,
+                "\ntask groups (numbered names folded; heaviest first{})",
+                if est {
+                    "; ~ busy time estimated from samples"
+                } else {
+                    ""
+                }
+            );
+            let rows: Vec<Vec<String>> = self
+                .groups
+                .iter()
+                .map(|g| {
+                    let tilde = if g.estimated { "~" } else { "" };
+                    vec![
+                        g.group.clone(),
+                        g.tasks.to_string(),
+                        format!("{tilde}{}", fmt_ns(g.busy_ns as f64)),
+                        format!("{:.1}%", g.busy_share * 100.0),
+                        g.dispatches.to_string(),
+                        g.reads.to_string(),
+                        g.writes.to_string(),
+                        g.waits.to_string(),
+                        g.wait_ns.map_or_else(|| "-".into(), |w| fmt_ns(w as f64)),
+                    ]
+                })
+                .collect();
+            table(
+                &mut o,
+                &[
+                    "group",
+                    "tasks",
+                    "busy",
+                    "busy%",
+                    "dispatches",
+                    "reads",
+                    "writes",
+                    "waits",
+                    "wait time",
+                ],
+                &rows,
+                &[0],
+            );
+        }
+
         if !self.tasks.is_empty() {
-            o.push_str("\ntasks (heaviest first)\n");
+            let shown = if folded {
+                TEXT_TASKS_WITH_GROUPS.min(self.tasks.len())
+            } else {
+                self.tasks.len()
+            };
+            if shown < self.tasks.len() {
+                let _ = writeln!(
+                    o,
+                    "\ntasks (the {shown} heaviest of {}; --no-group lists every task)",
+                    self.tasks.len()
+                );
+            } else {
+                o.push_str("\ntasks (heaviest first)\n");
+            }
             let rows: Vec<Vec<String>> = self
                 .tasks
                 .iter()
+                .take(shown)
                 .map(|t| {
                     vec![
                         t.task.to_string(),

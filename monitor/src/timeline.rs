@@ -90,13 +90,13 @@ fn fmt_ms(ms: f64) -> String {
 }
 
 /// `ms` with as many decimals as a tick step of `step` ms needs.
-fn fmt_ms_step(ms: f64, step: f64) -> String {
+pub(crate) fn fmt_ms_step(ms: f64, step: f64) -> String {
     let decimals = (-step.log10()).ceil().clamp(0.0, 12.0) as usize;
     format!("{ms:.decimals$}")
 }
 
 /// A "nice" tick step (1, 2 or 5 times a power of ten) for about `n` ticks over `span`.
-fn nice_step(span: f64, n: f64) -> f64 {
+pub(crate) fn nice_step(span: f64, n: f64) -> f64 {
     let raw = (span / n.max(1.0)).max(1e-9);
     let p = 10f64.powf(raw.log10().floor());
     let m = raw / p;

@@ -158,6 +158,8 @@ fn a_forged_worker_count_is_answered_quickly_in_little_memory() {
         vec!["watch".as_ref(), d, "--once".as_ref()],
         vec!["watch".as_ref(), d, "--json".as_ref()],
         vec!["report".as_ref(), d, "-o".as_ref(), html.as_os_str()],
+        vec!["evolution".as_ref(), d, "-o".as_ref(), svg.as_os_str()],
+        vec!["evolution".as_ref(), d, "--csv".as_ref()],
     ] {
         let exit = rill_mon_capped(&args, Duration::from_secs(5));
         exit.assert_clean(&format!("{args:?}"));
@@ -396,6 +398,8 @@ fn huge_durations_saturate_the_timeline() {
     let svg = timeline_svg(&run, &TimelineOptions::default());
     check_xml(&svg).unwrap();
     assert!(svg.contains("3000 short periods"), "one merged column");
+    let ev = rill_monitor::evolution(&run, &rill_monitor::EvolutionOptions::default()).unwrap();
+    check_xml(&ev.to_svg()).unwrap();
     explain(&run);
 }
 
@@ -660,6 +664,48 @@ fn analyse(dir: &Path) {
         rill_monitor::write_perfetto_trace(&run, &opts, &mut buf).unwrap();
         pfdecode::decode(&buf).unwrap_or_else(|e| panic!("{opts:?}: {e}"));
     }
+    // The evolution: whole, windowed, coarse; its picture is XML and its
+    // numbers finite.
+    for opts in [
+        rill_monitor::EvolutionOptions::default(),
+        rill_monitor::EvolutionOptions {
+            from_ms: Some(1e-6),
+            to_ms: Some(1e-3),
+            buckets: 7,
+            group: false,
+            ..rill_monitor::EvolutionOptions::default()
+        },
+        rill_monitor::EvolutionOptions {
+            buckets: 1,
+            top_groups: 0,
+            ..rill_monitor::EvolutionOptions::default()
+        },
+    ] {
+        match rill_monitor::evolution(&run, &opts) {
+            Ok(ev) => {
+                check_xml(&ev.to_svg()).unwrap();
+                serde_json::from_str::<serde_json::Value>(&ev.to_json()).unwrap();
+                let _ = ev.to_csv();
+                let series = ev
+                    .task_states
+                    .iter()
+                    .chain(&ev.worker_states)
+                    .chain(ev.groups.iter().map(|g| &g.series));
+                for s in series {
+                    assert!(
+                        s.mean.iter().chain(&s.share).all(|x| x.is_finite()),
+                        "{s:?}"
+                    );
+                }
+            }
+            Err(e) => assert!(e.to_string().contains("neither periods"), "{e}"),
+        }
+    }
+    for group in [true, false] {
+        let s = rill_monitor::summarize_grouped(&run, group);
+        let _ = s.to_text();
+        assert!(s.groups.iter().all(|g| g.busy_share.is_finite()));
+    }
     // The explaining analyses: partial answers, never a panic.
     for group in [true, false] {
         let w = rill_monitor::waits(&run, group);
@@ -755,6 +801,13 @@ fn subcommands_capped(dir: &Path) {
         vec!["diff".as_ref(), d, d, "--json".as_ref()],
         vec!["bottleneck".as_ref(), d, "--json".as_ref()],
         vec!["watch".as_ref(), d, "--once".as_ref()],
+        vec!["evolution".as_ref(), d, "-o".as_ref(), svg.as_os_str()],
+        vec![
+            "evolution".as_ref(),
+            d,
+            "--json".as_ref(),
+            "--no-group".as_ref(),
+        ],
         vec![
             "map".as_ref(),
             d,

@@ -220,4 +220,14 @@ fn summary_throughput() {
     assert!(w.streams.len() >= 3, "{} streams", w.streams.len());
     assert!(b.verdict.len() > 10);
     assert_eq!(m.tasks.len(), 4);
+    // The evolution: a scan per log and the merged pass.
+    let opts = rill_monitor::EvolutionOptions::default();
+    let (ev, e_wall, e_cpu) = timed(|| rill_monitor::evolution(&run, &opts).unwrap());
+    let svg = ev.to_svg();
+    eprintln!(
+        "evolution: {e_wall:.2} s wall, {e_cpu:.2} s CPU ({:.0} MiB per CPU-second), {} KiB of SVG",
+        mib / e_cpu,
+        svg.len() >> 10
+    );
+    assert!(svg.len() < 4 << 20, "the SVG stays small for long runs");
 }

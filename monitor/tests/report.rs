@@ -26,11 +26,12 @@ const IN: u64 = 10;
 const OUT: u64 = 11;
 
 /// The sections, in page order.
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 9] = [
     "findings",
     "summary",
     "utilisation",
     "timeline",
+    "evolution",
     "waits",
     "groups",
     "mapping",

@@ -21,6 +21,7 @@
 //! well (every element closed), which the tests check.
 
 mod about;
+mod evolution;
 mod findings;
 mod groups;
 mod html;
@@ -164,8 +165,12 @@ pub(crate) const SECTIONS: &[SectionDef] = &[
         title: "Timeline",
         build: timeline::body,
     },
-    // The evolution of task states (`rill-mon evolution`) goes here, after
-    // the timeline whose dense stretches it summarises.
+    // After the timeline, whose dense stretches it summarises.
+    SectionDef {
+        id: "evolution",
+        title: "Evolution of task states",
+        build: evolution::body,
+    },
     SectionDef {
         id: "waits",
         title: "Waits",

@@ -1,0 +1,285 @@
+//! The evolution of a run with periods: one scan per log (worker busy and
+//! waiting time, task creation times), then the merged pass over all logs'
+//! periods (`merge.rs`) that follows each task from period to period, as
+//! the trace's counters do (`pftrace/pass.rs`), with one difference: a
+//! wake-up is kept for the wait it falls in even when its waker's period
+//! started before the woken task's last period (the merge meets the waker
+//! first), where the trace counts that wait as blocked to the dispatch.
+
+use rill_log::EndState;
+
+use super::{Groups, Sums, BLOCKED_READ, BLOCKED_WRITE, NEW, READY, RUNNING};
+use crate::activity::Grid;
+use crate::load::{Behind, IdIndex, IdMap, RunLog};
+use crate::merge::{for_each_period, Period};
+use crate::scan::Item;
+
+/// What one log's own scan finds.
+struct LogScan {
+    /// Busy and waiting ticks per bucket.
+    busy: Vec<f64>,
+    wait: Vec<f64>,
+    /// (task, time) of its `TaskAssign`s and `TaskTotals` (a task's end in
+    /// sample mode).
+    created: Vec<(u64, u64)>,
+    ended: Vec<(u64, u64)>,
+}
+
+/// Scans each log once, on the available cores.
+fn scan_logs(run: &RunLog, grid: &Grid) -> Vec<LogScan> {
+    let logs: Vec<usize> = (0..run.workers.len()).collect();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    crate::load::parallel(&logs, cores, |&i| {
+        let w = &run.workers[i];
+        let mut s = LogScan {
+            busy: vec![0.0; grid.n],
+            wait: vec![0.0; grid.n],
+            created: Vec::new(),
+            ended: Vec::new(),
+        };
+        let mut sc = w.scanner();
+        let (mut behind, mut k) = (Behind::default(), 0u32);
+        while let Some(item) = sc.next() {
+            k = k.wrapping_add(1);
+            if k & 0xffff == 0 {
+                behind.advance(w, sc.offset());
+            }
+            match item {
+                Item::Period(p) => Sums::add(grid, &mut s.busy, p.start, p.end),
+                Item::WorkerWait { t, dur } => {
+                    Sums::add(grid, &mut s.wait, t, t.saturating_add(dur))
+                }
+                Item::TaskAssign { t, task, .. } => s.created.push((task, t)),
+                Item::TaskTotals { t, task, .. } => s.ended.push((task, t)),
+                _ => {}
+            }
+        }
+        Ok(s)
+    })
+    .unwrap_or_default()
+}
+
+/// Each task's earliest time in `pairs` of all logs.
+fn earliest(
+    scans: &mut [LogScan],
+    pick: impl Fn(&mut LogScan) -> &mut Vec<(u64, u64)>,
+) -> IdMap<u64, u64> {
+    let mut m: IdMap<u64, u64> = IdMap::default();
+    for s in scans {
+        for (task, t) in std::mem::take(pick(s)) {
+            let e = m.entry(task).or_insert(t);
+            *e = (*e).min(t);
+        }
+    }
+    m
+}
+
+/// A worker's span (ticks), split over the buckets.
+fn alive(run: &RunLog, grid: &Grid, i: usize) -> Vec<f64> {
+    let st = &run.workers[i].stats;
+    let mut v = vec![0.0; grid.n];
+    if st.any_time {
+        Sums::add(grid, &mut v, st.begin, st.finish);
+    }
+    v
+}
+
+/// One task between its periods.
+struct TaskSt {
+    slot: usize,
+    /// Its first dispatch.
+    first: Option<u64>,
+    /// Its last period's end and end state.
+    last: Option<(u64, EndState)>,
+    /// The earliest wake-up since its last period's end (the waking
+    /// period's end).
+    woken: Option<u64>,
+}
+
+/// The merged pass's state.
+struct Replay<'a> {
+    run: &'a RunLog,
+    groups: &'a Groups,
+    tasks: Vec<TaskSt>,
+    task_ix: IdIndex,
+    /// Stream ends (writer, reader), as bound or seen.
+    ends: Vec<(Option<u64>, Option<u64>)>,
+    stream_ix: IdIndex,
+    sums: &'a mut Sums,
+}
+
+impl Replay<'_> {
+    fn task(&mut self, id: u64) -> usize {
+        let (k, new) = self.task_ix.index(id, self.tasks.len());
+        if new {
+            self.tasks.push(TaskSt {
+                slot: self.groups.slot(self.run, id),
+                first: None,
+                last: None,
+                woken: None,
+            });
+        }
+        k
+    }
+
+    fn stream_ends(&mut self, stream: u64) -> &mut (Option<u64>, Option<u64>) {
+        let (i, new) = self.stream_ix.index(stream, self.ends.len());
+        if new {
+            self.ends.push((None, None));
+        }
+        &mut self.ends[i]
+    }
+
+    /// Books task `k`'s time from its last period's end to `to` (its next
+    /// dispatch, or the window's end), split at the wake-up `woken`.
+    fn gap(&mut self, k: usize, to: u64, woken: Option<u64>) {
+        let Some((from, state)) = self.tasks[k].last else {
+            return;
+        };
+        if to <= from {
+            return;
+        }
+        let wake = woken.filter(|&t| t >= from && t <= to).unwrap_or(to);
+        let grid = &self.sums.grid;
+        let task = &mut self.sums.task;
+        let (blocked, until) = match state {
+            EndState::Yielded => {
+                Sums::add(grid, &mut task[READY], from, to);
+                return;
+            }
+            EndState::BlockedInput { .. } => (BLOCKED_READ, wake),
+            // A poll's wake-up is not logged: blocked to the dispatch.
+            EndState::BlockedAny => (BLOCKED_READ, to),
+            EndState::BlockedOutput { .. } => (BLOCKED_WRITE, wake),
+            EndState::Ended | EndState::Panicked => return,
+        };
+        Sums::add(grid, &mut task[blocked], from, until);
+        Sums::add(grid, &mut task[READY], until, to);
+    }
+
+    fn period(&mut self, period: &Period<'_>) {
+        let p = &period.p;
+        let k = self.task(p.task);
+        let woken = self.tasks[k].woken.take();
+        self.gap(k, p.start, woken);
+        // A wake-up after this period's end belongs to the wait that
+        // follows it: its waker's period started earlier (the merge's
+        // order) but woke the task once it had blocked.
+        self.tasks[k].woken = woken.filter(|&w| w > p.end);
+        self.tasks[k].first.get_or_insert(p.start);
+        // The wake-ups this period caused.
+        for io in period.io {
+            if io.reads | io.writes == 0 && !io.woke_peer {
+                continue;
+            }
+            let e = self.stream_ends(io.stream);
+            if io.writes > 0 {
+                e.0.get_or_insert(p.task);
+            }
+            if io.reads > 0 {
+                e.1.get_or_insert(p.task);
+            }
+            if !io.woke_peer {
+                continue;
+            }
+            let peer = if io.writes > 0 { e.1 } else { e.0 };
+            let Some(peer) = peer.filter(|&t| t != p.task) else {
+                continue;
+            };
+            let pk = self.task(peer);
+            // The first wake-up of a wait is the one that made the task
+            // ready (the runtime may signal again before it runs); one
+            // before the peer's last period ended woke no wait of it.
+            let t = &mut self.tasks[pk];
+            if t.last.is_none_or(|(end, _)| p.end >= end) {
+                t.woken = Some(t.woken.map_or(p.end, |w| w.min(p.end)));
+            }
+        }
+        let grid = &self.sums.grid;
+        Sums::add(grid, &mut self.sums.task[RUNNING], p.start, p.end);
+        let slot = self.tasks[k].slot;
+        Sums::add(grid, &mut self.sums.group[slot], p.start, p.end);
+        self.tasks[k].last = Some((p.end, p.end_state));
+    }
+}
+
+/// Fills `sums` from a run with periods.
+pub(super) fn periods(run: &RunLog, groups: &Groups, sums: &mut Sums) {
+    let mut scans = scan_logs(run, &sums.grid);
+    let created = earliest(&mut scans, |s| &mut s.created);
+    // Worker states: busy, waiting, and the rest of its span.
+    for (i, s) in scans.iter().enumerate() {
+        let alive = alive(run, &sums.grid, i);
+        let w = &mut sums.worker[i];
+        for b in 0..sums.grid.n {
+            w[0][b] = s.busy[b];
+            w[1][b] = s.wait[b];
+            w[2][b] = (alive[b] - s.busy[b] - s.wait[b]).max(0.0);
+        }
+    }
+    drop(scans);
+    let mut r = Replay {
+        run,
+        groups,
+        tasks: Vec::new(),
+        task_ix: IdIndex::default(),
+        ends: Vec::new(),
+        stream_ix: IdIndex::default(),
+        sums,
+    };
+    for (id, s) in &run.streams {
+        *r.stream_ends(*id) = (s.writer, s.reader);
+    }
+    for_each_period(run, |_, p| r.period(p));
+    // Open waits, to the window's end (or the run's).
+    let end = run.t1.max(r.sums.grid.t0.saturating_add(r.sums.grid.span));
+    for k in 0..r.tasks.len() {
+        if matches!(
+            r.tasks[k].last,
+            Some((
+                _,
+                EndState::BlockedInput { .. }
+                    | EndState::BlockedOutput { .. }
+                    | EndState::BlockedAny
+            ))
+        ) {
+            let woken = r.tasks[k].woken.take();
+            r.gap(k, end, woken);
+        }
+    }
+    // New tasks: from their creation to their first dispatch (or the end).
+    let Replay {
+        tasks,
+        task_ix,
+        sums,
+        ..
+    } = r;
+    for (id, t) in created {
+        let first = task_ix.get(id).and_then(|k| tasks[k].first).unwrap_or(end);
+        Sums::add(&sums.grid, &mut sums.task[NEW], t, first);
+    }
+}
+
+/// Fills `sums` from a run with worker waits only: waiting, and the rest
+/// of each worker's span.
+pub(super) fn waits_only(run: &RunLog, sums: &mut Sums) {
+    let scans = scan_logs(run, &sums.grid);
+    for (i, s) in scans.iter().enumerate() {
+        let alive = alive(run, &sums.grid, i);
+        let w = &mut sums.worker[i];
+        for b in 0..sums.grid.n {
+            w[0][b] = s.wait[b];
+            w[1][b] = (alive[b] - s.wait[b]).max(0.0);
+        }
+    }
+}
+
+/// Task lifetimes for sample mode: per task its creation and end (each the
+/// earliest of its records), from one scan per log; the worker logs of a
+/// sample-mode run hold no periods, so the scan is short.
+pub(super) fn lifetimes(run: &RunLog, grid: &Grid) -> (IdMap<u64, u64>, IdMap<u64, u64>) {
+    let mut scans = scan_logs(run, grid);
+    let created = earliest(&mut scans, |s| &mut s.created);
+    let ended = earliest(&mut scans, |s| &mut s.ended);
+    (created, ended)
+}
