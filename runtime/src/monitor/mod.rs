@@ -46,6 +46,7 @@ pub(crate) mod hooks;
 pub(crate) mod log_dir;
 pub(crate) mod period;
 pub(crate) mod sampler;
+pub(crate) mod self_sample;
 pub(crate) mod task_entries;
 pub(crate) mod task_mon;
 pub(crate) mod worker_log;

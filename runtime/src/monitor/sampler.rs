@@ -1,5 +1,5 @@
-//! Sample mode's sampler: a thread that, at a fixed rate, reads what each
-//! worker says it is doing and writes windows of those samples to the run's
+//! Sample mode's sampler thread: it collects the samples the workers take
+//! of themselves and writes them, a window at a time, to the run's
 //! `sampler.rlog`.
 //!
 //! A worker publishes its state in one word of its shared half
@@ -8,21 +8,20 @@
 //! tasks" after it, "spinning" while a task spins before a block, "idle" and
 //! "parked" in its idle loop. That store is all sample mode costs a dispatch
 //! (beside an increment of the task's dispatch count); no clock is read and no
-//! record written. The sampler thread loads each word (Relaxed: a sample
-//! needs no order with anything the worker did) and counts what it finds.
-//! Every [`WINDOW`] (or at least [`WINDOW_SAMPLES`] samples) it writes one
-//! `Samples` record per worker. Its file is written with plain appends from
-//! this thread, never by a worker, so a full disk costs the sampler its log
-//! and the program nothing.
+//! record written. A per-worker timer signal samples the word on the
+//! worker's own thread (`self_sample.rs`) into a ring; this thread empties
+//! the rings every [`WINDOW`] (longer at low rates, so that a window holds
+//! about [`WINDOW_SAMPLES`] samples) and writes one `Samples` record per
+//! worker. Its file is written with plain appends from this thread, never
+//! by a worker, so a full disk costs the sampler its log and the program
+//! nothing.
 //!
-//! Why a thread that reads a word rather than a per-worker timer signal, and
-//! what the samples' error is, is in `README.md` beside this file ("Sample
-//! mode").
+//! Why the workers sample themselves, and what the samples' error is, is in
+//! `README.md` beside this file ("Sample mode").
 
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -161,54 +160,59 @@ impl SamplerLog {
     }
 }
 
-/// The sampler's loop, until the run ends: `hz` samples per second of every
-/// worker's state word, a `Samples` record per worker and window.
+/// The sampler's loop, until the run ends: every window (10 ms, longer at
+/// rates under 1 kHz so that a window holds about [`WINDOW_SAMPLES`]
+/// samples) it empties every worker's ring of samples (the workers sample
+/// themselves at `hz`, `self_sample.rs`) and writes a `Samples` record per
+/// worker that took any.
 pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
-    let period = Duration::from_secs_f64(1.0 / f64::from(hz.max(1)));
+    let window = WINDOW.max(Duration::from_secs_f64(
+        f64::from(WINDOW_SAMPLES) / f64::from(hz.max(1)),
+    ));
     let n = shared.workers.len();
-    let mut tallies: Vec<Tally> = (0..n).map(|_| Tally::default()).collect();
-    let mut samples = 0u32;
+    let mut tallies: Vec<(Tally, u32)> = (0..n).map(|_| (Tally::default(), 0)).collect();
     let mut window_start = clock::now();
-    let mut opened = Instant::now();
-    let mut next = Instant::now();
+    let mut next = Instant::now() + window;
     loop {
         let running = shared.phase() == Phase::Running;
-        if running {
-            for (tally, w) in tallies.iter_mut().zip(shared.workers.iter()) {
-                // Relaxed: a sample is a snapshot, ordered with nothing.
-                tally.add(w.now.load(Ordering::Relaxed));
+        // After the run, the workers have stopped their timers (or are about
+        // to): what is left in the rings goes into the last window.
+        let now = Instant::now();
+        if now >= next || !running {
+            for ((tally, total), w) in tallies.iter_mut().zip(shared.workers.iter()) {
+                w.samples.drain(|word| {
+                    tally.add(word);
+                    *total += 1;
+                });
             }
-            samples += 1;
-        }
-        let full = samples >= WINDOW_SAMPLES && opened.elapsed() >= WINDOW;
-        if (full || !running) && samples > 0 {
-            let now = clock::now();
-            let dur = now.wrapping_sub(window_start);
-            for (i, tally) in tallies.iter_mut().enumerate() {
-                let rec = tally.take(i as u32, window_start, dur, samples);
-                log.enc.samples(&mut log.sink, &rec);
+            let t = clock::now();
+            let dur = t.wrapping_sub(window_start);
+            let mut wrote = false;
+            for (i, (tally, total)) in tallies.iter_mut().enumerate() {
+                if *total > 0 {
+                    let rec = tally.take(i as u32, window_start, dur, *total);
+                    log.enc.samples(&mut log.sink, &rec);
+                    *total = 0;
+                    wrote = true;
+                }
             }
-            log.flush();
-            samples = 0;
-            window_start = now;
-            opened = Instant::now();
+            if wrote {
+                log.flush();
+            }
+            window_start = t;
+            next = now + window;
         }
         if !running {
+            let lost: u64 = shared.workers.iter().map(|w| w.samples.dropped()).sum();
+            if lost > 0 {
+                eprintln!(
+                    "rill: the sampler thread fell behind and {lost} samples were lost; the estimates stand on the rest"
+                );
+            }
             break;
         }
-        next += period;
-        let now = Instant::now();
-        if next > now {
-            // In slices, so that the end of a run at a low rate is seen soon.
-            std::thread::sleep((next - now).min(Duration::from_millis(2)));
-            while Instant::now() < next && shared.phase() == Phase::Running {
-                std::thread::sleep((next - Instant::now()).min(Duration::from_millis(2)));
-            }
-        } else {
-            // Late (the machine is loaded): skip the missed samples rather
-            // than take them in a burst.
-            next = now;
-        }
+        // In slices, so that the end of a run is seen soon.
+        std::thread::sleep((next - Instant::now().min(next)).min(Duration::from_millis(2)));
     }
 }
 

@@ -242,6 +242,9 @@ impl WorkerLocal {
                 }
             }
         }
+        // Sample mode: the worker's timer samples it until the loop is over
+        // (dropped, so deleted, right after it, on this thread).
+        let timer = self.sampled.then(|| self.start_sample_timer()).flatten();
         if self.monitoring && self.sampled {
             self.work::<true, true>();
         } else if self.monitoring {
@@ -251,6 +254,7 @@ impl WorkerLocal {
         } else {
             self.work::<false, false>();
         }
+        drop(timer);
         let mut log_end = (0, false);
         // SAFETY: the loop is over; nothing else borrows the log.
         if let Some(mut log) = self.log.with_mut(|p| unsafe { (*p).take() }) {
@@ -328,6 +332,26 @@ impl WorkerLocal {
         // SAFETY: `me` points into the run's `Shared`, which the worker's
         // `shared` keeps alive.
         unsafe { &*self.me }.now.store(word, Ordering::Relaxed);
+    }
+
+    /// Starts this worker's sample timer (`monitor/self_sample.rs`), its
+    /// first sample at a phase of its own so that the workers' samples do
+    /// not fall together. Without a timer the run goes on unsampled here,
+    /// with one warning.
+    #[cold]
+    fn start_sample_timer(&self) -> Option<crate::monitor::self_sample::SampleTimer> {
+        let flags = self.shared.cfg.monitor.flags;
+        let hz = flags
+            .sample_hz()
+            .unwrap_or(crate::monitor::sampler::DEFAULT_HZ);
+        let n = self.shared.workers.len();
+        let phase = (self.id + 1) as f64 / (n + 1) as f64;
+        // SAFETY: `me` points into the run's `Shared`, which the worker's
+        // `shared` keeps alive.
+        let me = unsafe { &*self.me };
+        crate::monitor::self_sample::SampleTimer::start(me, hz, phase)
+            .map_err(|e| eprintln!("rill: worker {} takes no samples: {e}", self.id))
+            .ok()
     }
 
     /// Counts a spin before a block (see [`WorkerStats::spins`]).

@@ -35,6 +35,9 @@ pub(crate) struct WorkerShared {
     /// written by the worker, read by the sampler. On a line of its own, so
     /// that the worker's stores never touch a line other threads write.
     pub(crate) now: crossbeam_utils::CachePadded<AtomicU64>,
+    /// In sample mode, the samples the worker took of its own `now`
+    /// (`monitor/self_sample.rs`), for the sampler thread.
+    pub(crate) samples: crate::monitor::self_sample::SampleRing,
 }
 
 impl WorkerShared {
@@ -46,6 +49,7 @@ impl WorkerShared {
             stealer,
             settle: SettleWords::new(),
             now: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
+            samples: crate::monitor::self_sample::SampleRing::new(),
         }
     }
 

@@ -1,0 +1,225 @@
+//! Sample mode's clock: each worker samples itself. A per-worker POSIX timer
+//! (`CLOCK_MONOTONIC`, delivered to the worker's own thread) raises
+//! [`signal()`] `HZ` times a second; the handler reads the worker's state
+//! word and pushes it into the worker's [`SampleRing`]. The sampler thread
+//! (`sampler.rs`) only empties the rings into windows.
+//!
+//! Why the worker and not the sampler thread takes the sample: a thread that
+//! wakes to read every worker's word needs a core, and where every core runs
+//! a worker it takes one from a worker for the few microseconds of its wake.
+//! Tasks that talk across workers then find their peer stopped and wait, and
+//! the sampler, running just then, sees them waiting: on MC with round-robin
+//! mapping on 2 workers and 2 cores the samples put one worker's waiting 15 to
+//! 70 points above its clock-measured waiting. A timer signal stops only the
+//! worker it samples, and samples it at the moment it stops.
+//!
+//! The ring is single-producer (the handler, on the worker's thread) and
+//! single-consumer (the sampler thread). The handler touches nothing but
+//! atomics of the worker's shared half, so it is async-signal-safe and
+//! leaves `errno` alone.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Once;
+
+use crossbeam_utils::CachePadded;
+
+use crate::worker::WorkerShared;
+
+/// Samples a ring holds: 10 ms at the highest rate (50 kHz) is 500.
+const RING: usize = 1024;
+
+/// The state words a worker sampled, waiting for the sampler thread.
+pub(crate) struct SampleRing {
+    /// Pushed so far (written by the handler only).
+    head: CachePadded<AtomicU64>,
+    /// Taken so far (written by the sampler thread only).
+    tail: CachePadded<AtomicU64>,
+    /// Samples lost to a full ring (the sampler thread did not run for a
+    /// whole ring's worth of samples).
+    dropped: AtomicU64,
+    words: Box<[AtomicU64]>,
+}
+
+impl SampleRing {
+    pub(crate) fn new() -> Self {
+        SampleRing {
+            head: CachePadded::new(AtomicU64::new(0)),
+            tail: CachePadded::new(AtomicU64::new(0)),
+            dropped: AtomicU64::new(0),
+            words: (0..RING).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The handler's push (the only producer).
+    #[inline]
+    fn push(&self, word: u64) {
+        // Relaxed: only this thread writes `head`.
+        let h = self.head.load(Ordering::Relaxed);
+        // Acquire: pairs with the consumer's Release store of `tail`, so the
+        // slot it gave back is no longer being read.
+        let t = self.tail.load(Ordering::Acquire);
+        if h.wrapping_sub(t) >= RING as u64 {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.words[h as usize % RING].store(word, Ordering::Relaxed);
+        // Release: pairs with the consumer's Acquire load of `head`, which
+        // then sees the word stored above.
+        self.head.store(h.wrapping_add(1), Ordering::Release);
+    }
+
+    /// The sampler thread's take (the only consumer): calls `f` with every
+    /// word pushed since the last take, oldest first.
+    pub(crate) fn drain(&self, mut f: impl FnMut(u64)) {
+        // Relaxed: only this thread writes `tail`.
+        let t = self.tail.load(Ordering::Relaxed);
+        // Acquire: pairs with the producer's Release store of `head`.
+        let h = self.head.load(Ordering::Acquire);
+        let mut i = t;
+        while i != h {
+            f(self.words[i as usize % RING].load(Ordering::Relaxed));
+            i = i.wrapping_add(1);
+        }
+        // Release: pairs with the producer's Acquire load of `tail`: the
+        // slots read above may be written again.
+        self.tail.store(h, Ordering::Release);
+    }
+
+    /// Samples lost to a full ring so far.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// The signal the sample timers raise: a real-time signal, so that it
+/// collides with no classic one a program may use (`SIGPROF`'s profilers).
+pub(crate) fn signal() -> libc::c_int {
+    libc::SIGRTMIN() + 6
+}
+
+static INSTALL: Once = Once::new();
+
+/// The handler: the timer's value names the worker's shared half.
+extern "C" fn on_sample(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    if info.is_null() {
+        return;
+    }
+    // SAFETY: the kernel hands a valid siginfo to an SA_SIGINFO handler; a
+    // timer signal carries the timer's `sigev_value`.
+    let p = unsafe { (*info).si_value().sival_ptr } as *const WorkerShared;
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: the value is the worker's `&WorkerShared`, set by
+    // [`SampleTimer::start`] on the worker's own thread. The timer is
+    // deleted by that thread before it leaves the run, and a signal it
+    // raised is delivered to that thread (directed with SIGEV_THREAD_ID), at
+    // the latest when `timer_delete` returns; the run's `Shared`, which holds
+    // the `WorkerShared`, outlives its worker threads.
+    let w = unsafe { &*p };
+    // Relaxed: the worker stores its own word on this thread; a signal
+    // handler sees the thread's own stores in program order.
+    w.samples.push(w.now.load(Ordering::Relaxed));
+}
+
+/// Installs the handler once per process: SA_RESTART (a task's read or
+/// write is resumed, not failed with EINTR), SA_ONSTACK (on the worker's
+/// alternate stack, not on a task's stack near its guard page).
+fn install() -> bool {
+    INSTALL.call_once(|| {
+        // SAFETY: a zeroed sigaction is a valid starting value; the handler
+        // is an `extern "C"` function of the SA_SIGINFO signature.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_sample as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(signal(), &sa, std::ptr::null_mut());
+        }
+    });
+    // SAFETY: reads the current action into a zeroed struct.
+    unsafe {
+        let mut cur: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal(), std::ptr::null(), &mut cur) == 0
+            && cur.sa_sigaction == on_sample as *const () as usize
+    }
+}
+
+/// A worker's sample timer, deleted on drop (on the worker's thread).
+pub(crate) struct SampleTimer {
+    id: libc::timer_t,
+}
+
+impl SampleTimer {
+    /// Starts sampling the calling thread, the worker whose shared half is
+    /// `me`, `hz` times a second, the first sample `phase` (0..1) of a
+    /// period from now. `None` (with the reason) when the system refuses.
+    pub(crate) fn start(me: &WorkerShared, hz: u32, phase: f64) -> Result<Self, String> {
+        if !install() {
+            return Err("cannot install the sample signal's handler".into());
+        }
+        // SAFETY: a zeroed sigevent is a valid starting value; we fill in
+        // the SIGEV_THREAD_ID notification for this thread.
+        let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+        sev.sigev_notify = libc::SIGEV_THREAD_ID;
+        sev.sigev_signo = signal();
+        sev.sigev_value = libc::sigval {
+            sival_ptr: me as *const WorkerShared as *mut libc::c_void,
+        };
+        // SAFETY: gettid has no preconditions.
+        sev.sigev_notify_thread_id = unsafe { libc::gettid() };
+        let mut id: libc::timer_t = std::ptr::null_mut();
+        // SAFETY: valid pointers to a filled sigevent and to the id.
+        if unsafe { libc::timer_create(libc::CLOCK_MONOTONIC, &mut sev, &mut id) } != 0 {
+            return Err(format!("timer_create: {}", std::io::Error::last_os_error()));
+        }
+        let timer = SampleTimer { id };
+        let period_ns = 1_000_000_000u64 / u64::from(hz.max(1));
+        let first = ((period_ns as f64) * phase.clamp(0.0, 1.0)) as u64 + 1;
+        let ts = |ns: u64| libc::timespec {
+            tv_sec: (ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        };
+        let spec = libc::itimerspec {
+            it_interval: ts(period_ns),
+            it_value: ts(first),
+        };
+        // SAFETY: `id` is the timer just created; the spec is valid.
+        if unsafe { libc::timer_settime(timer.id, 0, &spec, std::ptr::null_mut()) } != 0 {
+            return Err(format!("timer_settime: {}", std::io::Error::last_os_error()));
+        }
+        Ok(timer)
+    }
+}
+
+impl Drop for SampleTimer {
+    fn drop(&mut self) {
+        // SAFETY: `id` is a timer this value created and deletes once.
+        unsafe {
+            libc::timer_delete(self.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ring_hands_over_words_in_order_and_drops_when_full() {
+        let r = SampleRing::new();
+        for w in 0..10 {
+            r.push(w);
+        }
+        let mut got = Vec::new();
+        r.drain(|w| got.push(w));
+        assert_eq!(got, (0..10).collect::<Vec<_>>());
+        for w in 0..(RING as u64 + 5) {
+            r.push(w);
+        }
+        assert_eq!(r.dropped(), 5);
+        let mut n = 0;
+        r.drain(|_| n += 1);
+        assert_eq!(n, RING);
+    }
+}
