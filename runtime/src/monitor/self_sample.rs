@@ -186,7 +186,10 @@ impl SampleTimer {
         };
         // SAFETY: `id` is the timer just created; the spec is valid.
         if unsafe { libc::timer_settime(timer.id, 0, &spec, std::ptr::null_mut()) } != 0 {
-            return Err(format!("timer_settime: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "timer_settime: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         Ok(timer)
     }
