@@ -652,7 +652,11 @@ impl Runtime {
         if let Some(t) = ticker {
             let _ = t.join();
         }
-        let sampler_log = sampler.and_then(|t| t.join().ok());
+        let sampler_log = sampler.and_then(|t| {
+            // It waits for its next look in park_timeout: the end is now.
+            t.thread().unpark();
+            t.join().ok()
+        });
         stats.wall = t0.elapsed();
         if let (Some(dir), Some(rate)) = (&log_dir, run_clock.and_then(|c| c.refine())) {
             log_dir::set_rate(dir, n, rate);

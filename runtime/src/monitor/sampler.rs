@@ -73,19 +73,35 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, word: u64) {
+    /// Counts `word`; returns how many samples it stands for (a `PARK`
+    /// word may carry a count in its task bits: parked time counted by the
+    /// clock, `self_sample.rs`).
+    fn add(&mut self, word: u64) -> u32 {
         let st = word & ((1 << state::STATE_BITS) - 1);
+        let high = word >> state::STATE_BITS;
         match st {
             state::RUN => {
-                let id = word >> state::STATE_BITS;
-                match self.tasks.iter_mut().find(|(t, _)| *t == id) {
+                match self.tasks.iter_mut().find(|(t, _)| *t == high) {
                     Some((_, n)) => *n += 1,
-                    None => self.tasks.push((id, 1)),
+                    None => self.tasks.push((high, 1)),
                 }
+                1
             }
-            st if (st as usize) < self.counts.len() => self.counts[st as usize] += 1,
+            state::PARK => {
+                let k = u32::try_from(high.max(1)).unwrap_or(u32::MAX);
+                let c = &mut self.counts[state::PARK as usize];
+                *c = c.saturating_add(k);
+                k
+            }
+            st if (st as usize) < self.counts.len() => {
+                self.counts[st as usize] += 1;
+                1
+            }
             // No other state is ever stored; count it as the scheduler's.
-            _ => self.counts[state::SCHED as usize] += 1,
+            _ => {
+                self.counts[state::SCHED as usize] += 1;
+                1
+            }
         }
     }
 
@@ -163,32 +179,47 @@ impl SamplerLog {
 /// The sampler's loop, until the run ends: every window (10 ms, longer at
 /// rates under 1 kHz so that a window holds about [`WINDOW_SAMPLES`]
 /// samples) it empties every worker's ring of samples (the workers sample
-/// themselves at `hz`, `self_sample.rs`) and writes a `Samples` record per
-/// worker that took any.
+/// themselves at `hz`, `self_sample.rs`), adds the parked time of workers
+/// parked across the window's end as samples at `hz`, and writes a
+/// `Samples` record per worker that took any. The run's end unparks the
+/// thread.
 pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
+    let hz = hz.max(1);
     let window = WINDOW.max(Duration::from_secs_f64(
-        f64::from(WINDOW_SAMPLES) / f64::from(hz.max(1)),
+        f64::from(WINDOW_SAMPLES) / f64::from(hz),
     ));
     let n = shared.workers.len();
-    let mut tallies: Vec<(Tally, u32)> = (0..n).map(|_| (Tally::default(), 0)).collect();
+    // Per worker: the window's tally, its sample count, and parked samples
+    // owed below one whole.
+    let mut tallies: Vec<(Tally, u32, f64)> = (0..n).map(|_| (Tally::default(), 0, 0.0)).collect();
     let mut window_start = clock::now();
-    let mut next = Instant::now() + window;
+    let mut close_at = Instant::now() + window;
     loop {
         let running = shared.phase() == Phase::Running;
+        let now = Instant::now();
         // After the run, the workers have stopped their timers (or are about
         // to): what is left in the rings goes into the last window.
-        let now = Instant::now();
-        if now >= next || !running {
-            for ((tally, total), w) in tallies.iter_mut().zip(shared.workers.iter()) {
+        if now >= close_at || !running {
+            let mono = super::self_sample::mono_ns();
+            for ((tally, total, owed), w) in tallies.iter_mut().zip(shared.workers.iter()) {
                 w.samples.drain(|word| {
-                    tally.add(word);
-                    *total += 1;
+                    *total = total.saturating_add(tally.add(word));
                 });
+                let parked = w.samples.credit_parked(mono);
+                if parked > 0 {
+                    *owed += parked as f64 * f64::from(hz) / 1e9;
+                    let k = owed.floor();
+                    *owed -= k;
+                    if k >= 1.0 {
+                        let k = k.min(f64::from(u32::MAX >> 1)) as u64;
+                        *total = total.saturating_add(tally.add(state::task(k, state::PARK)));
+                    }
+                }
             }
             let t = clock::now();
             let dur = t.wrapping_sub(window_start);
             let mut wrote = false;
-            for (i, (tally, total)) in tallies.iter_mut().enumerate() {
+            for (i, (tally, total, _)) in tallies.iter_mut().enumerate() {
                 if *total > 0 {
                     let rec = tally.take(i as u32, window_start, dur, *total);
                     log.enc.samples(&mut log.sink, &rec);
@@ -200,7 +231,7 @@ pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
                 log.flush();
             }
             window_start = t;
-            next = now + window;
+            close_at = now + window;
         }
         if !running {
             let lost: u64 = shared.workers.iter().map(|w| w.samples.dropped()).sum();
@@ -211,8 +242,8 @@ pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
             }
             break;
         }
-        // In slices, so that the end of a run is seen soon.
-        std::thread::sleep((next - Instant::now().min(next)).min(Duration::from_millis(2)));
+        // The run's end unparks this thread; a spurious return only loops.
+        std::thread::park_timeout(close_at.saturating_duration_since(Instant::now()));
     }
 }
 

@@ -28,6 +28,10 @@ use crate::worker::WorkerShared;
 /// Samples a ring holds: 10 ms at the highest rate (50 kHz) is 500.
 const RING: usize = 1024;
 
+/// Missed ticks a signal counts at most (a worker stopped longer is
+/// counted for its last quarter of a ring).
+const MAX_OVERRUN: libc::c_int = (RING / 4) as libc::c_int;
+
 /// The state words a worker sampled, waiting for the sampler thread.
 pub(crate) struct SampleRing {
     /// Pushed so far (written by the handler only).
@@ -38,6 +42,13 @@ pub(crate) struct SampleRing {
     /// whole ring's worth of samples).
     dropped: AtomicU64,
     words: Box<[AtomicU64]>,
+    /// While the worker is parked (its timer paused): the start
+    /// ([`mono_ns`]) of the parked time nobody has counted yet; 0 while it
+    /// is not parked. The sampler thread counts up to each window's end
+    /// and moves the start there (compare-exchange); the worker counts the
+    /// rest when it wakes (swap to 0). Whoever moves the word counts the
+    /// stretch before it, so every parked nanosecond is counted once.
+    park_since: AtomicU64,
 }
 
 impl SampleRing {
@@ -47,6 +58,52 @@ impl SampleRing {
             tail: CachePadded::new(AtomicU64::new(0)),
             dropped: AtomicU64::new(0),
             words: (0..RING).map(|_| AtomicU64::new(0)).collect(),
+            park_since: AtomicU64::new(0),
+        }
+    }
+
+    /// The worker is about to park (its timer paused).
+    pub(crate) fn park_begin(&self) {
+        // Release: pairs with the sampler's Acquire load in `credit_parked`.
+        self.park_since.store(mono_ns(), Ordering::Release);
+    }
+
+    /// The worker woke: the parked time not yet counted goes into its ring
+    /// as one word, `PARK` with the number of samples it stands for (at
+    /// `hz`) in the task bits. Called with the timer still paused, so no
+    /// handler pushes meanwhile (the ring has one producer at a time).
+    pub(crate) fn park_end(&self, hz: u32) {
+        // AcqRel: pairs with the sampler's compare-exchange.
+        let since = self.park_since.swap(0, Ordering::AcqRel);
+        if since == 0 {
+            return;
+        }
+        let ns = mono_ns().saturating_sub(since);
+        let k = (ns as f64 * f64::from(hz) / 1e9).round() as u64;
+        if k > 0 {
+            self.push(crate::monitor::sampler::state::task(
+                k,
+                crate::monitor::sampler::state::PARK,
+            ));
+        }
+    }
+
+    /// The sampler thread at a window's end `now`: the parked nanoseconds
+    /// of a worker parked since before it, not counted yet (0 if it is not
+    /// parked).
+    pub(crate) fn credit_parked(&self, now: u64) -> u64 {
+        // Acquire: pairs with the worker's stores of the start.
+        let since = self.park_since.load(Ordering::Acquire);
+        if since == 0 || since >= now {
+            return 0;
+        }
+        // AcqRel: against the worker's swap on waking; exactly one wins.
+        match self
+            .park_since
+            .compare_exchange(since, now, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => now - since,
+            Err(_) => 0,
         }
     }
 
@@ -91,6 +148,19 @@ impl SampleRing {
     }
 }
 
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock parked time is counted in.
+pub(crate) fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the valid timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
 /// The signal the sample timers raise: a real-time signal, so that it
 /// collides with no classic one a program may use (`SIGPROF`'s profilers).
 pub(crate) fn signal() -> libc::c_int {
@@ -119,7 +189,17 @@ extern "C" fn on_sample(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
     let w = unsafe { &*p };
     // Relaxed: the worker stores its own word on this thread; a signal
     // handler sees the thread's own stores in program order.
-    w.samples.push(w.now.load(Ordering::Relaxed));
+    let word = w.now.load(Ordering::Relaxed);
+    // Ticks that expired while the thread was not running (another thread
+    // had its core) come as an overrun count: the worker was stopped in
+    // the state it is in now, so each counts as a sample of it. Without
+    // them a preempted worker's running time would lose samples that its
+    // parked time, counted by the clock, does not.
+    // SAFETY: as above; a timer signal's siginfo has its overrun count.
+    let overrun = unsafe { (*info).si_overrun() }.clamp(0, MAX_OVERRUN);
+    for _ in 0..=overrun {
+        w.samples.push(word);
+    }
 }
 
 /// Installs the handler once per process: SA_RESTART (a task's read or
@@ -148,6 +228,7 @@ fn install() -> bool {
 /// A worker's sample timer, deleted on drop (on the worker's thread).
 pub(crate) struct SampleTimer {
     id: libc::timer_t,
+    period_ns: u64,
 }
 
 impl SampleTimer {
@@ -173,25 +254,41 @@ impl SampleTimer {
         if unsafe { libc::timer_create(libc::CLOCK_MONOTONIC, &mut sev, &mut id) } != 0 {
             return Err(format!("timer_create: {}", std::io::Error::last_os_error()));
         }
-        let timer = SampleTimer { id };
         let period_ns = 1_000_000_000u64 / u64::from(hz.max(1));
+        let timer = SampleTimer { id, period_ns };
         let first = ((period_ns as f64) * phase.clamp(0.0, 1.0)) as u64 + 1;
+        timer.arm(first, period_ns)?;
+        Ok(timer)
+    }
+
+    /// Runs the timer again (its first sample one period from now), or
+    /// stops it (`timer_settime` with zero).
+    pub(crate) fn set_running(&self, on: bool) {
+        let p = if on { self.period_ns } else { 0 };
+        if let Err(e) = self.arm(p, p) {
+            // Unexpected: the timer exists. The run goes on; the samples
+            // may miss or overcount this worker's parked time.
+            eprintln!("rill: sample timer: {e}");
+        }
+    }
+
+    fn arm(&self, first_ns: u64, period_ns: u64) -> Result<(), String> {
         let ts = |ns: u64| libc::timespec {
             tv_sec: (ns / 1_000_000_000) as libc::time_t,
             tv_nsec: (ns % 1_000_000_000) as libc::c_long,
         };
         let spec = libc::itimerspec {
             it_interval: ts(period_ns),
-            it_value: ts(first),
+            it_value: ts(first_ns),
         };
-        // SAFETY: `id` is the timer just created; the spec is valid.
-        if unsafe { libc::timer_settime(timer.id, 0, &spec, std::ptr::null_mut()) } != 0 {
+        // SAFETY: `id` is this value's timer; the spec is valid.
+        if unsafe { libc::timer_settime(self.id, 0, &spec, std::ptr::null_mut()) } != 0 {
             return Err(format!(
                 "timer_settime: {}",
                 std::io::Error::last_os_error()
             ));
         }
-        Ok(timer)
+        Ok(())
     }
 }
 
@@ -207,6 +304,30 @@ impl Drop for SampleTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parked_time_is_counted_once_between_the_sampler_and_the_worker() {
+        use crate::monitor::sampler::state;
+        let r = SampleRing::new();
+        assert_eq!(r.credit_parked(mono_ns()), 0, "not parked");
+        r.park_begin();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let first = r.credit_parked(mono_ns());
+        assert!(first >= 20_000_000, "{first} ns");
+        // Counted up to the window's end: nothing more at the same instant.
+        let again = r.credit_parked(r.park_since.load(Ordering::Relaxed));
+        assert_eq!(again, 0);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        r.park_end(1000);
+        let mut words = Vec::new();
+        r.drain(|w| words.push(w));
+        assert_eq!(words.len(), 1);
+        let (k, st) = (words[0] >> state::STATE_BITS, words[0] & 7);
+        assert_eq!(st, state::PARK);
+        // At least the 10 ms after the sampler's count, at 1 kHz.
+        assert!((10..10_000).contains(&k), "{k} samples");
+        assert_eq!(r.credit_parked(mono_ns()), 0, "awake again");
+    }
 
     #[test]
     fn a_ring_hands_over_words_in_order_and_drops_when_full() {

@@ -91,6 +91,8 @@ pub(crate) struct WorkerLocal {
     sampled: bool,
     /// Sample mode only: the worker logs exact counts as totals.
     totals: bool,
+    /// Sample mode: the worker's sample timer, paused while it is parked.
+    sample_timer: UnsafeCell<Option<crate::monitor::self_sample::SampleTimer>>,
 }
 
 impl WorkerLocal {
@@ -118,6 +120,7 @@ impl WorkerLocal {
             totals: log.as_ref().is_some_and(|l| l.is_sample_only()),
             monitoring: log.as_ref().is_some_and(|l| !l.is_sample_only()),
             log: UnsafeCell::new(log),
+            sample_timer: UnsafeCell::new(None),
         }
     }
 
@@ -244,7 +247,11 @@ impl WorkerLocal {
         }
         // Sample mode: the worker's timer samples it until the loop is over
         // (dropped, so deleted, right after it, on this thread).
-        let timer = self.sampled.then(|| self.start_sample_timer()).flatten();
+        if self.sampled {
+            let timer = self.start_sample_timer();
+            // SAFETY: the worker's own thread; no other borrow of the cell.
+            self.sample_timer.with_mut(|p| unsafe { *p = timer });
+        }
         if self.monitoring && self.sampled {
             self.work::<true, true>();
         } else if self.monitoring {
@@ -254,7 +261,8 @@ impl WorkerLocal {
         } else {
             self.work::<false, false>();
         }
-        drop(timer);
+        // SAFETY: as above.
+        drop(self.sample_timer.with_mut(|p| unsafe { (*p).take() }));
         let mut log_end = (0, false);
         // SAFETY: the loop is over; nothing else borrows the log.
         if let Some(mut log) = self.log.with_mut(|p| unsafe { (*p).take() }) {
@@ -352,6 +360,18 @@ impl WorkerLocal {
         crate::monitor::self_sample::SampleTimer::start(me, hz, phase)
             .map_err(|e| eprintln!("rill: worker {} takes no samples: {e}", self.id))
             .ok()
+    }
+
+    /// Pauses (or resumes) this worker's sample timer around a park.
+    #[cold]
+    fn pause_sample_timer(&self, pause: bool) {
+        // SAFETY: the worker's own thread; a short borrow that calls out to
+        // nothing that could borrow the cell again.
+        self.sample_timer.with(|p| {
+            if let Some(t) = unsafe { &*p } {
+                t.set_running(!pause);
+            }
+        });
     }
 
     /// Counts a spin before a block (see [`WorkerStats::spins`]).
@@ -623,10 +643,25 @@ impl WorkerLocal {
         }
         self.stats().parks += 1;
         if self.sampled {
+            // A parked worker is not woken to sample itself: its parked
+            // time is counted by the clock (`SampleRing::park_begin`).
             self.say(state::PARK);
+            self.pause_sample_timer(true);
+            // SAFETY: `me` points into the run's `Shared` (see `say`).
+            unsafe { &*self.me }.samples.park_begin();
         }
         let go_on = self.shared.sleep(self.id);
         if self.sampled {
+            let hz = self
+                .shared
+                .cfg
+                .monitor
+                .flags
+                .sample_hz()
+                .unwrap_or(crate::monitor::sampler::DEFAULT_HZ);
+            // SAFETY: as above.
+            unsafe { &*self.me }.samples.park_end(hz);
+            self.pause_sample_timer(false);
             self.say(state::IDLE);
         }
         go_on
