@@ -229,6 +229,9 @@ fn install() -> bool {
 pub(crate) struct SampleTimer {
     id: libc::timer_t,
     period_ns: u64,
+    /// When its first tick was due ([`mono_ns`]): the grid the ticks stay
+    /// on across pauses.
+    epoch_ns: u64,
 }
 
 impl SampleTimer {
@@ -255,17 +258,34 @@ impl SampleTimer {
             return Err(format!("timer_create: {}", std::io::Error::last_os_error()));
         }
         let period_ns = 1_000_000_000u64 / u64::from(hz.max(1));
-        let timer = SampleTimer { id, period_ns };
         let first = ((period_ns as f64) * phase.clamp(0.0, 1.0)) as u64 + 1;
+        let timer = SampleTimer {
+            id,
+            period_ns,
+            epoch_ns: mono_ns() + first,
+        };
         timer.arm(first, period_ns)?;
         Ok(timer)
     }
 
-    /// Runs the timer again (its first sample one period from now), or
-    /// stops it (`timer_settime` with zero).
+    /// Runs the timer again, or stops it (`timer_settime` with zero). It
+    /// runs again on its old grid of ticks (the next one due, not one period
+    /// from now): a worker that parks and wakes more often than once a
+    /// period would otherwise never be sampled running, while its parked
+    /// time is counted.
     pub(crate) fn set_running(&self, on: bool) {
-        let p = if on { self.period_ns } else { 0 };
-        if let Err(e) = self.arm(p, p) {
+        let r = if on {
+            let now = mono_ns();
+            let first = if now < self.epoch_ns {
+                self.epoch_ns - now
+            } else {
+                self.period_ns - (now - self.epoch_ns) % self.period_ns
+            };
+            self.arm(first, self.period_ns)
+        } else {
+            self.arm(0, 0)
+        };
+        if let Err(e) = r {
             // Unexpected: the timer exists. The run goes on; the samples
             // may miss or overcount this worker's parked time.
             eprintln!("rill: sample timer: {e}");
