@@ -113,7 +113,12 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
         .collect();
     let n = ctx.cut(rows.len());
     o.push_str(&html::table(
-        &["worker", "busy", "crossing (c × traffic)", "task names"],
+        &[
+            "worker",
+            "busy",
+            "crossing (c_busy × messages + c × traffic)",
+            "task names",
+        ],
         &rows[..n],
     ));
     o.push_str(&ctx.more(
