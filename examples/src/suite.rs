@@ -294,7 +294,8 @@ fn extra_medians(done: &[&Done]) -> Vec<(&'static str, f64)> {
 }
 
 /// `rill-bench compare APP`: round-robin and manual mapping (and with
-/// `--auto` auto mapping) alternately, `--repeat` runs of each (default 5);
+/// `--auto` auto mapping, with `--file` each mapping file) alternately,
+/// `--repeat` runs of each (default 5);
 /// medians with min and max, the extra columns' medians, and the speedup
 /// (rr median / manual median, and / auto median with and without the
 /// pilot).
@@ -317,6 +318,15 @@ pub fn compare(
     if args.auto {
         mappings.push(MappingChoice::Auto);
     }
+    mappings.extend(args.files.iter().cloned().map(MappingChoice::File));
+    // A row's name and log directory: a file by its file name.
+    let label = |m: &MappingChoice| match m {
+        MappingChoice::File(p) => p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
+        m => m.name(),
+    };
     let mut summary = Summary::default();
     let mut done: Vec<Done> = Vec::new();
     for run in 0..repeat {
@@ -326,14 +336,19 @@ pub fn compare(
                 logs: base
                     .logs
                     .as_ref()
-                    .map(|l| l.join(format!("{}-{}-{run}", app.name(), m))),
+                    .map(|l| l.join(format!("{}-{}-{run}", app.name(), label(m)))),
                 ..base.clone()
             };
             let d = run_counted(
                 app.as_ref(),
                 &opts,
                 (run, true),
-                format_args!("[compare {}] {m} run {}/{repeat}", app.name(), run + 1),
+                format_args!(
+                    "[compare {}] {} run {}/{repeat}",
+                    app.name(),
+                    label(m),
+                    run + 1
+                ),
                 progress,
                 &mut summary,
             );
@@ -369,6 +384,34 @@ pub fn compare(
         _ => None,
     };
     let speedup = over_rr(ms);
+    // Per file: its runs, stats, speed-up over rr and median over manual's.
+    struct FileRow<'a> {
+        name: String,
+        runs: Vec<&'a Done>,
+        stats: Option<Stats>,
+        speedup: Option<f64>,
+        to_manual: Option<f64>,
+    }
+    let files: Vec<FileRow<'_>> = args
+        .files
+        .iter()
+        .map(|f| {
+            let m = MappingChoice::File(f.clone());
+            let runs = of(&m);
+            let stats = stats_of(&runs);
+            let to_manual = match (stats, ms) {
+                (Some(s), Some(m)) if m.median > 0.0 => Some(s.median / m.median),
+                _ => None,
+            };
+            FileRow {
+                name: label(&m),
+                runs,
+                stats,
+                speedup: over_rr(stats),
+                to_manual,
+            }
+        })
+        .collect();
     if common.json {
         let mut line = json!({
             "bench": app.name(),
@@ -387,6 +430,22 @@ pub fn compare(
             line["pilot_median_ms"] = json!(pilot.map(|s| s.median));
             line["speedup_auto"] = json!(over_rr(auto_s));
             line["speedup_auto_total"] = json!(over_rr(auto_total));
+        }
+        if !files.is_empty() {
+            line["files"] = files
+                .iter()
+                .zip(&args.files)
+                .map(|(f, path)| {
+                    json!({
+                        "file": path.display().to_string(),
+                        "median_ms": f.stats.map(|s| s.median),
+                        "min_ms": f.stats.map(|s| s.min),
+                        "max_ms": f.stats.map(|s| s.max),
+                        "speedup": f.speedup,
+                        "to_manual": f.to_manual,
+                    })
+                })
+                .collect();
         }
         writeln!(out, "{line}")?;
         return Ok(summary);
@@ -416,6 +475,9 @@ pub fn compare(
     if args.auto {
         rows.push(("auto".into(), &auto, auto_s));
         rows.push(("auto+pilot".into(), &auto, auto_total));
+    }
+    for f in &files {
+        rows.push((f.name.clone(), &f.runs, f.stats));
     }
     for (name, runs, st) in rows {
         let mut row = vec![name];
@@ -452,6 +514,18 @@ pub fn compare(
                 last.file.display()
             )?;
         }
+    }
+    for (f, path) in files.iter().zip(&args.files) {
+        let fmt =
+            |x: Option<f64>, unit: &str| x.map_or("n/a".to_string(), |s| format!("{s:.2}{unit}"));
+        writeln!(
+            out,
+            "{} ({}): speedup over rr (rr median / its median) {}; its median / manual median {}",
+            f.name,
+            path.display(),
+            fmt(f.speedup, "x"),
+            fmt(f.to_manual, "")
+        )?;
     }
     if summary.failures > 0 {
         writeln!(out, "{} of {} runs failed", summary.failures, summary.runs)?;

@@ -1141,3 +1141,71 @@ fn compare_auto_and_wordcount_auto() {
     rill::ManualTable::load(&file).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// One MC run of 20,000 paths on 2 workers, monitored `full`, and
+/// `rill-mon bottleneck` on its logs.
+fn mc_bottleneck(dir: &std::path::Path, mapping: &str) -> rill_monitor::Bottlenecks {
+    let logs = dir.join(mapping);
+    let _ = std::fs::remove_dir_all(&logs);
+    let o = rill_bench(&[
+        "mc",
+        "--paths",
+        "20000",
+        "--workers",
+        "2",
+        "--mapping",
+        mapping,
+        "--monitor",
+        "full",
+        "--logs",
+        logs.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let log = rill_monitor::load_run(&logs).unwrap();
+    rill_monitor::bottleneck(&log, &rill_monitor::BottleneckOptions::default())
+}
+
+/// The position of `b`'s placement finding.
+fn placement(b: &rill_monitor::Bottlenecks) -> Option<usize> {
+    b.bottlenecks
+        .iter()
+        .position(|f| f.predicted_speedup.is_some())
+}
+
+/// Under MC's manual table (a chain per worker) the crossing streams carry
+/// 6% of the messages, under the placement rule's 25%: no placement
+/// finding, whatever the times.
+#[test]
+fn bottleneck_has_no_placement_finding_on_mc_manual() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = mc_bottleneck(dir.path(), "manual");
+    assert_eq!(placement(&b), None, "{}", b.to_text());
+}
+
+/// Under round-robin most of MC's chain links cross workers, which costs
+/// busy time no window rule sees, and the placement finding names them
+/// first. It compares times, and only an optimised build has them: in a
+/// debug build the runtime's own code outweighs the crossings (MC of
+/// 20,000 paths unmonitored: rr and manual both 124-135 ms), so the model
+/// rightly predicts no gain (1.00-1.07x). Run it alone on a release
+/// build: `cargo test --release -p rill-examples --test cli -- --ignored
+/// mc_rr`.
+#[test]
+#[ignore = "timing: needs a release build (see the doc comment)"]
+fn bottleneck_names_crossing_streams_on_mc_rr() {
+    let dir = tempfile::tempdir().unwrap();
+    let named = (0..3).any(|_| {
+        let b = mc_bottleneck(dir.path(), "rr");
+        let ok = placement(&b) == Some(0)
+            && b.bottlenecks[0].name == "mc/star/*/step/* -> mc/star/*/step/*"
+            && b.bottlenecks[0]
+                .evidence
+                .contains("rill-mon map proposes a mapping for 2 workers")
+            && b.verdict.starts_with("Placement holds the run back");
+        if !ok {
+            eprintln!("rr: expected a placement finding first\n{}", b.to_text());
+        }
+        ok
+    });
+    assert!(named, "no placement finding on MC rr in three tries");
+}

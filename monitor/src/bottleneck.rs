@@ -112,10 +112,16 @@ pub struct Finding {
     pub kind: String,
     /// The task's name, `writer -> reader` for a stream, `worker N`.
     pub name: String,
-    /// The waiting it accounts for, over all waiting in the run.
+    /// The waiting it accounts for, over all waiting in the run (for a
+    /// placement finding, see `predicted_speedup`).
     pub share: f64,
     /// The numbers behind it.
     pub evidence: String,
+    /// A placement finding only (`placement.rs`): the speed-up the model
+    /// predicts for the mapping `rill-mon map` proposes; its `share` is
+    /// then the part of the observed mapping's predicted time it saves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_speedup: Option<f64>,
     /// The verdict's sentence about it.
     #[serde(skip)]
     pub(crate) sentence: String,
@@ -155,6 +161,9 @@ pub(crate) enum Raw {
         /// Its busiest tasks in those windows, with their busy shares.
         tops: Vec<(u64, f64)>,
     },
+    /// Streams across workers cost more than a mapping that keeps them on
+    /// one (`placement.rs`).
+    Placement(crate::placement::Placement),
 }
 
 /// Union-find over dense indices.
@@ -189,7 +198,9 @@ pub(crate) struct Graph {
     /// Per task: its worker.
     pub worker: Vec<Option<u32>>,
     /// Streams with both ends on known, different workers: (id, writer, reader).
-    crossing: Vec<(u64, usize, usize)>,
+    pub crossing: Vec<(u64, usize, usize)>,
+    /// Streams with both ends known.
+    pub streams: usize,
 }
 
 fn graph(run: &RunLog, act: &Activity) -> Graph {
@@ -206,6 +217,7 @@ fn graph(run: &RunLog, act: &Activity) -> Graph {
         part: Vec::new(),
         worker: tasks.iter().map(|&t| act.worker_of(run, t)).collect(),
         crossing: Vec::new(),
+        streams: 0,
         tasks,
     };
     let mut parts = Parts((0..n).collect());
@@ -222,6 +234,7 @@ fn graph(run: &RunLog, act: &Activity) -> Graph {
             g.inputs[r].push(s);
         }
         if let (Some(w), Some(r)) = (w, r) {
+            g.streams += 1;
             parts.join(w, r);
             if matches!((g.worker[w], g.worker[r]), (Some(a), Some(b)) if a != b) {
                 g.crossing.push((s, w, r));
@@ -261,6 +274,7 @@ pub fn bottleneck(run: &RunLog, opts: &BottleneckOptions) -> Bottlenecks {
     let act = activity(run, opts.windows);
     let g = graph(run, &act);
     let raw = detect(&act, &g, opts);
+    let placement = crate::placement::placement(run, &act, &g);
     let waiting = total_waiting(&act);
     let mut found: Vec<Finding> = raw
         .into_iter()
@@ -284,6 +298,11 @@ pub fn bottleneck(run: &RunLog, opts: &BottleneckOptions) -> Bottlenecks {
             .then(kind_rank(&a.kind).cmp(&kind_rank(&b.kind)))
             .then(a.name.cmp(&b.name))
     });
+    // The placement finding comes first: its share is of time saved, not
+    // of waiting (`placement.rs`).
+    if let Some((r, share)) = placement {
+        found.insert(0, crate::verdict::finding(run, &act, &r, share));
+    }
     let verdict = crate::verdict::verdict(run, &act, &g, &found, opts);
     let grid = &act.grid;
     Bottlenecks {

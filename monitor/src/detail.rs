@@ -107,7 +107,12 @@ pub(crate) fn plan_detail(run: &RunLog, grid: Buckets, budget: u64) -> DetailPla
     let per_worker = parallel(&run.workers, run.workers.len(), |w| {
         let mut counts = vec![0u32; grid.n];
         let mut sc = w.scanner();
+        let (mut behind, mut k) = (crate::load::Behind::default(), 0u32);
         while let Some(item) = sc.next() {
+            k = k.wrapping_add(1);
+            if k & 0xffff == 0 {
+                behind.advance(w, sc.offset());
+            }
             if let Item::Period(p) = item {
                 if p.start >= grid.t0 && p.start <= end {
                     let c = &mut counts[grid.index(p.start)];

@@ -38,6 +38,7 @@ mod merge;
 mod partition;
 mod perfetto;
 mod pftrace;
+mod placement;
 mod protobuf;
 mod report;
 mod sampled;

@@ -13,22 +13,42 @@
 //! workers 0, 1, 2, ...; the estimate pins them there. The partition is
 //! [`partition`](crate::partition()).
 //!
-//! What-if model: `T(m) = max over workers x of B(x) + c · X(x)`, where
-//! `B(x)` is the busy time of the tasks m puts on x and `X(x)` the traffic
-//! of the streams with one end on x and the other elsewhere. Busy time is
-//! taken as independent of placement. `c` is calibrated on the observed
-//! run: the smallest `c` for which the model under the observed mapping
-//! reaches the observed span (so it reproduces it), i.e. all time the busy
-//! times leave unexplained is put on the crossings. When the observed run
-//! had no crossing traffic, or its busiest worker's busy time already
-//! reaches the span, `c` = 0 and the estimate is a lower bound.
+//! What-if model: `T(m) = max over workers x of B(x) + c_busy · M(x) +
+//! c · X(x)`, where `B(x)` is the busy time of the tasks m puts on x, less
+//! the part of it that crossings cost them in the observed run, and `M(x)`
+//! and `X(x)` the messages and the traffic of the streams with one end on
+//! x and the other elsewhere (a crossing costs both workers). Both costs
+//! are calibrated on the observed run:
+//!
+//! * `c_busy`, the busy time a message across workers adds at each end
+//!   (moving its cache lines between cores is work the tasks do while they
+//!   run): a least-squares fit of each task's busy time to `a_g · M(t) +
+//!   c_busy · X(t)`, `M(t)` the messages of its streams, `X(t)` those of
+//!   its streams that cross workers, one rate `a_g` per task group
+//!   (numbered names folded) and one `c_busy` for all. Only groups whose
+//!   tasks cross in different proportions tell it; without them, or when
+//!   the fit is not positive, `c_busy` = 0. It is capped so that no task's
+//!   busy time goes below 0, and a task's `B` is its busy time less
+//!   `c_busy · X(t)`.
+//! * `c`, the smallest cost per unit of traffic for which the model under
+//!   the observed mapping reaches the observed span (so it reproduces it):
+//!   the time the busy times leave unexplained (waiting for wake-ups across
+//!   workers) is put on the crossings.
+//!
+//! When the observed run had no crossing traffic, or neither cost is found,
+//! both are 0 and the estimates are lower bounds. The partition weighs an
+//! edge by its crossing time under these costs (by its traffic when
+//! `c_busy` = 0).
 //!
 //! Error: the model ignores dependencies. A run whose work is serialised by
 //! its graph (a token ring passes one token: one task runs at a time) takes
 //! the sum of its tasks' times, not the busiest worker's, so the estimate
 //! is too low there, by up to the factor of workers; and a stream's waits
 //! change with placement (on one worker a writer fills the stream before
-//! its reader runs, so there are fewer waits). Treat the estimate as the
+//! its reader runs, so there are fewer waits). `c_busy` puts on crossing
+//! any difference in busy time per message within a group that goes with
+//! crossing: tasks of one group that do different work and happen to cross
+//! in different proportions bias it either way. Treat the estimate as the
 //! comparison of two mappings under one model, not a forecast to the
 //! millisecond.
 //!
@@ -94,7 +114,8 @@ pub struct MappedTask {
 pub struct WorkerLoad {
     /// Worker id.
     pub worker: usize,
-    /// Busy time of its tasks.
+    /// Busy time of its tasks, less what crossings cost them in the
+    /// observed run (`c_busy` times their observed crossing traffic).
     pub busy_ns: u64,
     /// `c ·` its crossing traffic.
     pub crossing_ns: u64,
@@ -122,11 +143,18 @@ pub struct Estimate {
     pub observed_mapping_ns: u64,
     /// The observed run's span.
     pub observed_span_ns: u64,
-    /// `c`: time per unit of traffic crossing workers.
+    /// `c`: time per unit of traffic crossing workers, calibrated on the
+    /// span.
     pub crossing_cost_ns: f64,
+    /// `c_busy`: busy time per message crossing workers, at each end,
+    /// fitted to the tasks' busy times (see the module documentation).
+    pub busy_crossing_cost_ns: f64,
     /// Whether `c` was calibrated on crossing traffic (else it is 0 and the
     /// estimates are lower bounds).
     pub calibrated: bool,
+    /// Messages on all streams whose two ends are known (the base of the
+    /// cuts' shares).
+    pub messages: u64,
     /// The proposed mapping's cut.
     pub proposed_cut: Cut,
     /// The observed mapping's cut.
@@ -153,10 +181,15 @@ fn cut_of(g: &TaskGraph, part: &[usize]) -> Cut {
     c
 }
 
-fn part_graph(g: &TaskGraph) -> PartGraph {
+/// The task graph to evaluate, with `weight(traffic, messages)` per edge.
+fn part_graph(g: &TaskGraph, weight: impl Fn(u64, u64) -> u64) -> PartGraph {
     PartGraph {
         weights: g.busy.clone(),
-        edges: g.edges.iter().map(|&(a, b, t, _)| (a, b, t)).collect(),
+        edges: g
+            .edges
+            .iter()
+            .map(|&(a, b, t, m)| (a, b, weight(t, m)))
+            .collect(),
         pinned: Vec::new(),
     }
 }
@@ -186,7 +219,7 @@ fn calibrate(loads: &[u64], traffic: &[u64], span: u64) -> Option<f64> {
 /// Errors: `workers` outside 1..=[`MAX_MAP_WORKERS`], or a run whose logs
 /// name no task.
 pub fn plan_mapping(run: &RunLog, workers: usize) -> anyhow::Result<MapPlan> {
-    plan(run, workers, whole_run)
+    plan_from(run, workers, &whole_run(run))
 }
 
 /// [`plan_mapping`] from a pass over all periods merged in time order,
@@ -194,14 +227,62 @@ pub fn plan_mapping(run: &RunLog, workers: usize) -> anyhow::Result<MapPlan> {
 /// with (the tests compare the two).
 #[doc(hidden)]
 pub fn plan_mapping_by_pass(run: &RunLog, workers: usize) -> anyhow::Result<MapPlan> {
-    plan(run, workers, |run| activity(run, 1))
+    plan_from(run, workers, &activity(run, 1))
 }
 
-fn plan(
-    run: &RunLog,
-    workers: usize,
-    observe: impl FnOnce(&RunLog) -> Activity,
-) -> anyhow::Result<MapPlan> {
+/// The busy time a message crossing workers adds at each of its ends
+/// (`c_busy` of the module documentation), from the observed mapping
+/// `part`; `group` gives each task's group. 0 when no group has tasks that
+/// cross in different proportions.
+fn busy_crossing_cost(g: &TaskGraph, part: &[usize], group: &[usize]) -> f64 {
+    let n = g.ids.len();
+    let (mut m, mut x) = (vec![0f64; n], vec![0f64; n]);
+    for &(a, b, _, t) in &g.edges {
+        if a == b {
+            continue;
+        }
+        let t = t as f64;
+        m[a] += t;
+        m[b] += t;
+        if part[a] != part[b] {
+            x[a] += t;
+            x[b] += t;
+        }
+    }
+    let y: Vec<f64> = g.busy.iter().map(|&b| b as f64).collect();
+    // Per group: Σm², Σm·y, Σm·x (the group's own rate is partialled out).
+    let groups = group.iter().copied().max().map_or(0, |k| k + 1);
+    let mut sums = vec![(0f64, 0f64, 0f64); groups];
+    for i in (0..n).filter(|&i| m[i] > 0.0) {
+        let s = &mut sums[group[i]];
+        s.0 += m[i] * m[i];
+        s.1 += m[i] * y[i];
+        s.2 += m[i] * x[i];
+    }
+    let (mut xy, mut xx, mut x2) = (0f64, 0f64, 0f64);
+    for i in (0..n).filter(|&i| m[i] > 0.0) {
+        let (mm, my, mx) = sums[group[i]];
+        let ry = y[i] - m[i] * my / mm;
+        let rx = x[i] - m[i] * mx / mm;
+        xy += rx * ry;
+        xx += rx * rx;
+        x2 += x[i] * x[i];
+    }
+    // No contrast: every group crosses in one proportion.
+    if xx <= 1e-9 * x2 || xy <= 0.0 {
+        return 0.0;
+    }
+    let cap = (0..n)
+        .filter(|&i| x[i] > 0.0)
+        .map(|i| y[i] / x[i])
+        .fold(f64::INFINITY, f64::min);
+    (xy / xx).min(cap)
+}
+
+/// [`plan_mapping`] from an activity of the run already computed (the
+/// totals, a merged pass, or `bottleneck`'s windows: the totals are the
+/// same).
+pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow::Result<MapPlan> {
     if workers == 0 || workers > MAX_MAP_WORKERS {
         bail!("--workers must be between 1 and {MAX_MAP_WORKERS}, not {workers}");
     }
@@ -217,7 +298,6 @@ fn plan(
             run.dir.display()
         );
     }
-    let act = observe(run);
     let mut ids: Vec<u64> = run.tasks.keys().copied().collect();
     ids.extend(act.tasks.keys().filter(|t| !run.tasks.contains_key(t)));
     ids.sort_unstable();
@@ -247,7 +327,7 @@ fn plan(
             .map_or(0, |x| x.reader_waits.saturating_add(x.writer_waits));
         edges.push((a, b, messages.saturating_add(waits), messages));
     }
-    let tg = TaskGraph { ids, busy, edges };
+    let mut tg = TaskGraph { ids, busy, edges };
     let n = tg.ids.len();
 
     // The observed mapping, on dense worker indices.
@@ -259,32 +339,83 @@ fn plan(
         .iter()
         .map(|w| w.map_or(0, |w| seen.binary_search(&w).unwrap_or(0)))
         .collect();
-    let pg = part_graph(&tg);
-    let obs = evaluate(&pg, &obs_part, seen.len().max(1), 0.0);
+    let obs = evaluate(
+        &part_graph(&tg, |t, _| t),
+        &obs_part,
+        seen.len().max(1),
+        0.0,
+    );
     let span = run.span_ns();
-    let c = calibrate(&obs.loads, &obs.traffic, span);
-    let calibrated = c.is_some();
-    let c = c.unwrap_or(0.0);
+    let c_span = calibrate(&obs.loads, &obs.traffic, span).unwrap_or(0.0);
+    // The part of crossing found in busy time is taken out of the tasks'
+    // weights: the model puts it back for whatever mapping. Unnamed tasks
+    // are groups of their own (keyed by id).
+    let mut groups: BTreeMap<(Option<String>, u64), usize> = BTreeMap::new();
+    let group: Vec<usize> = tg
+        .ids
+        .iter()
+        .map(|&t| {
+            let key = match named(t) {
+                Some(name) => (Some(crate::groups::group_of(name).into_owned()), 0),
+                None => (None, t),
+            };
+            let k = groups.len();
+            *groups.entry(key).or_insert(k)
+        })
+        .collect();
+    let c_busy = busy_crossing_cost(&tg, &obs_part, &group);
+    let observed_busy = tg.busy.clone();
+    if c_busy > 0.0 {
+        let mut x = vec![0u64; n];
+        for &(a, b, _, t) in &tg.edges {
+            if a != b && obs_part[a] != obs_part[b] {
+                x[a] = x[a].saturating_add(t);
+                x[b] = x[b].saturating_add(t);
+            }
+        }
+        for (b, &x) in tg.busy.iter_mut().zip(&x) {
+            *b = (*b as f64 - c_busy * x as f64).max(0.0).round() as u64;
+        }
+    }
+    let calibrated = c_busy > 0.0 || c_span > 0.0;
+    let messages = tg
+        .edges
+        .iter()
+        .fold(0u64, |s, &(_, _, _, m)| s.saturating_add(m));
+    // An edge's weight: its traffic, each unit costing c_span; with a busy
+    // part, its crossing time in ns (c_span · traffic + c_busy · messages)
+    // at a cost of 1 per unit.
+    let (weight, c): (Box<dyn Fn(u64, u64) -> u64>, f64) = if c_busy > 0.0 {
+        (
+            Box::new(move |t, m| (c_span * t as f64 + c_busy * m as f64).round() as u64),
+            1.0,
+        )
+    } else {
+        (Box::new(|t, _| t), c_span)
+    };
+    let pg = part_graph(&tg, &weight);
 
     // The name-level graph: one node per name, unnamed tasks pinned.
     let mut node_of = vec![0usize; n];
     let mut names: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut nodes: Vec<(Option<&str>, u64, u64, usize)> = Vec::new(); // name, busy, tasks, first task
+    // name, weight (busy less crossing), tasks, first task, busy
+    let mut nodes: Vec<(Option<&str>, u64, u64, usize, u64)> = Vec::new();
     let mut unnamed = 0u64;
     for (i, &id) in tg.ids.iter().enumerate() {
         let k = match named(id) {
             Some(name) => *names.entry(name).or_insert_with(|| {
-                nodes.push((Some(name), 0, 0, i));
+                nodes.push((Some(name), 0, 0, i, 0));
                 nodes.len() - 1
             }),
             None => {
-                nodes.push((None, 0, 0, i));
+                nodes.push((None, 0, 0, i, 0));
                 unnamed += 1;
                 nodes.len() - 1
             }
         };
         node_of[i] = k;
         nodes[k].1 = nodes[k].1.saturating_add(tg.busy[i]);
+        nodes[k].4 = nodes[k].4.saturating_add(observed_busy[i]);
         nodes[k].2 += 1;
     }
     let mut rr = 0usize;
@@ -293,7 +424,7 @@ fn plan(
         edges: tg
             .edges
             .iter()
-            .map(|&(a, b, t, _)| (node_of[a], node_of[b], t))
+            .map(|&(a, b, t, m)| (node_of[a], node_of[b], weight(t, m)))
             .collect(),
         pinned: nodes
             .iter()
@@ -314,8 +445,8 @@ fn plan(
     let mut heaviest: Vec<Option<(u64, usize)>> = vec![None; nodes.len()];
     for i in 0..n {
         let h = &mut heaviest[node_of[i]];
-        if h.is_none_or(|(b, _)| tg.busy[i] > b) {
-            *h = Some((tg.busy[i], i));
+        if h.is_none_or(|(b, _)| observed_busy[i] > b) {
+            *h = Some((observed_busy[i], i));
         }
     }
     let mut tasks: Vec<MappedTask> = nodes
@@ -326,7 +457,7 @@ fn plan(
             Some(MappedTask {
                 name: name.to_owned(),
                 worker: node_part[k],
-                busy_ns: nd.1,
+                busy_ns: nd.4,
                 tasks: nd.2,
                 observed_worker: heaviest[k].and_then(|(_, i)| observed[i]),
             })
@@ -354,8 +485,10 @@ fn plan(
             proposed_ns: prop.time.round() as u64,
             observed_mapping_ns: obs_c.time.round() as u64,
             observed_span_ns: span,
-            crossing_cost_ns: c,
+            crossing_cost_ns: c_span,
+            busy_crossing_cost_ns: c_busy,
             calibrated,
+            messages,
             proposed_cut: cut_of(&tg, &prop_part),
             observed_cut: cut_of(&tg, &obs_part),
         },
@@ -407,8 +540,8 @@ impl MapPlan {
         );
         let _ = writeln!(
             o,
-            "# Predicted run time = max over workers of busy time + c x crossing traffic\n\
-             # (traffic = messages + waits on streams between workers):\n\
+            "# Predicted run time = max over workers of busy time + c_busy x crossing messages\n\
+             # + c x crossing traffic (traffic = messages + waits on streams between workers):\n\
              #   this mapping:     {}\n\
              #   observed mapping: {} (the observed run took {})",
             ms(e.proposed_ns),
@@ -418,12 +551,15 @@ impl MapPlan {
         if e.calibrated {
             let _ = writeln!(
                 o,
-                "#   c = {} per message or wait across workers, calibrated on the observed run",
+                "#   c_busy = {} of busy time per message across workers (at each end), fitted to\n\
+                 #   the tasks' busy times; c = {} per message or wait across workers, calibrated\n\
+                 #   on the observed span",
+                fmt_ns(e.busy_crossing_cost_ns),
                 fmt_ns(e.crossing_cost_ns)
             );
         } else {
             o.push_str(
-                "#   c = 0: the observed run gave no crossing time to calibrate, so both are lower bounds\n",
+                "#   c_busy = c = 0: the observed run gave no crossing time to calibrate, so both are lower bounds\n",
             );
         }
         let _ = writeln!(
@@ -485,7 +621,8 @@ impl MapPlan {
             fmt_ns(e.observed_span_ns as f64),
             if e.calibrated {
                 format!(
-                    "; crossing cost {} per message or wait",
+                    "; crossing cost {} of busy time per message and {} per message or wait",
+                    fmt_ns(e.busy_crossing_cost_ns),
                     fmt_ns(e.crossing_cost_ns)
                 )
             } else {

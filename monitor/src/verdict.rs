@@ -16,6 +16,28 @@ fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
+/// A count with thousands separators (`1,200,000`).
+fn count(n: u64) -> String {
+    let d = n.to_string();
+    let mut o = String::with_capacity(d.len() + d.len() / 3);
+    for (i, ch) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            o.push(',');
+        }
+        o.push(ch);
+    }
+    o
+}
+
+/// `part` of `whole` as a percentage (0 when `whole` is 0).
+fn of(part: u64, whole: u64) -> String {
+    pct(if whole > 0 {
+        part as f64 / whole as f64
+    } else {
+        0.0
+    })
+}
+
 fn stream_label(run: &RunLog, s: u64) -> String {
     match run.streams.get(&s).and_then(|i| i.name.as_deref()) {
         Some(n) => format!("stream {n} ({s})"),
@@ -72,6 +94,7 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
                     name,
                     share,
                     evidence: ev.join("; "),
+                    predicted_speedup: None,
                     sentence,
                 };
             }
@@ -134,6 +157,7 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
                 name,
                 share,
                 evidence: ev.join("; "),
+                predicted_speedup: None,
                 sentence,
             }
         }
@@ -166,9 +190,11 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
                 name: format!("{w} -> {r}"),
                 share,
                 evidence,
+                predicted_speedup: None,
                 sentence,
             }
         }
+        Raw::Placement(ref p) => placement(run, p, share),
         Raw::Worker {
             worker,
             windows: k,
@@ -205,9 +231,111 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
                 name: format!("worker {worker}"),
                 share,
                 evidence,
+                predicted_speedup: None,
                 sentence,
             }
         }
+    }
+}
+
+/// The placement finding in words (`placement.rs`).
+fn placement(run: &RunLog, p: &crate::placement::Placement, share: f64) -> Finding {
+    let ms = |ns: u64| fmt_ns(ns as f64);
+    let gain = p.observed_ns as f64 / p.proposed_ns.max(1) as f64;
+    let pairs: Vec<String> = p
+        .pairs
+        .iter()
+        .map(|(w, r, n, m)| {
+            format!(
+                "{w} -> {r} ({n} stream{}, {} messages, {})",
+                if *n == 1 { "" } else { "s" },
+                count(*m),
+                of(*m, p.messages)
+            )
+        })
+        .collect();
+    let streams: Vec<String> = p
+        .heaviest
+        .iter()
+        .map(|&(s, w, r, m)| {
+            format!(
+                "{} -> {} ({}): {} messages ({})",
+                run.task_label(w),
+                run.task_label(r),
+                stream_label(run, s),
+                count(m),
+                of(m, p.messages)
+            )
+        })
+        .collect();
+    let cost = if p.busy_cost_ns > 0.0 && p.span_cost_ns > 0.0 {
+        format!(
+            "a message across workers costs {} of busy time at each end and a message or wait \
+             across workers {} more of the span",
+            fmt_ns(p.busy_cost_ns),
+            fmt_ns(p.span_cost_ns)
+        )
+    } else if p.busy_cost_ns > 0.0 {
+        format!(
+            "a message across workers costs {} of busy time at each end",
+            fmt_ns(p.busy_cost_ns)
+        )
+    } else {
+        format!(
+            "a message or wait across workers costs {} of the span",
+            fmt_ns(p.span_cost_ns)
+        )
+    };
+    let evidence = format!(
+        "{} of {} streams ran across workers, carrying {} of {} messages ({}); heaviest: {}; \
+         streams: {}; rill-mon map proposes a mapping for {} workers that crosses {} stream(s) \
+         ({} messages, {}); the model (busy time + crossing time, calibrated on this run: {cost}) \
+         predicts {} for it against {} for the observed mapping ({gain:.2}x faster; observed \
+         span {})",
+        p.crossing,
+        p.streams,
+        count(p.crossing_messages),
+        count(p.messages),
+        of(p.crossing_messages, p.messages),
+        pairs.join(", "),
+        streams.join(", "),
+        p.workers,
+        p.proposed_crossing,
+        count(p.proposed_messages),
+        of(p.proposed_messages, p.messages),
+        ms(p.proposed_ns),
+        ms(p.observed_ns),
+        ms(p.span_ns),
+    );
+    let top = p
+        .pairs
+        .first()
+        .map_or_else(String::new, |(w, r, _, _)| format!("{w} -> {r}"));
+    let keeps = match p.proposed_crossing {
+        0 => "every stream".to_owned(),
+        n => format!("all but {n} stream(s)"),
+    };
+    let sentence = format!(
+        "Placement holds the run back: {} of its {} messages ({}) crossed workers, on {} of {} \
+         streams ({top} the most), and crossing costs the tasks time ({cost}). The mapping \
+         rill-mon map proposes for {} workers keeps {keeps} on one worker and is predicted \
+         {gain:.2}x faster ({} against {}).",
+        count(p.crossing_messages),
+        count(p.messages),
+        of(p.crossing_messages, p.messages),
+        p.crossing,
+        p.streams,
+        p.workers,
+        ms(p.proposed_ns),
+        ms(p.observed_ns),
+    );
+    Finding {
+        kind: "stream".into(),
+        name: top,
+        share,
+        evidence,
+        predicted_speedup: Some(gain),
+        sentence,
     }
 }
 
@@ -337,14 +465,11 @@ impl Bottlenecks {
                 .enumerate()
                 .filter(|(k, f)| *k == 0 || f.share >= MINOR);
             for (k, f) in shown {
-                let line = format!(
-                    "{}. {} {} (share {}): {}",
-                    k + 1,
-                    f.kind,
-                    f.name,
-                    pct(f.share),
-                    f.evidence
-                );
+                let share = match f.predicted_speedup {
+                    Some(_) => format!("placement: saves {} of the predicted time", pct(f.share)),
+                    None => format!("share {}", pct(f.share)),
+                };
+                let line = format!("{}. {} {} ({share}): {}", k + 1, f.kind, f.name, f.evidence);
                 for (j, l) in wrap(&line, 75).lines().enumerate() {
                     let _ = writeln!(o, "{}{l}", if j == 0 { "  " } else { "     " });
                 }
@@ -368,7 +493,11 @@ impl Bottlenecks {
              at least γ of the window with no bottleneck task connected to it; a worker, when it \
              is busy at least α while another is idle at least β and no bottleneck task runs on \
              it.";
-        let _ = writeln!(o, "\n{}", wrap(defs, 78));
+        let _ = writeln!(
+            o,
+            "\n{}",
+            wrap(&format!("{defs} {}", crate::placement::rule_text()), 78)
+        );
         crate::waits::notes_and_warnings(&mut o, &self.notes, &self.warnings);
         o
     }

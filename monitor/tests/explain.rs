@@ -281,6 +281,14 @@ fn names(b: &Bottlenecks) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The findings of the window rules (all but the placement finding).
+fn window_findings(b: &Bottlenecks) -> Vec<&rill_monitor::Finding> {
+    b.bottlenecks
+        .iter()
+        .filter(|f| f.predicted_speedup.is_none())
+        .collect()
+}
+
 #[test]
 fn the_busy_middle_stage_is_named_first() {
     let dir = tempfile::tempdir().unwrap();
@@ -361,13 +369,20 @@ fn a_cross_worker_ping_pong_is_a_stream_bottleneck() {
     write_run(dir.path(), &[w0, w1]);
     let run = load_run(dir.path()).unwrap();
     let b = bottleneck(&run, &BottleneckOptions::default());
-    let found = names(&b);
+    // On one worker the two would not wait for wake-ups across workers:
+    // the placement finding comes first, then the window rule's two.
+    assert!(b.bottlenecks[0].predicted_speedup.is_some(), "{b:#?}");
+    let window = window_findings(&b);
+    let found: Vec<(&str, &str)> = window
+        .iter()
+        .map(|f| (f.kind.as_str(), f.name.as_str()))
+        .collect();
     assert_eq!(found.len(), 2, "{b:#?}");
-    assert!(found.iter().all(|(k, _)| k == "stream"), "{found:?}");
-    assert!(found.contains(&("stream".into(), "ping -> pong".into())));
-    assert!(found.contains(&("stream".into(), "pong -> ping".into())));
+    assert!(found.iter().all(|(k, _)| *k == "stream"), "{found:?}");
+    assert!(found.contains(&("stream", "ping -> pong")));
+    assert!(found.contains(&("stream", "pong -> ping")));
     assert!(b.verdict.starts_with("Placement"), "{}", b.verdict);
-    for f in &b.bottlenecks {
+    for f in window {
         assert!(f.evidence.contains("45%"), "{f:?}");
     }
     // Each waited for the other 20 times (the last wait of each is open).
@@ -514,19 +529,17 @@ fn the_wake_up_splits_a_wait() {
         },
     );
     // 20 ns of 100 after the wake-up, on an idle worker: γ is reached.
-    assert_eq!(
-        names(&b),
-        [("stream".to_owned(), "a -> b".to_owned())],
-        "{b:#?}"
-    );
-    assert!(
-        b.bottlenecks[0].evidence.contains("20%"),
-        "{:?}",
-        b.bottlenecks[0]
-    );
+    // (The placement finding, first, says a and b belong on one worker.)
+    let window = window_findings(&b);
+    let found: Vec<(&str, &str)> = window
+        .iter()
+        .map(|f| (f.kind.as_str(), f.name.as_str()))
+        .collect();
+    assert_eq!(found, [("stream", "a -> b")], "{b:#?}");
+    assert!(window[0].evidence.contains("20%"), "{:?}", window[0]);
     // All waiting: B's 40 ns.
     assert_eq!(b.waiting_ns, 40);
-    assert!((b.bottlenecks[0].share - 0.5).abs() < 1e-9);
+    assert!((window[0].share - 0.5).abs() < 1e-9);
 }
 
 #[test]
@@ -573,4 +586,195 @@ fn the_two_stage_pipe_maps_onto_one_worker() {
     assert_eq!(table.lookup("a#1"), Some(0));
     assert_eq!(table.lookup("b = 2"), Some(0));
     assert_eq!(table.entries().len(), 2);
+}
+
+/// Two chains `ch/K/s/0 -> ch/K/s/1 -> ch/K/s/2 -> ch/K/s/3` of 100
+/// messages per link, 10 per period, with chain K's task i on worker
+/// `on[K][i]`, each worker running its tasks back to back: no task ever
+/// waits. Each task's busy time is 100 ns per message at its ends plus
+/// `cross` ns per message at its ends that crosses workers.
+fn two_chains(dir: &Path, on: [[u32; 4]; 2], cross: u64) {
+    let task = |k: u64, i: u64| 1 + 4 * k + i;
+    let stream = |k: u64, i: u64| 10 * (k + 1) + i; // link s/i -> s/i+1
+    let worker = |k: u64, i: u64| on[k as usize][i as usize];
+    let workers = on.iter().flatten().copied().max().unwrap_or(0) + 1;
+    let mut logs: Vec<Vec<Record>> = (0..workers)
+        .map(|_| vec![Record::WorkerStart { t: 0 }])
+        .collect();
+    for k in 0..2 {
+        for i in 0..4 {
+            logs[0].push(assign(task(k, i), worker(k, i), &format!("ch/{k}/s/{i}")));
+        }
+        for i in 0..3 {
+            logs[0].push(bind(stream(k, i), Side::Writer, task(k, i)));
+            logs[0].push(bind(stream(k, i), Side::Reader, task(k, i + 1)));
+        }
+    }
+    let mut clock = vec![0u64; workers as usize];
+    for _round in 0..10 {
+        for k in 0..2 {
+            for i in 0..4 {
+                let mut io_ = Vec::new();
+                let mut ns = 0;
+                if i > 0 {
+                    io_.push(io(stream(k, i - 1), 10, 0));
+                    ns += 10 * 100;
+                    if worker(k, i - 1) != worker(k, i) {
+                        ns += 10 * cross;
+                    }
+                }
+                if i < 3 {
+                    io_.push(io(stream(k, i), 0, 10));
+                    ns += 10 * 100;
+                    if worker(k, i + 1) != worker(k, i) {
+                        ns += 10 * cross;
+                    }
+                }
+                let w = worker(k, i) as usize;
+                let t = clock[w];
+                logs[w].push(p(t, t + ns, task(k, i), EndState::Yielded, io_));
+                clock[w] = t + ns;
+            }
+        }
+    }
+    let end = clock.iter().copied().max().unwrap_or(0);
+    for l in &mut logs {
+        l.push(Record::WorkerEnd { t: end });
+    }
+    write_run(dir, &logs);
+}
+
+/// As round-robin would: four of the six links cross.
+const SPREAD: [[u32; 4]; 2] = [[0, 1, 0, 0], [1, 0, 1, 1]];
+/// Each chain on a worker of its own.
+const APART: [[u32; 4]; 2] = [[0; 4], [1; 4]];
+
+fn placement_finding(b: &Bottlenecks) -> Option<&rill_monitor::Finding> {
+    b.bottlenecks.iter().find(|f| f.predicted_speedup.is_some())
+}
+
+#[test]
+fn crossing_cost_in_busy_time_is_a_placement_finding() {
+    let dir = tempfile::tempdir().unwrap();
+    two_chains(dir.path(), SPREAD, 60);
+    let run = load_run(dir.path()).unwrap();
+    // Both workers busy 84,000 of 84,000 ns, so no one waits: the window
+    // rules find nothing, the model does.
+    let plan = plan_mapping(&run, 2).unwrap();
+    let e = &plan.estimate;
+    assert!((e.busy_crossing_cost_ns - 60.0).abs() < 1e-6, "{e:?}");
+    assert_eq!(e.crossing_cost_ns, 0.0, "the busy times fill the span");
+    assert_eq!(
+        (e.observed_span_ns, e.observed_mapping_ns),
+        (84_000, 84_000)
+    );
+    // Without the crossings each chain weighs 60,000 ns: one per worker.
+    assert_eq!(e.proposed_ns, 60_000, "{e:?}");
+    assert_eq!(e.proposed_cut.streams, 0);
+    assert_eq!((e.observed_cut.messages, e.messages), (400, 600));
+    for t in &plan.tasks {
+        let chain = &t.name[3..4];
+        let mate = plan
+            .tasks
+            .iter()
+            .find(|u| u.name == format!("ch/{chain}/s/0"));
+        assert_eq!(Some(t.worker), mate.map(|u| u.worker), "{t:?}");
+    }
+
+    let b = bottleneck(&run, &BottleneckOptions::default());
+    let f = &b.bottlenecks[0];
+    assert_eq!(
+        (f.kind.as_str(), f.name.as_str()),
+        ("stream", "ch/*/s/* -> ch/*/s/*"),
+        "{b:#?}"
+    );
+    assert!((f.predicted_speedup.unwrap() - 1.4).abs() < 1e-9, "{f:?}");
+    assert!((f.share - (1.0 - 60.0 / 84.0)).abs() < 1e-9, "{f:?}");
+    for part in [
+        "4 of 6 streams ran across workers, carrying 400 of 600 messages (67%)",
+        "ch/*/s/* -> ch/*/s/* (4 streams, 400 messages, 67%)",
+        "ch/0/s/0 -> ch/0/s/1 (stream 10): 100 messages (17%)",
+        "rill-mon map proposes a mapping for 2 workers that crosses 0 stream(s)",
+        "60 ns of busy time at each end)",
+        "1.40x faster",
+    ] {
+        assert!(f.evidence.contains(part), "{part:?} in {}", f.evidence);
+    }
+    assert!(
+        b.verdict.starts_with("Placement holds the run back"),
+        "{}",
+        b.verdict
+    );
+    assert!(b.verdict.contains("1.40x faster"), "{}", b.verdict);
+    let text = b.to_text().split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        text.contains("placement: saves 29% of the predicted time"),
+        "{text}"
+    );
+    let v = serde_json::to_value(&b).unwrap();
+    assert_eq!(v["bottlenecks"][0]["kind"], "stream");
+    assert!(v["bottlenecks"][0]["predicted_speedup"].is_number());
+    assert!(v["bottlenecks"].as_array().unwrap()[1..]
+        .iter()
+        .all(|f| f.get("predicted_speedup").is_none()));
+}
+
+#[test]
+fn no_placement_finding_without_a_gain_or_crossing_traffic() {
+    // Each chain on a worker of its own: no stream crosses.
+    let dir = tempfile::tempdir().unwrap();
+    two_chains(dir.path(), APART, 60);
+    let b = bottleneck(
+        &load_run(dir.path()).unwrap(),
+        &BottleneckOptions::default(),
+    );
+    assert!(placement_finding(&b).is_none(), "{b:#?}");
+
+    // One worker: nothing can cross.
+    let dir = tempfile::tempdir().unwrap();
+    two_chains(dir.path(), [[0; 4]; 2], 60);
+    let b = bottleneck(
+        &load_run(dir.path()).unwrap(),
+        &BottleneckOptions::default(),
+    );
+    assert!(placement_finding(&b).is_none(), "{b:#?}");
+
+    // Crossing costs nothing: the spread mapping is as good as any.
+    let dir = tempfile::tempdir().unwrap();
+    two_chains(dir.path(), SPREAD, 0);
+    let run = load_run(dir.path()).unwrap();
+    assert_eq!(
+        plan_mapping(&run, 2)
+            .unwrap()
+            .estimate
+            .busy_crossing_cost_ns,
+        0.0
+    );
+    let b = bottleneck(&run, &BottleneckOptions::default());
+    assert!(placement_finding(&b).is_none(), "{b:#?}");
+
+    // A gain under the threshold: crossing costs 10 ns a message, so the
+    // proposal saves 1 - 60 / 64 = 6%.
+    let dir = tempfile::tempdir().unwrap();
+    two_chains(dir.path(), SPREAD, 10);
+    let run = load_run(dir.path()).unwrap();
+    let e = plan_mapping(&run, 2).unwrap().estimate;
+    assert_eq!((e.observed_mapping_ns, e.proposed_ns), (64_000, 60_000));
+    let b = bottleneck(&run, &BottleneckOptions::default());
+    assert!(placement_finding(&b).is_none(), "{b:#?}");
+
+    // Load imbalance, not crossing: all on worker 0 but the last task of
+    // chain 1, whose one crossing link carries 17% of the messages. The
+    // proposal balances the workers (a large gain), which is the worker
+    // rule's business.
+    let dir = tempfile::tempdir().unwrap();
+    two_chains(dir.path(), [[0; 4], [0, 0, 0, 1]], 60);
+    let run = load_run(dir.path()).unwrap();
+    let e = plan_mapping(&run, 2).unwrap().estimate;
+    assert!(
+        e.observed_mapping_ns as f64 > 1.5 * e.proposed_ns as f64,
+        "{e:?}"
+    );
+    let b = bottleneck(&run, &BottleneckOptions::default());
+    assert!(placement_finding(&b).is_none(), "{b:#?}");
 }

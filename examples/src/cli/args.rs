@@ -61,6 +61,17 @@ fn usize_from(min: u64) -> RangedU64ValueParser<usize> {
     RangedU64ValueParser::new().range(min..)
 }
 
+/// A mapping file for `compare --file`: it must exist and parse (a bad
+/// file is an argument error, not a failed run).
+fn mapping_file(s: &str) -> Result<PathBuf, String> {
+    match s.parse::<MappingChoice>()? {
+        MappingChoice::File(p) => Ok(p),
+        other => Err(format!(
+            "--file takes a mapping file; '{other}' is a mapping name (compare runs rr and manual itself)"
+        )),
+    }
+}
+
 /// The `rill-bench` command line.
 #[derive(Debug, Parser)]
 #[command(
@@ -99,8 +110,9 @@ pub enum Command {
     #[command(flatten)]
     App(AppCommand),
     /// Runs an application with round-robin and manual mapping (and with
-    /// --auto auto mapping, pilot included) alternately and prints the wall
-    /// times (median, min, max) and the speedups over round-robin.
+    /// --auto auto mapping, pilot included, and with --file each mapping
+    /// file) alternately and prints the wall times (median, min, max) and
+    /// the speedups over round-robin.
     Compare(CompareArgs),
     /// Runs every application (rr and manual mapping, monitoring off and full)
     /// and the pipe, ring and word count against their peers, on small sizes;
@@ -780,6 +792,14 @@ pub struct CompareArgs {
     /// after the application's name (`compare mc --auto`).
     #[arg(long, global = true)]
     pub auto: bool,
+
+    /// Also run each round under the mapping FILE (`"name" = worker` lines,
+    /// as `rill-mon map` writes them), after the others; repeat the flag
+    /// for several files. Each file gets a row named by its file name, and
+    /// its speed-up over rr and its time relative to manual are printed. May
+    /// come after the application's name
+    #[arg(long = "file", value_name = "FILE", global = true, value_parser = mapping_file)]
+    pub files: Vec<PathBuf>,
 
     /// The application and its options (`--repeat N` there: runs of each
     /// mapping, default 5).

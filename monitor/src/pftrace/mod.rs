@@ -17,7 +17,7 @@ mod layout;
 mod pass;
 
 use crate::detail::{plan_detail, Buckets};
-use crate::load::{IdIndex, IdMap, RunLog};
+use crate::load::{Behind, IdIndex, IdMap, RunLog};
 use crate::perfetto::{Kind, Writer};
 use crate::scan::Scanner;
 use layout::RUN_COUNTERS;
@@ -250,15 +250,16 @@ pub fn write_perfetto_trace(
     }
     pass.detail_marks(detail_track)?;
 
-    // The merge.
-    let mut cursors: Vec<(usize, Scanner<'_>, Option<Ev>)> = run
+    // The merge; each cursor releases the pages it has read (`Behind`), so
+    // that the pass keeps a bounded part of the logs resident.
+    let mut cursors: Vec<(usize, Scanner<'_>, Option<Ev>, Behind, u32)> = run
         .workers
         .iter()
         .enumerate()
         .map(|(i, x)| {
             let mut sc = x.scanner();
             let ev = next_ev(&mut sc);
-            (i, sc, ev)
+            (i, sc, ev, Behind::default(), 0)
         })
         .collect();
     let mut heap: BinaryHeap<Reverse<(u64, usize)>> = cursors
@@ -267,11 +268,15 @@ pub fn write_perfetto_trace(
         .filter_map(|(i, c)| c.2.map(|e| Reverse((e.start(), i))))
         .collect();
     while let Some(Reverse((_, i))) = heap.pop() {
-        let (wi, sc, next) = &mut cursors[i];
+        let (wi, sc, next, behind, k) = &mut cursors[i];
         let Some(ev) = next.take() else { continue };
         match ev {
             Ev::Period(p) => pass.period(*wi, &p, sc)?,
             Ev::Wait { t, dur } => pass.wait(*wi, t, dur)?,
+        }
+        *k = k.wrapping_add(1);
+        if *k & 0xffff == 0 {
+            behind.advance(&run.workers[*wi], sc.offset());
         }
         *next = next_ev(sc);
         if let Some(e) = next {

@@ -40,7 +40,8 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         } else {
             format!(
                 "share = the part of all waiting in the run ({} of tasks blocked or ready, \
-                 added up over the tasks) that the finding accounts for",
+                 added up over the tasks) that the finding accounts for; for placement, the \
+                 part of the predicted time the proposed mapping saves",
                 html::ns(b.waiting_ns)
             )
         };
@@ -52,7 +53,12 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
                     Cell::num((k + 1).to_string()),
                     Cell::text(f.kind.clone()),
                     Cell::text(f.name.clone()),
-                    Cell::html(html::share_bar(f.share)),
+                    Cell::html(match f.predicted_speedup {
+                        Some(x) => {
+                            format!("{}<br/>saved ({x:.2}x predicted)", html::share_bar(f.share))
+                        }
+                        None => html::share_bar(f.share),
+                    }),
                     Cell::text(f.evidence.clone()),
                 ])
             })
@@ -78,12 +84,13 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
          bottleneck task connected to it; a worker, when it is busy at least α while another \
          is idle at least β. The times are exact to the clock, the causes inferred; a \
          bottleneck that moves within a window can be missed (`rill-mon bottleneck --windows \
-         N`).",
+         N`). {}",
         b.windows,
         html::ns(b.window_ns),
         b.alpha * 100.0,
         b.beta * 100.0,
-        b.gamma * 100.0
+        b.gamma * 100.0,
+        crate::placement::rule_text()
     )));
     // Sample mode's note is the table's heading above.
     for n in b.notes.iter().filter(|n| n.starts_with("no ")) {

@@ -74,8 +74,11 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
     o.push_str(&html::table(&["run", "time", ""], &rows));
     let cost = if e.calibrated {
         format!(
-            "c = {} per message or wait across workers, calibrated so that the model under the \
-             observed mapping gives the observed span",
+            "c_busy = {} of busy time per message across workers at each end, fitted to the busy \
+             times of tasks of one group that cross in different proportions (taken out of the \
+             busy times above); c = {} per message or wait across workers, calibrated so that \
+             the model under the observed mapping gives the observed span",
+            crate::summary::fmt_ns(e.busy_crossing_cost_ns),
             crate::summary::fmt_ns(e.crossing_cost_ns)
         )
     } else {
@@ -93,8 +96,8 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
         String::new()
     };
     o.push_str(&html::note(&format!(
-        "Model: time = max over workers of (busy time of its tasks + c × traffic of its streams \
-         to other workers), traffic = messages + waits; {cost}.{deps}"
+        "Model: time = max over workers of (busy time of its tasks + c_busy × messages + c × \
+         traffic of its streams to other workers), traffic = messages + waits; {cost}.{deps}"
     )));
     let rows: Vec<Row> = plan
         .loads
@@ -110,7 +113,12 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
         .collect();
     let n = ctx.cut(rows.len());
     o.push_str(&html::table(
-        &["worker", "busy", "crossing (c × traffic)", "task names"],
+        &[
+            "worker",
+            "busy",
+            "crossing (c_busy × messages + c × traffic)",
+            "task names",
+        ],
         &rows[..n],
     ));
     o.push_str(&ctx.more(
