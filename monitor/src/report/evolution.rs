@@ -13,14 +13,8 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
     };
     match evolution(ctx.run, &opts) {
         Ok(evo) => {
-            let svg = evo.to_svg();
-            // Inline: without the XML declaration.
-            let body = match svg.strip_prefix("<?xml") {
-                Some(rest) => rest.split_once("?>").map_or(svg.as_str(), |(_, b)| b),
-                None => svg.as_str(),
-            };
             let mut o = String::from("<div class=\"scroll\">\n");
-            o.push_str(body.trim_start());
+            o.push_str(&super::timeline::inline(&evo.to_svg(), "evolution"));
             o.push_str("</div>\n");
             o.push_str(&html::note(
                 "Over time, in buckets: the shares of live tasks running, ready, not yet \

@@ -15,7 +15,7 @@ const DETAIL_PERIODS: f64 = 120.0;
 
 /// The SVG for inlining: without its XML declaration, its pattern id made
 /// unique on the page (`many` → `many-{tag}`).
-fn inline(svg: &str, tag: &str) -> String {
+pub(super) fn inline(svg: &str, tag: &str) -> String {
     let body = match svg.strip_prefix("<?xml") {
         Some(rest) => rest.split_once("?>").map_or(svg, |(_, b)| b),
         None => svg,
