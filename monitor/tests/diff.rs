@@ -8,42 +8,6 @@ use common::*;
 use rill_log::{Calibration, EndState, MonitorFlags, Record, Side};
 use rill_monitor::{diff, load_run, Change, RunDiff};
 
-fn assign(task: u64, worker: u32, name: &str) -> Record {
-    Record::TaskAssign {
-        t: 0,
-        task,
-        parent: 0,
-        worker,
-        name: name.into(),
-    }
-}
-
-fn bind(stream: u64, side: Side, task: u64) -> Record {
-    Record::StreamBind {
-        t: 0,
-        stream,
-        side,
-        task,
-    }
-}
-
-fn p(start: u64, end: u64, task: u64, state: EndState, io: Vec<rill_log::StreamIo>) -> Record {
-    period(start, end, task, state, io, vec![], vec![])
-}
-
-fn write_run(dir: &Path, logs: &[Vec<Record>]) {
-    for (w, recs) in logs.iter().enumerate() {
-        write_log(
-            dir,
-            w as u32,
-            logs.len() as u32,
-            MonitorFlags::FULL,
-            Calibration::nanos(),
-            recs,
-        );
-    }
-}
-
 const A: u64 = 1;
 const B: u64 = 2;
 const C: u64 = 3;

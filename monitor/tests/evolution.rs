@@ -23,29 +23,6 @@ const C: u64 = 3;
 const S: u64 = 10;
 const T: u64 = 11;
 
-fn assign(task: u64, worker: u32, name: &str) -> Record {
-    Record::TaskAssign {
-        t: 0,
-        task,
-        parent: 0,
-        worker,
-        name: name.into(),
-    }
-}
-
-fn bind(stream: u64, side: Side, task: u64) -> Record {
-    Record::StreamBind {
-        t: 0,
-        stream,
-        side,
-        task,
-    }
-}
-
-fn p(start: u64, end: u64, task: u64, state: EndState, io: Vec<StreamIo>) -> Record {
-    period(start, end, task, state, io, vec![], vec![])
-}
-
 /// The planted schedule, in ns (one tick each), over [0, 50):
 ///
 /// * A (`stage/0`, worker 0) runs [0,10), writing S and waking B at 10;

@@ -5,52 +5,8 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use rill_log::{Calibration, EndState, MonitorFlags, Record, Side, StreamIo};
+use rill_log::{EndState, Record, Side};
 use rill_monitor::{bottleneck, load_run, plan_mapping, waits, BottleneckOptions, Bottlenecks};
-
-fn assign(task: u64, worker: u32, name: &str) -> Record {
-    Record::TaskAssign {
-        t: 0,
-        task,
-        parent: 0,
-        worker,
-        name: name.into(),
-    }
-}
-
-fn bind(stream: u64, side: Side, task: u64) -> Record {
-    Record::StreamBind {
-        t: 0,
-        stream,
-        side,
-        task,
-    }
-}
-
-/// A stream entry whose period woke the task on the other end.
-fn woke(stream: u64, reads: u32, writes: u32) -> StreamIo {
-    StreamIo {
-        woke_peer: true,
-        ..io(stream, reads, writes)
-    }
-}
-
-fn p(start: u64, end: u64, task: u64, state: EndState, io: Vec<StreamIo>) -> Record {
-    period(start, end, task, state, io, vec![], vec![])
-}
-
-fn write_run(dir: &Path, logs: &[Vec<Record>]) {
-    for (w, recs) in logs.iter().enumerate() {
-        write_log(
-            dir,
-            w as u32,
-            logs.len() as u32,
-            MonitorFlags::FULL,
-            Calibration::nanos(),
-            recs,
-        );
-    }
-}
 
 const A: u64 = 1;
 const B: u64 = 2;

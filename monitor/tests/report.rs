@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use rill_log::{Calibration, EndState, MonitorFlags, Record, Side, StreamIo};
+use rill_log::{Calibration, EndState, MonitorFlags, Record, Side};
 use rill_monitor::{load_run, report_html, ReportOptions};
 
 /// Task names a page must escape.
@@ -37,17 +37,6 @@ const SECTIONS: [&str; 9] = [
     "mapping",
     "logs",
 ];
-
-fn woke(stream: u64, reads: u32, writes: u32) -> StreamIo {
-    StreamIo {
-        woke_peer: true,
-        ..io(stream, reads, writes)
-    }
-}
-
-fn p(start: u64, end: u64, task: u64, state: EndState, io: Vec<StreamIo>) -> Record {
-    period(start, end, task, state, io, vec![], vec![])
-}
 
 /// src (worker 0) -> IN -> mid (worker 1) -> OUT -> sink (worker 0), `rounds`
 /// rounds of 100 ns in which mid runs 95 ns: mid holds the run back. The

@@ -17,6 +17,54 @@ pub fn io(stream: u64, reads: u32, writes: u32) -> StreamIo {
     }
 }
 
+/// A task's placement record (at time 0).
+pub fn assign(task: u64, worker: u32, name: &str) -> Record {
+    Record::TaskAssign {
+        t: 0,
+        task,
+        parent: 0,
+        worker,
+        name: name.into(),
+    }
+}
+
+/// A stream end's binding to its task (at time 0).
+pub fn bind(stream: u64, side: Side, task: u64) -> Record {
+    Record::StreamBind {
+        t: 0,
+        stream,
+        side,
+        task,
+    }
+}
+
+/// [`io`] whose operation woke the peer.
+pub fn woke(stream: u64, reads: u32, writes: u32) -> StreamIo {
+    StreamIo {
+        woke_peer: true,
+        ..io(stream, reads, writes)
+    }
+}
+
+/// A period with stream entries and no ops.
+pub fn p(start: u64, end: u64, task: u64, state: EndState, io: Vec<StreamIo>) -> Record {
+    period(start, end, task, state, io, vec![], vec![])
+}
+
+/// One full-mode log per worker, in nanosecond ticks.
+pub fn write_run(dir: &Path, logs: &[Vec<Record>]) {
+    for (w, recs) in logs.iter().enumerate() {
+        write_log(
+            dir,
+            w as u32,
+            logs.len() as u32,
+            MonitorFlags::FULL,
+            Calibration::nanos(),
+            recs,
+        );
+    }
+}
+
 pub fn period(
     start: u64,
     end: u64,
