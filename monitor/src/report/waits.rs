@@ -65,13 +65,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
             if s.streams > 1 {
                 let _ = write!(id, " +{}", s.streams - 1);
             }
-            let time = |ns: u64| {
-                if timed {
-                    Cell::num(html::ns(ns))
-                } else {
-                    Cell::num("-")
-                }
-            };
+            let time = |ns| wait_time(timed, ns);
             Row {
                 cells: vec![
                     Cell::text(id),
@@ -117,13 +111,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         let rows: Vec<Row> = w.worker_pairs[..n]
             .iter()
             .map(|p| {
-                let time = |ns: u64| {
-                    if timed {
-                        Cell::num(html::ns(ns))
-                    } else {
-                        Cell::num("-")
-                    }
-                };
+                let time = |ns| wait_time(timed, ns);
                 Row {
                     cells: vec![
                         Cell::num(label(p.writer_worker)),
@@ -191,4 +179,13 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         }
     }
     o
+}
+
+/// A waiting time's cell: the time, or "-" for a run that recorded none.
+fn wait_time(timed: bool, ns: u64) -> Cell {
+    if timed {
+        Cell::num(html::ns(ns))
+    } else {
+        Cell::num("-")
+    }
 }
