@@ -11,7 +11,13 @@
 //! Unnamed tasks cannot be listed: the runtime places them round-robin
 //! among the tasks no line matches, so in spawn (id) order they go to
 //! workers 0, 1, 2, ...; the estimate pins them there. The partition is
-//! [`partition`](crate::partition()).
+//! [`partition`](crate::partition()); where the observed mapping is one of
+//! names (each name's tasks ran on one worker, on no more workers than
+//! planned for), it is refined by the same single-name moves too
+//! ([`partition_from`](crate::partition_from)), and the plan is whichever
+//! of the two the model predicts faster (the refined observed mapping on a
+//! tie). So `map` never proposes a mapping its model predicts slower than
+//! the one it observed; [`Basis`] says which it is.
 //!
 //! What-if model: `T(m) = max over workers x of B(x) + c_busy · M(x) +
 //! c · X(x)`, where `B(x)` is the busy time of the tasks m puts on x, less
@@ -69,7 +75,7 @@ use serde::Serialize;
 
 use crate::activity::{activity, whole_run, Activity};
 use crate::load::{IdMap, RunLog};
-use crate::partition::{evaluate, partition, PartGraph};
+use crate::partition::{evaluate, partition, partition_from, PartGraph};
 use crate::summary::fmt_ns;
 
 /// The most workers `map` plans for.
@@ -155,10 +161,45 @@ pub struct Estimate {
     /// Messages on all streams whose two ends are known (the base of the
     /// cuts' shares).
     pub messages: u64,
+    /// Where the proposed mapping came from.
+    pub basis: Basis,
     /// The proposed mapping's cut.
     pub proposed_cut: Cut,
     /// The observed mapping's cut.
     pub observed_cut: Cut,
+}
+
+/// Where a proposed mapping came from: the partition's own search, or the
+/// observed mapping refined by the same single-name moves (chosen when the
+/// model predicts it no slower than the search's result).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Basis {
+    /// The search's result, predicted faster than anything found from the
+    /// observed mapping.
+    Search,
+    /// The observed mapping unchanged: no mapping found is predicted faster.
+    Observed,
+    /// The observed mapping with `moved` names moved to other workers.
+    ObservedImproved {
+        /// Names on another worker than observed.
+        moved: u64,
+    },
+}
+
+impl Basis {
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Basis::Search => "found by the search".into(),
+            Basis::Observed => {
+                "the observed mapping, kept: no mapping found is predicted faster".into()
+            }
+            Basis::ObservedImproved { moved } => {
+                format!("the observed mapping with {moved} name(s) moved")
+            }
+        }
+    }
 }
 
 /// The task-level graph: nodes are task ids in order.
@@ -436,9 +477,57 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
             })
             .collect(),
     };
-    let node_part = partition(&ng, workers, c);
-    let prop_part: Vec<usize> = (0..n).map(|i| node_part[node_of[i]]).collect();
-    let prop = evaluate(&pg, &prop_part, workers, c);
+    let expand = |np: &[usize]| -> Vec<usize> { (0..n).map(|i| np[node_of[i]]).collect() };
+    let searched = partition(&ng, workers, c);
+    // The observed mapping as names, where it is one (each name's tasks ran
+    // on one worker, on no more workers than planned for), refined by the
+    // same moves: the plan is the better of the two under the model, so it
+    // is never predicted slower than the observed mapping.
+    let obs_nodes = (seen.len() <= workers)
+        .then(|| {
+            let mut np: Vec<Option<usize>> = vec![None; nodes.len()];
+            for i in 0..n {
+                if observed[i].is_none() || nodes[node_of[i]].0.is_none() {
+                    continue;
+                }
+                match np[node_of[i]] {
+                    None => np[node_of[i]] = Some(obs_part[i]),
+                    Some(p) if p != obs_part[i] => return None,
+                    Some(_) => {}
+                }
+            }
+            Some(
+                np.iter()
+                    .zip(&searched)
+                    .map(|(o, &s)| o.unwrap_or(s))
+                    .collect::<Vec<usize>>(),
+            )
+        })
+        .flatten();
+    let mut node_part = searched;
+    let mut prop = evaluate(&pg, &expand(&node_part), workers, c);
+    let mut basis = Basis::Search;
+    if let Some(start) = obs_nodes {
+        let refined = partition_from(&ng, workers, c, &start);
+        let e = evaluate(&pg, &expand(&refined), workers, c);
+        let eps = 1e-9 * prop.time.abs().max(1.0);
+        if e.time < prop.time - eps || (e.time <= prop.time + eps && e.cut <= prop.cut) {
+            let moved = refined
+                .iter()
+                .zip(&start)
+                .zip(&nodes)
+                .filter(|((a, b), nd)| a != b && nd.0.is_some())
+                .count() as u64;
+            basis = if moved == 0 {
+                Basis::Observed
+            } else {
+                Basis::ObservedImproved { moved }
+            };
+            node_part = refined;
+            prop = e;
+        }
+    }
+    let prop_part = expand(&node_part);
     let obs_c = evaluate(&pg, &obs_part, seen.len().max(1), c);
 
     // The busiest task of each name gives its observed worker.
@@ -489,6 +578,7 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
             busy_crossing_cost_ns: c_busy,
             calibrated,
             messages,
+            basis,
             proposed_cut: cut_of(&tg, &prop_part),
             observed_cut: cut_of(&tg, &obs_part),
         },
@@ -562,6 +652,7 @@ impl MapPlan {
                 "#   c_busy = c = 0: the observed run gave no crossing time to calibrate, so both are lower bounds\n",
             );
         }
+        let _ = writeln!(o, "# This mapping is {}.", e.basis.describe());
         let _ = writeln!(
             o,
             "# Streams between workers: {} carrying {} messages (observed: {} carrying {}).\n\
@@ -629,6 +720,7 @@ impl MapPlan {
                 "; no crossing cost observed, so lower bounds".to_owned()
             }
         );
+        let _ = writeln!(o, "mapping: {}", e.basis.describe());
         let _ = writeln!(
             o,
             "streams between workers: {} ({} messages), observed {} ({} messages)",

@@ -190,6 +190,45 @@ pub fn partition(g: &PartGraph, parts: usize, cost: f64) -> Vec<usize> {
             *p = q;
         }
     }
+    refine(g, parts, cost, &adj, &free, part)
+}
+
+/// Step 3 alone, from `start` (one part index per node; indices at or
+/// above `parts` are taken as the last part, pinned nodes are put on their
+/// part): single-node moves that lower the objective, until none does. The
+/// result's objective is never above `start`'s, so a known mapping (the
+/// observed one) can only be improved on.
+pub fn partition_from(g: &PartGraph, parts: usize, cost: f64, start: &[usize]) -> Vec<usize> {
+    let parts = parts.max(1);
+    let n = g.weights.len();
+    let cost = if cost.is_finite() && cost > 0.0 {
+        cost
+    } else {
+        0.0
+    };
+    let adj = adjacency(g);
+    let pinned = |v: usize| g.pinned.get(v).copied().flatten().map(|p| p.min(parts - 1));
+    let part: Vec<usize> = (0..n)
+        .map(|v| pinned(v).unwrap_or_else(|| start.get(v).copied().unwrap_or(0).min(parts - 1)))
+        .collect();
+    let free: Vec<usize> = order(g, &adj)
+        .into_iter()
+        .filter(|&v| pinned(v).is_none())
+        .collect();
+    refine(g, parts, cost, &adj, &free, part)
+}
+
+/// Step 3: moves the `free` nodes of `part` one at a time (see the module
+/// documentation). `cost` is finite and at least 0; `parts` at least 1.
+fn refine(
+    g: &PartGraph,
+    parts: usize,
+    cost: f64,
+    adj: &[Vec<(usize, u64)>],
+    free: &[usize],
+    mut part: Vec<usize>,
+) -> Vec<usize> {
+    let n = g.weights.len();
     if parts == 1 || n == 0 {
         return part;
     }
@@ -227,7 +266,7 @@ pub fn partition(g: &PartGraph, parts: usize, cost: f64) -> Vec<usize> {
     let mut cands: Vec<usize> = Vec::new();
     for _pass in 0..64 {
         let mut moved = false;
-        for &v in &free {
+        for &v in free {
             let a = part[v];
             let w = g.weights[v];
             cands.clear();

@@ -734,3 +734,104 @@ fn no_placement_finding_without_a_gain_or_crossing_traffic() {
     let b = bottleneck(&run, &BottleneckOptions::default());
     assert!(placement_finding(&b).is_none(), "{b:#?}");
 }
+
+/// Two pairs that talk a lot, a→b and c→d, and a little stream a→c; each
+/// task busy 10 µs. Observed: {a, b} on worker 0, {c, d} on worker 1, so
+/// only the little stream crosses. Ids order the search's walk a, c, d, b:
+/// cut into halves that is {a, c} | {d, b}, both heavy streams across, and
+/// no single move mends it (each first move unbalances a worker by more
+/// than it saves). The plan must not be predicted slower than the observed
+/// mapping: it keeps it.
+#[test]
+fn map_never_proposes_what_it_predicts_slower_than_the_observed_mapping() {
+    const TA: u64 = 1;
+    const TC: u64 = 2;
+    const TB: u64 = 3;
+    const TD: u64 = 4;
+    const AC: u64 = 10;
+    const AB: u64 = 11;
+    const CD: u64 = 12;
+    let heavy = 1000;
+    let dir = tempfile::tempdir().unwrap();
+    let w0 = vec![
+        Record::WorkerStart { t: 0 },
+        assign(TA, 0, "a"),
+        assign(TC, 1, "c"),
+        assign(TB, 0, "b"),
+        assign(TD, 1, "d"),
+        bind(AC, Side::Writer, TA),
+        bind(AC, Side::Reader, TC),
+        bind(AB, Side::Writer, TA),
+        bind(AB, Side::Reader, TB),
+        bind(CD, Side::Writer, TC),
+        bind(CD, Side::Reader, TD),
+        p(
+            0,
+            10_000,
+            TA,
+            EndState::Ended,
+            vec![io(AC, 0, 10), io(AB, 0, heavy)],
+        ),
+        p(10_000, 20_000, TB, EndState::Ended, vec![io(AB, heavy, 0)]),
+        Record::WorkerEnd { t: 20_050 },
+    ];
+    let w1 = vec![
+        Record::WorkerStart { t: 0 },
+        p(
+            0,
+            10_000,
+            TC,
+            EndState::Ended,
+            vec![io(AC, 10, 0), io(CD, 0, heavy)],
+        ),
+        p(10_000, 20_000, TD, EndState::Ended, vec![io(CD, heavy, 0)]),
+        Record::WorkerEnd { t: 20_050 },
+    ];
+    write_run(dir.path(), &[w0, w1]);
+    let run = load_run(dir.path()).unwrap();
+    let plan = plan_mapping(&run, 2).unwrap();
+    let e = &plan.estimate;
+    // c = 50 ns over 10 messages across: 5 ns each.
+    assert!((e.crossing_cost_ns - 5.0).abs() < 1e-9, "{e:?}");
+    assert_eq!(e.observed_mapping_ns, 20_050);
+    assert!(
+        e.proposed_ns <= e.observed_mapping_ns,
+        "proposed {} ns, observed mapping {} ns",
+        e.proposed_ns,
+        e.observed_mapping_ns
+    );
+    assert_eq!(e.basis, rill_monitor::Basis::Observed);
+    let worker = |n: &str| plan.tasks.iter().find(|t| t.name == n).unwrap().worker;
+    assert_eq!(worker("a"), worker("b"));
+    assert_eq!(worker("c"), worker("d"));
+    assert_ne!(worker("a"), worker("c"));
+    assert_eq!(e.proposed_cut.streams, 1);
+    assert!(plan.to_text("m.txt").contains("the observed mapping, kept"));
+    assert!(plan
+        .to_file()
+        .contains("# This mapping is the observed mapping, kept"));
+}
+
+/// The same graph observed on one worker and planned for two: the observed
+/// mapping (everything on worker 0) is a start, and the moves improve on it.
+#[test]
+fn map_improves_on_an_observed_mapping_that_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let w0 = vec![
+        Record::WorkerStart { t: 0 },
+        assign(A, 0, "a"),
+        assign(B, 0, "b"),
+        bind(S, Side::Writer, A),
+        bind(S, Side::Reader, B),
+        p(0, 10_000, A, EndState::Ended, vec![io(S, 0, 1)]),
+        p(10_000, 20_000, B, EndState::Ended, vec![io(S, 1, 0)]),
+        Record::WorkerEnd { t: 20_000 },
+    ];
+    write_run(dir.path(), &[w0]);
+    let run = load_run(dir.path()).unwrap();
+    let plan = plan_mapping(&run, 2).unwrap();
+    let e = &plan.estimate;
+    assert!(e.proposed_ns <= e.observed_mapping_ns, "{e:?}");
+    assert_eq!(e.proposed_ns, 10_000, "{e:?}");
+    assert_ne!(plan.tasks[0].worker, plan.tasks[1].worker);
+}

@@ -1,7 +1,7 @@
 //! Properties of the partitioner behind `rill-mon map`.
 
 use proptest::prelude::*;
-use rill_monitor::{evaluate, partition, PartGraph};
+use rill_monitor::{evaluate, partition, partition_from, PartGraph};
 
 /// A graph of `n` nodes with weights below `max_w` and random edges.
 fn arb_graph() -> impl Strategy<Value = PartGraph> {
@@ -27,6 +27,27 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(
         std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
     ))]
+
+    /// Refining a given mapping never makes it worse under the objective,
+    /// and every node still gets a part below `parts`.
+    #[test]
+    fn refining_a_start_never_makes_it_worse(
+        g in arb_graph(),
+        parts in 1usize..6,
+        cost in prop_oneof![Just(0.0), 0.0f64..50.0],
+        seed in any::<u64>(),
+    ) {
+        let n = g.weights.len();
+        let start: Vec<usize> = (0..n)
+            .map(|v| (seed.rotate_left(v as u32 % 64) as usize ^ v) % parts)
+            .collect();
+        let p = partition_from(&g, parts, cost, &start);
+        prop_assert_eq!(p.len(), n);
+        prop_assert!(p.iter().all(|&x| x < parts));
+        let before = evaluate(&g, &start, parts, cost).time;
+        let after = evaluate(&g, &p, parts, cost).time;
+        prop_assert!(after <= before + 1e-9 * before.abs().max(1.0), "{} > {}", after, before);
+    }
 
     /// Every node gets a part below `parts`, and no part's weight exceeds
     /// the average plus the largest node weight.

@@ -66,8 +66,10 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
             Cell::html(format!("<b>predicted, this mapping{}</b>", esc(bound))),
             Cell::num(html::ns(e.proposed_ns)),
             Cell::text(format!(
-                "{} stream(s) between workers, {} messages; {ratio}",
-                e.proposed_cut.streams, e.proposed_cut.messages
+                "{} stream(s) between workers, {} messages; {ratio}; {}",
+                e.proposed_cut.streams,
+                e.proposed_cut.messages,
+                e.basis.describe()
             )),
         ]),
     ];
