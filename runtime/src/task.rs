@@ -53,7 +53,44 @@ pub(crate) enum Suspend {
 pub(crate) type TaskOutcome = bool;
 pub(crate) type Coro = Coroutine<(), Suspend, TaskOutcome, TaskStack>;
 pub(crate) type TaskYielder = Yielder<(), Suspend>;
-pub(crate) type TaskFn = Box<dyn FnOnce() + Send + 'static>;
+/// The closure of a task added before the run ([`Runtime::spawn`]), held
+/// until its worker gives it a stack.
+///
+/// Not a `Box<dyn FnOnce()>`: called through such a box, the closure runs
+/// in place, so everything it captured (its stream ends, whose positions
+/// and caches change on every message) would stay in the heap block the
+/// spawning thread allocated, beside the closures of tasks that run on other
+/// workers. Measured (two rings of 50 tasks, one per worker, 2 workers): a
+/// hop cost 43-51 ns with the closures in blocks from the main thread and
+/// 37-41 ns with the same closures on the tasks' own stacks. [`Start::install`]
+/// moves the closure out of its box (and frees the box) into the coroutine,
+/// which keeps it on the task's stack, as for a task spawned inside the run.
+///
+/// [`Runtime::spawn`]: crate::Runtime::spawn
+pub(crate) type TaskFn = Box<dyn Start>;
+
+/// A task's closure waiting for its stack (see [`TaskFn`]).
+pub(crate) trait Start: Send {
+    /// Makes `t`'s coroutine on `stack` on worker `w`, moving the closure
+    /// onto that stack.
+    fn install(self: Box<Self>, w: &crate::worker::WorkerLocal, t: TaskRef, stack: TaskStack);
+}
+
+struct Pending<F>(F);
+
+impl<F: FnOnce() + Send + 'static> Start for Pending<F> {
+    fn install(self: Box<Self>, w: &crate::worker::WorkerLocal, t: TaskRef, stack: TaskStack) {
+        // Moved out by value: the box is freed, the closure goes into the
+        // coroutine, whose start copies it onto `stack`.
+        let Pending(f) = *self;
+        w.install_coroutine(t, stack, f);
+    }
+}
+
+/// `f` as a [`TaskFn`].
+pub(crate) fn task_fn<F: FnOnce() + Send + 'static>(f: F) -> TaskFn {
+    Box::new(Pending(f))
+}
 
 /// What a blocked task waits for (kept for deadlock reports and monitoring).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
