@@ -390,3 +390,41 @@ impl TaskRef {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// The state a task added before the run captured lives on the task's
+    /// own stack while it runs (see [`super::TaskFn`]), not in a heap block
+    /// of the thread that spawned it.
+    #[test]
+    fn an_initial_task_keeps_its_captures_on_its_stack() {
+        let mut rt = crate::Runtime::builder().workers(1).build().unwrap();
+        let on_stack = Arc::new(AtomicBool::new(false));
+        let seen = on_stack.clone();
+        let captured = [7u8; 256];
+        rt.spawn("captures", move || {
+            let at = std::hint::black_box(&captured) as *const [u8; 256] as usize;
+            let t = crate::context::current_task_ptr();
+            assert!(!t.is_null());
+            // SAFETY: the running task's block is alive while it runs.
+            let task = unsafe { &*t };
+            // SAFETY: the runtime outlives its tasks.
+            let size = unsafe { &*task.shared }.cfg.stack_size;
+            let lo = task.stack_lo.get();
+            // The usable stack, its guard page and the colour span above it.
+            let hi = lo + size + 3 * 4096;
+            seen.store(
+                (lo..hi).contains(&at) && captured[255] == 7,
+                Ordering::Relaxed,
+            );
+        });
+        rt.run().unwrap();
+        assert!(
+            on_stack.load(Ordering::Relaxed),
+            "the closure ran from the heap"
+        );
+    }
+}
