@@ -60,9 +60,12 @@ pub(crate) type TaskYielder = Yielder<(), Suspend>;
 /// in place, so everything it captured (its stream ends, whose positions
 /// and caches change on every message) would stay in the heap block the
 /// spawning thread allocated, beside the closures of tasks that run on other
-/// workers. Measured (two rings of 50 tasks, one per worker, 2 workers): a
-/// hop cost 43-51 ns with the closures in blocks from the main thread and
-/// 37-41 ns with the same closures on the tasks' own stacks. [`Start::install`]
+/// workers (consecutive spawns get neighbouring blocks, and round-robin
+/// puts neighbours on different workers, so their cache lines ping-pong).
+/// Measured with alternating builds (`rill-bench ab`, 2 workers, 9-11
+/// rounds): the ring of 100 on round-robin 170 -> 140 ns per hop (-18%,
+/// every round), the ring on one worker -3 to -5%, the pipe on round-robin
+/// -4 to -5%. [`Start::install`]
 /// moves the closure out of its box (and frees the box) into the coroutine,
 /// which keeps it on the task's stack, as for a task spawned inside the run.
 ///
