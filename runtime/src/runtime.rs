@@ -472,7 +472,8 @@ impl Runtime {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.initial.push((name.into(), None, Box::new(f)));
+        self.initial
+            .push((name.into(), None, crate::task::task_fn(f)));
         self.initial.len() as TaskId
     }
 
@@ -510,7 +511,8 @@ impl Runtime {
                 workers: self.cfg.workers,
             });
         }
-        self.initial.push((name, Some(worker), Box::new(f)));
+        self.initial
+            .push((name, Some(worker), crate::task::task_fn(f)));
         Ok(self.initial.len() as TaskId)
     }
 

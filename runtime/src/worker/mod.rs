@@ -566,7 +566,7 @@ impl WorkerLocal {
             .start
             .with_mut(|p| unsafe { (*p).take() })
             .expect("a new task has its closure");
-        self.install_coroutine(t, stack, f);
+        f.install(self, t, stack);
         true
     }
 
