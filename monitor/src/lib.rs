@@ -48,6 +48,7 @@ mod timeline;
 mod trace;
 mod verdict;
 mod waits;
+mod wakeups;
 pub mod watch;
 
 pub use bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};

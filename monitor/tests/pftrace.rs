@@ -447,3 +447,64 @@ fn tasks_sharing_a_name_keep_tracks_of_their_own() {
         assert!(!t.on(*u).is_empty());
     }
 }
+
+/// The waker's period starts before the woken task's period but wakes it at
+/// its end, after that period blocked: W on worker 1 [0, 100) writes S and
+/// wakes its reader; T on worker 0 runs [10, 50), blocks reading S, and runs
+/// again at [120, 130). The wake-up at 100 ends T's wait [50, 120): blocked
+/// to 100, woken after. (The merged pass meets W first; the trace once gave
+/// the wake-up to the wait before T's first period and lost it.)
+#[test]
+fn a_wake_up_from_a_period_that_started_earlier_ends_the_next_wait() {
+    const W: u64 = 1;
+    const T: u64 = 2;
+    const S: u64 = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let w0 = vec![
+        rill_log::Record::WorkerStart { t: 0 },
+        assign(W, 1, "waker"),
+        assign(T, 0, "woken"),
+        bind(S, rill_log::Side::Writer, W),
+        bind(S, rill_log::Side::Reader, T),
+        p(10, 50, T, EndState::BlockedInput { stream: S }, vec![]),
+        p(120, 130, T, EndState::Ended, vec![io(S, 1, 0)]),
+        rill_log::Record::WorkerEnd { t: 200 },
+    ];
+    let w1 = vec![
+        rill_log::Record::WorkerStart { t: 0 },
+        p(0, 100, W, EndState::Ended, vec![woke(S, 0, 1)]),
+        rill_log::Record::WorkerEnd { t: 200 },
+    ];
+    write_run(dir.path(), &[w0, w1]);
+    let run = load_run(dir.path()).unwrap();
+    let (t, stats, _) = trace(&run, &PerfettoOptions::default());
+    assert_eq!(stats.cross_wakeups, 1, "{stats:?}");
+    assert_eq!(stats.flows, 1, "{stats:?}");
+    let task = t.track("woken");
+    let waits: Vec<(u64, u64, &str)> = t
+        .slices
+        .iter()
+        .filter(|s| s.track == task && s.name != "woken" && !s.name.starts_with("task"))
+        .map(|s| (s.ts, s.end, s.name.as_str()))
+        .collect();
+    assert!(
+        waits
+            .iter()
+            .any(|&(a, b, n)| a == 50 && b == 100 && n.starts_with("blocked reading")),
+        "{waits:?}"
+    );
+    assert!(
+        waits
+            .iter()
+            .any(|&(a, b, n)| a == 100 && b == 120 && n.starts_with("woken")),
+        "{waits:?}"
+    );
+    // The arrow runs from the waker's period to T's dispatch at 120.
+    let landed: Vec<u64> = t
+        .slices
+        .iter()
+        .filter(|s| !s.ends.is_empty())
+        .map(|s| s.ts)
+        .collect();
+    assert_eq!(landed, [120]);
+}

@@ -1,10 +1,8 @@
 //! The evolution of a run with periods: one scan per log (worker busy and
 //! waiting time, task creation times), then the merged pass over all logs'
 //! periods (`merge.rs`) that follows each task from period to period, as
-//! the trace's counters do (`pftrace/pass.rs`), with one difference: a
-//! wake-up is kept for the wait it falls in even when its waker's period
-//! started before the woken task's last period (the merge meets the waker
-//! first), where the trace counts that wait as blocked to the dispatch.
+//! the trace's counters do (`pftrace/pass.rs`), matching wake-ups to waits
+//! with the same rules (`wakeups.rs`).
 
 use rill_log::EndState;
 
@@ -13,6 +11,7 @@ use crate::activity::Grid;
 use crate::load::{Behind, IdIndex, IdMap, RunLog};
 use crate::merge::{for_each_period, Period};
 use crate::scan::Item;
+use crate::wakeups::{offer, take_before, StreamEnds, Wake};
 
 /// What one log's own scan finds.
 struct LogScan {
@@ -93,7 +92,7 @@ struct TaskSt {
     last: Option<(u64, EndState)>,
     /// The earliest wake-up since its last period's end (the waking
     /// period's end).
-    woken: Option<u64>,
+    woken: Option<Wake<()>>,
 }
 
 /// The merged pass's state.
@@ -103,8 +102,7 @@ struct Replay<'a> {
     tasks: Vec<TaskSt>,
     task_ix: IdIndex,
     /// Stream ends (writer, reader), as bound or seen.
-    ends: Vec<(Option<u64>, Option<u64>)>,
-    stream_ix: IdIndex,
+    streams: StreamEnds,
     sums: &'a mut Sums,
 }
 
@@ -120,14 +118,6 @@ impl Replay<'_> {
             });
         }
         k
-    }
-
-    fn stream_ends(&mut self, stream: u64) -> &mut (Option<u64>, Option<u64>) {
-        let (i, new) = self.stream_ix.index(stream, self.ends.len());
-        if new {
-            self.ends.push((None, None));
-        }
-        &mut self.ends[i]
     }
 
     /// Books task `k`'s time from its last period's end to `to` (its next
@@ -160,40 +150,17 @@ impl Replay<'_> {
     fn period(&mut self, period: &Period<'_>) {
         let p = &period.p;
         let k = self.task(p.task);
-        let woken = self.tasks[k].woken.take();
+        let woken = take_before(&mut self.tasks[k].woken, p.end).map(|w| w.at);
         self.gap(k, p.start, woken);
-        // A wake-up after this period's end belongs to the wait that
-        // follows it: its waker's period started earlier (the merge's
-        // order) but woke the task once it had blocked.
-        self.tasks[k].woken = woken.filter(|&w| w > p.end);
         self.tasks[k].first.get_or_insert(p.start);
-        // The wake-ups this period caused.
+        // The wake-ups this period caused (`wakeups.rs`).
         for io in period.io {
-            if io.reads | io.writes == 0 && !io.woke_peer {
-                continue;
-            }
-            let e = self.stream_ends(io.stream);
-            if io.writes > 0 {
-                e.0.get_or_insert(p.task);
-            }
-            if io.reads > 0 {
-                e.1.get_or_insert(p.task);
-            }
-            if !io.woke_peer {
-                continue;
-            }
-            let peer = if io.writes > 0 { e.1 } else { e.0 };
-            let Some(peer) = peer.filter(|&t| t != p.task) else {
+            let Some(peer) = self.streams.woken_by(p.task, io) else {
                 continue;
             };
             let pk = self.task(peer);
-            // The first wake-up of a wait is the one that made the task
-            // ready (the runtime may signal again before it runs); one
-            // before the peer's last period ended woke no wait of it.
             let t = &mut self.tasks[pk];
-            if t.last.is_none_or(|(end, _)| p.end >= end) {
-                t.woken = Some(t.woken.map_or(p.end, |w| w.min(p.end)));
-            }
+            let _ = offer(&mut t.woken, t.last.map(|(end, _)| end), p.end, ());
         }
         let grid = &self.sums.grid;
         Sums::add(grid, &mut self.sums.task[RUNNING], p.start, p.end);
@@ -223,12 +190,11 @@ pub(super) fn periods(run: &RunLog, groups: &Groups, sums: &mut Sums) {
         groups,
         tasks: Vec::new(),
         task_ix: IdIndex::default(),
-        ends: Vec::new(),
-        stream_ix: IdIndex::default(),
+        streams: StreamEnds::default(),
         sums,
     };
     for (id, s) in &run.streams {
-        *r.stream_ends(*id) = (s.writer, s.reader);
+        *r.streams.ends(*id) = (s.writer, s.reader);
     }
     for_each_period(run, |_, p| r.period(p));
     // Open waits, to the window's end (or the run's).
@@ -243,7 +209,7 @@ pub(super) fn periods(run: &RunLog, groups: &Groups, sums: &mut Sums) {
                     | EndState::BlockedAny
             ))
         ) {
-            let woken = r.tasks[k].woken.take();
+            let woken = r.tasks[k].woken.take().map(|w| w.at);
             r.gap(k, end, woken);
         }
     }

@@ -210,8 +210,7 @@ pub fn write_perfetto_trace(
         groups: Vec::new(),
         group_ix: std::collections::HashMap::new(),
         workers,
-        ends: Vec::new(),
-        stream_ix: IdIndex::default(),
+        streams: crate::wakeups::StreamEnds::default(),
         wait_names: IdMap::default(),
         sums: Default::default(),
         long_gaps_left: opts.detail,
@@ -227,7 +226,7 @@ pub fn write_perfetto_trace(
         plan,
     };
     for (id, s) in &run.streams {
-        *pass.stream_ends(*id) = (s.writer, s.reader);
+        *pass.streams.ends(*id) = (s.writer, s.reader);
     }
     // Groups, heaviest (busy time) first, each with its counters.
     let mut busy: Vec<(u64, u64)> = run.tasks.values().map(|t| (t.id, t.busy)).collect();
@@ -304,7 +303,7 @@ pub fn write_perfetto_trace(
     let end = run.t1.max(hi);
     for k in open {
         let show = pass.tasks[k].last_shown;
-        let woken = pass.tasks[k].woken.take().map(|w| w.0);
+        let woken = pass.tasks[k].woken.take().map(|w| w.at);
         pass.gap(k, end, show, woken)?;
     }
     pass.write_counters(&run_counters)?;

@@ -14,6 +14,7 @@ use crate::groups::group_of;
 use crate::load::{IdIndex, IdMap, RunLog};
 use crate::perfetto::{Arg, Kind, Name, Track, Value, Writer};
 use crate::scan::{Item, ScannedPeriod, Scanner};
+use crate::wakeups::{self, StreamEnds};
 
 /// A period or a worker wait, as the merge sees it.
 #[derive(Clone, Copy, Debug)]
@@ -41,9 +42,10 @@ pub(super) fn next_ev(sc: &mut Scanner<'_>) -> Option<Ev> {
     }
 }
 
-/// A wake-up: when (the waking period's end), by which worker, and the
-/// flow started there (its id and the waking period's start).
-pub(super) type Wake = (u64, u32, Option<(u64, u64)>);
+/// A wake-up (`wakeups.rs`): when (the waking period's end), by which
+/// worker, and the flow started there (its id and the waking period's
+/// start).
+pub(super) type Wake = wakeups::Wake<(u32, Option<(u64, u64)>)>;
 
 /// One task's state between its periods.
 #[derive(Debug)]
@@ -119,8 +121,7 @@ pub(super) struct Pass<'r, 'w> {
     pub(super) group_ix: std::collections::HashMap<String, usize>,
     pub(super) workers: Vec<WorkerSt>,
     /// Stream ends (writer, reader) as bound or seen.
-    pub(super) ends: Vec<(Option<u64>, Option<u64>)>,
-    pub(super) stream_ix: IdIndex,
+    pub(super) streams: StreamEnds,
     /// Names of blocked states per (stream, reading).
     pub(super) wait_names: IdMap<(u64, bool), Name>,
     pub(super) sums: [Vec<f64>; 5],
@@ -276,15 +277,6 @@ impl<'r, 'w> Pass<'r, 'w> {
             .ok_or_else(|| io::Error::other("group track"))
     }
 
-    /// The ends (writer, reader) of `stream` as bound or seen so far.
-    pub(super) fn stream_ends(&mut self, stream: u64) -> &mut (Option<u64>, Option<u64>) {
-        let (i, new) = self.stream_ix.index(stream, self.ends.len());
-        if new {
-            self.ends.push((None, None));
-        }
-        &mut self.ends[i]
-    }
-
     /// The name of a wait on `stream` (reading or writing it).
     pub(super) fn wait_name(&mut self, stream: u64, reading: bool) -> Name {
         if let Some(&n) = self.wait_names.get(&(stream, reading)) {
@@ -294,7 +286,7 @@ impl<'r, 'w> Pass<'r, 'w> {
             Some(n) => format!("stream {stream} ({n})"),
             None => format!("stream {stream}"),
         };
-        let (writer, reader) = *self.stream_ends(stream);
+        let (writer, reader) = *self.streams.ends(stream);
         let s = if reading {
             match writer {
                 Some(t) => format!("blocked reading {label} from {}", self.run.task_label(t)),
@@ -514,14 +506,17 @@ impl<'r, 'w> Pass<'r, 'w> {
         let in_window = self.in_window(p.start, p.end);
         let counted = p.start >= self.lo && p.start <= self.hi;
         let shown = in_window && self.shown(p.start, p.dur());
-        // The task's time since its last period.
-        let woken = self.tasks[k].woken.take();
+        // The task's time since its last period (`wakeups.rs`).
+        let woken = wakeups::take_before(&mut self.tasks[k].woken, p.end);
         let show_gap = shown || self.tasks[k].last_shown;
-        self.gap(k, p.start, show_gap, woken.map(|w| w.0))?;
+        self.gap(k, p.start, show_gap, woken.map(|w| w.at))?;
         let mut ends: [u64; 1] = [0];
         let mut n_ends = 0;
         let mut flow_start = 0;
-        if let Some((_, by, flow)) = woken {
+        if let Some(Wake {
+            what: (by, flow), ..
+        }) = woken
+        {
             if by != worker {
                 self.stats.cross_wakeups += 1;
                 if counted {
@@ -544,27 +539,14 @@ impl<'r, 'w> Pass<'r, 'w> {
         // Wake-ups this period caused.
         let mut flows: Vec<u64> = Vec::new();
         for io in sc.io() {
-            if io.reads | io.writes == 0 && !io.woke_peer {
-                continue;
-            }
-            let e = self.stream_ends(io.stream);
-            if io.writes > 0 {
-                e.0.get_or_insert(p.task);
-            }
-            if io.reads > 0 {
-                e.1.get_or_insert(p.task);
-            }
-            if !io.woke_peer {
-                continue;
-            }
-            let peer = if io.writes > 0 { e.1 } else { e.0 };
-            let Some(peer) = peer.filter(|&t| t != p.task) else {
+            let Some(peer) = self.streams.woken_by(p.task, io) else {
                 continue;
             };
             let pk = self.task(peer);
-            // The first wake-up of a wait is the one that made the task
-            // ready; the runtime may signal again before it runs.
-            if self.tasks[pk].woken.is_some() {
+            let last_end = self.tasks[pk].last.map(|(end, _)| end);
+            // Kept when it is the earliest since the peer's last period
+            // (a flow it replaces keeps its start without an end).
+            if wakeups::offer(&mut self.tasks[pk].woken, last_end, p.end, (worker, None)).is_err() {
                 continue;
             }
             let pred_cross = self.tasks[pk]
@@ -579,7 +561,9 @@ impl<'r, 'w> Pass<'r, 'w> {
                 flows.push(f);
                 self.stats.flows += 1;
             }
-            self.tasks[pk].woken = Some((p.end, worker, flow));
+            if let Some(w) = self.tasks[pk].woken.as_mut() {
+                w.what.1 = flow;
+            }
         }
         // Busy time, for the counters.
         let g = self.tasks[k].group;
