@@ -155,7 +155,7 @@ impl Row {
 }
 
 /// Every row `--rows` can name.
-pub const ROWS: [Row; 25] = [
+pub const ROWS: [Row; 26] = [
     Row::new("roundtrip", &["micro", "--rows", "cross_worker_roundtrip"]),
     Row::new("yield", &["micro", "--rows", "yield"]),
     Row::new("handoff", &["micro", "--rows", "handoff"]),
@@ -190,6 +190,7 @@ pub const ROWS: [Row; 25] = [
     )
     .on(16),
     Row::new("wordcount", &["wordcount"]),
+    Row::new("wordcount-slices", &["wordcount", "--words", "slices"]),
     Row::new("des-rr", &["des", "--mapping", "rr"]),
     Row::new("des-manual", &["des", "--mapping", "manual"]),
     Row::new("mc-rr", &["mc", "--mapping", "rr"]),

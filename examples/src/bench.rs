@@ -587,6 +587,8 @@ pub struct WordcountParams {
     pub workers: usize,
     /// Where rill puts the tasks (the peers place their own).
     pub mapping: MappingChoice,
+    /// How the splitter hands words to the counters (`--words`).
+    pub words: wordcount::WordsAs,
     /// Under `--mapping auto`, the pilot counts about 1/`pilot` of the text
     /// (`--pilot N`, at least 1).
     pub pilot: u64,
@@ -609,6 +611,7 @@ impl WordcountParams {
             capacity: DEFAULT_CAPACITY,
             workers,
             mapping: MappingChoice::Rr,
+            words: wordcount::WordsAs::Owned,
             pilot: crate::apps::auto::PILOT_DIVISOR,
             monitor: None,
             logs: None,
@@ -652,6 +655,7 @@ impl WordcountParams {
         let words = wordcount::total_words(got);
         Ok(Measurement::new(wall, words)
             .with("words", words)
+            .with("words_as", self.words.name())
             .with("distinct", got.len() as u64)
             .with(
                 "mb_per_s",

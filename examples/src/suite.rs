@@ -829,7 +829,14 @@ fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, Cli
         (Job::Ring(ring), &engines::NETWORKS[..]),
         (Job::Ring(ring_rr), &engines::NETWORKS[..]),
         (
-            Job::Wordcount(WordcountParams::new(corpus, workers)),
+            Job::Wordcount(WordcountParams::new(corpus.clone(), workers)),
+            &engines::WORDCOUNT[..],
+        ),
+        (
+            Job::Wordcount(WordcountParams {
+                words: crate::kernels::wordcount::WordsAs::Slices,
+                ..WordcountParams::new(corpus, workers)
+            }),
             &engines::WORDCOUNT[..],
         ),
     ])
@@ -914,9 +921,15 @@ impl AllRun<'_> {
             self.step += 1;
             let mut outcomes = Vec::new();
             for run in 0..self.repeat {
+                let what = match job {
+                    Job::Pipe(p) => format!(" placement={}", p.placement.name()),
+                    Job::Ring(p) => format!(" placement={}", p.placement.name()),
+                    Job::Wordcount(p) => format!(" words={}", p.words.name()),
+                    Job::Micro(_) => String::new(),
+                };
                 let _ = write!(
                     self.progress,
-                    "[all {}/{}] {} engine={engine} run {}/{} ... ",
+                    "[all {}/{}] {}{what} engine={engine} run {}/{} ... ",
                     self.step,
                     self.steps,
                     job.bench(),
@@ -1015,6 +1028,8 @@ fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
     let placement = match job {
         Job::Pipe(p) => Some(p.placement.name()),
         Job::Ring(p) => Some(p.placement.name()),
+        // The word count's column says how words travel (`--words`).
+        Job::Wordcount(p) => Some(p.words.name()),
         _ => None,
     };
     cells

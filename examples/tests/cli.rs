@@ -543,7 +543,7 @@ fn all_quick_writes_its_report() {
             "no {bench} in {stdout}"
         );
     }
-    assert!(stderr.contains("[all 1/29]"), "{stderr}");
+    assert!(stderr.contains("[all 1/33]"), "{stderr}");
     assert!(
         stdout.contains(&format!("allocator {}", allocator())),
         "{stdout}"
@@ -551,7 +551,7 @@ fn all_quick_writes_its_report() {
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
     let rows = results["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 29);
+    assert_eq!(rows.len(), 33);
     assert_eq!(results["failures"], 0);
     assert_eq!(results["allocator"], allocator());
     let wc: Vec<&str> = rows
@@ -559,7 +559,26 @@ fn all_quick_writes_its_report() {
         .filter(|r| r["bench"] == "wordcount")
         .map(|r| r["engine"].as_str().unwrap())
         .collect();
-    assert_eq!(wc, ["rill", "threads", "tokio", "sequential"]);
+    // Words as owned strings, then as slices of shared chunks.
+    assert_eq!(
+        wc,
+        [
+            "rill",
+            "threads",
+            "tokio",
+            "sequential",
+            "rill",
+            "threads",
+            "tokio",
+            "sequential"
+        ]
+    );
+    let words: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["bench"] == "wordcount" && r["engine"] == "rill")
+        .map(|r| r["placement"].as_str().unwrap())
+        .collect();
+    assert_eq!(words, ["owned", "slices"]);
     // The rows where every hand-off crosses workers stand beside tokio.
     for bench in ["pipe", "ring"] {
         let rr: Vec<&str> = rows
@@ -579,7 +598,8 @@ fn all_quick_writes_its_report() {
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(html.contains("<table>"), "{html}");
     assert!(
-        html.contains("<td>wordcount</td><td>sequential</td>"),
+        html.contains("<td>wordcount owned</td><td>sequential</td>")
+            && html.contains("<td>wordcount slices</td><td>sequential</td>"),
         "{html}"
     );
     // Monitored rows link their rill-mon report, summary and timeline,

@@ -25,7 +25,8 @@ use rill::{ManualTable, MonitorConfig, Runtime};
 
 use super::{mapping_for, run_timed, NetRun, PollSet, Slot};
 use crate::bench::WordcountParams;
-use crate::kernels::wordcount::{self as kernels, Counts};
+use crate::kernels::wordcount::{self as kernels, Counts, WordsAs};
+use std::sync::Arc;
 
 /// Capacity of the streams that carry the counters' final maps.
 const RESULT_CAPACITY: usize = 1;
@@ -72,6 +73,27 @@ pub fn run(p: &WordcountParams, mon: &MonitorConfig) -> Result<NetRun<Counts>> {
         .monitor(mon.clone())
         .build()?;
 
+    let mut results = match p.words {
+        WordsAs::Owned => spawn_owned(&mut rt, p),
+        WordsAs::Slices => spawn_slices(&mut rt, p),
+    };
+
+    let slot = Slot::new();
+    let result = slot.clone();
+    rt.spawn("wc/merge", move || {
+        let mut total = Counts::new();
+        while let Some((_, part)) = results.next() {
+            kernels::merge_into(&mut total, part);
+        }
+        result.put(total);
+    });
+    run_timed(rt, &slot, "word count")
+}
+
+/// Source, splitter and counters exchanging a `String` per word
+/// ([`WordsAs::Owned`]); returns the counters' result streams.
+fn spawn_owned(rt: &mut Runtime, p: &WordcountParams) -> PollSet<Counts, usize> {
+    let k = p.counters;
     let (mut to_split, mut chunks_in) = rill::stream::<String>(p.capacity);
     let text = p.corpus.text().clone();
     let chunk = p.chunk;
@@ -122,16 +144,58 @@ pub fn run(p: &WordcountParams, mon: &MonitorConfig) -> Result<NetRun<Counts>> {
         });
     }
 
-    let slot = Slot::new();
-    let result = slot.clone();
-    rt.spawn("wc/merge", move || {
-        let mut total = Counts::new();
-        while let Some((_, part)) = results.next() {
-            kernels::merge_into(&mut total, part);
+    results
+}
+
+/// The same network sending byte ranges of shared chunks
+/// ([`WordsAs::Slices`]).
+fn spawn_slices(rt: &mut Runtime, p: &WordcountParams) -> PollSet<Counts, usize> {
+    let k = p.counters;
+    let (mut to_split, mut chunks_in) = rill::stream::<Arc<str>>(p.capacity);
+    let text = p.corpus.text().clone();
+    let chunk = p.chunk;
+    rt.spawn("wc/source", move || {
+        for c in kernels::chunks(&text, chunk) {
+            if to_split.write(Arc::from(c)).is_err() {
+                return;
+            }
         }
-        result.put(total);
     });
-    run_timed(rt, &slot, "word count")
+
+    let mut to_counters = Vec::with_capacity(k);
+    let mut counter_ins = Vec::with_capacity(k);
+    for _ in 0..k {
+        let (w, r) = rill::stream::<kernels::Slices>(p.capacity);
+        to_counters.push(w);
+        counter_ins.push(r);
+    }
+    let batch = p.batch;
+    rt.spawn("wc/split", move || {
+        let mut batcher = kernels::SliceBatcher::new(k, batch);
+        let mut out = Vec::new();
+        while let Some(chunk) = chunks_in.read() {
+            batcher.split(&chunk, &mut out);
+            for (c, b) in out.drain(..) {
+                if to_counters[c].write(b).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+
+    let mut results = PollSet::new();
+    for (i, mut words_in) in counter_ins.into_iter().enumerate() {
+        let (mut out, r) = rill::stream::<Counts>(RESULT_CAPACITY);
+        results.push(r, i);
+        rt.spawn(format!("wc/count/{i}"), move || {
+            let mut counts = Counts::new();
+            while let Some(words) = words_in.read() {
+                kernels::add_slices(&mut counts, &words);
+            }
+            let _ = out.write(counts);
+        });
+    }
+    results
 }
 
 #[cfg(test)]
@@ -157,13 +221,16 @@ mod tests {
     #[test]
     fn counts_match_the_sequential_count_under_every_mapping() {
         for m in ["rr", "manual", "parts", "steal"] {
-            let p = WordcountParams {
-                mapping: m.parse().unwrap(),
-                ..params(2)
-            };
-            let run = run(&p, &MonitorConfig::off()).unwrap();
-            p.verify(&run.value).unwrap();
-            assert_eq!(run.stats.tasks_created, 6, "{m}");
+            for words in [WordsAs::Owned, WordsAs::Slices] {
+                let p = WordcountParams {
+                    mapping: m.parse().unwrap(),
+                    words,
+                    ..params(2)
+                };
+                let run = run(&p, &MonitorConfig::off()).unwrap();
+                p.verify(&run.value).unwrap();
+                assert_eq!(run.stats.tasks_created, 6, "{m}");
+            }
         }
     }
 

@@ -399,6 +399,14 @@ pub struct WordcountArgs {
           value_parser = usize_from(1))]
     pub counters: usize,
 
+    /// How the splitter sends words: owned (a String per word in a
+    /// Vec<String>, as a program written the plain way does: allocated by
+    /// the splitter, freed by the counter) or slices (byte ranges into the
+    /// source's chunk, shared as an Arc<str>: nothing allocated or freed per
+    /// word). Every engine runs the same format.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "owned")]
+    pub words: crate::kernels::wordcount::WordsAs,
+
     /// Least bytes of text per message from the source to the splitter (each
     /// chunk ends after whitespace, so no word is cut).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_WC_CHUNK,
@@ -1012,6 +1020,7 @@ impl Command {
                 let p = WordcountParams {
                     batch: a.batch,
                     counters: a.counters,
+                    words: a.words,
                     chunk: a.chunk,
                     capacity: a.capacity,
                     mapping: a.mapping.clone(),

@@ -222,6 +222,111 @@ impl Batcher {
     }
 }
 
+/// How the splitter hands words to the counters (`--words`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WordsAs {
+    /// A `String` per word, batched in a `Vec<String>`: what a program
+    /// written the plain way sends. The splitter allocates every word and
+    /// the counter frees it (on another worker when they are apart).
+    #[default]
+    Owned,
+    /// Byte ranges into the text chunk, which the source sends as an
+    /// `Arc<str>`: no allocation per word, nothing for a counter to free,
+    /// and a counter reads the chunk's bytes where the source wrote them.
+    Slices,
+}
+
+impl WordsAs {
+    /// The name on the command line and in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            WordsAs::Owned => "owned",
+            WordsAs::Slices => "slices",
+        }
+    }
+}
+
+/// A batch of words for one counter as byte ranges of one chunk
+/// ([`WordsAs::Slices`]).
+#[derive(Debug)]
+pub struct Slices {
+    /// The chunk the ranges index.
+    pub chunk: Arc<str>,
+    /// `start..end` of each word in `chunk`.
+    pub ranges: Vec<(usize, usize)>,
+}
+
+/// The splitter's state for [`WordsAs::Slices`]: the ranges being gathered
+/// for each counter from the current chunk.
+#[derive(Debug)]
+pub struct SliceBatcher {
+    batch: usize,
+    pending: Vec<Vec<(usize, usize)>>,
+}
+
+impl SliceBatcher {
+    /// Batches of up to `batch` words for `counters` counters (both at
+    /// least 1).
+    pub fn new(counters: usize, batch: usize) -> SliceBatcher {
+        assert!(counters >= 1 && batch >= 1, "at least 1 counter and 1 word");
+        SliceBatcher {
+            batch,
+            pending: (0..counters).map(|_| Vec::with_capacity(batch)).collect(),
+        }
+    }
+
+    /// Cuts `chunk` into words and routes each as [`route`] does; appends to
+    /// `out` each batch that fills up and, at the chunk's end, each one not
+    /// empty (a batch never spans chunks), with its counter.
+    pub fn split(&mut self, chunk: &Arc<str>, out: &mut Vec<(usize, Slices)>) {
+        let base = chunk.as_ptr() as usize;
+        let n = self.pending.len();
+        for word in chunk.split_whitespace() {
+            let start = word.as_ptr() as usize - base;
+            let k = route(word, n);
+            let b = &mut self.pending[k];
+            b.push((start, start + word.len()));
+            if b.len() == self.batch {
+                let ranges = std::mem::replace(b, Vec::with_capacity(self.batch));
+                out.push((
+                    k,
+                    Slices {
+                        chunk: chunk.clone(),
+                        ranges,
+                    },
+                ));
+            }
+        }
+        for (k, b) in self.pending.iter_mut().enumerate() {
+            if !b.is_empty() {
+                let ranges = std::mem::replace(b, Vec::with_capacity(self.batch));
+                out.push((
+                    k,
+                    Slices {
+                        chunk: chunk.clone(),
+                        ranges,
+                    },
+                ));
+            }
+        }
+    }
+}
+
+/// A counter's step for [`WordsAs::Slices`]: a word seen for the first
+/// time is copied into a `String` key; a known one costs a lookup.
+pub fn add_slices(counts: &mut Counts, s: &Slices) {
+    for &(a, b) in &s.ranges {
+        let w = &s.chunk[a..b];
+        match counts.get_mut(w) {
+            Some(c) => *c += 1,
+            None => {
+                counts.insert(w.to_owned(), 1);
+            }
+        }
+    }
+}
+
 /// A counter's step: counts the words of a batch (a new word's `String` is
 /// kept as the key, a known one's is dropped).
 pub fn add_batch(counts: &mut Counts, batch: Vec<String>) {
@@ -483,6 +588,36 @@ mod tests {
         }
         assert!(hits.iter().all(|&h| h > 800), "{hits:?}");
         assert_eq!(route("anything", 1), 0);
+    }
+
+    #[test]
+    fn slice_batches_count_what_the_sequential_loop_counts() {
+        let text = generate_text(30_000, 9);
+        for (batch, counters, chunk) in [(1, 1, 1), (7, 3, 500), (1000, 4, 4096)] {
+            let mut sb = SliceBatcher::new(counters, batch);
+            let mut out = Vec::new();
+            let mut parts: Vec<Counts> = (0..counters).map(|_| Counts::new()).collect();
+            for c in chunks(&text, chunk) {
+                let c: Arc<str> = Arc::from(c);
+                sb.split(&c, &mut out);
+                for (k, s) in out.drain(..) {
+                    assert!(s.ranges.len() <= batch && !s.ranges.is_empty());
+                    for &(a, b) in &s.ranges {
+                        assert_eq!(
+                            route(&s.chunk[a..b], counters),
+                            k,
+                            "routed as owned words are"
+                        );
+                    }
+                    add_slices(&mut parts[k], &s);
+                }
+            }
+            let mut total = Counts::new();
+            for part in parts {
+                merge_into(&mut total, part);
+            }
+            compare(&total, &count_words(&text)).unwrap();
+        }
     }
 
     #[test]

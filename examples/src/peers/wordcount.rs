@@ -20,7 +20,8 @@ use crossbeam_channel::bounded;
 use tokio::sync::mpsc;
 
 use crate::bench::{Measurement, WordcountParams};
-use crate::kernels::wordcount::{self as kernels, Counts};
+use crate::kernels::wordcount::{self as kernels, Counts, WordsAs};
+use std::sync::Arc;
 
 fn spawn<T: Send + 'static>(
     name: String,
@@ -41,10 +42,41 @@ fn join<T>(h: JoinHandle<T>) -> Result<T> {
 /// The word count on OS threads: `counters + 3` threads.
 pub fn threads(p: &WordcountParams) -> Result<Measurement> {
     let k = p.counters;
-    let cap = p.capacity;
     let start = Instant::now();
     let mut stages: Vec<JoinHandle<()>> = Vec::with_capacity(k + 2);
 
+    let (to_merge, parts_in) = bounded::<Counts>(k);
+    match p.words {
+        WordsAs::Owned => threads_owned(p, &mut stages, &to_merge)?,
+        WordsAs::Slices => threads_slices(p, &mut stages, &to_merge)?,
+    }
+    drop(to_merge);
+    let merger = spawn("wc-merge".into(), move || {
+        let mut total = Counts::new();
+        for part in parts_in {
+            kernels::merge_into(&mut total, part);
+        }
+        total
+    })?;
+
+    let total = join(merger);
+    let stages: Result<Vec<()>> = stages.into_iter().map(join).collect();
+    let wall = start.elapsed();
+    // A stage fails only by panicking, which leaves the counts short: report
+    // the panic, the cause.
+    stages?;
+    Ok(p.measured(wall, &total?)?.with("threads", (k + 3) as u64))
+}
+
+/// The threads' source, splitter and counters with a `String` per word
+/// ([`WordsAs::Owned`]); the counters send their maps to `to_merge`.
+fn threads_owned(
+    p: &WordcountParams,
+    stages: &mut Vec<JoinHandle<()>>,
+    to_merge: &crossbeam_channel::Sender<Counts>,
+) -> Result<()> {
+    let k = p.counters;
+    let cap = p.capacity;
     let (to_split, chunks_in) = bounded::<String>(cap);
     let text = p.corpus.text().clone();
     let chunk = p.chunk;
@@ -77,7 +109,6 @@ pub fn threads(p: &WordcountParams) -> Result<Measurement> {
         }
     })?);
 
-    let (to_merge, parts_in) = bounded::<Counts>(k);
     for (i, words_in) in counter_ins.into_iter().enumerate() {
         let out = to_merge.clone();
         stages.push(spawn(format!("wc-count-{i}"), move || {
@@ -88,22 +119,55 @@ pub fn threads(p: &WordcountParams) -> Result<Measurement> {
             let _ = out.send(counts);
         })?);
     }
-    drop(to_merge);
-    let merger = spawn("wc-merge".into(), move || {
-        let mut total = Counts::new();
-        for part in parts_in {
-            kernels::merge_into(&mut total, part);
-        }
-        total
-    })?;
+    Ok(())
+}
 
-    let total = join(merger);
-    let stages: Result<Vec<()>> = stages.into_iter().map(join).collect();
-    let wall = start.elapsed();
-    // A stage fails only by panicking, which leaves the counts short: report
-    // the panic, the cause.
-    stages?;
-    Ok(p.measured(wall, &total?)?.with("threads", (k + 3) as u64))
+/// [`threads_owned`] with byte ranges of shared chunks ([`WordsAs::Slices`]).
+fn threads_slices(
+    p: &WordcountParams,
+    stages: &mut Vec<JoinHandle<()>>,
+    to_merge: &crossbeam_channel::Sender<Counts>,
+) -> Result<()> {
+    let k = p.counters;
+    let cap = p.capacity;
+    let (to_split, chunks_in) = bounded::<Arc<str>>(cap);
+    let text = p.corpus.text().clone();
+    let chunk = p.chunk;
+    stages.push(spawn("wc-source".into(), move || {
+        for c in kernels::chunks(&text, chunk) {
+            if to_split.send(Arc::from(c)).is_err() {
+                return;
+            }
+        }
+    })?);
+
+    let (to_counters, counter_ins): (Vec<_>, Vec<_>) =
+        (0..k).map(|_| bounded::<kernels::Slices>(cap)).unzip();
+    let batch = p.batch;
+    stages.push(spawn("wc-split".into(), move || {
+        let mut batcher = kernels::SliceBatcher::new(k, batch);
+        let mut out = Vec::new();
+        for chunk in chunks_in {
+            batcher.split(&chunk, &mut out);
+            for (c, b) in out.drain(..) {
+                if to_counters[c].send(b).is_err() {
+                    return;
+                }
+            }
+        }
+    })?);
+
+    for (i, words_in) in counter_ins.into_iter().enumerate() {
+        let out = to_merge.clone();
+        stages.push(spawn(format!("wc-count-{i}"), move || {
+            let mut counts = Counts::new();
+            for words in words_in {
+                kernels::add_slices(&mut counts, &words);
+            }
+            let _ = out.send(counts);
+        })?);
+    }
+    Ok(())
 }
 
 /// Awaits a task and turns a panic or cancellation into an error.
@@ -130,50 +194,15 @@ pub fn tokio(p: &WordcountParams) -> Result<Measurement> {
     let k = p.counters;
     let cap = p.capacity;
     let text = p.corpus.text().clone();
-    let (chunk, batch) = (p.chunk, p.batch);
+    let (chunk, batch, words) = (p.chunk, p.batch, p.words);
     let (wall, total) = rt.block_on(async move {
         let start = Instant::now();
         let mut stages = Vec::with_capacity(k + 2);
 
-        let (to_split, mut chunks_in) = mpsc::channel::<String>(cap);
-        stages.push(::tokio::spawn(async move {
-            for c in kernels::chunks(&text, chunk) {
-                if to_split.send(c.to_owned()).await.is_err() {
-                    return;
-                }
-            }
-        }));
-
-        let (to_counters, counter_ins): (Vec<_>, Vec<_>) =
-            (0..k).map(|_| mpsc::channel::<Vec<String>>(cap)).unzip();
-        stages.push(::tokio::spawn(async move {
-            let mut batcher = kernels::Batcher::new(k, batch);
-            while let Some(chunk) = chunks_in.recv().await {
-                for word in chunk.split_whitespace() {
-                    if let Some((c, full)) = batcher.push(word) {
-                        if to_counters[c].send(full).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-            for (c, rest) in batcher.finish() {
-                if to_counters[c].send(rest).await.is_err() {
-                    return;
-                }
-            }
-        }));
-
         let (to_merge, mut parts_in) = mpsc::channel::<Counts>(k);
-        for mut words_in in counter_ins {
-            let out = to_merge.clone();
-            stages.push(::tokio::spawn(async move {
-                let mut counts = Counts::new();
-                while let Some(words) = words_in.recv().await {
-                    kernels::add_batch(&mut counts, words);
-                }
-                let _ = out.send(counts).await;
-            }));
+        match words {
+            WordsAs::Owned => tokio_owned(text, (k, cap, chunk, batch), &mut stages, &to_merge),
+            WordsAs::Slices => tokio_slices(text, (k, cap, chunk, batch), &mut stages, &to_merge),
         }
         drop(to_merge);
         let merger = ::tokio::spawn(async move {
@@ -194,6 +223,102 @@ pub fn tokio(p: &WordcountParams) -> Result<Measurement> {
         Ok::<_, anyhow::Error>((wall, total?))
     })?;
     Ok(p.measured(wall, &total)?.with("tasks", (k + 3) as u64))
+}
+
+/// The tokio stages before the merger with a `String` per word
+/// ([`WordsAs::Owned`]); `dims` is (counters, capacity, chunk, batch).
+/// Called inside the runtime.
+fn tokio_owned(
+    text: Arc<String>,
+    dims: (usize, usize, usize, usize),
+    stages: &mut Vec<::tokio::task::JoinHandle<()>>,
+    to_merge: &mpsc::Sender<Counts>,
+) {
+    let (k, cap, chunk, batch) = dims;
+    let (to_split, mut chunks_in) = mpsc::channel::<String>(cap);
+    stages.push(::tokio::spawn(async move {
+        for c in kernels::chunks(&text, chunk) {
+            if to_split.send(c.to_owned()).await.is_err() {
+                return;
+            }
+        }
+    }));
+
+    let (to_counters, counter_ins): (Vec<_>, Vec<_>) =
+        (0..k).map(|_| mpsc::channel::<Vec<String>>(cap)).unzip();
+    stages.push(::tokio::spawn(async move {
+        let mut batcher = kernels::Batcher::new(k, batch);
+        while let Some(chunk) = chunks_in.recv().await {
+            for word in chunk.split_whitespace() {
+                if let Some((c, full)) = batcher.push(word) {
+                    if to_counters[c].send(full).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        for (c, rest) in batcher.finish() {
+            if to_counters[c].send(rest).await.is_err() {
+                return;
+            }
+        }
+    }));
+
+    for mut words_in in counter_ins {
+        let out = to_merge.clone();
+        stages.push(::tokio::spawn(async move {
+            let mut counts = Counts::new();
+            while let Some(words) = words_in.recv().await {
+                kernels::add_batch(&mut counts, words);
+            }
+            let _ = out.send(counts).await;
+        }));
+    }
+}
+
+/// [`tokio_owned`] with byte ranges of shared chunks ([`WordsAs::Slices`]).
+fn tokio_slices(
+    text: Arc<String>,
+    dims: (usize, usize, usize, usize),
+    stages: &mut Vec<::tokio::task::JoinHandle<()>>,
+    to_merge: &mpsc::Sender<Counts>,
+) {
+    let (k, cap, chunk, batch) = dims;
+    let (to_split, mut chunks_in) = mpsc::channel::<Arc<str>>(cap);
+    stages.push(::tokio::spawn(async move {
+        for c in kernels::chunks(&text, chunk) {
+            if to_split.send(Arc::from(c)).await.is_err() {
+                return;
+            }
+        }
+    }));
+
+    let (to_counters, counter_ins): (Vec<_>, Vec<_>) = (0..k)
+        .map(|_| mpsc::channel::<kernels::Slices>(cap))
+        .unzip();
+    stages.push(::tokio::spawn(async move {
+        let mut batcher = kernels::SliceBatcher::new(k, batch);
+        let mut out = Vec::new();
+        while let Some(chunk) = chunks_in.recv().await {
+            batcher.split(&chunk, &mut out);
+            for (c, b) in out.drain(..) {
+                if to_counters[c].send(b).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }));
+
+    for mut words_in in counter_ins {
+        let out = to_merge.clone();
+        stages.push(::tokio::spawn(async move {
+            let mut counts = Counts::new();
+            while let Some(words) = words_in.recv().await {
+                kernels::add_slices(&mut counts, &words);
+            }
+            let _ = out.send(counts).await;
+        }));
+    }
 }
 
 #[cfg(test)]
@@ -218,8 +343,16 @@ mod tests {
 
     #[test]
     fn both_peers_verify() {
-        for (batch, counters) in [(1, 1), (64, 4)] {
-            let p = params(batch, counters);
+        for (batch, counters, words) in [
+            (1, 1, WordsAs::Owned),
+            (64, 4, WordsAs::Owned),
+            (1, 1, WordsAs::Slices),
+            (64, 4, WordsAs::Slices),
+        ] {
+            let p = WordcountParams {
+                words,
+                ..params(batch, counters)
+            };
             let words = kernels::total_words(p.corpus.reference());
             let m = threads(&p).unwrap();
             assert_eq!(m.ops, words);
