@@ -482,67 +482,60 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
     };
     let expand = |np: &[usize]| -> Vec<usize> { (0..n).map(|i| np[node_of[i]]).collect() };
     let searched = partition(&ng, workers, c);
-    // The observed mapping as names, where it is one (each name's tasks ran
-    // on one worker, on no more workers than planned for), refined by the
-    // same moves: the plan is the better of the two under the model, so it
-    // is never predicted slower than the observed mapping.
-    let obs_nodes = (seen.len() <= workers)
-        .then(|| {
-            let mut np: Vec<Option<usize>> = vec![None; nodes.len()];
-            for i in 0..n {
-                if observed[i].is_none() || nodes[node_of[i]].0.is_none() {
-                    continue;
-                }
-                match np[node_of[i]] {
-                    None => np[node_of[i]] = Some(obs_part[i]),
-                    Some(p) if p != obs_part[i] => return None,
-                    Some(_) => {}
-                }
-            }
-            Some(
-                np.iter()
-                    .zip(&searched)
-                    .map(|(o, &s)| o.unwrap_or(s))
-                    .collect::<Vec<usize>>(),
-            )
-        })
-        .flatten();
+    let obs_c = evaluate(&pg, &obs_part, seen.len().max(1), c);
     let mut node_part = searched;
     let mut prop = evaluate(&pg, &expand(&node_part), workers, c);
     let mut basis = Basis::Search;
-    if let Some(start) = obs_nodes {
-        // Only where the search's result is predicted slower than the
-        // observed mapping: the model ignores dependencies, and a variant
-        // of a mapping that crosses on every hop (round-robin) can look
-        // better to it than a contiguous one and run far slower (a Monte
-        // Carlo map from an rr run: 381 ms against 255-266).
-        let observed_time = evaluate(&pg, &expand(&start), workers, c).time;
-        let eps = 1e-9 * observed_time.abs().max(1.0);
-        // And only with crossing costs calibrated: with none (c = 0, lower
-        // bounds) the model sees no cost in crossing at all, and refining a
-        // round-robin mapping kept it (410 ms against the search's 299 on
-        // Monte Carlo, rr itself 330).
-        let refined = (calibrated && prop.time > observed_time + eps)
-            .then(|| partition_from(&ng, workers, c, &start));
-        if let Some(refined) = refined {
-            let e = evaluate(&pg, &expand(&refined), workers, c);
-            let moved = refined
-                .iter()
-                .zip(&start)
-                .zip(&nodes)
-                .filter(|((a, b), nd)| a != b && nd.0.is_some())
-                .count() as u64;
-            basis = if moved == 0 {
-                Basis::Observed
-            } else {
-                Basis::ObservedImproved { moved }
-            };
-            node_part = refined;
-            prop = e;
+    // The plan must not be predicted slower than the observed mapping.
+    // Where the search's result is, and the observed mapping is one of
+    // names (each name's tasks ran on one worker, on no more workers than
+    // planned for), the plan is that mapping refined by the same moves.
+    // Only with crossing costs calibrated: with none (c = 0) the model sees
+    // crossing as free, and a round-robin run's mapping refined that way ran
+    // Monte Carlo in 410 ms where the search's took 299 (rr itself 330).
+    let eps = 1e-9 * obs_c.time.abs().max(1.0);
+    let observed_names = || -> Option<Vec<usize>> {
+        if seen.len() > workers {
+            return None;
         }
+        let mut np: Vec<Option<usize>> = vec![None; nodes.len()];
+        for i in 0..n {
+            if observed[i].is_none() || nodes[node_of[i]].0.is_none() {
+                continue;
+            }
+            match np[node_of[i]] {
+                None => np[node_of[i]] = Some(obs_part[i]),
+                Some(p) if p != obs_part[i] => return None,
+                Some(_) => {}
+            }
+        }
+        Some(
+            np.iter()
+                .zip(&node_part)
+                .map(|(o, &s)| o.unwrap_or(s))
+                .collect(),
+        )
+    };
+    let start = (calibrated && prop.time > obs_c.time + eps)
+        .then(observed_names)
+        .flatten();
+    if let Some(start) = start {
+        let refined = partition_from(&ng, workers, c, &start);
+        let moved = refined
+            .iter()
+            .zip(&start)
+            .zip(&nodes)
+            .filter(|((a, b), nd)| a != b && nd.0.is_some())
+            .count() as u64;
+        basis = if moved == 0 {
+            Basis::Observed
+        } else {
+            Basis::ObservedImproved { moved }
+        };
+        prop = evaluate(&pg, &expand(&refined), workers, c);
+        node_part = refined;
     }
     let prop_part = expand(&node_part);
-    let obs_c = evaluate(&pg, &obs_part, seen.len().max(1), c);
 
     // The busiest task of each name gives its observed worker.
     let mut heaviest: Vec<Option<(u64, usize)>> = vec![None; nodes.len()];

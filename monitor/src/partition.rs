@@ -151,31 +151,58 @@ fn order(g: &PartGraph, adj: &[Vec<(usize, u64)>]) -> Vec<usize> {
     order
 }
 
-/// Partitions `g` into `parts` parts with crossing cost `cost` (time per
-/// unit of edge weight); returns each node's part (see the module
-/// documentation).
-pub fn partition(g: &PartGraph, parts: usize, cost: f64) -> Vec<usize> {
+/// What both entry points start from: the part count (at least 1), the
+/// cost (finite, at least 0), the adjacency, each node's pinned part and
+/// the free nodes in the walk's order (step 1).
+struct Setup {
+    parts: usize,
+    cost: f64,
+    adj: Vec<Vec<(usize, u64)>>,
+    pinned: Vec<Option<usize>>,
+    free: Vec<usize>,
+}
+
+fn setup(g: &PartGraph, parts: usize, cost: f64) -> Setup {
     let parts = parts.max(1);
-    let n = g.weights.len();
     let cost = if cost.is_finite() && cost > 0.0 {
         cost
     } else {
         0.0
     };
-    let pinned = |v: usize| g.pinned.get(v).copied().flatten().map(|p| p.min(parts - 1));
     let adj = adjacency(g);
-
-    // Steps 1 and 2.
-    let mut part = vec![0usize; n];
-    let free: Vec<usize> = order(g, &adj)
-        .into_iter()
-        .filter(|&v| pinned(v).is_none())
+    let pinned: Vec<Option<usize>> = (0..g.weights.len())
+        .map(|v| g.pinned.get(v).copied().flatten().map(|p| p.min(parts - 1)))
         .collect();
-    let total: u128 = free.iter().map(|&v| u128::from(g.weights[v])).sum();
+    let free = order(g, &adj)
+        .into_iter()
+        .filter(|&v| pinned[v].is_none())
+        .collect();
+    Setup {
+        parts,
+        cost,
+        adj,
+        pinned,
+        free,
+    }
+}
+
+/// Partitions `g` into `parts` parts with crossing cost `cost` (time per
+/// unit of edge weight); returns each node's part (see the module
+/// documentation).
+pub fn partition(g: &PartGraph, parts: usize, cost: f64) -> Vec<usize> {
+    let s = setup(g, parts, cost);
+    let parts = s.parts;
+    // Step 2.
+    let mut part = vec![0usize; g.weights.len()];
+    let total: u128 = s.free.iter().map(|&v| u128::from(g.weights[v])).sum();
     let by_count = total == 0;
-    let total = if by_count { free.len() as u128 } else { total };
+    let total = if by_count {
+        s.free.len() as u128
+    } else {
+        total
+    };
     let mut cum = 0u128;
-    for &v in &free {
+    for &v in &s.free {
         let w = if by_count {
             1
         } else {
@@ -185,12 +212,12 @@ pub fn partition(g: &PartGraph, parts: usize, cost: f64) -> Vec<usize> {
         part[v] = (p as usize).min(parts - 1);
         cum += w;
     }
-    for (v, p) in part.iter_mut().enumerate() {
-        if let Some(q) = pinned(v) {
+    for (p, q) in part.iter_mut().zip(&s.pinned) {
+        if let Some(q) = *q {
             *p = q;
         }
     }
-    refine(g, parts, cost, &adj, &free, part)
+    refine(g, &s, part)
 }
 
 /// Step 3 alone, from `start` (one part index per node; indices at or
@@ -199,35 +226,20 @@ pub fn partition(g: &PartGraph, parts: usize, cost: f64) -> Vec<usize> {
 /// result's objective is never above `start`'s, so a known mapping (the
 /// observed one) can only be improved on.
 pub fn partition_from(g: &PartGraph, parts: usize, cost: f64, start: &[usize]) -> Vec<usize> {
-    let parts = parts.max(1);
-    let n = g.weights.len();
-    let cost = if cost.is_finite() && cost > 0.0 {
-        cost
-    } else {
-        0.0
-    };
-    let adj = adjacency(g);
-    let pinned = |v: usize| g.pinned.get(v).copied().flatten().map(|p| p.min(parts - 1));
-    let part: Vec<usize> = (0..n)
-        .map(|v| pinned(v).unwrap_or_else(|| start.get(v).copied().unwrap_or(0).min(parts - 1)))
+    let s = setup(g, parts, cost);
+    let part: Vec<usize> = s
+        .pinned
+        .iter()
+        .enumerate()
+        .map(|(v, q)| q.unwrap_or_else(|| start.get(v).copied().unwrap_or(0).min(s.parts - 1)))
         .collect();
-    let free: Vec<usize> = order(g, &adj)
-        .into_iter()
-        .filter(|&v| pinned(v).is_none())
-        .collect();
-    refine(g, parts, cost, &adj, &free, part)
+    refine(g, &s, part)
 }
 
-/// Step 3: moves the `free` nodes of `part` one at a time (see the module
-/// documentation). `cost` is finite and at least 0; `parts` at least 1.
-fn refine(
-    g: &PartGraph,
-    parts: usize,
-    cost: f64,
-    adj: &[Vec<(usize, u64)>],
-    free: &[usize],
-    mut part: Vec<usize>,
-) -> Vec<usize> {
+/// Step 3: moves the free nodes of `part` one at a time (see the module
+/// documentation).
+fn refine(g: &PartGraph, s: &Setup, mut part: Vec<usize>) -> Vec<usize> {
+    let (parts, cost, adj, free) = (s.parts, s.cost, &s.adj, &s.free);
     let n = g.weights.len();
     if parts == 1 || n == 0 {
         return part;
