@@ -26,7 +26,7 @@ use rill::{ManualTable, MonitorConfig, Runtime};
 use super::{mapping_for, run_timed, NetRun, PollSet, Slot};
 use crate::bench::WordcountParams;
 use crate::kernels::wordcount::{self as kernels, Counts, WordsAs};
-use std::sync::Arc;
+use rill::{Reader, Writer};
 
 /// Capacity of the streams that carry the counters' final maps.
 const RESULT_CAPACITY: usize = 1;
@@ -73,9 +73,41 @@ pub fn run(p: &WordcountParams, mon: &MonitorConfig) -> Result<NetRun<Counts>> {
         .monitor(mon.clone())
         .build()?;
 
+    let (k, batch) = (p.counters, p.batch);
     let mut results = match p.words {
-        WordsAs::Owned => spawn_owned(&mut rt, p),
-        WordsAs::Slices => spawn_slices(&mut rt, p),
+        WordsAs::Owned => {
+            spawn_net::<kernels::OwnedWords>(&mut rt, p, move |mut chunks_in, mut to| {
+                let mut batcher = kernels::Batcher::new(k, batch);
+                while let Some(chunk) = chunks_in.read() {
+                    for word in chunk.split_whitespace() {
+                        if let Some((c, full)) = batcher.push(word) {
+                            if to[c].write(full).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+                for (c, rest) in batcher.finish() {
+                    if to[c].write(rest).is_err() {
+                        return;
+                    }
+                }
+            })
+        }
+        WordsAs::Slices => {
+            spawn_net::<kernels::SliceWords>(&mut rt, p, move |mut chunks_in, mut to| {
+                let mut batcher = kernels::SliceBatcher::new(k, batch);
+                let mut out = Vec::new();
+                while let Some(chunk) = chunks_in.read() {
+                    batcher.split(&chunk, &mut out);
+                    for (c, b) in out.drain(..) {
+                        if to[c].write(b).is_err() {
+                            return;
+                        }
+                    }
+                }
+            })
+        }
     };
 
     let slot = Slot::new();
@@ -90,46 +122,29 @@ pub fn run(p: &WordcountParams, mon: &MonitorConfig) -> Result<NetRun<Counts>> {
     run_timed(rt, &slot, "word count")
 }
 
-/// Source, splitter and counters exchanging a `String` per word
-/// ([`WordsAs::Owned`]); returns the counters' result streams.
-fn spawn_owned(rt: &mut Runtime, p: &WordcountParams) -> PollSet<Counts, usize> {
-    let k = p.counters;
-    let (mut to_split, mut chunks_in) = rill::stream::<String>(p.capacity);
+/// The source, the splitter `split` (given the chunks' reader and a writer
+/// per counter) and the counters, with messages as `W` makes them; returns
+/// the counters' result streams.
+fn spawn_net<W: kernels::Words>(
+    rt: &mut Runtime,
+    p: &WordcountParams,
+    split: impl FnOnce(Reader<W::Chunk>, Vec<Writer<W::Batch>>) + Send + 'static,
+) -> PollSet<Counts, usize> {
+    let (mut to_split, chunks_in) = rill::stream::<W::Chunk>(p.capacity);
     let text = p.corpus.text().clone();
     let chunk = p.chunk;
     rt.spawn("wc/source", move || {
         for c in kernels::chunks(&text, chunk) {
-            if to_split.write(c.to_owned()).is_err() {
+            if to_split.write(W::chunk(c)).is_err() {
                 return;
             }
         }
     });
 
-    let mut to_counters = Vec::with_capacity(k);
-    let mut counter_ins = Vec::with_capacity(k);
-    for _ in 0..k {
-        let (w, r) = rill::stream::<Vec<String>>(p.capacity);
-        to_counters.push(w);
-        counter_ins.push(r);
-    }
-    let batch = p.batch;
-    rt.spawn("wc/split", move || {
-        let mut batcher = kernels::Batcher::new(k, batch);
-        while let Some(chunk) = chunks_in.read() {
-            for word in chunk.split_whitespace() {
-                if let Some((c, full)) = batcher.push(word) {
-                    if to_counters[c].write(full).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-        for (c, rest) in batcher.finish() {
-            if to_counters[c].write(rest).is_err() {
-                return;
-            }
-        }
-    });
+    let (to_counters, counter_ins): (Vec<_>, Vec<_>) = (0..p.counters)
+        .map(|_| rill::stream::<W::Batch>(p.capacity))
+        .unzip();
+    rt.spawn("wc/split", move || split(chunks_in, to_counters));
 
     let mut results = PollSet::new();
     for (i, mut words_in) in counter_ins.into_iter().enumerate() {
@@ -138,59 +153,7 @@ fn spawn_owned(rt: &mut Runtime, p: &WordcountParams) -> PollSet<Counts, usize> 
         rt.spawn(format!("wc/count/{i}"), move || {
             let mut counts = Counts::new();
             while let Some(words) = words_in.read() {
-                kernels::add_batch(&mut counts, words);
-            }
-            let _ = out.write(counts);
-        });
-    }
-
-    results
-}
-
-/// The same network sending byte ranges of shared chunks
-/// ([`WordsAs::Slices`]).
-fn spawn_slices(rt: &mut Runtime, p: &WordcountParams) -> PollSet<Counts, usize> {
-    let k = p.counters;
-    let (mut to_split, mut chunks_in) = rill::stream::<Arc<str>>(p.capacity);
-    let text = p.corpus.text().clone();
-    let chunk = p.chunk;
-    rt.spawn("wc/source", move || {
-        for c in kernels::chunks(&text, chunk) {
-            if to_split.write(Arc::from(c)).is_err() {
-                return;
-            }
-        }
-    });
-
-    let mut to_counters = Vec::with_capacity(k);
-    let mut counter_ins = Vec::with_capacity(k);
-    for _ in 0..k {
-        let (w, r) = rill::stream::<kernels::Slices>(p.capacity);
-        to_counters.push(w);
-        counter_ins.push(r);
-    }
-    let batch = p.batch;
-    rt.spawn("wc/split", move || {
-        let mut batcher = kernels::SliceBatcher::new(k, batch);
-        let mut out = Vec::new();
-        while let Some(chunk) = chunks_in.read() {
-            batcher.split(&chunk, &mut out);
-            for (c, b) in out.drain(..) {
-                if to_counters[c].write(b).is_err() {
-                    return;
-                }
-            }
-        }
-    });
-
-    let mut results = PollSet::new();
-    for (i, mut words_in) in counter_ins.into_iter().enumerate() {
-        let (mut out, r) = rill::stream::<Counts>(RESULT_CAPACITY);
-        results.push(r, i);
-        rt.spawn(format!("wc/count/{i}"), move || {
-            let mut counts = Counts::new();
-            while let Some(words) = words_in.read() {
-                kernels::add_slices(&mut counts, &words);
+                W::count(&mut counts, words);
             }
             let _ = out.write(counts);
         });

@@ -247,6 +247,48 @@ impl WordsAs {
     }
 }
 
+/// What travels in one format of [`WordsAs`]: the source's chunks and the
+/// counters' batches, made and counted the same way on every engine. (The
+/// splitters differ in shape and stay with each engine.)
+pub trait Words: 'static {
+    /// What the source sends the splitter.
+    type Chunk: Send + 'static;
+    /// What the splitter sends a counter.
+    type Batch: Send + 'static;
+    /// The source's message for a piece of the text.
+    fn chunk(piece: &str) -> Self::Chunk;
+    /// A counter's step.
+    fn count(counts: &mut Counts, batch: Self::Batch);
+}
+
+/// [`WordsAs::Owned`]: `String` chunks, `Vec<String>` batches.
+pub enum OwnedWords {}
+
+impl Words for OwnedWords {
+    type Chunk = String;
+    type Batch = Vec<String>;
+    fn chunk(piece: &str) -> String {
+        piece.to_owned()
+    }
+    fn count(counts: &mut Counts, batch: Vec<String>) {
+        add_batch(counts, batch);
+    }
+}
+
+/// [`WordsAs::Slices`]: `Arc<str>` chunks, [`Slices`] batches.
+pub enum SliceWords {}
+
+impl Words for SliceWords {
+    type Chunk = Arc<str>;
+    type Batch = Slices;
+    fn chunk(piece: &str) -> Arc<str> {
+        Arc::from(piece)
+    }
+    fn count(counts: &mut Counts, batch: Slices) {
+        add_slices(counts, &batch);
+    }
+}
+
 /// A batch of words for one counter as byte ranges of one chunk
 /// ([`WordsAs::Slices`]).
 #[derive(Debug)]

@@ -46,9 +46,41 @@ pub fn threads(p: &WordcountParams) -> Result<Measurement> {
     let mut stages: Vec<JoinHandle<()>> = Vec::with_capacity(k + 2);
 
     let (to_merge, parts_in) = bounded::<Counts>(k);
+    let batch = p.batch;
     match p.words {
-        WordsAs::Owned => threads_owned(p, &mut stages, &to_merge)?,
-        WordsAs::Slices => threads_slices(p, &mut stages, &to_merge)?,
+        WordsAs::Owned => {
+            threads_net::<kernels::OwnedWords>(p, &mut stages, &to_merge, move |chunks_in, to| {
+                let mut batcher = kernels::Batcher::new(k, batch);
+                for chunk in chunks_in {
+                    for word in chunk.split_whitespace() {
+                        if let Some((c, full)) = batcher.push(word) {
+                            if to[c].send(full).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+                for (c, rest) in batcher.finish() {
+                    if to[c].send(rest).is_err() {
+                        return;
+                    }
+                }
+            })?
+        }
+        WordsAs::Slices => {
+            threads_net::<kernels::SliceWords>(p, &mut stages, &to_merge, move |chunks_in, to| {
+                let mut batcher = kernels::SliceBatcher::new(k, batch);
+                let mut out = Vec::new();
+                for chunk in chunks_in {
+                    batcher.split(&chunk, &mut out);
+                    for (c, b) in out.drain(..) {
+                        if to[c].send(b).is_err() {
+                            return;
+                        }
+                    }
+                }
+            })?
+        }
     }
     drop(to_merge);
     let merger = spawn("wc-merge".into(), move || {
@@ -68,45 +100,33 @@ pub fn threads(p: &WordcountParams) -> Result<Measurement> {
     Ok(p.measured(wall, &total?)?.with("threads", (k + 3) as u64))
 }
 
-/// The threads' source, splitter and counters with a `String` per word
-/// ([`WordsAs::Owned`]); the counters send their maps to `to_merge`.
-fn threads_owned(
+/// The threads' source, the splitter `split` (given the chunks' receiver
+/// and a sender per counter) and the counters, with messages as `W` makes
+/// them; the counters send their maps to `to_merge`.
+fn threads_net<W: kernels::Words>(
     p: &WordcountParams,
     stages: &mut Vec<JoinHandle<()>>,
     to_merge: &crossbeam_channel::Sender<Counts>,
+    split: impl FnOnce(crossbeam_channel::Receiver<W::Chunk>, Vec<crossbeam_channel::Sender<W::Batch>>)
+        + Send
+        + 'static,
 ) -> Result<()> {
-    let k = p.counters;
     let cap = p.capacity;
-    let (to_split, chunks_in) = bounded::<String>(cap);
+    let (to_split, chunks_in) = bounded::<W::Chunk>(cap);
     let text = p.corpus.text().clone();
     let chunk = p.chunk;
     stages.push(spawn("wc-source".into(), move || {
         for c in kernels::chunks(&text, chunk) {
-            if to_split.send(c.to_owned()).is_err() {
+            if to_split.send(W::chunk(c)).is_err() {
                 return;
             }
         }
     })?);
 
     let (to_counters, counter_ins): (Vec<_>, Vec<_>) =
-        (0..k).map(|_| bounded::<Vec<String>>(cap)).unzip();
-    let batch = p.batch;
+        (0..p.counters).map(|_| bounded::<W::Batch>(cap)).unzip();
     stages.push(spawn("wc-split".into(), move || {
-        let mut batcher = kernels::Batcher::new(k, batch);
-        for chunk in chunks_in {
-            for word in chunk.split_whitespace() {
-                if let Some((c, full)) = batcher.push(word) {
-                    if to_counters[c].send(full).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-        for (c, rest) in batcher.finish() {
-            if to_counters[c].send(rest).is_err() {
-                return;
-            }
-        }
+        split(chunks_in, to_counters)
     })?);
 
     for (i, words_in) in counter_ins.into_iter().enumerate() {
@@ -114,55 +134,7 @@ fn threads_owned(
         stages.push(spawn(format!("wc-count-{i}"), move || {
             let mut counts = Counts::new();
             for words in words_in {
-                kernels::add_batch(&mut counts, words);
-            }
-            let _ = out.send(counts);
-        })?);
-    }
-    Ok(())
-}
-
-/// [`threads_owned`] with byte ranges of shared chunks ([`WordsAs::Slices`]).
-fn threads_slices(
-    p: &WordcountParams,
-    stages: &mut Vec<JoinHandle<()>>,
-    to_merge: &crossbeam_channel::Sender<Counts>,
-) -> Result<()> {
-    let k = p.counters;
-    let cap = p.capacity;
-    let (to_split, chunks_in) = bounded::<Arc<str>>(cap);
-    let text = p.corpus.text().clone();
-    let chunk = p.chunk;
-    stages.push(spawn("wc-source".into(), move || {
-        for c in kernels::chunks(&text, chunk) {
-            if to_split.send(Arc::from(c)).is_err() {
-                return;
-            }
-        }
-    })?);
-
-    let (to_counters, counter_ins): (Vec<_>, Vec<_>) =
-        (0..k).map(|_| bounded::<kernels::Slices>(cap)).unzip();
-    let batch = p.batch;
-    stages.push(spawn("wc-split".into(), move || {
-        let mut batcher = kernels::SliceBatcher::new(k, batch);
-        let mut out = Vec::new();
-        for chunk in chunks_in {
-            batcher.split(&chunk, &mut out);
-            for (c, b) in out.drain(..) {
-                if to_counters[c].send(b).is_err() {
-                    return;
-                }
-            }
-        }
-    })?);
-
-    for (i, words_in) in counter_ins.into_iter().enumerate() {
-        let out = to_merge.clone();
-        stages.push(spawn(format!("wc-count-{i}"), move || {
-            let mut counts = Counts::new();
-            for words in words_in {
-                kernels::add_slices(&mut counts, &words);
+                W::count(&mut counts, words);
             }
             let _ = out.send(counts);
         })?);
@@ -200,9 +172,49 @@ pub fn tokio(p: &WordcountParams) -> Result<Measurement> {
         let mut stages = Vec::with_capacity(k + 2);
 
         let (to_merge, mut parts_in) = mpsc::channel::<Counts>(k);
+        let dims = (k, cap, chunk);
         match words {
-            WordsAs::Owned => tokio_owned(text, (k, cap, chunk, batch), &mut stages, &to_merge),
-            WordsAs::Slices => tokio_slices(text, (k, cap, chunk, batch), &mut stages, &to_merge),
+            WordsAs::Owned => tokio_net::<kernels::OwnedWords, _, _>(
+                text,
+                dims,
+                &mut stages,
+                &to_merge,
+                move |mut chunks_in, to| async move {
+                    let mut batcher = kernels::Batcher::new(k, batch);
+                    while let Some(chunk) = chunks_in.recv().await {
+                        for word in chunk.split_whitespace() {
+                            if let Some((c, full)) = batcher.push(word) {
+                                if to[c].send(full).await.is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                    for (c, rest) in batcher.finish() {
+                        if to[c].send(rest).await.is_err() {
+                            return;
+                        }
+                    }
+                },
+            ),
+            WordsAs::Slices => tokio_net::<kernels::SliceWords, _, _>(
+                text,
+                dims,
+                &mut stages,
+                &to_merge,
+                move |mut chunks_in, to| async move {
+                    let mut batcher = kernels::SliceBatcher::new(k, batch);
+                    let mut out = Vec::new();
+                    while let Some(chunk) = chunks_in.recv().await {
+                        batcher.split(&chunk, &mut out);
+                        for (c, b) in out.drain(..) {
+                            if to[c].send(b).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                },
+            ),
         }
         drop(to_merge);
         let merger = ::tokio::spawn(async move {
@@ -225,96 +237,41 @@ pub fn tokio(p: &WordcountParams) -> Result<Measurement> {
     Ok(p.measured(wall, &total)?.with("tasks", (k + 3) as u64))
 }
 
-/// The tokio stages before the merger with a `String` per word
-/// ([`WordsAs::Owned`]); `dims` is (counters, capacity, chunk, batch).
+/// The tokio stages before the merger: the source, the splitter `split`
+/// (given the chunks' receiver and a sender per counter) and the counters,
+/// with messages as `W` makes them; `dims` is (counters, capacity, chunk).
 /// Called inside the runtime.
-fn tokio_owned(
+fn tokio_net<W, S, F>(
     text: Arc<String>,
-    dims: (usize, usize, usize, usize),
+    dims: (usize, usize, usize),
     stages: &mut Vec<::tokio::task::JoinHandle<()>>,
     to_merge: &mpsc::Sender<Counts>,
-) {
-    let (k, cap, chunk, batch) = dims;
-    let (to_split, mut chunks_in) = mpsc::channel::<String>(cap);
+    split: S,
+) where
+    W: kernels::Words,
+    S: FnOnce(mpsc::Receiver<W::Chunk>, Vec<mpsc::Sender<W::Batch>>) -> F,
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (k, cap, chunk) = dims;
+    let (to_split, chunks_in) = mpsc::channel::<W::Chunk>(cap);
     stages.push(::tokio::spawn(async move {
         for c in kernels::chunks(&text, chunk) {
-            if to_split.send(c.to_owned()).await.is_err() {
+            if to_split.send(W::chunk(c)).await.is_err() {
                 return;
             }
         }
     }));
 
     let (to_counters, counter_ins): (Vec<_>, Vec<_>) =
-        (0..k).map(|_| mpsc::channel::<Vec<String>>(cap)).unzip();
-    stages.push(::tokio::spawn(async move {
-        let mut batcher = kernels::Batcher::new(k, batch);
-        while let Some(chunk) = chunks_in.recv().await {
-            for word in chunk.split_whitespace() {
-                if let Some((c, full)) = batcher.push(word) {
-                    if to_counters[c].send(full).await.is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-        for (c, rest) in batcher.finish() {
-            if to_counters[c].send(rest).await.is_err() {
-                return;
-            }
-        }
-    }));
+        (0..k).map(|_| mpsc::channel::<W::Batch>(cap)).unzip();
+    stages.push(::tokio::spawn(split(chunks_in, to_counters)));
 
     for mut words_in in counter_ins {
         let out = to_merge.clone();
         stages.push(::tokio::spawn(async move {
             let mut counts = Counts::new();
             while let Some(words) = words_in.recv().await {
-                kernels::add_batch(&mut counts, words);
-            }
-            let _ = out.send(counts).await;
-        }));
-    }
-}
-
-/// [`tokio_owned`] with byte ranges of shared chunks ([`WordsAs::Slices`]).
-fn tokio_slices(
-    text: Arc<String>,
-    dims: (usize, usize, usize, usize),
-    stages: &mut Vec<::tokio::task::JoinHandle<()>>,
-    to_merge: &mpsc::Sender<Counts>,
-) {
-    let (k, cap, chunk, batch) = dims;
-    let (to_split, mut chunks_in) = mpsc::channel::<Arc<str>>(cap);
-    stages.push(::tokio::spawn(async move {
-        for c in kernels::chunks(&text, chunk) {
-            if to_split.send(Arc::from(c)).await.is_err() {
-                return;
-            }
-        }
-    }));
-
-    let (to_counters, counter_ins): (Vec<_>, Vec<_>) = (0..k)
-        .map(|_| mpsc::channel::<kernels::Slices>(cap))
-        .unzip();
-    stages.push(::tokio::spawn(async move {
-        let mut batcher = kernels::SliceBatcher::new(k, batch);
-        let mut out = Vec::new();
-        while let Some(chunk) = chunks_in.recv().await {
-            batcher.split(&chunk, &mut out);
-            for (c, b) in out.drain(..) {
-                if to_counters[c].send(b).await.is_err() {
-                    return;
-                }
-            }
-        }
-    }));
-
-    for mut words_in in counter_ins {
-        let out = to_merge.clone();
-        stages.push(::tokio::spawn(async move {
-            let mut counts = Counts::new();
-            while let Some(words) = words_in.recv().await {
-                kernels::add_slices(&mut counts, &words);
+                W::count(&mut counts, words);
             }
             let _ = out.send(counts).await;
         }));
