@@ -516,12 +516,11 @@ mod valgrind {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         {
             let args: [usize; 6] = [MAKE_MEM_UNDEFINED, addr, len, 0, 0, 0];
-            let mut result: usize = 0;
             // SAFETY: valgrind's client-request sequence for amd64: four
             // rotations of rdi by 3, 13, 61 and 51 bits (128 in all, so rdi
             // comes back unchanged) and `xchg rbx, rbx` (a no-op). On a real
             // CPU it changes no register and no memory; under valgrind it
-            // reads the six words at rax and writes its answer to rdx. `args`
+            // reads the six words at rax and writes its answer (unused) to rdx. `args`
             // lives across the block.
             unsafe {
                 std::arch::asm!(
@@ -530,13 +529,12 @@ mod valgrind {
                     "rol rdi, 61",
                     "rol rdi, 51",
                     "xchg rbx, rbx",
-                    inout("rdx") result,
+                    inout("rdx") 0usize => _,
                     in("rax") args.as_ptr(),
                     inout("rdi") 0usize => _,
                     options(nostack),
                 );
             }
-            let _ = result;
         }
         #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
         let _ = (addr, len);
