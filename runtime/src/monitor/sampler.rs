@@ -189,9 +189,8 @@ pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
         f64::from(WINDOW_SAMPLES) / f64::from(hz),
     ));
     let n = shared.workers.len();
-    // Per worker: the window's tally, its sample count, and parked samples
-    // owed below one whole.
-    let mut tallies: Vec<(Tally, u32, f64)> = (0..n).map(|_| (Tally::default(), 0, 0.0)).collect();
+    // Per worker: the window's tally and its sample count.
+    let mut tallies: Vec<(Tally, u32)> = (0..n).map(|_| (Tally::default(), 0)).collect();
     let mut window_start = clock::now();
     let mut close_at = Instant::now() + window;
     loop {
@@ -201,25 +200,20 @@ pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
         // to): what is left in the rings goes into the last window.
         if now >= close_at || !running {
             let mono = super::self_sample::mono_ns();
-            for ((tally, total, owed), w) in tallies.iter_mut().zip(shared.workers.iter()) {
+            for ((tally, total), w) in tallies.iter_mut().zip(shared.workers.iter()) {
                 w.samples.drain(|word| {
                     *total = total.saturating_add(tally.add(word));
                 });
-                let parked = w.samples.credit_parked(mono);
-                if parked > 0 {
-                    *owed += parked as f64 * f64::from(hz) / 1e9;
-                    let k = owed.floor();
-                    *owed -= k;
-                    if k >= 1.0 {
-                        let k = k.min(f64::from(u32::MAX >> 1)) as u64;
-                        *total = total.saturating_add(tally.add(state::task(k, state::PARK)));
-                    }
+                let k = w.samples.credit_parked(mono);
+                if k > 0 {
+                    let k = k.min(u64::from(u32::MAX >> 1));
+                    *total = total.saturating_add(tally.add(state::task(k, state::PARK)));
                 }
             }
             let t = clock::now();
             let dur = t.wrapping_sub(window_start);
             let mut wrote = false;
-            for (i, (tally, total, _)) in tallies.iter_mut().enumerate() {
+            for (i, (tally, total)) in tallies.iter_mut().enumerate() {
                 if *total > 0 {
                     let rec = tally.take(i as u32, window_start, dur, *total);
                     log.enc.samples(&mut log.sink, &rec);

@@ -362,14 +362,32 @@ impl WorkerLocal {
             .ok()
     }
 
-    /// Pauses (or resumes) this worker's sample timer around a park.
+    /// Pauses this worker's sample timer before a park; the park counts
+    /// the ticks after the last one it delivered.
     #[cold]
-    fn pause_sample_timer(&self, pause: bool) {
+    fn pause_sample_timer(&self) {
         // SAFETY: the worker's own thread; a short borrow that calls out to
         // nothing that could borrow the cell again.
+        let since = self
+            .sample_timer
+            .with(|p| unsafe { &*p }.as_ref().map(|t| t.pause()));
+        if let Some(since) = since {
+            // SAFETY: `me` points into the run's `Shared` (see `say`).
+            unsafe { &*self.me }.samples.park_begin(since);
+        }
+    }
+
+    /// After a park: counts its ticks up to now and runs the timer again
+    /// from the next one.
+    #[cold]
+    fn resume_sample_timer(&self) {
+        let now = crate::monitor::self_sample::mono_ns();
+        // SAFETY: `me` points into the run's `Shared` (see `say`).
+        unsafe { &*self.me }.samples.park_end(now);
+        // SAFETY: as in `pause_sample_timer`.
         self.sample_timer.with(|p| {
             if let Some(t) = unsafe { &*p } {
-                t.set_running(!pause);
+                t.resume(now);
             }
         });
     }
@@ -643,25 +661,14 @@ impl WorkerLocal {
         }
         self.stats().parks += 1;
         if self.sampled {
-            // A parked worker is not woken to sample itself: its parked
-            // time is counted by the clock (`SampleRing::park_begin`).
+            // A parked worker is not woken to sample itself: the ticks its
+            // timer would have taken are counted (`SampleRing::park_begin`).
             self.say(state::PARK);
-            self.pause_sample_timer(true);
-            // SAFETY: `me` points into the run's `Shared` (see `say`).
-            unsafe { &*self.me }.samples.park_begin();
+            self.pause_sample_timer();
         }
         let go_on = self.shared.sleep(self.id);
         if self.sampled {
-            let hz = self
-                .shared
-                .cfg
-                .monitor
-                .flags
-                .sample_hz()
-                .unwrap_or(crate::monitor::sampler::DEFAULT_HZ);
-            // SAFETY: as above.
-            unsafe { &*self.me }.samples.park_end(hz);
-            self.pause_sample_timer(false);
+            self.resume_sample_timer();
             self.say(state::IDLE);
         }
         go_on
