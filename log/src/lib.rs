@@ -120,6 +120,7 @@ mod error;
 mod flags;
 mod header;
 mod record;
+mod retire;
 mod scan;
 mod sigbus;
 mod space;
@@ -143,6 +144,7 @@ pub use record::{
     implied_ops, interleaved_ops, EndState, Op, Record, SampleWindow, Side, StreamIo,
     MAX_INTERLEAVED,
 };
+pub use retire::{retire, sweep as sweep_retired, RETIRED_PREFIX};
 pub use scan::{Item, OpsKind, ScannedPeriod, ScannedSamples, Scanner};
 pub use sigbus::rescue_fault;
 pub use writer::{log_file_name, set_header_rate, LogWriter};

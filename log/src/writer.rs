@@ -161,11 +161,9 @@ impl LogWriter {
         let path = dir.join(log_file_name(worker));
         // A new file, never the old one truncated: a reader (rill-mon) may
         // have the old log mapped, and shrinking a mapped file would end it
-        // with SIGBUS; unlinked, the old file lives on until it is unmapped.
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
+        // with SIGBUS; retired (renamed, deleted in the background), the old
+        // file lives on until it is unmapped.
+        crate::retire(&path)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)

@@ -49,11 +49,18 @@ mod fallback {
 pub const TICKS_ARE_NANOS: bool = !cfg!(target_arch = "x86_64");
 
 /// How long the first run of a process measures the tick rate before it
-/// starts ([`RunClock::start`]); each run then measures it again over its own
-/// length ([`RunClock::refine`]).
+/// starts ([`RunClock::start`]): a provisional rate, good to about 1e-3 (a
+/// paired read is good to some tens of nanoseconds), which only a log cut
+/// off by a crash keeps.
+pub const PROVISIONAL_CALIBRATION_TIME: Duration = Duration::from_micros(50);
+
+/// The least span a rate is measured over for a run's finished logs (to
+/// about 2e-4): a run that started from a provisional rate and ends sooner
+/// waits out the rest of this at its end.
 pub const FIRST_CALIBRATION_TIME: Duration = Duration::from_micros(250);
 
-/// Runs shorter than this keep the rate they started with.
+/// Runs shorter than this keep the rate they started with, when that rate
+/// was measured over [`FIRST_CALIBRATION_TIME`] or longer.
 pub const MIN_REFINE_SPAN: Duration = Duration::from_millis(2);
 
 /// The best tick rate measured in this process, and over how long.
@@ -63,32 +70,36 @@ static RATE: std::sync::Mutex<Option<(f64, Duration)>> = std::sync::Mutex::new(N
 /// headers when the run starts, and the paired reading it started from, so
 /// that the rate can be measured again over the whole run when it ends.
 ///
-/// A run does not busy-wait milliseconds to calibrate (that was 3 ms per
-/// process, as much as a short benchmark's whole run): the first run of a
-/// process measures the rate for [`FIRST_CALIBRATION_TIME`] (a paired read
-/// is good to some tens of nanoseconds, so to about 2e-4), and every run that
-/// lasts at least [`MIN_REFINE_SPAN`] measures it again from its start to its
-/// end, which the runtime writes into the finished logs' headers. A log cut
-/// off by a crash keeps the rate it started with.
+/// A run does not busy-wait to calibrate before it starts (3 ms per process
+/// at first, then 250 µs, as much as a short benchmark's whole monitoring
+/// cost): the first run of a process measures a provisional rate for
+/// [`PROVISIONAL_CALIBRATION_TIME`], and measures it again from its start to
+/// its end, over at least [`FIRST_CALIBRATION_TIME`]; later runs start from
+/// the process's best rate and measure again if they last at least
+/// [`MIN_REFINE_SPAN`]. The runtime writes the measured rate into the
+/// finished logs' headers. A log cut off by a crash keeps the rate it
+/// started with.
 #[derive(Clone, Copy, Debug)]
 pub struct RunClock {
     /// The calibration the run's logs start with.
     pub cal: Calibration,
     start: Instant,
     start_ticks: u64,
+    /// Whether `cal`'s rate is provisional (measured over less than
+    /// [`FIRST_CALIBRATION_TIME`]).
+    provisional: bool,
 }
 
 impl RunClock {
-    /// Takes the process's best rate so far (measuring it first if there is
+    /// Takes the process's best rate so far (a provisional one if there is
     /// none) and the current time.
     pub fn start() -> Self {
-        let rate = {
-            let mut best = RATE.lock().unwrap_or_else(|e| e.into_inner());
-            best.get_or_insert_with(|| {
-                let c = calibrate_for(FIRST_CALIBRATION_TIME);
-                (c.ticks_per_sec, FIRST_CALIBRATION_TIME)
+        let (rate, span) = {
+            let best = *RATE.lock().unwrap_or_else(|e| e.into_inner());
+            best.unwrap_or_else(|| {
+                let c = calibrate_for(PROVISIONAL_CALIBRATION_TIME);
+                (c.ticks_per_sec, PROVISIONAL_CALIBRATION_TIME)
             })
-            .0
         };
         let start_unix_ns = unix_now_ns();
         let (start, start_ticks) = paired_read();
@@ -100,19 +111,27 @@ impl RunClock {
             },
             start,
             start_ticks,
+            provisional: span < FIRST_CALIBRATION_TIME && !TICKS_ARE_NANOS,
         }
     }
 
     /// The tick rate measured from the run's start to now, if the run lasted
-    /// at least [`MIN_REFINE_SPAN`] and the measurement is sane; the process
-    /// keeps it for later runs when it spans longer than its best so far.
+    /// at least [`MIN_REFINE_SPAN`] (or started from a provisional rate: it
+    /// then waits until [`FIRST_CALIBRATION_TIME`] has passed) and the
+    /// measurement is sane; the process keeps it for later runs when it
+    /// spans longer than its best so far.
     pub fn refine(&self) -> Option<f64> {
         if TICKS_ARE_NANOS {
             return None;
         }
+        if self.provisional {
+            while self.start.elapsed() < FIRST_CALIBRATION_TIME {
+                std::hint::spin_loop();
+            }
+        }
         let (end, end_ticks) = paired_read();
         let span = end.duration_since(self.start);
-        if span < MIN_REFINE_SPAN {
+        if span < MIN_REFINE_SPAN && !self.provisional {
             return None;
         }
         let rate = end_ticks.wrapping_sub(self.start_ticks) as f64 / span.as_secs_f64();
@@ -227,6 +246,17 @@ mod tests {
     fn a_run_measures_the_rate_again_over_its_length() {
         let rc = RunClock::start();
         assert!(rc.cal.ticks_per_sec > 1e6, "{rc:?}");
+        if rc.provisional {
+            // The process's first run: refined at once, over at least
+            // FIRST_CALIBRATION_TIME, and later runs start from that.
+            let rate = rc.refine().expect("a provisional rate is always refined");
+            assert!(rc.start.elapsed() >= FIRST_CALIBRATION_TIME);
+            let err = (rate / rc.cal.ticks_per_sec - 1.0).abs();
+            assert!(err < 0.01, "{rate} against {}", rc.cal.ticks_per_sec);
+            assert!(!RunClock::start().provisional);
+        }
+        let rc = RunClock::start();
+        assert!(!rc.provisional || TICKS_ARE_NANOS);
         // Shorter than MIN_REFINE_SPAN: the start rate stands.
         if !TICKS_ARE_NANOS {
             assert_eq!(rc.refine(), None);

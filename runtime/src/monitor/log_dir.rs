@@ -53,7 +53,7 @@ pub(crate) fn open(mon: &MonitorConfig, n: usize) -> Result<RunLogs, RunError> {
             dir.display()
         ))
     })?;
-    // Before any log is made: making one unlinks the old file, which must
+    // Before any log is made: making one retires the old file, which must
     // not be a live run's.
     run.lock = Some(DirLock::acquire(&dir).map_err(|e| match e {
         DirLockError::Held { dir, pid } => RunError::Config(ConfigError::LogDirInUse {
@@ -62,6 +62,8 @@ pub(crate) fn open(mon: &MonitorConfig, n: usize) -> Result<RunLogs, RunError> {
         }),
         other => RunError::Start(other.to_string()),
     })?);
+    // Old logs that a process left for deletion (`rill_log::retire`).
+    rill_log::sweep_retired(&dir);
     let clock = RunClock::start();
     let warned = Arc::new(AtomicBool::new(false));
     for (i, slot) in run.logs.iter_mut().enumerate() {

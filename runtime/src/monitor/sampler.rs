@@ -138,11 +138,9 @@ impl SamplerLog {
     /// worker count: the sampler is no worker).
     pub(crate) fn create(dir: &Path, header: &Header) -> std::io::Result<Self> {
         let path = dir.join(SAMPLER_FILE);
-        // A new file, never the old one truncated (a reader may have it open).
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
+        // A new file, never the old one truncated (a reader may have it
+        // open); the old one is deleted in the background.
+        rill_log::retire(&path)?;
         let mut file = File::create(&path)?;
         let mut h = *header;
         h.worker = h.worker_count;
