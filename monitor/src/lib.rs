@@ -68,7 +68,10 @@ pub use mapfile::{
     plan_mapping, plan_mapping_by_pass, quote_name, Basis, Cut, Estimate, MapPlan, MappedTask,
     WorkerLoad, MAX_MAP_WORKERS,
 };
-pub use partition::{evaluate, partition, partition_from, Evaluation, PartGraph};
+pub use partition::{
+    evaluate, partition, partition_from, partition_from_within, partition_within, Evaluation,
+    PartGraph, CUT_TOLERANCE,
+};
 pub use pftrace::{write_perfetto_trace, PerfettoOptions, PerfettoStats, MAX_BUCKETS};
 pub use report::{report_html, ReportOptions};
 pub use sampled::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};

@@ -1,7 +1,7 @@
 //! Properties of the partitioner behind `rill-mon map`.
 
 use proptest::prelude::*;
-use rill_monitor::{evaluate, partition, partition_from, PartGraph};
+use rill_monitor::{evaluate, partition, partition_from, partition_within, PartGraph};
 
 /// A graph of `n` nodes with weights below `max_w` and random edges.
 fn arb_graph() -> impl Strategy<Value = PartGraph> {
@@ -47,6 +47,30 @@ proptest! {
         let before = evaluate(&g, &start, parts, cost).time;
         let after = evaluate(&g, &p, parts, cost).time;
         prop_assert!(after <= before + 1e-9 * before.abs().max(1.0), "{} > {}", after, before);
+    }
+
+    /// Step 4 (fewer crossings within a tolerance) only ever lowers the
+    /// cut, costs at most the tolerance, and stays under a cap above step
+    /// 3's result.
+    #[test]
+    fn trading_time_for_a_smaller_cut_stays_within_the_tolerance(
+        g in arb_graph(),
+        parts in 1usize..6,
+        cost in prop_oneof![Just(0.0), 0.0f64..50.0],
+        tol in 0.0f64..0.3,
+        slack in 0.0f64..0.3,
+    ) {
+        let exact = partition_within(&g, parts, cost, 0.0, f64::INFINITY);
+        let e0 = evaluate(&g, &exact, parts, cost);
+        let eps = 1e-9 * e0.time.abs().max(1.0);
+        let loose = partition_within(&g, parts, cost, tol, f64::INFINITY);
+        let e1 = evaluate(&g, &loose, parts, cost);
+        prop_assert!(e1.cut <= e0.cut, "{:?} against {:?}", e1, e0);
+        prop_assert!(e1.time <= e0.time * (1.0 + tol) + eps, "{:?} against {:?}", e1, e0);
+        let cap = e0.time * (1.0 + slack);
+        let capped = partition_within(&g, parts, cost, tol, cap);
+        let e2 = evaluate(&g, &capped, parts, cost);
+        prop_assert!(e2.time <= cap + eps && e2.cut <= e0.cut, "{:?} cap {}", e2, cap);
     }
 
     /// Every node gets a part below `parts`, and no part's weight exceeds
