@@ -192,9 +192,9 @@ enum Cmd {
     ///
     /// The observed task graph (busy time per task, messages and waits per
     /// stream) is cut into W parts that balance busy time and keep heavy
-    /// streams on one worker; of two cuts predicted closer than the busy
-    /// times' error (3%, or sample mode's bound), the one that cuts fewer
-    /// streams is taken. The file lists every named task as
+    /// streams on one worker; of two cuts predicted within 3% of each
+    /// other, the one that cuts fewer streams is taken. The file lists
+    /// every named task as
     /// "name" = worker (rill::ManualTable::load reads it back; names with #,
     /// = or quotes are escaped) and says in comments what it predicts: max over
     /// workers of busy time + a cost per message or wait crossing workers,

@@ -50,15 +50,21 @@
 //! edge by its crossing time under these costs (by its traffic when
 //! `c_busy` = 0).
 //!
-//! Predicted times that differ by less than the busy times' own error are
-//! ties, and the partition gives them to the mapping that cuts fewer
-//! streams (its step 4, [`partition_within`]): the error is sample mode's
-//! 95% bound on a worker's share for a sample-only run (a 50,000-path Monte
-//! Carlo pilot at 1 kHz: 8 to 10 points), at least
-//! [`CUT_TOLERANCE`](crate::CUT_TOLERANCE), and the step never goes above
-//! the observed mapping's prediction. Without it, one chain step moved to
-//! the other worker for a predicted 0.1% ran Monte Carlo 9% slower than the
-//! same mapping with the chain whole.
+//! Predicted times that differ by less than [`CUT_TOLERANCE`](crate::CUT_TOLERANCE)
+//! (3%) are ties, and the partition gives them to the mapping that cuts
+//! fewer streams (its step 4, [`partition_within`]), never above the
+//! observed mapping's prediction. Without it, one chain step moved to the
+//! other worker for a predicted 0.1% ran Monte Carlo 9% slower than the
+//! same mapping with the chain whole. (A wider tie, sample mode's error
+//! bound of 8 to 10 points on a short pilot, also let a planted slow stage
+//! take lighter stages onto its worker, 11% slower.)
+//!
+//! Sample mode's busy times per task are estimates from a few samples each
+//! (a 50,000-path Monte Carlo pilot: about 5 per chain step, the steps'
+//! estimates ranging from 1.3 to 14 ms for equal work). A group of tasks
+//! whose estimates per message agree within their sampling error is taken
+//! to do equal work per message ([`pool_equal_groups`]); a task that stands
+//! out by more (a planted slow stage) keeps its own estimate.
 //!
 //! Error: the model ignores dependencies. A run whose work is serialised by
 //! its graph (a token ring passes one token: one task runs at a time) takes
@@ -294,6 +300,56 @@ pub fn plan_mapping_by_pass(run: &RunLog, workers: usize) -> anyhow::Result<MapP
     plan_from(run, workers, &activity(run, 1))
 }
 
+/// Sample mode: a group's tasks whose busy times per message differ no more
+/// than their sampling explains are taken to do equal work per message,
+/// and each gets the group's rate times its messages. A task's estimate
+/// from `k` samples of `per_sample` ns each has a variance of about `k ·
+/// per_sample²` (the samples' count is about Poisson), so under equal rates
+/// `r` the statistic `Σ (B - r·M)² / (r·M·per_sample)` is about chi-square
+/// with (tasks - 1) degrees of freedom; a group of at least 3 tasks whose
+/// statistic stays under the degrees plus three of their standard
+/// deviations (`dof + 3·√(2·dof)`) is pooled. A 50,000-path Monte Carlo
+/// pilot gives about 5 samples per chain step, so the steps' own
+/// estimates, equal work all, ranged from 1.3 to 14 ms; a planted slow
+/// stage stands out of its group by far more and keeps its own.
+fn pool_equal_groups(g: &mut TaskGraph, group: &[usize], per_sample: f64) {
+    let n = g.ids.len();
+    let mut m = vec![0f64; n];
+    for &(a, b, _, t) in &g.edges {
+        if a != b {
+            m[a] += t as f64;
+            m[b] += t as f64;
+        }
+    }
+    let groups = group.iter().copied().max().map_or(0, |k| k + 1);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); groups];
+    for i in (0..n).filter(|&i| m[i] > 0.0) {
+        members[group[i]].push(i);
+    }
+    for tasks in members.iter().filter(|t| t.len() >= 3) {
+        let busy: f64 = tasks.iter().map(|&i| g.busy[i] as f64).sum();
+        let msgs: f64 = tasks.iter().map(|&i| m[i]).sum();
+        let rate = busy / msgs;
+        if !(rate.is_finite() && rate > 0.0 && per_sample > 0.0) {
+            continue;
+        }
+        let chi2: f64 = tasks
+            .iter()
+            .map(|&i| {
+                let expect = rate * m[i];
+                let d = g.busy[i] as f64 - expect;
+                d * d / (expect.max(per_sample) * per_sample)
+            })
+            .sum();
+        let dof = (tasks.len() - 1) as f64;
+        if chi2 <= dof + 3.0 * (2.0 * dof).sqrt() {
+            for &i in tasks {
+                g.busy[i] = (rate * m[i]).round() as u64;
+            }
+        }
+    }
+}
+
 /// The busy time a message crossing workers adds at each of its ends
 /// (`c_busy` of the module documentation), from the observed mapping
 /// `part`; `group` gives each task's group. 0 when no group has tasks that
@@ -441,6 +497,20 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
             *b = (*b as f64 - c_busy * x as f64).max(0.0).round() as u64;
         }
     }
+    if crate::sampled::is_sample_only(run) {
+        if let Some(sm) = &run.sampled {
+            let (dur, total) = sm.windows.iter().fold((0u64, 0u64), |(d, t), w| {
+                (
+                    d.saturating_add(w.dur),
+                    t.saturating_add(u64::from(w.total)),
+                )
+            });
+            if total > 0 {
+                let per_sample = run.ns(dur) as f64 / total as f64;
+                pool_equal_groups(&mut tg, &group, per_sample);
+            }
+        }
+    }
     let calibrated = c_busy > 0.0 || c_span > 0.0;
     let messages = tg
         .edges
@@ -501,16 +571,9 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
             .collect(),
     };
     let expand = |np: &[usize]| -> Vec<usize> { (0..n).map(|i| np[node_of[i]]).collect() };
-    // Differences of predicted time below the busy times' own error are
-    // ties, which the partition gives to the smaller cut: sample mode's 95%
-    // bound on a worker's share (a 50,000-path Monte Carlo pilot, 90 to 160
-    // samples a worker, is 8 to 10 points), at least CUT_TOLERANCE.
-    let tolerance = match &run.sampled {
-        Some(sm) if crate::sampled::is_sample_only(run) => {
-            CUT_TOLERANCE.max(crate::Sampled::share_error(sm.min_samples()).min(0.25))
-        }
-        _ => CUT_TOLERANCE,
-    };
+    // Differences of predicted time below CUT_TOLERANCE are ties, which
+    // the partition gives to the smaller cut.
+    let tolerance = CUT_TOLERANCE;
     let obs_c = evaluate(&pg, &obs_part, seen.len().max(1), c);
     // Step 4 of the search stays at or below the observed mapping's time
     // (where that is a mapping onto as many workers), so that its fewer
@@ -788,5 +851,47 @@ impl MapPlan {
             let _ = writeln!(o, "warning: {w}");
         }
         o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chain of `busy.len()` tasks, each stream carrying 1,000 messages.
+    fn chain(busy: &[u64]) -> TaskGraph {
+        TaskGraph {
+            ids: (0..busy.len() as u64).collect(),
+            busy: busy.to_vec(),
+            edges: (1..busy.len()).map(|i| (i - 1, i, 1000, 1000)).collect(),
+        }
+    }
+
+    #[test]
+    fn a_group_within_its_sampling_error_is_pooled() {
+        // Interior tasks: 2,000 messages each; ends: 1,000. Estimates of
+        // equal work (2 ms per 1,000 messages) with 1 ms samples scattered
+        // as a few samples each would scatter them.
+        let ms = 1_000_000u64;
+        let mut g = chain(&[2 * ms, 5 * ms, 3 * ms, 4 * ms, 6 * ms, 2 * ms]);
+        pool_equal_groups(&mut g, &[0; 6], ms as f64);
+        let total: u64 = 22 * ms;
+        // 10,000 task-messages in all: 2.2 ms per 1,000.
+        assert_eq!(g.busy[0], total / 10);
+        assert_eq!(g.busy[1], total / 5);
+        assert!(g.busy[1..5].iter().all(|&b| b == g.busy[1]), "{:?}", g.busy);
+    }
+
+    #[test]
+    fn a_task_that_stands_out_keeps_the_group_from_pooling() {
+        let ms = 1_000_000u64;
+        let before = [2 * ms, 4 * ms, 4 * ms, 60 * ms, 4 * ms, 2 * ms];
+        let mut g = chain(&before);
+        pool_equal_groups(&mut g, &[0; 6], ms as f64);
+        assert_eq!(g.busy, before);
+        // Nor are groups of fewer than 3 tasks, or different groups, mixed.
+        let mut g = chain(&[ms, 9 * ms, ms, 9 * ms]);
+        pool_equal_groups(&mut g, &[0, 1, 0, 1], ms as f64);
+        assert_eq!(g.busy, [ms, 9 * ms, ms, 9 * ms]);
     }
 }
