@@ -508,3 +508,44 @@ fn a_wake_up_from_a_period_that_started_earlier_ends_the_next_wait() {
         .collect();
     assert_eq!(landed, [120]);
 }
+
+/// A damaged log's overlapping periods are clipped on their worker's track;
+/// a waker whose slice the clip moves later than the woken task's next
+/// slice starts its flow there, and the flow does not end before it (the
+/// trace would not decode: the fuzz of `hostile.rs` found such a log).
+#[test]
+fn a_flow_never_ends_before_its_clipped_start() {
+    const W: u64 = 1;
+    const T: u64 = 2;
+    const X: u64 = 3;
+    const S: u64 = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let w0 = vec![
+        rill_log::Record::WorkerStart { t: 0 },
+        assign(W, 1, "waker"),
+        assign(T, 0, "woken"),
+        assign(X, 1, "other"),
+        bind(S, rill_log::Side::Writer, W),
+        bind(S, rill_log::Side::Reader, T),
+        p(10, 50, T, EndState::BlockedInput { stream: S }, vec![]),
+        p(105, 140, T, EndState::Ended, vec![io(S, 1, 0)]),
+        rill_log::Record::WorkerEnd { t: 200 },
+    ];
+    // X's period overlaps W's: W's slice is clipped to start at 110, after
+    // T's slice at 105.
+    let w1 = vec![
+        rill_log::Record::WorkerStart { t: 0 },
+        p(0, 110, X, EndState::Ended, vec![]),
+        p(10, 130, W, EndState::Ended, vec![woke(S, 0, 1)]),
+        rill_log::Record::WorkerEnd { t: 200 },
+    ];
+    write_run(dir.path(), &[w0, w1]);
+    let run = load_run(dir.path()).unwrap();
+    // `trace` decodes the trace: a flow ending before its start fails it.
+    let (t, stats, _) = trace(&run, &PerfettoOptions::default());
+    assert_eq!(stats.cross_wakeups, 1, "{stats:?}");
+    assert!(
+        t.slices.iter().all(|s| s.ends.is_empty()),
+        "no end before 110"
+    );
+}

@@ -422,10 +422,17 @@ impl<'r, 'w> Pass<'r, 'w> {
 
     /// Clips `[s, e]` on worker `wi`'s track: `None` if nothing is left.
     pub(super) fn clip(&mut self, wi: usize, s: u64, e: u64) -> Option<(u64, u64)> {
+        if s.max(self.lo) < self.workers[wi].last_end {
+            self.stats.clipped += 1;
+        }
+        self.clipped(wi, s, e)
+    }
+
+    /// What [`clip`](Self::clip) gives, without counting it.
+    fn clipped(&self, wi: usize, s: u64, e: u64) -> Option<(u64, u64)> {
         let last = self.workers[wi].last_end;
         let (s, e) = (s.max(self.lo), e.min(self.hi));
         if s < last {
-            self.stats.clipped += 1;
             if e <= last {
                 return None;
             }
@@ -536,7 +543,13 @@ impl<'r, 'w> Pass<'r, 'w> {
                 }
             }
         }
-        // Wake-ups this period caused.
+        // Wake-ups this period caused. Their flows start on this period's
+        // slice, where it has one, at the slice's (clipped) start.
+        let slice = if in_window && shown {
+            self.clipped(wi, p.start, p.end)
+        } else {
+            None
+        };
         let mut flows: Vec<u64> = Vec::new();
         for io in sc.io() {
             let Some(peer) = self.streams.woken_by(p.task, io) else {
@@ -553,9 +566,9 @@ impl<'r, 'w> Pass<'r, 'w> {
                 .last_worker
                 .or_else(|| self.run.tasks.get(&peer).and_then(|t| t.assigned))
                 .is_some_and(|w| w != worker);
-            let flow = (shown && pred_cross).then(|| {
+            let flow = slice.filter(|_| pred_cross).map(|(start, _)| {
                 self.next_flow += 1;
-                (self.next_flow, p.start)
+                (self.next_flow, start)
             });
             if let Some((f, _)) = flow {
                 flows.push(f);
@@ -577,6 +590,10 @@ impl<'r, 'w> Pass<'r, 'w> {
                     if counted {
                         self.stats.detailed += 1;
                     }
+                    // A flow ends here only after its start (a damaged
+                    // log's clipped periods can put the waker's slice
+                    // later than this one).
+                    let n_ends = if s >= flow_start { n_ends } else { 0 };
                     self.period_slice(wi, k, p, s, e, &flows, &ends[..n_ends], sc)?;
                 } else {
                     if counted {
