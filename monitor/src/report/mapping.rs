@@ -180,7 +180,8 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
     }
     o.push_str(&html::para(
         "A partition of the observed task graph (busy time per task name, messages and waits \
-         per stream) that balances busy time and keeps heavy streams on one worker, with a \
+         per stream) that balances busy time and keeps heavy streams on one worker (of two \
+         cuts predicted within 3% of each other, the one that cuts fewer streams), with a \
          what-if estimate of the run time.",
     ));
     if !ctx.periods() && !ctx.sampled() {
