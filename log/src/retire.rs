@@ -33,9 +33,6 @@ static RETIRED: AtomicU64 = AtomicU64::new(0);
 /// rename fails (a read-only directory, say), the file is deleted here, and
 /// that error is the one returned.
 pub fn retire(path: &Path) -> io::Result<()> {
-    if std::fs::symlink_metadata(path).is_err() {
-        return Ok(());
-    }
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return remove(path);
     };

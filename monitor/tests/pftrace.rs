@@ -448,6 +448,40 @@ fn tasks_sharing_a_name_keep_tracks_of_their_own() {
     }
 }
 
+/// A waker W (task 1, on worker 1) and a task T (task 2, on worker 0) that
+/// reads stream 10 from W: T blocks reading over 10..50, then runs over
+/// `second` and reads; worker 1's records are `w1` (W's period among them),
+/// and `more` are further assignments. The run as loaded, and its directory.
+fn wake_run(
+    second: (u64, u64),
+    more: Vec<rill_log::Record>,
+    w1: Vec<rill_log::Record>,
+) -> (tempfile::TempDir, RunLog) {
+    const W: u64 = 1;
+    const T: u64 = 2;
+    const S: u64 = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let mut w0 = vec![
+        rill_log::Record::WorkerStart { t: 0 },
+        assign(W, 1, "waker"),
+        assign(T, 0, "woken"),
+    ];
+    w0.extend(more);
+    w0.extend([
+        bind(S, rill_log::Side::Writer, W),
+        bind(S, rill_log::Side::Reader, T),
+        p(10, 50, T, EndState::BlockedInput { stream: S }, vec![]),
+        p(second.0, second.1, T, EndState::Ended, vec![io(S, 1, 0)]),
+        rill_log::Record::WorkerEnd { t: 200 },
+    ]);
+    let mut w1 = w1;
+    w1.insert(0, rill_log::Record::WorkerStart { t: 0 });
+    w1.push(rill_log::Record::WorkerEnd { t: 200 });
+    write_run(dir.path(), &[w0, w1]);
+    let run = load_run(dir.path()).unwrap();
+    (dir, run)
+}
+
 /// The waker's period starts before the woken task's period but wakes it at
 /// its end, after that period blocked: W on worker 1 [0, 100) writes S and
 /// wakes its reader; T on worker 0 runs [10, 50), blocks reading S, and runs
@@ -456,27 +490,11 @@ fn tasks_sharing_a_name_keep_tracks_of_their_own() {
 /// the wake-up to the wait before T's first period and lost it.)
 #[test]
 fn a_wake_up_from_a_period_that_started_earlier_ends_the_next_wait() {
-    const W: u64 = 1;
-    const T: u64 = 2;
-    const S: u64 = 10;
-    let dir = tempfile::tempdir().unwrap();
-    let w0 = vec![
-        rill_log::Record::WorkerStart { t: 0 },
-        assign(W, 1, "waker"),
-        assign(T, 0, "woken"),
-        bind(S, rill_log::Side::Writer, W),
-        bind(S, rill_log::Side::Reader, T),
-        p(10, 50, T, EndState::BlockedInput { stream: S }, vec![]),
-        p(120, 130, T, EndState::Ended, vec![io(S, 1, 0)]),
-        rill_log::Record::WorkerEnd { t: 200 },
-    ];
-    let w1 = vec![
-        rill_log::Record::WorkerStart { t: 0 },
-        p(0, 100, W, EndState::Ended, vec![woke(S, 0, 1)]),
-        rill_log::Record::WorkerEnd { t: 200 },
-    ];
-    write_run(dir.path(), &[w0, w1]);
-    let run = load_run(dir.path()).unwrap();
+    let (_dir, run) = wake_run(
+        (120, 130),
+        vec![],
+        vec![p(0, 100, 1, EndState::Ended, vec![woke(10, 0, 1)])],
+    );
     let (t, stats, _) = trace(&run, &PerfettoOptions::default());
     assert_eq!(stats.cross_wakeups, 1, "{stats:?}");
     assert_eq!(stats.flows, 1, "{stats:?}");
@@ -515,32 +533,16 @@ fn a_wake_up_from_a_period_that_started_earlier_ends_the_next_wait() {
 /// trace would not decode: the fuzz of `hostile.rs` found such a log).
 #[test]
 fn a_flow_never_ends_before_its_clipped_start() {
-    const W: u64 = 1;
-    const T: u64 = 2;
-    const X: u64 = 3;
-    const S: u64 = 10;
-    let dir = tempfile::tempdir().unwrap();
-    let w0 = vec![
-        rill_log::Record::WorkerStart { t: 0 },
-        assign(W, 1, "waker"),
-        assign(T, 0, "woken"),
-        assign(X, 1, "other"),
-        bind(S, rill_log::Side::Writer, W),
-        bind(S, rill_log::Side::Reader, T),
-        p(10, 50, T, EndState::BlockedInput { stream: S }, vec![]),
-        p(105, 140, T, EndState::Ended, vec![io(S, 1, 0)]),
-        rill_log::Record::WorkerEnd { t: 200 },
-    ];
-    // X's period overlaps W's: W's slice is clipped to start at 110, after
-    // T's slice at 105.
-    let w1 = vec![
-        rill_log::Record::WorkerStart { t: 0 },
-        p(0, 110, X, EndState::Ended, vec![]),
-        p(10, 130, W, EndState::Ended, vec![woke(S, 0, 1)]),
-        rill_log::Record::WorkerEnd { t: 200 },
-    ];
-    write_run(dir.path(), &[w0, w1]);
-    let run = load_run(dir.path()).unwrap();
+    // X's period (task 3) overlaps W's: W's slice is clipped to start at
+    // 110, after T's slice at 105.
+    let (_dir, run) = wake_run(
+        (105, 140),
+        vec![assign(3, 1, "other")],
+        vec![
+            p(0, 110, 3, EndState::Ended, vec![]),
+            p(10, 130, 1, EndState::Ended, vec![woke(10, 0, 1)]),
+        ],
+    );
     // `trace` decodes the trace: a flow ending before its start fails it.
     let (t, stats, _) = trace(&run, &PerfettoOptions::default());
     assert_eq!(stats.cross_wakeups, 1, "{stats:?}");
