@@ -125,6 +125,60 @@ impl Grid {
     }
 }
 
+/// The window a pass touched last, remembered between calls to
+/// [`Grid::split_near`]: a pass over periods in time order puts most spans
+/// inside the window of the one before, and two compares then replace the
+/// search.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Near {
+    lo: u64,
+    hi: u64,
+    pub i: usize,
+}
+
+impl Near {
+    /// Window `i`, `[lo, hi)`.
+    pub fn new(lo: u64, hi: u64, i: usize) -> Self {
+        Near { lo, hi, i }
+    }
+
+    /// Whether `[a, b)` lies inside the window.
+    #[inline]
+    pub fn holds(&self, a: u64, b: u64) -> bool {
+        a >= self.lo && b <= self.hi
+    }
+}
+
+impl Default for Near {
+    fn default() -> Self {
+        // An empty window: no span fits it.
+        Near { lo: 1, hi: 0, i: 0 }
+    }
+}
+
+impl Grid {
+    /// [`split`](Self::split), with `near` the window met last: a span
+    /// inside it is handed over whole, with no search; otherwise the span is
+    /// split and `near` becomes the last window it met.
+    #[inline]
+    pub fn split_near(&self, near: &mut Near, a: u64, b: u64, mut f: impl FnMut(usize, u64)) {
+        if near.holds(a, b) {
+            if b > a {
+                f(near.i, b - a);
+            }
+            return;
+        }
+        let mut last = None;
+        self.split(a, b, |w, t| {
+            last = Some(w);
+            f(w, t)
+        });
+        if let Some(w) = last {
+            *near = Near::new(self.starts[w], self.starts[w + 1], w);
+        }
+    }
+}
+
 /// `x · y / z` rounded down (`z > 0`, a result below 2^64): in 64 bits
 /// where the product fits (a 128-bit division costs several
 /// times more, and the passes divide a few times per period).
@@ -674,6 +728,27 @@ mod tests {
         let empty = Grid::new(5, 5, 4);
         empty.split(0, 10, |_, _| panic!("no time"));
         assert_eq!(empty.index(7), 0);
+    }
+
+    proptest::proptest! {
+        /// A remembered window changes nothing: each span gets the
+        /// overlaps `split` gives it, whatever spans came before.
+        #[test]
+        fn split_near_hands_over_what_split_does(
+            t0 in 0u64..50,
+            span in 0u64..200,
+            n in 1usize..9,
+            spans in proptest::collection::vec((0u64..300, 0u64..60), 1..40),
+        ) {
+            let g = Grid::new(t0, t0 + span, n);
+            let mut near = Near::default();
+            for (a, len) in spans {
+                let (mut want, mut got) = (Vec::new(), Vec::new());
+                g.split(a, a + len, |w, t| want.push((w, t)));
+                g.split_near(&mut near, a, a + len, |w, t| got.push((w, t)));
+                proptest::prop_assert_eq!(got, want, "[{}, {})", a, a + len);
+            }
+        }
     }
 
     #[test]

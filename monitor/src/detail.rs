@@ -9,6 +9,7 @@
 //! dense buckets on one side instead of detailing a scattered few that
 //! happen to hold a period less than their neighbours.
 
+use crate::activity::Near;
 use crate::load::{parallel, RunLog};
 use crate::scan::Item;
 
@@ -82,6 +83,26 @@ impl Buckets {
             i += 1;
         }
     }
+
+    /// [`split`](Self::split), with `near` the bucket met last (see
+    /// [`Grid::split_near`](crate::activity::Grid::split_near)).
+    #[inline]
+    pub fn split_near(&self, near: &mut Near, a: u64, b: u64, mut f: impl FnMut(usize, u64)) {
+        if near.holds(a, b) {
+            if b > a {
+                f(near.i, b - a);
+            }
+            return;
+        }
+        let mut last = None;
+        self.split(a, b, |i, t| {
+            last = Some(i);
+            f(i, t)
+        });
+        if let Some(i) = last {
+            *near = Near::new(self.start(i), self.start(i + 1), i);
+        }
+    }
 }
 
 /// Which buckets of the window are detailed.
@@ -102,22 +123,30 @@ pub(crate) struct DetailPlan {
 
 /// Counts the periods starting in each of `grid`'s buckets, one thread per
 /// log, and picks the detailed buckets for `budget` periods.
+///
+/// A log's chunks (`load.rs`) whose starts all fall in one bucket are
+/// counted whole; only those that straddle a bucket's edge (or the
+/// window's) are decoded, so the count reads a small part of a long run's
+/// logs.
 pub(crate) fn plan_detail(run: &RunLog, grid: Buckets, budget: u64) -> DetailPlan {
-    let end = grid.t0 + grid.span;
     let per_worker = parallel(&run.workers, run.workers.len(), |w| {
+        // Every period of the log is in one of its chunks.
         let mut counts = vec![0u32; grid.n];
-        let mut sc = w.scanner();
-        let (mut behind, mut k) = (crate::load::Behind::default(), 0u32);
-        while let Some(item) = sc.next() {
-            k = k.wrapping_add(1);
-            if k & 0xffff == 0 {
+        let mut behind = crate::load::Behind::default();
+        for chunk in &w.chunks {
+            let end = grid.t0 + grid.span;
+            let (a, b) = (chunk.min_start, chunk.max_start);
+            if a >= grid.t0 && b <= end && grid.index(a) == grid.index(b) {
+                let c = &mut counts[grid.index(a)];
+                *c = c.saturating_add(chunk.periods);
+            } else if b >= grid.t0 && a <= end {
+                let mut sc = w.chunk_scanner(chunk);
+                count_from(&mut counts, &grid, &mut sc, u64::from(chunk.periods));
+                // The chunks are in the log's order: what lies behind
+                // this one is read (the kernel maps pages around each one
+                // read, so decoded chunks spread over the log would
+                // otherwise keep most of it resident).
                 behind.advance(w, sc.offset());
-            }
-            if let Item::Period(p) = item {
-                if p.start >= grid.t0 && p.start <= end {
-                    let c = &mut counts[grid.index(p.start)];
-                    *c = c.saturating_add(1);
-                }
             }
         }
         Ok(counts)
@@ -130,6 +159,22 @@ pub(crate) fn plan_detail(run: &RunLog, grid: Buckets, budget: u64) -> DetailPla
         }
     }
     choose(grid, counts, budget)
+}
+
+/// Counts per bucket the starts of the next `periods` periods of `sc`.
+fn count_from(counts: &mut [u32], grid: &Buckets, sc: &mut crate::scan::Scanner<'_>, periods: u64) {
+    let end = grid.t0 + grid.span;
+    let mut seen = 0u64;
+    while seen < periods {
+        let Some(item) = sc.next() else { break };
+        if let Item::Period(p) = item {
+            seen += 1;
+            if p.start >= grid.t0 && p.start <= end {
+                let c = &mut counts[grid.index(p.start)];
+                *c = c.saturating_add(1);
+            }
+        }
+    }
 }
 
 /// The plan for the given counts (see the module documentation).
@@ -182,6 +227,63 @@ pub(crate) fn choose(grid: Buckets, counts: Vec<u32>, budget: u64) -> DetailPlan
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rill_log::{Calibration, Encoder, EndState, Header, LogWriter, MonitorFlags, PeriodRef};
+
+    /// Counting by chunks gives what a decode of every period gives, for
+    /// grids whose edges cut chunks anywhere, windows that cut the run, and
+    /// a log whose starts go back in time now and then.
+    #[test]
+    fn chunks_count_what_a_full_decode_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let cal = Calibration::nanos();
+        for w in 0..2u32 {
+            let header = Header::new(MonitorFlags::FULL, w, 2, cal);
+            let mut out = LogWriter::create(dir.path(), w, &header).unwrap();
+            let mut enc = Encoder::new();
+            enc.worker_start(&mut out, 0);
+            let n = 5 * u64::from(crate::load::CHUNK_PERIODS) + 123;
+            for k in 0..n {
+                // Log 1 steps back 50 ticks every 997th period.
+                let start =
+                    k * 7 + u64::from(w) * 3 - if w == 1 && k % 997 == 996 { 50 } else { 0 };
+                enc.period(
+                    &mut out,
+                    &PeriodRef {
+                        start,
+                        end: start + 2,
+                        task: u64::from(w) + 1,
+                        end_state: EndState::Yielded,
+                        io: &[],
+                        ops: &[],
+                        op_times: &[],
+                    },
+                );
+                if k % 100 == 0 {
+                    enc.worker_wait(&mut out, start + 3, 1);
+                }
+            }
+            enc.worker_end(&mut out, 10_000_000);
+            out.finish().unwrap();
+        }
+        let run = crate::load_run(dir.path()).unwrap();
+        assert!(run.workers.iter().all(|w| w.chunks.len() == 6));
+        for (lo, hi, n) in [
+            (0, 40_000, 1),
+            (0, 40_000, 7),
+            (0, 40_000, 10_000),
+            (5_000, 9_999, 13),
+            (1, 36_000, 333),
+        ] {
+            let g = Buckets::new(lo, hi, n);
+            let mut want = vec![0u32; g.n];
+            for w in &run.workers {
+                let mut sc = w.scanner();
+                count_from(&mut want, &g, &mut sc, u64::MAX);
+            }
+            let plan = plan_detail(&run, g, 1000);
+            assert_eq!(plan.counts, want, "[{lo}, {hi}] in {n}");
+        }
+    }
 
     fn grid(n: usize) -> Buckets {
         Buckets::new(0, 1000, n)

@@ -164,7 +164,47 @@ pub struct WorkerLog {
     pub end: EndReason,
     /// Totals over the log.
     pub stats: WorkerStats,
+    /// The log's periods in stretches of [`CHUNK_PERIODS`] (see [`Chunk`]).
+    pub(crate) chunks: Vec<Chunk>,
     data: Bytes,
+}
+
+/// Periods per [`Chunk`].
+pub(crate) const CHUNK_PERIODS: u32 = 1024;
+
+/// A stretch of a log's records holding [`CHUNK_PERIODS`] of its periods
+/// (the last one fewer), noted by the load's scan: where a scanner resumes
+/// to read it (the offset and the time base) and the range of its periods'
+/// start times. A pass that only counts periods per time bucket takes a
+/// chunk whose starts all fall in one bucket whole, without decoding it
+/// (`detail.rs`). The range bounds every start in the chunk, whatever their
+/// order, so this holds for a damaged log too.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Chunk {
+    pub offset: usize,
+    pub last: u64,
+    pub periods: u32,
+    pub min_start: u64,
+    pub max_start: u64,
+}
+
+impl Chunk {
+    fn at(offset: usize, last: u64) -> Self {
+        Chunk {
+            offset,
+            last,
+            periods: 0,
+            min_start: u64::MAX,
+            max_start: 0,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, start: u64) {
+        self.periods += 1;
+        self.min_start = self.min_start.min(start);
+        self.max_start = self.max_start.max(start);
+    }
 }
 
 /// A log file's bytes: mapped, or (where mapping fails) read.
@@ -284,6 +324,12 @@ impl WorkerLog {
         Scanner::new(&self.data[..end], self.records_start)
     }
 
+    /// A scanner at the start of `chunk` (one of [`chunks`](Self::chunks)).
+    pub(crate) fn chunk_scanner(&self, chunk: &Chunk) -> Scanner<'_> {
+        let end = (self.valid_len as usize).min(self.data.len());
+        Scanner::resume(&self.data[..end], chunk.offset.min(end), chunk.last)
+    }
+
     /// The file name (for messages).
     pub fn file_name(&self) -> String {
         file_label(&self.path)
@@ -332,6 +378,9 @@ pub struct TaskInfo {
     pub parent: u64,
     /// The worker it was first mapped to.
     pub assigned: Option<u32>,
+    /// When it was first mapped (its earliest `TaskAssign`, ticks), if
+    /// logged.
+    pub created: Option<u64>,
     /// Total execution time (sum of its periods), ticks.
     pub busy: u64,
     /// Number of periods.
@@ -675,6 +724,7 @@ struct Scanned {
     unattributed_polls: u64,
     unattributed_poll_ticks: u64,
     warnings: Vec<String>,
+    chunks: Vec<Chunk>,
 }
 
 fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -> Scanned {
@@ -685,6 +735,8 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
     let mut reported = f.records_start;
     let mut n = 0u32;
     let mut behind = Behind::default();
+    let mut chunks = Vec::new();
+    let mut chunk = Chunk::at(sc.offset(), sc.last_time());
     loop {
         // Periods are matched straight off `next` (binding the whole item
         // first copies it through memory, with stalls).
@@ -694,6 +746,11 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
                     feed.period(&p, &sc);
                 }
                 agg.period(&p, &sc);
+                chunk.add(p.start);
+                if chunk.periods == CHUNK_PERIODS {
+                    chunks.push(chunk);
+                    chunk = Chunk::at(sc.offset(), sc.last_time());
+                }
             }
             Some(item) => agg.item(&item),
             None => break,
@@ -709,6 +766,9 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
     }
     if let Some(feed) = feed {
         feed.finish();
+    }
+    if chunk.periods > 0 {
+        chunks.push(chunk);
     }
     let stop = sc.offset();
     let mut warnings = Vec::new();
@@ -763,6 +823,7 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
         unattributed_polls: agg.unattributed_polls,
         unattributed_poll_ticks: agg.unattributed_poll_ticks,
         warnings,
+        chunks,
     }
 }
 
@@ -935,6 +996,7 @@ impl Agg {
                 self.time(t, t);
                 self.stats.events += 1;
                 let info = self.task(task);
+                info.created = Some(info.created.map_or(t, |c| c.min(t)));
                 if info.name.is_none() {
                     info.name = Some(name.to_owned());
                     info.parent = parent;
@@ -1158,6 +1220,9 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
                     e.ran_on = Some(s.worker);
                 }
             }
+            if let Some(c) = t.created {
+                e.created = Some(e.created.map_or(c, |x| x.min(c)));
+            }
             if e.name.is_none() && t.name.is_some() {
                 e.name = t.name;
                 e.parent = t.parent;
@@ -1207,6 +1272,7 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
             valid_len: s.valid_len,
             end: s.end,
             stats: s.stats,
+            chunks: s.chunks,
             data: f.data,
         });
     }

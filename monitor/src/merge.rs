@@ -39,11 +39,41 @@ const IN_FLIGHT: usize = 2;
 /// Logs decoded on threads of their own at most (beyond, inline).
 const MAX_THREADS: usize = 64;
 
-/// Owned periods of one log, in its order.
+/// What a merged pass hands over: a period, or (where asked for) a wait
+/// of the worker between periods.
+pub(crate) enum Event<'p, 'a> {
+    Period(&'p Period<'a>),
+    /// A worker wait: from `t`, `dur` ticks.
+    Wait {
+        t: u64,
+        dur: u64,
+    },
+}
+
+/// A decoded record as a batch holds it.
+#[derive(Clone, Copy)]
+enum Entry {
+    /// (period, first entry in `io`, entries, first read)
+    Period(ScannedPeriod, u32, u32, Option<u64>),
+    Wait {
+        t: u64,
+        dur: u64,
+    },
+}
+
+impl Entry {
+    fn start(&self) -> u64 {
+        match self {
+            Entry::Period(p, ..) => p.start,
+            Entry::Wait { t, .. } => *t,
+        }
+    }
+}
+
+/// Owned periods (and waits, if asked for) of one log, in its order.
 #[derive(Default)]
 struct Batch {
-    /// (period, first entry in `io`, entries, first read)
-    periods: Vec<(ScannedPeriod, u32, u32, Option<u64>)>,
+    periods: Vec<Entry>,
     io: Vec<StreamIo>,
 }
 
@@ -59,34 +89,32 @@ pub(crate) fn first_read(sc: &Scanner<'_>) -> Option<u64> {
     found.or_else(|| io.iter().find(|s| s.reads > 0).map(|s| s.stream))
 }
 
-/// The next period of a log's scanner (its lists stay in the scanner).
-fn next_period(sc: &mut Scanner<'_>) -> Option<ScannedPeriod> {
-    loop {
-        match sc.next()? {
-            Item::Period(p) => return Some(p),
-            _ => continue,
-        }
-    }
-}
-
-/// Fills `b` with up to [`BATCH`] periods; false when the log had none left.
-fn fill(sc: &mut Scanner<'_>, b: &mut Batch) -> bool {
+/// Fills `b` with up to [`BATCH`] periods (and worker waits if `waits`);
+/// false when the log had none left.
+fn fill(sc: &mut Scanner<'_>, b: &mut Batch, waits: bool) -> bool {
     b.periods.clear();
     b.io.clear();
     while b.periods.len() < BATCH {
-        let Some(p) = next_period(sc) else { break };
-        let io = sc.io();
-        let at = b.io.len() as u32;
-        b.io.extend_from_slice(io);
-        b.periods.push((p, at, io.len() as u32, first_read(sc)));
+        match sc.next() {
+            Some(Item::Period(p)) => {
+                let io = sc.io();
+                let at = b.io.len() as u32;
+                b.io.extend_from_slice(io);
+                b.periods
+                    .push(Entry::Period(p, at, io.len() as u32, first_read(sc)));
+            }
+            Some(Item::WorkerWait { t, dur }) if waits => b.periods.push(Entry::Wait { t, dur }),
+            Some(_) => {}
+            None => break,
+        }
     }
     !b.periods.is_empty()
 }
 
 /// Where a log's periods come from.
 enum Source<'a> {
-    /// Decoded here.
-    Inline(&'a WorkerLog, Scanner<'a>, Behind),
+    /// Decoded here (with worker waits or not).
+    Inline(&'a WorkerLog, Box<Scanner<'a>>, Behind, bool),
     /// Decoded on a thread, received in batches.
     Thread(Receiver<Batch>),
 }
@@ -106,8 +134,8 @@ impl Cursor<'_> {
         }
         self.at = 0;
         match &mut self.source {
-            Source::Inline(w, sc, behind) => {
-                let more = fill(sc, &mut self.batch);
+            Source::Inline(w, sc, behind, waits) => {
+                let more = fill(sc, &mut self.batch, *waits);
                 behind.advance(w, sc.offset());
                 more
             }
@@ -125,19 +153,29 @@ impl Cursor<'_> {
     }
 
     fn start(&self) -> u64 {
-        self.batch.periods[self.at].0.start
+        self.batch.periods[self.at].start()
     }
 }
 
 /// Hands `f` every period of every log of `run` in the merged order (see
 /// the module documentation), with the index of its log in `run.workers`.
-pub(crate) fn for_each_period(run: &RunLog, f: impl FnMut(usize, &Period<'_>)) {
-    let spare = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
-    merged(run, spare && run.workers.len() <= MAX_THREADS, f);
+pub(crate) fn for_each_period(run: &RunLog, mut f: impl FnMut(usize, &Period<'_>)) {
+    for_each_event(run, false, |i, e| {
+        if let Event::Period(p) = e {
+            f(i, p)
+        }
+    });
 }
 
-/// [`for_each_period`], decoding on threads or not.
-fn merged(run: &RunLog, threaded: bool, mut f: impl FnMut(usize, &Period<'_>)) {
+/// [`for_each_period`], with each log's worker waits among its periods
+/// (in the log's order, merged by their start) if `waits`.
+pub(crate) fn for_each_event(run: &RunLog, waits: bool, f: impl FnMut(usize, Event<'_, '_>)) {
+    let spare = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
+    merged(run, spare && run.workers.len() <= MAX_THREADS, waits, f);
+}
+
+/// [`for_each_event`], decoding on threads or not.
+fn merged(run: &RunLog, threaded: bool, waits: bool, mut f: impl FnMut(usize, Event<'_, '_>)) {
     std::thread::scope(|s| {
         let mut cursors: Vec<Cursor<'_>> = run
             .workers
@@ -150,7 +188,7 @@ fn merged(run: &RunLog, threaded: bool, mut f: impl FnMut(usize, &Period<'_>)) {
                         let mut behind = Behind::default();
                         loop {
                             let mut b = Batch::default();
-                            let more = fill(&mut sc, &mut b);
+                            let more = fill(&mut sc, &mut b, waits);
                             behind.advance(w, sc.offset());
                             // A closed channel: the merge stopped (or ended).
                             if !more || tx.send(b).is_err() {
@@ -160,7 +198,7 @@ fn merged(run: &RunLog, threaded: bool, mut f: impl FnMut(usize, &Period<'_>)) {
                     });
                     Source::Thread(rx)
                 } else {
-                    Source::Inline(w, w.scanner(), Behind::default())
+                    Source::Inline(w, Box::new(w.scanner()), Behind::default(), waits)
                 };
                 Cursor {
                     source,
@@ -177,9 +215,13 @@ fn merged(run: &RunLog, threaded: bool, mut f: impl FnMut(usize, &Period<'_>)) {
         }
         while let Some(Reverse((_, i))) = heap.pop() {
             let c = &mut cursors[i];
-            let (p, at, len, first_read) = c.batch.periods[c.at];
-            let io = &c.batch.io[at as usize..(at + len) as usize];
-            f(i, &Period { p, io, first_read });
+            match c.batch.periods[c.at] {
+                Entry::Period(p, at, len, first_read) => {
+                    let io = &c.batch.io[at as usize..(at + len) as usize];
+                    f(i, Event::Period(&Period { p, io, first_read }));
+                }
+                Entry::Wait { t, dur } => f(i, Event::Wait { t, dur }),
+            }
             c.at += 1;
             if c.ready() {
                 heap.push(Reverse((c.start(), i)));
@@ -228,21 +270,33 @@ mod tests {
                         op_times: &[],
                     },
                 );
+                if k % 7 == 3 {
+                    enc.worker_wait(&mut out, start + 6, 2);
+                }
             }
             enc.worker_end(&mut out, 1_000_000);
             out.finish().unwrap();
         }
         let run = crate::load_run(dir.path()).unwrap();
-        let seq = |threaded: bool| {
+        let seq = |threaded: bool, waits: bool| {
             let mut v = Vec::new();
-            merged(&run, threaded, |i, p| {
-                v.push((i, p.p.start, p.p.task, p.io.to_vec(), p.first_read))
+            merged(&run, threaded, waits, |i, e| match e {
+                Event::Period(p) => v.push((i, p.p.start, p.p.task, p.io.to_vec(), p.first_read)),
+                Event::Wait { t, dur } => v.push((i, t, dur, Vec::new(), None)),
             });
             v
         };
-        let (a, b) = (seq(true), seq(false));
+        let (a, b) = (seq(true, false), seq(false, false));
         assert_eq!(a.len(), 2 * (3 * BATCH + 7));
         assert!(a.windows(2).all(|w| (w[0].1, w[0].0) <= (w[1].1, w[1].0)));
         assert_eq!(a, b);
+        // With the waits: each log's in its order among its periods.
+        let (c, d) = (seq(true, true), seq(false, true));
+        let waits = (0..3 * BATCH + 7).filter(|k| k % 7 == 3).count();
+        assert_eq!(c.len(), a.len() + 2 * waits);
+        assert!(c.windows(2).all(|w| (w[0].1, w[0].0) <= (w[1].1, w[1].0)));
+        assert_eq!(c, d);
+        let periods: Vec<_> = c.iter().filter(|e| e.3.len() == 1).cloned().collect();
+        assert_eq!(periods, a, "the periods as without the waits");
     }
 }

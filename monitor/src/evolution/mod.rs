@@ -47,7 +47,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::activity::Grid;
+use crate::activity::{Grid, Near};
 use crate::groups::group_of;
 use crate::load::RunLog;
 
@@ -376,6 +376,13 @@ impl Sums {
     #[inline]
     pub fn add(grid: &Grid, v: &mut [f64], a: u64, b: u64) {
         grid.split(a, b, |i, t| v[i] += t as f64);
+    }
+
+    /// [`add`](Self::add), with `near` the bucket met last
+    /// ([`Grid::split_near`]).
+    #[inline]
+    pub fn add_near(grid: &Grid, near: &mut Near, v: &mut [f64], a: u64, b: u64) {
+        grid.split_near(near, a, b, |i, t| v[i] += t as f64);
     }
 
     /// Adds `weight` times the overlap of `[a, b)` with each bucket,

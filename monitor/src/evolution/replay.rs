@@ -7,9 +7,9 @@
 use rill_log::EndState;
 
 use super::{Groups, Sums, BLOCKED_READ, BLOCKED_WRITE, NEW, READY, RUNNING};
-use crate::activity::Grid;
+use crate::activity::{Grid, Near};
 use crate::load::{Behind, IdIndex, IdMap, RunLog};
-use crate::merge::{for_each_period, Period};
+use crate::merge::{for_each_event, Event, Period};
 use crate::scan::Item;
 use crate::wakeups::{offer, take_before, StreamEnds, Wake};
 
@@ -38,15 +38,16 @@ fn scan_logs(run: &RunLog, grid: &Grid) -> Vec<LogScan> {
         };
         let mut sc = w.scanner();
         let (mut behind, mut k) = (Behind::default(), 0u32);
+        let mut near = Near::default();
         while let Some(item) = sc.next() {
             k = k.wrapping_add(1);
             if k & 0xffff == 0 {
                 behind.advance(w, sc.offset());
             }
             match item {
-                Item::Period(p) => Sums::add(grid, &mut s.busy, p.start, p.end),
+                Item::Period(p) => Sums::add_near(grid, &mut near, &mut s.busy, p.start, p.end),
                 Item::WorkerWait { t, dur } => {
-                    Sums::add(grid, &mut s.wait, t, t.saturating_add(dur))
+                    Sums::add_near(grid, &mut near, &mut s.wait, t, t.saturating_add(dur))
                 }
                 Item::TaskAssign { t, task, .. } => s.created.push((task, t)),
                 Item::TaskTotals { t, task, .. } => s.ended.push((task, t)),
@@ -104,6 +105,8 @@ struct Replay<'a> {
     /// Stream ends (writer, reader), as bound or seen.
     streams: StreamEnds,
     sums: &'a mut Sums,
+    /// The bucket met last.
+    near: Near,
 }
 
 impl Replay<'_> {
@@ -132,9 +135,10 @@ impl Replay<'_> {
         let wake = woken.filter(|&t| t >= from && t <= to).unwrap_or(to);
         let grid = &self.sums.grid;
         let task = &mut self.sums.task;
+        let near = &mut self.near;
         let (blocked, until) = match state {
             EndState::Yielded => {
-                Sums::add(grid, &mut task[READY], from, to);
+                Sums::add_near(grid, near, &mut task[READY], from, to);
                 return;
             }
             EndState::BlockedInput { .. } => (BLOCKED_READ, wake),
@@ -143,8 +147,8 @@ impl Replay<'_> {
             EndState::BlockedOutput { .. } => (BLOCKED_WRITE, wake),
             EndState::Ended | EndState::Panicked => return,
         };
-        Sums::add(grid, &mut task[blocked], from, until);
-        Sums::add(grid, &mut task[READY], until, to);
+        Sums::add_near(grid, near, &mut task[blocked], from, until);
+        Sums::add_near(grid, near, &mut task[READY], until, to);
     }
 
     fn period(&mut self, period: &Period<'_>) {
@@ -163,28 +167,24 @@ impl Replay<'_> {
             let _ = offer(&mut t.woken, t.last.map(|(end, _)| end), p.end, ());
         }
         let grid = &self.sums.grid;
-        Sums::add(grid, &mut self.sums.task[RUNNING], p.start, p.end);
+        let near = &mut self.near;
+        Sums::add_near(grid, near, &mut self.sums.task[RUNNING], p.start, p.end);
         let slot = self.tasks[k].slot;
-        Sums::add(grid, &mut self.sums.group[slot], p.start, p.end);
+        Sums::add_near(grid, near, &mut self.sums.group[slot], p.start, p.end);
         self.tasks[k].last = Some((p.end, p.end_state));
     }
 }
 
-/// Fills `sums` from a run with periods.
+/// Fills `sums` from a run with periods: one merged pass over every log's
+/// periods and worker waits.
 pub(super) fn periods(run: &RunLog, groups: &Groups, sums: &mut Sums) {
-    let mut scans = scan_logs(run, &sums.grid);
-    let created = earliest(&mut scans, |s| &mut s.created);
-    // Worker states: busy, waiting, and the rest of its span.
-    for (i, s) in scans.iter().enumerate() {
-        let alive = alive(run, &sums.grid, i);
-        let w = &mut sums.worker[i];
-        for b in 0..sums.grid.n {
-            w[0][b] = s.busy[b];
-            w[1][b] = s.wait[b];
-            w[2][b] = (alive[b] - s.busy[b] - s.wait[b]).max(0.0);
-        }
-    }
-    drop(scans);
+    let nlogs = run.workers.len();
+    let (mut busy, mut wait) = (
+        vec![vec![0.0; sums.grid.n]; nlogs],
+        vec![vec![0.0; sums.grid.n]; nlogs],
+    );
+    let grid = sums.grid.clone();
+    let mut near = Near::default();
     let mut r = Replay {
         run,
         groups,
@@ -192,11 +192,30 @@ pub(super) fn periods(run: &RunLog, groups: &Groups, sums: &mut Sums) {
         task_ix: IdIndex::default(),
         streams: StreamEnds::default(),
         sums,
+        near: Near::default(),
     };
     for (id, s) in &run.streams {
         *r.streams.ends(*id) = (s.writer, s.reader);
     }
-    for_each_period(run, |_, p| r.period(p));
+    for_each_event(run, true, |i, e| match e {
+        Event::Period(p) => {
+            Sums::add_near(&grid, &mut near, &mut busy[i], p.p.start, p.p.end);
+            r.period(p);
+        }
+        Event::Wait { t, dur } => {
+            Sums::add_near(&grid, &mut near, &mut wait[i], t, t.saturating_add(dur))
+        }
+    });
+    // Worker states: busy, waiting, and the rest of its span.
+    for i in 0..nlogs {
+        let alive = alive(run, &grid, i);
+        let w = &mut r.sums.worker[i];
+        for b in 0..grid.n {
+            w[0][b] = busy[i][b];
+            w[1][b] = wait[i][b];
+            w[2][b] = (alive[b] - busy[i][b] - wait[i][b]).max(0.0);
+        }
+    }
     // Open waits, to the window's end (or the run's).
     let end = run.t1.max(r.sums.grid.t0.saturating_add(r.sums.grid.span));
     for k in 0..r.tasks.len() {
@@ -220,6 +239,7 @@ pub(super) fn periods(run: &RunLog, groups: &Groups, sums: &mut Sums) {
         sums,
         ..
     } = r;
+    let created = run.tasks.values().filter_map(|t| Some((t.id, t.created?)));
     for (id, t) in created {
         let first = task_ix.get(id).and_then(|k| tasks[k].first).unwrap_or(end);
         Sums::add(&sums.grid, &mut sums.task[NEW], t, first);

@@ -7,8 +7,6 @@
 //! and tasks' slices and sums the counters; `layout.rs` declares the group
 //! tracks and writes the counters.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io::{self, Write};
 
 use rill_log::EndState;
@@ -17,11 +15,11 @@ mod layout;
 mod pass;
 
 use crate::detail::{plan_detail, Buckets};
-use crate::load::{Behind, IdIndex, IdMap, RunLog};
+use crate::load::{IdIndex, IdMap, RunLog};
+use crate::merge::{for_each_event, Event};
 use crate::perfetto::{Kind, Writer};
-use crate::scan::Scanner;
 use layout::RUN_COUNTERS;
-use pass::{next_ev, Ev, Names, Pass, WorkerSt};
+use pass::{Names, Pass, WorkerSt};
 
 /// The most buckets a trace is cut into (memory: about 8 bytes per bucket
 /// for each counter and 4 per worker).
@@ -213,6 +211,7 @@ pub fn write_perfetto_trace(
         streams: crate::wakeups::StreamEnds::default(),
         wait_names: IdMap::default(),
         sums: Default::default(),
+        near: Default::default(),
         long_gaps_left: opts.detail,
         counted_groups: 0,
         next_flow: 0,
@@ -251,37 +250,19 @@ pub fn write_perfetto_trace(
 
     // The merge; each cursor releases the pages it has read (`Behind`), so
     // that the pass keeps a bounded part of the logs resident.
-    let mut cursors: Vec<(usize, Scanner<'_>, Option<Ev>, Behind, u32)> = run
-        .workers
-        .iter()
-        .enumerate()
-        .map(|(i, x)| {
-            let mut sc = x.scanner();
-            let ev = next_ev(&mut sc);
-            (i, sc, ev, Behind::default(), 0)
-        })
-        .collect();
-    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = cursors
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| c.2.map(|e| Reverse((e.start(), i))))
-        .collect();
-    while let Some(Reverse((_, i))) = heap.pop() {
-        let (wi, sc, next, behind, k) = &mut cursors[i];
-        let Some(ev) = next.take() else { continue };
-        match ev {
-            Ev::Period(p) => pass.period(*wi, &p, sc)?,
-            Ev::Wait { t, dur } => pass.wait(*wi, t, dur)?,
+    // Decoded on threads where there is a core to spare (`merge.rs`); the
+    // first error stops the writing, the rest of the pass is skipped.
+    let mut failed: io::Result<()> = Ok(());
+    for_each_event(run, true, |wi, e| {
+        if failed.is_err() {
+            return;
         }
-        *k = k.wrapping_add(1);
-        if *k & 0xffff == 0 {
-            behind.advance(&run.workers[*wi], sc.offset());
-        }
-        *next = next_ev(sc);
-        if let Some(e) = next {
-            heap.push(Reverse((e.start(), i)));
-        }
-    }
+        failed = match e {
+            Event::Period(p) => pass.period(wi, &p.p, p.io),
+            Event::Wait { t, dur } => pass.wait(wi, t, dur),
+        };
+    });
+    failed?;
     for wi in 0..pass.workers.len() {
         pass.flush_merge(wi)?;
     }

@@ -9,38 +9,14 @@ use rill_log::EndState;
 
 use super::layout::{BLOCKED_READ, BLOCKED_WRITE, BUSY, CROSS, READY};
 use super::PerfettoStats;
+use crate::activity::Near;
 use crate::detail::{Buckets, DetailPlan};
 use crate::groups::group_of;
 use crate::load::{IdIndex, IdMap, RunLog};
 use crate::perfetto::{Arg, Kind, Name, Track, Value, Writer};
-use crate::scan::{Item, ScannedPeriod, Scanner};
+use crate::scan::ScannedPeriod;
 use crate::wakeups::{self, StreamEnds};
-
-/// A period or a worker wait, as the merge sees it.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Ev {
-    Period(ScannedPeriod),
-    Wait { t: u64, dur: u64 },
-}
-
-impl Ev {
-    pub(super) fn start(&self) -> u64 {
-        match self {
-            Ev::Period(p) => p.start,
-            Ev::Wait { t, .. } => *t,
-        }
-    }
-}
-
-pub(super) fn next_ev(sc: &mut Scanner<'_>) -> Option<Ev> {
-    loop {
-        match sc.next()? {
-            Item::Period(p) => return Some(Ev::Period(p)),
-            Item::WorkerWait { t, dur } => return Some(Ev::Wait { t, dur }),
-            _ => continue,
-        }
-    }
-}
+use rill_log::StreamIo;
 
 /// A wake-up (`wakeups.rs`): when (the waking period's end), by which
 /// worker, and the flow started there (its id and the waking period's
@@ -125,6 +101,8 @@ pub(super) struct Pass<'r, 'w> {
     /// Names of blocked states per (stream, reading).
     pub(super) wait_names: IdMap<(u64, bool), Name>,
     pub(super) sums: [Vec<f64>; 5],
+    /// The bucket the sums met last.
+    pub(super) near: Near,
     /// Groups declared with counters.
     pub(super) counted_groups: usize,
     /// Gaps shown only for their length (bounded by the budget).
@@ -238,12 +216,12 @@ impl<'r, 'w> Pass<'r, 'w> {
         if group.counters[gi].is_some() {
             let gv = &mut group.sums[gi];
             alloc(gv);
-            grid.split(a, b, |i, t| {
+            grid.split_near(&mut self.near, a, b, |i, t| {
                 run[i] += t as f64;
                 gv[i] += t as f64;
             });
         } else {
-            grid.split(a, b, |i, t| run[i] += t as f64);
+            grid.split_near(&mut self.near, a, b, |i, t| run[i] += t as f64);
         }
     }
 
@@ -506,7 +484,7 @@ impl<'r, 'w> Pass<'r, 'w> {
         &mut self,
         wi: usize,
         p: &ScannedPeriod,
-        sc: &Scanner<'_>,
+        ios: &[StreamIo],
     ) -> io::Result<()> {
         let worker = self.workers[wi].worker;
         let k = self.task(p.task);
@@ -551,7 +529,7 @@ impl<'r, 'w> Pass<'r, 'w> {
             None
         };
         let mut flows: Vec<u64> = Vec::new();
-        for io in sc.io() {
+        for io in ios {
             let Some(peer) = self.streams.woken_by(p.task, io) else {
                 continue;
             };
@@ -594,7 +572,7 @@ impl<'r, 'w> Pass<'r, 'w> {
                     // log's clipped periods can put the waker's slice
                     // later than this one).
                     let n_ends = if s >= flow_start { n_ends } else { 0 };
-                    self.period_slice(wi, k, p, s, e, &flows, &ends[..n_ends], sc)?;
+                    self.period_slice(wi, k, p, s, e, &flows, &ends[..n_ends], ios)?;
                 } else {
                     if counted {
                         self.stats.merged += 1;
@@ -641,10 +619,10 @@ impl<'r, 'w> Pass<'r, 'w> {
         e: u64,
         flows: &[u64],
         ends: &[u64],
-        sc: &Scanner<'_>,
+        ios: &[StreamIo],
     ) -> io::Result<()> {
         let (mut reads, mut writes) = (0u64, 0u64);
-        for io in sc.io() {
+        for io in ios {
             reads = reads.saturating_add(u64::from(io.reads));
             writes = writes.saturating_add(u64::from(io.writes));
         }
