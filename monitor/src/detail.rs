@@ -11,7 +11,6 @@
 
 use crate::activity::Near;
 use crate::load::{parallel, RunLog};
-use crate::scan::Item;
 
 /// The window `[t0, t0 + span]` (ticks) cut into `n` buckets of `width`
 /// ticks (the last one shorter): `width = ceil(span / asked)`, so `n` is at
@@ -129,52 +128,22 @@ pub(crate) struct DetailPlan {
 /// window's) are decoded, so the count reads a small part of a long run's
 /// logs.
 pub(crate) fn plan_detail(run: &RunLog, grid: Buckets, budget: u64) -> DetailPlan {
+    let end = grid.t0 + grid.span;
     let per_worker = parallel(&run.workers, run.workers.len(), |w| {
-        // Every period of the log is in one of its chunks.
-        let mut counts = vec![0u32; grid.n];
-        let mut behind = crate::load::Behind::default();
-        for chunk in &w.chunks {
-            let end = grid.t0 + grid.span;
-            let (a, b) = (chunk.min_start, chunk.max_start);
-            if a >= grid.t0 && b <= end && grid.index(a) == grid.index(b) {
-                let c = &mut counts[grid.index(a)];
-                *c = c.saturating_add(chunk.periods);
-            } else if b >= grid.t0 && a <= end {
-                let mut sc = w.chunk_scanner(chunk);
-                count_from(&mut counts, &grid, &mut sc, u64::from(chunk.periods));
-                // The chunks are in the log's order: what lies behind
-                // this one is read (the kernel maps pages around each one
-                // read, so decoded chunks spread over the log would
-                // otherwise keep most of it resident).
-                behind.advance(w, sc.offset());
-            }
-        }
+        let mut counts = vec![0u64; grid.n];
+        w.count_starts(&mut counts, |t| {
+            (t >= grid.t0 && t <= end).then(|| grid.index(t))
+        });
         Ok(counts)
     })
     .unwrap_or_default();
     let mut counts = vec![0u32; grid.n];
     for w in &per_worker {
         for (c, &v) in counts.iter_mut().zip(w) {
-            *c = c.saturating_add(v);
+            *c = c.saturating_add(u32::try_from(v).unwrap_or(u32::MAX));
         }
     }
     choose(grid, counts, budget)
-}
-
-/// Counts per bucket the starts of the next `periods` periods of `sc`.
-fn count_from(counts: &mut [u32], grid: &Buckets, sc: &mut crate::scan::Scanner<'_>, periods: u64) {
-    let end = grid.t0 + grid.span;
-    let mut seen = 0u64;
-    while seen < periods {
-        let Some(item) = sc.next() else { break };
-        if let Item::Period(p) = item {
-            seen += 1;
-            if p.start >= grid.t0 && p.start <= end {
-                let c = &mut counts[grid.index(p.start)];
-                *c = c.saturating_add(1);
-            }
-        }
-    }
 }
 
 /// The plan for the given counts (see the module documentation).
@@ -227,7 +196,7 @@ pub(crate) fn choose(grid: Buckets, counts: Vec<u32>, budget: u64) -> DetailPlan
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rill_log::{Calibration, Encoder, EndState, Header, LogWriter, MonitorFlags, PeriodRef};
+    use crate::scan::Item;
 
     /// Counting by chunks gives what a decode of every period gives, for
     /// grids whose edges cut chunks anywhere, windows that cut the run, and
@@ -235,38 +204,20 @@ mod tests {
     #[test]
     fn chunks_count_what_a_full_decode_counts() {
         let dir = tempfile::tempdir().unwrap();
-        let cal = Calibration::nanos();
-        for w in 0..2u32 {
-            let header = Header::new(MonitorFlags::FULL, w, 2, cal);
-            let mut out = LogWriter::create(dir.path(), w, &header).unwrap();
-            let mut enc = Encoder::new();
-            enc.worker_start(&mut out, 0);
-            let n = 5 * u64::from(crate::load::CHUNK_PERIODS) + 123;
-            for k in 0..n {
-                // Log 1 steps back 50 ticks every 997th period.
-                let start =
-                    k * 7 + u64::from(w) * 3 - if w == 1 && k % 997 == 996 { 50 } else { 0 };
-                enc.period(
-                    &mut out,
-                    &PeriodRef {
-                        start,
-                        end: start + 2,
-                        task: u64::from(w) + 1,
-                        end_state: EndState::Yielded,
-                        io: &[],
-                        ops: &[],
-                        op_times: &[],
-                    },
-                );
-                if k % 100 == 0 {
-                    enc.worker_wait(&mut out, start + 3, 1);
-                }
-            }
-            enc.worker_end(&mut out, 10_000_000);
-            out.finish().unwrap();
-        }
+        crate::chunky_logs::write(dir.path());
         let run = crate::load_run(dir.path()).unwrap();
         assert!(run.workers.iter().all(|w| w.chunks.len() == 6));
+        // Every period decoded.
+        let count_from = |counts: &mut [u32], g: &Buckets, w: &crate::load::WorkerLog| {
+            let mut sc = w.scanner();
+            while let Some(item) = sc.next() {
+                if let Item::Period(p) = item {
+                    if p.start >= g.t0 && p.start <= g.t0 + g.span {
+                        counts[g.index(p.start)] += 1;
+                    }
+                }
+            }
+        };
         for (lo, hi, n) in [
             (0, 40_000, 1),
             (0, 40_000, 7),
@@ -277,8 +228,7 @@ mod tests {
             let g = Buckets::new(lo, hi, n);
             let mut want = vec![0u32; g.n];
             for w in &run.workers {
-                let mut sc = w.scanner();
-                count_from(&mut want, &g, &mut sc, u64::MAX);
+                count_from(&mut want, &g, w);
             }
             let plan = plan_detail(&run, g, 1000);
             assert_eq!(plan.counts, want, "[{lo}, {hi}] in {n}");

@@ -27,6 +27,8 @@
 
 mod activity;
 mod bottleneck;
+#[cfg(test)]
+mod chunky_logs;
 mod detail;
 mod diff;
 mod evolution;

@@ -179,6 +179,13 @@ pub(crate) const CHUNK_PERIODS: u32 = 1024;
 /// chunk whose starts all fall in one bucket whole, without decoding it
 /// (`detail.rs`). The range bounds every start in the chunk, whatever their
 /// order, so this holds for a damaged log too.
+///
+/// A chunk also bounds the times its periods and worker waits cover
+/// (`min_t`, `max_t`), so that a pass drawing a window of the run skips the
+/// chunks that end before the window or start after it (`timeline.rs`).
+/// Chunks follow one another: each starts where the one before ended, the
+/// first at the log's first record, the last ends where the load's scan
+/// stopped.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Chunk {
     pub offset: usize,
@@ -186,6 +193,9 @@ pub(crate) struct Chunk {
     pub periods: u32,
     pub min_start: u64,
     pub max_start: u64,
+    /// The earliest start and latest end of its periods and waits.
+    pub min_t: u64,
+    pub max_t: u64,
 }
 
 impl Chunk {
@@ -196,14 +206,28 @@ impl Chunk {
             periods: 0,
             min_start: u64::MAX,
             max_start: 0,
+            min_t: u64::MAX,
+            max_t: 0,
         }
     }
 
     #[inline]
-    fn add(&mut self, start: u64) {
+    fn add(&mut self, start: u64, end: u64) {
         self.periods += 1;
         self.min_start = self.min_start.min(start);
         self.max_start = self.max_start.max(start);
+        self.span(start, end.max(start));
+    }
+
+    #[inline]
+    fn span(&mut self, a: u64, b: u64) {
+        self.min_t = self.min_t.min(a);
+        self.max_t = self.max_t.max(b);
+    }
+
+    /// Whether it holds a period or a wait.
+    fn any(&self) -> bool {
+        self.min_t <= self.max_t
     }
 }
 
@@ -328,6 +352,62 @@ impl WorkerLog {
     pub(crate) fn chunk_scanner(&self, chunk: &Chunk) -> Scanner<'_> {
         let end = (self.valid_len as usize).min(self.data.len());
         Scanner::resume(&self.data[..end], chunk.offset.min(end), chunk.last)
+    }
+
+    /// Adds to `counts[b]` the periods whose start `t` has
+    /// `bucket(t) == Some(b)`, for a `bucket` that never decreases with `t`
+    /// over the times where it is `Some`, which form one interval: a chunk
+    /// whose earliest and latest starts fall in one bucket is counted
+    /// whole; only the others are decoded.
+    pub(crate) fn count_starts(&self, counts: &mut [u64], bucket: impl Fn(u64) -> Option<usize>) {
+        let mut behind = Behind::default();
+        for c in self.chunks.iter().filter(|c| c.periods > 0) {
+            let (a, b) = (bucket(c.min_start), bucket(c.max_start));
+            if let (Some(a), true) = (a, a == b) {
+                counts[a] += u64::from(c.periods);
+                continue;
+            }
+            let mut sc = self.chunk_scanner(c);
+            let mut seen = 0;
+            while seen < c.periods {
+                let Some(item) = sc.next() else { break };
+                if let Item::Period(p) = item {
+                    seen += 1;
+                    if let Some(b) = bucket(p.start) {
+                        counts[b] += 1;
+                    }
+                }
+            }
+            // The chunks are in the log's order: what lies behind this one
+            // is read (the kernel maps pages around each one read, so
+            // chunks decoded all over the log would otherwise keep most of
+            // it resident).
+            behind.advance(self, sc.offset());
+        }
+    }
+
+    /// The stretches of the log made of the chunks `keep` accepts, as
+    /// (scanner at the stretch's start, byte offset where it ends), in the
+    /// log's order: a pass reads those and skips the rest.
+    pub(crate) fn stretches(&self, keep: impl Fn(&Chunk) -> bool) -> Vec<(Scanner<'_>, usize)> {
+        let end = (self.valid_len as usize).min(self.data.len());
+        let mut out: Vec<(Scanner<'_>, usize)> = Vec::new();
+        let mut open: Option<(usize, usize)> = None;
+        for (i, c) in self.chunks.iter().enumerate() {
+            let stop = self.chunks.get(i + 1).map_or(end, |n| n.offset.min(end));
+            if keep(c) {
+                match open.as_mut() {
+                    Some((_, to)) => *to = stop,
+                    None => open = Some((i, stop)),
+                }
+            } else if let Some((from, to)) = open.take() {
+                out.push((self.chunk_scanner(&self.chunks[from]), to));
+            }
+        }
+        if let Some((from, to)) = open {
+            out.push((self.chunk_scanner(&self.chunks[from]), to));
+        }
+        out
     }
 
     /// The file name (for messages).
@@ -746,13 +826,18 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
                     feed.period(&p, &sc);
                 }
                 agg.period(&p, &sc);
-                chunk.add(p.start);
+                chunk.add(p.start, p.end);
                 if chunk.periods == CHUNK_PERIODS {
                     chunks.push(chunk);
                     chunk = Chunk::at(sc.offset(), sc.last_time());
                 }
             }
-            Some(item) => agg.item(&item),
+            Some(item) => {
+                if let Item::WorkerWait { t, dur } = item {
+                    chunk.span(t, t.saturating_add(dur));
+                }
+                agg.item(&item)
+            }
             None => break,
         }
         n = n.wrapping_add(1);
@@ -767,7 +852,7 @@ fn scan_file(f: &RawFile, bar: Option<&ProgressBar>, mut feed: Option<FeedTx>) -
     if let Some(feed) = feed {
         feed.finish();
     }
-    if chunk.periods > 0 {
+    if chunk.any() {
         chunks.push(chunk);
     }
     let stop = sc.offset();

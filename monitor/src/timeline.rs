@@ -170,6 +170,12 @@ struct LaneSvg {
 
 /// Draws the lane of `run.workers[li]`.
 fn lane(run: &RunLog, li: usize, g: &LaneGeometry) -> LaneSvg {
+    lane_reading(run, li, g, true)
+}
+
+/// [`lane`], skipping the chunks outside the window or (`skip` false)
+/// reading the whole log.
+fn lane_reading(run: &RunLog, li: usize, g: &LaneGeometry, skip: bool) -> LaneSvg {
     let LaneGeometry {
         w0,
         w1,
@@ -221,110 +227,120 @@ fn lane(run: &RunLog, li: usize, g: &LaneGeometry) -> LaneSvg {
     }
     let mut narrow = Column::default();
     let mut narrow_wait = Column::default();
-    let mut sc = w.scanner();
+    // Only the chunks of the log that reach into the window (`load.rs`):
+    // the rest hold nothing drawn. (Every time in a log is at or after
+    // `t0`, where the offset from it grows with the time.)
+    let rel = |t: u64| t.wrapping_sub(run.t0) as i64 as f64;
+    let outside = |c: &crate::load::Chunk| {
+        c.min_t <= c.max_t && c.min_t >= run.t0 && (rel(c.max_t) < w0 || rel(c.min_t) > w1)
+    };
+    let stretches = w.stretches(|c| !(skip && outside(c)));
     let (mut behind, mut n) = (Behind::default(), 0u32);
-    while let Some(item) = sc.next() {
-        n = n.wrapping_add(1);
-        if n & 0xffff == 0 {
-            behind.advance(w, sc.offset());
-        }
-        let (s, e, period) = match item {
-            Item::Period(p) => (p.start, p.end.max(p.start), Some(p)),
-            Item::WorkerWait { t, dur } => (t, t.saturating_add(dur), None),
-            _ => continue,
-        };
-        let rs = s.wrapping_sub(run.t0) as i64 as f64;
-        let re = e.wrapping_sub(run.t0) as i64 as f64;
-        if re < w0 || rs > w1 {
-            continue;
-        }
-        let x0 = x_of(rs.max(w0));
-        let x1 = x_of(re.min(w1));
-        let ticks = e - s;
-        if x1 - x0 < 1.0 {
-            let col = x0.floor() as i64;
-            let c = if period.is_some() {
-                &mut narrow
-            } else {
-                &mut narrow_wait
+    for (mut sc, stop) in stretches {
+        while sc.offset() < stop {
+            let Some(item) = sc.next() else { break };
+            n = n.wrapping_add(1);
+            if n & 0xffff == 0 {
+                behind.advance(w, sc.offset());
+            }
+            let (s, e, period) = match item {
+                Item::Period(p) => (p.start, p.end.max(p.start), Some(p)),
+                Item::WorkerWait { t, dur } => (t, t.saturating_add(dur), None),
+                _ => continue,
             };
-            if c.col != Some(col) {
-                if period.is_some() {
-                    lane.flush(c, "short periods", "url(#many)", npt);
+            let rs = s.wrapping_sub(run.t0) as i64 as f64;
+            let re = e.wrapping_sub(run.t0) as i64 as f64;
+            if re < w0 || rs > w1 {
+                continue;
+            }
+            let x0 = x_of(rs.max(w0));
+            let x1 = x_of(re.min(w1));
+            let ticks = e - s;
+            if x1 - x0 < 1.0 {
+                let col = x0.floor() as i64;
+                let c = if period.is_some() {
+                    &mut narrow
                 } else {
-                    lane.flush(c, "short waits", "#a0a0a0", npt);
-                }
-                c.col = Some(col);
-            }
-            c.count += 1;
-            c.ticks = c.ticks.saturating_add(ticks);
-            if let Some(p) = period {
-                add_drawn(p.task, ticks);
-                any_narrow = true;
-            }
-            continue;
-        }
-        let (fill, label, title) = match period {
-            Some(p) => {
-                add_drawn(p.task, ticks);
-                let name = run.task_label(p.task);
-                let fill = colours
-                    .entry(p.task)
-                    .or_insert_with(|| task_colour(p.task))
-                    .clone();
-                let state = end_state_name(p.end_state);
-                let on = match p.end_state {
-                    EndState::BlockedInput { stream } | EndState::BlockedOutput { stream } => {
-                        format!(" on stream {stream}")
+                    &mut narrow_wait
+                };
+                if c.col != Some(col) {
+                    if period.is_some() {
+                        lane.flush(c, "short periods", "url(#many)", npt);
+                    } else {
+                        lane.flush(c, "short waits", "#a0a0a0", npt);
                     }
-                    _ => String::new(),
-                };
-                let title = format!(
-                    "{name} (task {}) on worker {}: {} ms + {}, ended {state}{on}",
-                    p.task,
-                    w.worker,
-                    fmt_ms(rs * npt / 1e6),
-                    crate::summary::fmt_ns(ticks as f64 * npt)
-                );
-                let full = format!("{name} ({state})");
-                let room = x1 - x0 - 4.0;
-                let label = if full.chars().count() as f64 * CHAR_W <= room {
-                    Some(full)
-                } else if name.chars().count() as f64 * CHAR_W <= room {
-                    Some(name)
-                } else {
-                    None
-                };
-                (fill, label, title)
+                    c.col = Some(col);
+                }
+                c.count += 1;
+                c.ticks = c.ticks.saturating_add(ticks);
+                if let Some(p) = period {
+                    add_drawn(p.task, ticks);
+                    any_narrow = true;
+                }
+                continue;
             }
-            None => (
-                "#a0a0a0".to_owned(),
-                None,
-                format!(
-                    "worker {} waiting: {} ms + {}",
-                    w.worker,
-                    fmt_ms(rs * npt / 1e6),
-                    crate::summary::fmt_ns(ticks as f64 * npt)
+            let (fill, label, title) = match period {
+                Some(p) => {
+                    add_drawn(p.task, ticks);
+                    let name = run.task_label(p.task);
+                    let fill = colours
+                        .entry(p.task)
+                        .or_insert_with(|| task_colour(p.task))
+                        .clone();
+                    let state = end_state_name(p.end_state);
+                    let on = match p.end_state {
+                        EndState::BlockedInput { stream } | EndState::BlockedOutput { stream } => {
+                            format!(" on stream {stream}")
+                        }
+                        _ => String::new(),
+                    };
+                    let title = format!(
+                        "{name} (task {}) on worker {}: {} ms + {}, ended {state}{on}",
+                        p.task,
+                        w.worker,
+                        fmt_ms(rs * npt / 1e6),
+                        crate::summary::fmt_ns(ticks as f64 * npt)
+                    );
+                    let full = format!("{name} ({state})");
+                    let room = x1 - x0 - 4.0;
+                    let label = if full.chars().count() as f64 * CHAR_W <= room {
+                        Some(full)
+                    } else if name.chars().count() as f64 * CHAR_W <= room {
+                        Some(name)
+                    } else {
+                        None
+                    };
+                    (fill, label, title)
+                }
+                None => (
+                    "#a0a0a0".to_owned(),
+                    None,
+                    format!(
+                        "worker {} waiting: {} ms + {}",
+                        w.worker,
+                        fmt_ms(rs * npt / 1e6),
+                        crate::summary::fmt_ns(ticks as f64 * npt)
+                    ),
                 ),
-            ),
-        };
-        let _ = write!(
-            lane.out,
-            "<rect x=\"{x0:.2}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{:.1}\" fill=\"{fill}\">\
-             <title>{}</title></rect>",
-            y + 1.0,
-            x1 - x0,
-            lane_h - 2.0,
-            xml_escape(&title)
-        );
-        if let Some(l) = label {
+            };
             let _ = write!(
                 lane.out,
-                "<text x=\"{:.2}\" y=\"{:.1}\" class=\"label\">{}</text>",
-                x0 + 2.0,
-                y + lane_h / 2.0 + 4.0,
-                xml_escape(&l)
+                "<rect x=\"{x0:.2}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{:.1}\" fill=\"{fill}\">\
+             <title>{}</title></rect>",
+                y + 1.0,
+                x1 - x0,
+                lane_h - 2.0,
+                xml_escape(&title)
             );
+            if let Some(l) = label {
+                let _ = write!(
+                    lane.out,
+                    "<text x=\"{:.2}\" y=\"{:.1}\" class=\"label\">{}</text>",
+                    x0 + 2.0,
+                    y + lane_h / 2.0 + 4.0,
+                    xml_escape(&l)
+                );
+            }
         }
     }
     lane.flush(&mut narrow, "short periods", "url(#many)", npt);
@@ -568,4 +584,47 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
     svg.push_str(&legend);
     svg.push_str("</g>\n</svg>\n");
     svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lane drawn from the chunks that reach into its window is the lane
+    /// drawn from the whole log, for windows anywhere in the run, at its
+    /// edges and past them.
+    #[test]
+    fn skipping_chunks_draws_the_same_lanes() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::chunky_logs::write(dir.path());
+        let run = crate::load_run(dir.path()).unwrap();
+        assert!(run.workers.iter().all(|w| w.chunks.len() == 6));
+        let end = (run.t1 - run.t0) as f64;
+        for (w0, w1) in [
+            (0.0, end),
+            (100.0, 900.0),
+            (7_000.0, 7_300.0),
+            (7_200.0, 7_250.0),
+            (20_000.0, 30_000.0),
+            (end - 5.0, end + 50.0),
+            (end + 1.0, end + 2.0),
+        ] {
+            let g = LaneGeometry {
+                w0,
+                w1,
+                plot_w: 800.0,
+                lane_h: 20.0,
+                npt: 1.0,
+            };
+            for li in 0..2 {
+                let (a, b) = (
+                    lane_reading(&run, li, &g, true),
+                    lane_reading(&run, li, &g, false),
+                );
+                assert_eq!(a.svg, b.svg, "[{w0}, {w1}] lane {li}");
+                assert_eq!(a.drawn, b.drawn);
+                assert_eq!(a.any_narrow, b.any_narrow);
+            }
+        }
+    }
 }

@@ -6,8 +6,7 @@ use rill_log::MonitorFlags;
 
 use super::html;
 use super::Ctx;
-use crate::load::{Behind, RunLog};
-use crate::scan::Item;
+use crate::load::RunLog;
 use crate::timeline::{timeline_svg, TimelineOptions};
 
 /// Periods per worker lane the detail window aims at.
@@ -110,26 +109,17 @@ const BUCKETS: usize = 256;
 
 /// A window (ms after the run's start) around the median period of worker
 /// `li`'s log, as long as DETAIL_PERIODS periods take at the density of
-/// the run's 1/[`BUCKETS`] around it: one scan of that log.
+/// the run's 1/[`BUCKETS`] around it: the chunks of that log that straddle a
+/// bucket's edge are decoded, the others counted whole (`load.rs`).
 fn detail_window(run: &RunLog, li: usize) -> Option<(f64, f64)> {
     let w = &run.workers[li];
     let span = run.t1.checked_sub(run.t0).filter(|&s| s > 0)?;
     let mut counts = vec![0u64; BUCKETS];
-    let mut sc = w.scanner();
-    let (mut behind, mut n) = (Behind::default(), 0u32);
-    while let Some(item) = sc.next() {
-        n = n.wrapping_add(1);
-        if n & 0xffff == 0 {
-            behind.advance(w, sc.offset());
-        }
-        if let Item::Period(p) = item {
-            let rel = p.start.wrapping_sub(run.t0);
-            if rel <= span {
-                let b = (u128::from(rel) * BUCKETS as u128 / u128::from(span)) as usize;
-                counts[b.min(BUCKETS - 1)] += 1;
-            }
-        }
-    }
+    w.count_starts(&mut counts, |t| {
+        let rel = t.checked_sub(run.t0).filter(|&rel| rel <= span)?;
+        let b = (u128::from(rel) * BUCKETS as u128 / u128::from(span)) as usize;
+        Some(b.min(BUCKETS - 1))
+    });
     let total: u64 = counts.iter().sum();
     if total == 0 {
         return None;
