@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use rill_log::EndState;
 
 use crate::load::{IdIndex, IdMap, RunLog};
-use crate::merge::{for_each_period, Period};
+use crate::merge::{Event, Events, Period};
 
 /// The run's span, `[t0, t0 + span]` in ticks, cut into `n` equal windows
 /// (the last tick belongs to the last window).
@@ -192,16 +192,33 @@ fn mul_div(x: u64, y: u64, z: u64) -> u64 {
 
 /// Ticks per window over the windows something touched (a dense run of
 /// windows, grown on demand: a short-lived task costs one or two entries).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct Strip {
     first: usize,
     v: Vec<u64>,
     /// The window of the last addition (spans tend to fall in it again).
     last: usize,
+    /// Its bounds `[lo, hi]` where [`add_span`](Self::add_span) made it,
+    /// else an empty range (`lo > hi`).
+    lo: u64,
+    hi: u64,
+}
+
+impl Default for Strip {
+    fn default() -> Self {
+        Strip {
+            first: 0,
+            v: Vec::new(),
+            last: 0,
+            lo: 1,
+            hi: 0,
+        }
+    }
 }
 
 impl Strip {
     pub fn add(&mut self, w: usize, ticks: u64) {
+        (self.lo, self.hi) = (1, 0);
         if self.v.is_empty() {
             self.first = w;
         } else if w < self.first {
@@ -221,16 +238,17 @@ impl Strip {
     #[inline]
     pub fn add_span(&mut self, grid: &Grid, a: u64, b: u64) {
         // Within the window of the last addition (inside the grid, so the
-        // split would clamp nothing): no search.
-        if let Some(i) = self.last.checked_sub(self.first) {
-            if let Some(v) = self.v.get_mut(i) {
-                if a >= grid.starts[self.last] && b <= grid.starts[self.last + 1] {
-                    *v = v.saturating_add(b.saturating_sub(a));
-                    return;
-                }
-            }
+        // split would clamp nothing): no search. (`lo <= hi` only while
+        // `v` holds that window; an empty or reversed span adds nothing.)
+        if a < b && a >= self.lo && b <= self.hi {
+            let v = &mut self.v[self.last - self.first];
+            *v = v.saturating_add(b - a);
+            return;
         }
         grid.split(a, b, |w, t| self.add(w, t));
+        if !self.v.is_empty() {
+            (self.lo, self.hi) = (grid.starts[self.last], grid.starts[self.last + 1]);
+        }
     }
 
     pub fn get(&self, w: usize) -> u64 {
@@ -637,6 +655,12 @@ pub(crate) fn whole_run(run: &RunLog) -> Activity {
 /// A sample-mode run has no periods: its activity comes from the sampler's
 /// windows instead (`sampled.rs`).
 pub(crate) fn activity(run: &RunLog, windows: usize) -> Activity {
+    activity_from(run, windows, Events::Run(run))
+}
+
+/// [`activity`], reading the periods from `events` (a merged pass of its
+/// own, or a share of one, `merge.rs`).
+pub(crate) fn activity_from(run: &RunLog, windows: usize, events: Events<'_>) -> Activity {
     if let Some(sm) = run
         .sampled
         .as_ref()
@@ -655,9 +679,11 @@ pub(crate) fn activity(run: &RunLog, windows: usize) -> Activity {
         .iter()
         .map(|w| (w.worker, Strip::default()))
         .collect();
-    for_each_period(run, |i, period| {
-        let (worker, strip) = &mut busy[i];
-        pass.period(*worker, strip, period);
+    events.for_each_event(false, |i, e| {
+        if let Event::Period(period) = e {
+            let (worker, strip) = &mut busy[i];
+            pass.period(*worker, strip, period);
+        }
     });
     // Open waits, to the run's end; each task's main worker.
     let end = run.t1;
@@ -747,6 +773,34 @@ mod tests {
                 g.split(a, a + len, |w, t| want.push((w, t)));
                 g.split_near(&mut near, a, a + len, |w, t| got.push((w, t)));
                 proptest::prop_assert_eq!(got, want, "[{}, {})", a, a + len);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// A strip's spans and additions add up per window as `split`
+        /// cuts them, reversed and empty spans adding nothing, whatever
+        /// came before (the remembered window included).
+        #[test]
+        fn strips_add_what_split_cuts(
+            span in 1u64..200,
+            n in 1usize..9,
+            ops in proptest::collection::vec((0u64..260, 0u64..260, 0usize..12), 1..40),
+        ) {
+            let g = Grid::new(10, 10 + span, n);
+            let mut s = Strip::default();
+            let mut want = vec![0u64; n];
+            for (a, b, w) in ops {
+                if w >= 9 {
+                    s.add(w % n, 5);
+                    want[w % n] += 5;
+                } else {
+                    s.add_span(&g, a, b);
+                    g.split(a, b, |i, t| want[i] += t);
+                }
+            }
+            for (i, &v) in want.iter().enumerate() {
+                proptest::prop_assert_eq!(s.get(i), v, "window {}", i);
             }
         }
     }

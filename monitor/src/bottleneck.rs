@@ -271,11 +271,15 @@ impl Tally {
 
 /// Finds what held the run back (see the module documentation).
 pub fn bottleneck(run: &RunLog, opts: &BottleneckOptions) -> Bottlenecks {
-    let act = activity(run, opts.windows);
-    let g = graph(run, &act);
-    let raw = detect(&act, &g, opts);
-    let placement = crate::placement::placement(run, &act, &g);
-    let waiting = total_waiting(&act);
+    bottleneck_of(run, opts, &activity(run, opts.windows))
+}
+
+/// [`bottleneck`] from the run's activity in `opts.windows` windows.
+pub(crate) fn bottleneck_of(run: &RunLog, opts: &BottleneckOptions, act: &Activity) -> Bottlenecks {
+    let g = graph(run, act);
+    let raw = detect(act, &g, opts);
+    let placement = crate::placement::placement(run, act, &g);
+    let waiting = total_waiting(act);
     let mut found: Vec<Finding> = raw
         .into_iter()
         .map(|(r, explained)| {
@@ -284,7 +288,7 @@ pub fn bottleneck(run: &RunLog, opts: &BottleneckOptions) -> Bottlenecks {
             } else {
                 0.0
             };
-            crate::verdict::finding(run, &act, &r, share)
+            crate::verdict::finding(run, act, &r, share)
         })
         .collect();
     let kind_rank = |k: &str| match k {
@@ -301,9 +305,9 @@ pub fn bottleneck(run: &RunLog, opts: &BottleneckOptions) -> Bottlenecks {
     // The placement finding comes first: its share is of time saved, not
     // of waiting (`placement.rs`).
     if let Some((r, share)) = placement {
-        found.insert(0, crate::verdict::finding(run, &act, &r, share));
+        found.insert(0, crate::verdict::finding(run, act, &r, share));
     }
-    let verdict = crate::verdict::verdict(run, &act, &g, &found, opts);
+    let verdict = crate::verdict::verdict(run, act, &g, &found, opts);
     let grid = &act.grid;
     Bottlenecks {
         dir: run.dir.display().to_string(),

@@ -13,7 +13,8 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 
 use rill_log::StreamIo;
 
@@ -99,7 +100,10 @@ fn fill(sc: &mut Scanner<'_>, b: &mut Batch, waits: bool) -> bool {
             Some(Item::Period(p)) => {
                 let io = sc.io();
                 let at = b.io.len() as u32;
-                b.io.extend_from_slice(io);
+                // One or two entries, mostly: pushed, not copied by a call.
+                for e in io {
+                    b.io.push(*e);
+                }
                 b.periods
                     .push(Entry::Period(p, at, io.len() as u32, first_read(sc)));
             }
@@ -121,13 +125,15 @@ enum Source<'a> {
 
 struct Cursor<'a> {
     source: Source<'a>,
-    batch: Batch,
+    /// Shared with the consumers of [`shared`], which read it too.
+    batch: Arc<Batch>,
     /// The next period's index in `batch`.
     at: usize,
 }
 
 impl Cursor<'_> {
-    /// Makes the next period available; false at the log's end.
+    /// Makes the next period available; false at the log's end. A new
+    /// batch was taken when it returns true with `at == 0`.
     fn ready(&mut self) -> bool {
         if self.at < self.batch.periods.len() {
             return true;
@@ -135,17 +141,23 @@ impl Cursor<'_> {
         self.at = 0;
         match &mut self.source {
             Source::Inline(w, sc, behind, waits) => {
-                let more = fill(sc, &mut self.batch, *waits);
+                // The batch is refilled in place unless a consumer still
+                // holds it.
+                if Arc::get_mut(&mut self.batch).is_none() {
+                    self.batch = Arc::default();
+                }
+                let b = Arc::get_mut(&mut self.batch).expect("a batch of its own");
+                let more = fill(sc, b, *waits);
                 behind.advance(w, sc.offset());
                 more
             }
             Source::Thread(rx) => match rx.recv() {
                 Ok(b) => {
-                    self.batch = b;
+                    self.batch = Arc::new(b);
                     !self.batch.periods.is_empty()
                 }
                 Err(_) => {
-                    self.batch = Batch::default();
+                    self.batch = Arc::default();
                     false
                 }
             },
@@ -157,25 +169,188 @@ impl Cursor<'_> {
     }
 }
 
-/// Hands `f` every period of every log of `run` in the merged order (see
-/// the module documentation), with the index of its log in `run.workers`.
-pub(crate) fn for_each_period(run: &RunLog, mut f: impl FnMut(usize, &Period<'_>)) {
-    for_each_event(run, false, |i, e| {
-        if let Event::Period(p) = e {
-            f(i, p)
+/// What [`shared`] sends its consumers: a log's next batch (the merge
+/// moved on to it), or the merged order of the events since the last
+/// message, as log indices (each the next event of that log's batch).
+#[derive(Clone)]
+enum Msg {
+    Batch(usize, Arc<Batch>),
+    Order(Arc<Vec<u32>>),
+}
+
+/// Events per [`Msg::Order`].
+const ORDER_BATCH: usize = 16 * 1024;
+
+/// Messages in flight to each consumer of [`shared`].
+const SHARED_IN_FLIGHT: usize = 8;
+
+/// One consumer's view of a merged pass run by [`shared`]: it follows the
+/// merge's order through the decoded batches it shares.
+pub(crate) struct Feed {
+    rx: Receiver<Msg>,
+    logs: usize,
+}
+
+impl Feed {
+    fn for_each_event(self, mut f: impl FnMut(usize, Event<'_, '_>)) {
+        let mut batches: Vec<(Arc<Batch>, usize)> = vec![(Arc::default(), 0); self.logs];
+        for m in self.rx.iter() {
+            match m {
+                Msg::Batch(i, b) => batches[i] = (b, 0),
+                Msg::Order(order) => {
+                    for &i in order.iter() {
+                        let (b, at) = &mut batches[i as usize];
+                        emit(i as usize, b, *at, &mut f);
+                        *at += 1;
+                    }
+                }
+            }
         }
-    });
+    }
 }
 
-/// [`for_each_period`], with each log's worker waits among its periods
-/// (in the log's order, merged by their start) if `waits`.
+/// Hands `f` event `at` of log `i`'s batch `b`.
+#[inline]
+fn emit(i: usize, b: &Batch, at: usize, f: &mut impl FnMut(usize, Event<'_, '_>)) {
+    match b.periods[at] {
+        Entry::Period(p, from, len, first_read) => {
+            let io = &b.io[from as usize..(from + len) as usize];
+            f(i, Event::Period(&Period { p, io, first_read }));
+        }
+        Entry::Wait { t, dur } => f(i, Event::Wait { t, dur }),
+    }
+}
+
+/// What the merge does with each batch it takes and each event in order.
+trait Sink {
+    fn batch(&mut self, i: usize, b: &Arc<Batch>);
+    fn event(&mut self, i: usize, b: &Batch, at: usize);
+}
+
+/// Hands each event to a function.
+struct Direct<F>(F);
+
+impl<F: FnMut(usize, Event<'_, '_>)> Sink for Direct<F> {
+    fn batch(&mut self, _: usize, _: &Arc<Batch>) {}
+
+    #[inline]
+    fn event(&mut self, i: usize, b: &Batch, at: usize) {
+        emit(i, b, at, &mut self.0)
+    }
+}
+
+/// Sends the batches and the order to the consumers of [`shared`].
+struct Tee {
+    txs: Vec<Option<SyncSender<Msg>>>,
+    order: Vec<u32>,
+}
+
+impl Tee {
+    fn send(&mut self, m: Msg) {
+        for tx in self.txs.iter_mut() {
+            // A closed feed: that consumer has stopped reading.
+            if tx.as_ref().is_some_and(|t| t.send(m.clone()).is_err()) {
+                *tx = None;
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.order.is_empty() {
+            let order = std::mem::replace(&mut self.order, Vec::with_capacity(ORDER_BATCH));
+            self.send(Msg::Order(Arc::new(order)));
+        }
+    }
+}
+
+impl Sink for Tee {
+    fn batch(&mut self, i: usize, b: &Arc<Batch>) {
+        // The order so far refers to the log's previous batch.
+        self.flush();
+        self.send(Msg::Batch(i, Arc::clone(b)));
+    }
+
+    #[inline]
+    fn event(&mut self, i: usize, _: &Batch, _: usize) {
+        self.order.push(i as u32);
+        if self.order.len() >= ORDER_BATCH {
+            self.flush();
+        }
+    }
+}
+
+/// Where a pass takes its merged events from: a merged pass of its own over
+/// the run, or its share of one that several passes read ([`shared`]).
+pub(crate) enum Events<'r> {
+    Run(&'r RunLog),
+    Feed(Feed),
+}
+
+impl Events<'_> {
+    /// [`for_each_event`] over this source.
+    pub(crate) fn for_each_event(self, waits: bool, mut f: impl FnMut(usize, Event<'_, '_>)) {
+        match self {
+            Events::Run(run) => for_each_event(run, waits, f),
+            Events::Feed(feed) => feed.for_each_event(|i, e| {
+                if waits || matches!(e, Event::Period(_)) {
+                    f(i, e)
+                }
+            }),
+        }
+    }
+}
+
+/// Runs `a` and `b` side by side, on threads of their own, over one merged
+/// pass of `run`'s periods and worker waits: the logs are decoded and
+/// merged once (here, with the decoders of [`for_each_event`]); both read
+/// the same decoded batches, following the merge's order (at most
+/// [`SHARED_IN_FLIGHT`] messages ahead of the slower). A consumer that
+/// stops reading its feed (dropping it) no longer gets messages; the other
+/// goes on. A panic in either is raised here once both have ended.
+pub(crate) fn shared<A: Send, B: Send>(
+    run: &RunLog,
+    a: impl FnOnce(Events<'_>) -> A + Send,
+    b: impl FnOnce(Events<'_>) -> B + Send,
+) -> (A, B) {
+    std::thread::scope(|s| {
+        let logs = run.workers.len();
+        let (ta, ra) = sync_channel::<Msg>(SHARED_IN_FLIGHT);
+        let (tb, rb) = sync_channel::<Msg>(SHARED_IN_FLIGHT);
+        let ha = s.spawn(move || a(Events::Feed(Feed { rx: ra, logs })));
+        let hb = s.spawn(move || b(Events::Feed(Feed { rx: rb, logs })));
+        let mut tee = Tee {
+            txs: vec![Some(ta), Some(tb)],
+            order: Vec::with_capacity(ORDER_BATCH),
+        };
+        merged(run, threaded(run), true, &mut tee);
+        tee.flush();
+        drop(tee);
+        let ra = ha.join();
+        let rb = hb.join();
+        match (ra, rb) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => std::panic::resume_unwind(e),
+        }
+    })
+}
+
+/// Hands `f` every period of every log of `run` in the merged order (see
+/// the module documentation), with the index of its log in `run.workers`,
+/// and each log's worker waits among its periods (in the log's order,
+/// merged by their start) if `waits`.
 pub(crate) fn for_each_event(run: &RunLog, waits: bool, f: impl FnMut(usize, Event<'_, '_>)) {
-    let spare = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
-    merged(run, spare && run.workers.len() <= MAX_THREADS, waits, f);
+    merged(run, threaded(run), waits, &mut Direct(f));
 }
 
-/// [`for_each_event`], decoding on threads or not.
-fn merged(run: &RunLog, threaded: bool, waits: bool, mut f: impl FnMut(usize, Event<'_, '_>)) {
+/// Whether the logs are decoded on threads of their own.
+fn threaded(run: &RunLog) -> bool {
+    let spare = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
+    spare && run.workers.len() <= MAX_THREADS
+}
+
+/// The merge: hands `sink` each batch it takes and each event in the
+/// merged order, decoding on threads or not.
+fn merged(run: &RunLog, threaded: bool, waits: bool, sink: &mut impl Sink) {
     std::thread::scope(|s| {
         let mut cursors: Vec<Cursor<'_>> = run
             .workers
@@ -202,7 +377,7 @@ fn merged(run: &RunLog, threaded: bool, waits: bool, mut f: impl FnMut(usize, Ev
                 };
                 Cursor {
                     source,
-                    batch: Batch::default(),
+                    batch: Arc::default(),
                     at: 0,
                 }
             })
@@ -210,20 +385,18 @@ fn merged(run: &RunLog, threaded: bool, waits: bool, mut f: impl FnMut(usize, Ev
         let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
         for (i, c) in cursors.iter_mut().enumerate() {
             if c.ready() {
+                sink.batch(i, &c.batch);
                 heap.push(Reverse((c.start(), i)));
             }
         }
         while let Some(Reverse((_, i))) = heap.pop() {
             let c = &mut cursors[i];
-            match c.batch.periods[c.at] {
-                Entry::Period(p, at, len, first_read) => {
-                    let io = &c.batch.io[at as usize..(at + len) as usize];
-                    f(i, Event::Period(&Period { p, io, first_read }));
-                }
-                Entry::Wait { t, dur } => f(i, Event::Wait { t, dur }),
-            }
+            sink.event(i, &c.batch, c.at);
             c.at += 1;
             if c.ready() {
+                if c.at == 0 {
+                    sink.batch(i, &c.batch);
+                }
                 heap.push(Reverse((c.start(), i)));
             }
         }
@@ -280,10 +453,17 @@ mod tests {
         let run = crate::load_run(dir.path()).unwrap();
         let seq = |threaded: bool, waits: bool| {
             let mut v = Vec::new();
-            merged(&run, threaded, waits, |i, e| match e {
-                Event::Period(p) => v.push((i, p.p.start, p.p.task, p.io.to_vec(), p.first_read)),
-                Event::Wait { t, dur } => v.push((i, t, dur, Vec::new(), None)),
-            });
+            merged(
+                &run,
+                threaded,
+                waits,
+                &mut Direct(|i, e: Event<'_, '_>| match e {
+                    Event::Period(p) => {
+                        v.push((i, p.p.start, p.p.task, p.io.to_vec(), p.first_read))
+                    }
+                    Event::Wait { t, dur } => v.push((i, t, dur, Vec::new(), None)),
+                }),
+            );
             v
         };
         let (a, b) = (seq(true, false), seq(false, false));

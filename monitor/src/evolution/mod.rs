@@ -50,6 +50,7 @@ use serde::Serialize;
 use crate::activity::{Grid, Near};
 use crate::groups::group_of;
 use crate::load::RunLog;
+use crate::merge::Events;
 
 mod replay;
 mod samples;
@@ -406,10 +407,20 @@ fn round6(x: f64) -> f64 {
 }
 
 /// Computes the run's evolution (see the module documentation): one merged
-/// pass over the periods and one scan per log (periods), or the sampler's
+/// pass over the periods and worker waits (periods), or the sampler's
 /// windows (sample mode). An error when the run recorded nothing that
 /// changes over time (no periods, no samples, no worker waits).
 pub fn evolution(run: &RunLog, opts: &EvolutionOptions) -> anyhow::Result<Evolution> {
+    evolution_from(run, opts, Events::Run(run))
+}
+
+/// [`evolution`], reading a run with periods from `events` (a merged pass
+/// of its own, or a share of one, `merge.rs`); dropped unread otherwise.
+pub(crate) fn evolution_from(
+    run: &RunLog,
+    opts: &EvolutionOptions,
+    events: Events<'_>,
+) -> anyhow::Result<Evolution> {
     use rill_log::MonitorFlags;
     anyhow::ensure!(
         (1..=MAX_EVOLUTION_BUCKETS).contains(&opts.buckets),
@@ -469,7 +480,7 @@ pub fn evolution(run: &RunLog, opts: &EvolutionOptions) -> anyhow::Result<Evolut
         EvolutionSource::Periods => {
             let mut s = Sums::new(grid, TASK_STATES.len(), nlogs, WORKER_STATES.len());
             s.group = vec![vec![0.0; s.grid.n]; groups.slots.len()];
-            replay::periods(run, &groups, &mut s);
+            replay::periods(run, &groups, &mut s, events);
             if !flags.contains(MonitorFlags::WORKER) {
                 unavailable.push(
                     "worker waiting: the run has no worker flag (its waits count as between \

@@ -9,7 +9,7 @@ use rill_log::EndState;
 use super::{Groups, Sums, BLOCKED_READ, BLOCKED_WRITE, NEW, READY, RUNNING};
 use crate::activity::{Grid, Near};
 use crate::load::{Behind, IdIndex, IdMap, RunLog};
-use crate::merge::{for_each_event, Event, Period};
+use crate::merge::{Event, Events, Period};
 use crate::scan::Item;
 use crate::wakeups::{offer, take_before, StreamEnds, Wake};
 
@@ -151,7 +151,8 @@ impl Replay<'_> {
         Sums::add_near(grid, near, &mut task[READY], until, to);
     }
 
-    fn period(&mut self, period: &Period<'_>) {
+    /// Books a period of log `log`.
+    fn period(&mut self, log: usize, period: &Period<'_>) {
         let p = &period.p;
         let k = self.task(p.task);
         let woken = take_before(&mut self.tasks[k].woken, p.end).map(|w| w.at);
@@ -166,25 +167,31 @@ impl Replay<'_> {
             let t = &mut self.tasks[pk];
             let _ = offer(&mut t.woken, t.last.map(|(end, _)| end), p.end, ());
         }
-        let grid = &self.sums.grid;
-        let near = &mut self.near;
-        Sums::add_near(grid, near, &mut self.sums.task[RUNNING], p.start, p.end);
+        // Running (all tasks and the task's group) and the worker busy:
+        // one split for the three.
         let slot = self.tasks[k].slot;
-        Sums::add_near(grid, near, &mut self.sums.group[slot], p.start, p.end);
+        let Sums {
+            grid,
+            task,
+            group,
+            worker,
+            ..
+        } = &mut *self.sums;
+        let (running, group, busy) = (&mut task[RUNNING], &mut group[slot], &mut worker[log][0]);
+        grid.split_near(&mut self.near, p.start, p.end, |b, t| {
+            let t = t as f64;
+            running[b] += t;
+            group[b] += t;
+            busy[b] += t;
+        });
         self.tasks[k].last = Some((p.end, p.end_state));
     }
 }
 
 /// Fills `sums` from a run with periods: one merged pass over every log's
 /// periods and worker waits.
-pub(super) fn periods(run: &RunLog, groups: &Groups, sums: &mut Sums) {
+pub(super) fn periods(run: &RunLog, groups: &Groups, sums: &mut Sums, events: Events<'_>) {
     let nlogs = run.workers.len();
-    let (mut busy, mut wait) = (
-        vec![vec![0.0; sums.grid.n]; nlogs],
-        vec![vec![0.0; sums.grid.n]; nlogs],
-    );
-    let grid = sums.grid.clone();
-    let mut near = Near::default();
     let mut r = Replay {
         run,
         groups,
@@ -197,23 +204,27 @@ pub(super) fn periods(run: &RunLog, groups: &Groups, sums: &mut Sums) {
     for (id, s) in &run.streams {
         *r.streams.ends(*id) = (s.writer, s.reader);
     }
-    for_each_event(run, true, |i, e| match e {
-        Event::Period(p) => {
-            Sums::add_near(&grid, &mut near, &mut busy[i], p.p.start, p.p.end);
-            r.period(p);
-        }
+    // Worker states: busy (added with each period) and waiting here, and
+    // the rest of its span below.
+    events.for_each_event(true, |i, e| match e {
+        Event::Period(p) => r.period(i, p),
         Event::Wait { t, dur } => {
-            Sums::add_near(&grid, &mut near, &mut wait[i], t, t.saturating_add(dur))
+            let s = &mut *r.sums;
+            Sums::add_near(
+                &s.grid,
+                &mut r.near,
+                &mut s.worker[i][1],
+                t,
+                t.saturating_add(dur),
+            )
         }
     });
-    // Worker states: busy, waiting, and the rest of its span.
     for i in 0..nlogs {
-        let alive = alive(run, &grid, i);
+        let alive = alive(run, &r.sums.grid, i);
+        let n = r.sums.grid.n;
         let w = &mut r.sums.worker[i];
-        for b in 0..grid.n {
-            w[0][b] = busy[i][b];
-            w[1][b] = wait[i][b];
-            w[2][b] = (alive[b] - busy[i][b] - wait[i][b]).max(0.0);
+        for b in 0..n {
+            w[2][b] = (alive[b] - w[0][b] - w[1][b]).max(0.0);
         }
     }
     // Open waits, to the window's end (or the run's).

@@ -4,14 +4,9 @@
 
 use super::html;
 use super::Ctx;
-use crate::evolution::{evolution, EvolutionOptions};
 
 pub(super) fn body(ctx: &Ctx<'_>) -> String {
-    let opts = EvolutionOptions {
-        width_px: ctx.opts.timeline_width_px.max(400),
-        ..EvolutionOptions::default()
-    };
-    match evolution(ctx.run, &opts) {
+    ctx.with_evolution(|evo| match evo {
         Ok(evo) => {
             let mut o = String::from("<div class=\"scroll\">\n");
             o.push_str(&super::timeline::inline(&evo.to_svg(), "evolution"));
@@ -31,5 +26,5 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
             o
         }
         Err(e) => html::missing(&format!("the evolution of states: {e:#}")),
-    }
+    })
 }

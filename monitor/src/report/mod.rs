@@ -33,7 +33,9 @@ mod waits;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
-use crate::bottleneck::{bottleneck, BottleneckOptions, Bottlenecks};
+use crate::activity::{activity_from, Activity};
+use crate::bottleneck::{bottleneck, bottleneck_of, BottleneckOptions, Bottlenecks};
+use crate::evolution::{evolution, evolution_from, Evolution, EvolutionOptions};
 use crate::load::RunLog;
 use crate::summary::{summarize_totals, Summary};
 use crate::waits::{waits, Waits};
@@ -69,6 +71,7 @@ pub(crate) struct Ctx<'a> {
     summary: OnceLock<Summary>,
     bottlenecks: OnceLock<Bottlenecks>,
     waits: OnceLock<Waits>,
+    merged: OnceLock<(Activity, anyhow::Result<Evolution>)>,
 }
 
 impl Ctx<'_> {
@@ -79,8 +82,46 @@ impl Ctx<'_> {
 
     /// `bottleneck`'s findings and verdict.
     pub fn bottlenecks(&self) -> &Bottlenecks {
-        self.bottlenecks
-            .get_or_init(|| bottleneck(self.run, &self.opts.bottleneck))
+        self.bottlenecks.get_or_init(|| match self.merged() {
+            Some((act, _)) => bottleneck_of(self.run, &self.opts.bottleneck, act),
+            None => bottleneck(self.run, &self.opts.bottleneck),
+        })
+    }
+
+    /// The evolution section's series, handed to `f`.
+    pub fn with_evolution<T>(&self, f: impl FnOnce(&anyhow::Result<Evolution>) -> T) -> T {
+        match self.merged() {
+            Some((_, evo)) => f(evo),
+            None => f(&evolution(self.run, &self.evolution_options())),
+        }
+    }
+
+    /// What the evolution section draws.
+    pub fn evolution_options(&self) -> EvolutionOptions {
+        EvolutionOptions {
+            width_px: self.opts.timeline_width_px.max(400),
+            ..EvolutionOptions::default()
+        }
+    }
+
+    /// For a run with periods, the bottleneck's activity and the
+    /// evolution's series from one merged pass over the logs, read by both
+    /// side by side (`merge::shared`): the two heaviest passes of the page
+    /// decode and merge the logs once. `None` for other runs (their
+    /// sections compute their own, from samples or totals).
+    fn merged(&self) -> Option<&(Activity, anyhow::Result<Evolution>)> {
+        if !self.periods() || self.sampled() {
+            return None;
+        }
+        Some(self.merged.get_or_init(|| {
+            let windows = self.opts.bottleneck.windows;
+            let evo = self.evolution_options();
+            crate::merge::shared(
+                self.run,
+                |events| activity_from(self.run, windows, events),
+                |events| evolution_from(self.run, &evo, events),
+            )
+        }))
     }
 
     /// `waits`, task names folded into groups.
@@ -313,6 +354,7 @@ pub fn report_html(run: &RunLog, opts: &ReportOptions) -> String {
         summary: OnceLock::new(),
         bottlenecks: OnceLock::new(),
         waits: OnceLock::new(),
+        merged: OnceLock::new(),
     };
     let bodies: Vec<String> = std::thread::scope(|s| {
         let handles: Vec<_> = SECTIONS
