@@ -478,5 +478,20 @@ mod tests {
         assert_eq!(c, d);
         let periods: Vec<_> = c.iter().filter(|e| e.3.len() == 1).cloned().collect();
         assert_eq!(periods, a, "the periods as without the waits");
+        // Two consumers of one shared pass see what a pass of their own
+        // sees, with or without the waits; one that drops its feed at once
+        // leaves the other its whole pass.
+        let collect = |ev: Events<'_>, waits: bool| {
+            let mut v = Vec::new();
+            ev.for_each_event(waits, |i, e| match e {
+                Event::Period(p) => v.push((i, p.p.start, p.p.task, p.io.to_vec(), p.first_read)),
+                Event::Wait { t, dur } => v.push((i, t, dur, Vec::new(), None)),
+            });
+            v
+        };
+        let (x, y) = shared(&run, |ev| collect(ev, true), |ev| collect(ev, false));
+        assert_eq!((x, y), (c.clone(), a.clone()));
+        let (x, n) = shared(&run, |ev| collect(ev, true), |ev| drop(ev));
+        assert_eq!((x, n), (c, ()));
     }
 }
