@@ -338,6 +338,28 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The first read among the ops [`ops`](Self::ops) lists, if any, as
+    /// [`for_each_op`](Self::for_each_op) would meet it, without going
+    /// through the others.
+    #[inline]
+    pub fn first_read_op(&self) -> Option<Op> {
+        match self.kind {
+            OpsKind::None | OpsKind::Implied => self
+                .io
+                .iter()
+                .position(|s| s.reads > 0)
+                .map(|i| Op::read(i as u16, self.io[i].reads)),
+            OpsKind::Interleaved => {
+                let (a, b) = self.pair;
+                [(a, 1), (b, 2)]
+                    .into_iter()
+                    .find(|(op, at_least)| !op.write && self.pair_len >= *at_least)
+                    .map(|(op, _)| op)
+            }
+            OpsKind::Listed => self.ops.iter().copied().find(|op| !op.write),
+        }
+    }
+
     /// The number of ops [`ops`](Self::ops) lists.
     #[inline]
     pub fn op_count(&self) -> usize {

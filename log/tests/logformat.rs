@@ -437,6 +437,23 @@ proptest! {
     }
 
     #[test]
+    fn the_first_read_is_the_first_read_op(seq in arb_sequence(30)) {
+        let (bytes, _) = encode_all(&seq);
+        let mut sc = Scanner::new(&bytes, 0);
+        while let Some(item) = sc.next() {
+            if let rill_log::Item::Period(_) = item {
+                let mut want = None;
+                sc.for_each_op(|op| {
+                    if want.is_none() && !op.write {
+                        want = Some(op);
+                    }
+                });
+                prop_assert_eq!(sc.first_read_op(), want);
+            }
+        }
+    }
+
+    #[test]
     fn truncation_yields_a_prefix(seq in arb_sequence(12)) {
         let (bytes, bounds) = encode_all(&seq);
         for cut in 0..=bytes.len() {

@@ -81,13 +81,10 @@ struct Batch {
 /// The stream of the first read in the scanner's current period.
 pub(crate) fn first_read(sc: &Scanner<'_>) -> Option<u64> {
     let io = sc.io();
-    let mut found = None;
-    sc.for_each_op(|op| {
-        if found.is_none() && !op.write {
-            found = io.get(usize::from(op.io_index)).map(|s| s.stream);
-        }
-    });
-    found.or_else(|| io.iter().find(|s| s.reads > 0).map(|s| s.stream))
+    sc.first_read_op()
+        .and_then(|op| io.get(usize::from(op.io_index)))
+        .or_else(|| io.iter().find(|s| s.reads > 0))
+        .map(|s| s.stream)
 }
 
 /// Fills `b` with up to [`BATCH`] periods (and worker waits if `waits`);

@@ -29,6 +29,7 @@ pub(crate) struct StreamEnds {
 
 impl StreamEnds {
     /// Stream `stream`'s (writer, reader).
+    #[inline]
     pub(crate) fn ends(&mut self, stream: u64) -> &mut (Option<u64>, Option<u64>) {
         let (i, new) = self.ix.index(stream, self.ends.len());
         if new {
@@ -40,6 +41,7 @@ impl StreamEnds {
     /// Notes `task` as the writer or reader of `io`'s stream where it moved
     /// messages there and the side was not known; returns the task `io`
     /// woke, if it woke one (never `task` itself).
+    #[inline]
     pub(crate) fn woken_by(&mut self, task: u64, io: &StreamIo) -> Option<u64> {
         if io.reads | io.writes == 0 && !io.woke_peer {
             return None;
