@@ -147,6 +147,12 @@ impl Near {
     pub fn holds(&self, a: u64, b: u64) -> bool {
         a >= self.lo && b <= self.hi
     }
+
+    /// Where the window ends.
+    #[inline]
+    pub fn hi(&self) -> u64 {
+        self.hi
+    }
 }
 
 impl Default for Near {

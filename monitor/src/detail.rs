@@ -56,6 +56,19 @@ impl Buckets {
         i as usize
     }
 
+    /// [`index`](Self::index), with `near` the bucket found last: a time
+    /// inside it needs no search.
+    #[inline]
+    pub fn index_near(&self, near: &std::cell::Cell<Near>, t: u64) -> usize {
+        let n = near.get();
+        if n.holds(t, t) && t < n.hi() {
+            return n.i;
+        }
+        let i = self.index(t);
+        near.set(Near::new(self.start(i), self.start(i + 1), i));
+        i
+    }
+
     /// Where bucket `i` starts (`i == n`: the window's end).
     pub fn start(&self, i: usize) -> u64 {
         self.t0 + (i as u64).saturating_mul(self.width).min(self.span)
@@ -237,6 +250,23 @@ mod tests {
 
     fn grid(n: usize) -> Buckets {
         Buckets::new(0, 1000, n)
+    }
+
+    proptest::proptest! {
+        /// The bucket remembered changes no lookup, whatever came before.
+        #[test]
+        fn index_near_finds_what_index_finds(
+            t0 in 0u64..50,
+            span in 0u64..200,
+            n in 1usize..9,
+            ts in proptest::collection::vec(0u64..300, 1..40),
+        ) {
+            let g = Buckets::new(t0, t0 + span, n);
+            let near = std::cell::Cell::new(Near::default());
+            for t in ts {
+                proptest::prop_assert_eq!(g.index_near(&near, t), g.index(t), "t {}", t);
+            }
+        }
     }
 
     #[test]

@@ -212,6 +212,7 @@ pub fn write_perfetto_trace(
         wait_names: IdMap::default(),
         sums: Default::default(),
         near: Default::default(),
+        point: Default::default(),
         long_gaps_left: opts.detail,
         counted_groups: 0,
         next_flow: 0,

@@ -103,6 +103,8 @@ pub(super) struct Pass<'r, 'w> {
     pub(super) sums: [Vec<f64>; 5],
     /// The bucket the sums met last.
     pub(super) near: Near,
+    /// The bucket a time was last looked up in.
+    pub(super) point: std::cell::Cell<Near>,
     /// Groups declared with counters.
     pub(super) counted_groups: usize,
     /// Gaps shown only for their length (bounded by the budget).
@@ -155,7 +157,7 @@ impl<'r, 'w> Pass<'r, 'w> {
 
     /// Whether an item starting at `t` and lasting `dur` gets its own slice.
     pub(super) fn shown(&self, t: u64, dur: u64) -> bool {
-        dur >= self.long || self.plan.detailed[self.grid.index(t)]
+        dur >= self.long || self.plan.detailed[self.grid.index_near(&self.point, t)]
     }
 
     pub(super) fn task(&mut self, id: u64) -> usize {
@@ -427,7 +429,7 @@ impl<'r, 'w> Pass<'r, 'w> {
         e: u64,
         busy: Option<(usize, u64)>,
     ) -> io::Result<()> {
-        let bucket = self.grid.index(s);
+        let bucket = self.grid.index_near(&self.point, s);
         if self.workers[wi]
             .merge
             .as_ref()
