@@ -297,36 +297,41 @@ impl Events<'_> {
     }
 }
 
-/// Runs `a` and `b` side by side, on threads of their own, over one merged
-/// pass of `run`'s periods and worker waits: the logs are decoded and
-/// merged once (here, with the decoders of [`for_each_event`]); both read
-/// the same decoded batches, following the merge's order (at most
-/// [`SHARED_IN_FLIGHT`] messages ahead of the slower). A consumer that
-/// stops reading its feed (dropping it) no longer gets messages; the other
-/// goes on. A panic in either is raised here once both have ended.
-pub(crate) fn shared<A: Send, B: Send>(
-    run: &RunLog,
-    a: impl FnOnce(Events<'_>) -> A + Send,
-    b: impl FnOnce(Events<'_>) -> B + Send,
-) -> (A, B) {
+/// A pass reading its share of a merged pass ([`shared`]).
+pub(crate) type Consumer<'s> = Box<dyn FnOnce(Events<'_>) + Send + 's>;
+
+/// Runs the `consumers` side by side, each on a thread of its own, over
+/// one merged pass of `run`'s periods and worker waits: the logs are
+/// decoded and merged once (here, with the decoders of
+/// [`for_each_event`]); all read the same decoded batches, following the
+/// merge's order (at most [`SHARED_IN_FLIGHT`] messages ahead of the
+/// slowest). A consumer that stops reading its feed (dropping it) no longer
+/// gets messages; the others go on. A panic in one is raised here once all
+/// have ended.
+pub(crate) fn shared(run: &RunLog, consumers: Vec<Consumer<'_>>) {
     std::thread::scope(|s| {
         let logs = run.workers.len();
-        let (ta, ra) = sync_channel::<Msg>(SHARED_IN_FLIGHT);
-        let (tb, rb) = sync_channel::<Msg>(SHARED_IN_FLIGHT);
-        let ha = s.spawn(move || a(Events::Feed(Feed { rx: ra, logs })));
-        let hb = s.spawn(move || b(Events::Feed(Feed { rx: rb, logs })));
+        let mut txs = Vec::new();
+        let handles: Vec<_> = consumers
+            .into_iter()
+            .map(|c| {
+                let (tx, rx) = sync_channel::<Msg>(SHARED_IN_FLIGHT);
+                txs.push(Some(tx));
+                s.spawn(move || c(Events::Feed(Feed { rx, logs })))
+            })
+            .collect();
         let mut tee = Tee {
-            txs: vec![Some(ta), Some(tb)],
+            txs,
             order: Vec::with_capacity(ORDER_BATCH),
         };
         merged(run, threaded(run), true, &mut tee);
         tee.flush();
         drop(tee);
-        let ra = ha.join();
-        let rb = hb.join();
-        match (ra, rb) {
-            (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) | (_, Err(e)) => std::panic::resume_unwind(e),
+        let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        for r in results {
+            if let Err(e) = r {
+                std::panic::resume_unwind(e);
+            }
         }
     })
 }
@@ -486,9 +491,23 @@ mod tests {
             });
             v
         };
-        let (x, y) = shared(&run, |ev| collect(ev, true), |ev| collect(ev, false));
-        assert_eq!((x, y), (c.clone(), a.clone()));
-        let (x, n) = shared(&run, |ev| collect(ev, true), |ev| drop(ev));
-        assert_eq!((x, n), (c, ()));
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        shared(
+            &run,
+            vec![
+                Box::new(|ev| x = collect(ev, true)),
+                Box::new(|ev| y = collect(ev, false)),
+            ],
+        );
+        assert_eq!((&x, &y), (&c, &a));
+        let mut z = Vec::new();
+        shared(
+            &run,
+            vec![
+                Box::new(|ev| z = collect(ev, true)),
+                Box::new(|ev: Events<'_>| drop(ev)),
+            ],
+        );
+        assert_eq!(z, c);
     }
 }

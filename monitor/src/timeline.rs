@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use rill_log::EndState;
 
 use crate::load::{Behind, IdIndex, RunLog};
-use crate::scan::Item;
+use crate::merge::{Event, Events};
+use crate::scan::{Item, ScannedPeriod};
 use crate::summary::end_state_name;
 
 /// What to draw.
@@ -151,6 +152,7 @@ impl Lane<'_> {
 
 /// Where a lane's items go: the window in ticks since `t0`, the plot's
 /// width and a lane's height in pixels, and nanoseconds per tick.
+#[derive(Clone, Copy)]
 struct LaneGeometry {
     w0: f64,
     w1: f64,
@@ -160,7 +162,8 @@ struct LaneGeometry {
 }
 
 /// One worker's lane.
-struct LaneSvg {
+#[derive(Clone)]
+pub(crate) struct LaneSvg {
     svg: String,
     /// Ticks drawn per task, in first-drawn order.
     drawn: Vec<(u64, u64)>,
@@ -176,63 +179,30 @@ fn lane(run: &RunLog, li: usize, g: &LaneGeometry) -> LaneSvg {
 /// [`lane`], skipping the chunks outside the window or (`skip` false)
 /// reading the whole log.
 fn lane_reading(run: &RunLog, li: usize, g: &LaneGeometry, skip: bool) -> LaneSvg {
-    let LaneGeometry {
-        w0,
-        w1,
-        plot_w,
-        lane_h,
-        npt,
-    } = *g;
-    let w = &run.workers[li];
-    let x_of = |rel_ticks: f64| LEFT + (rel_ticks - w0) / (w1 - w0) * plot_w;
-    let mut body = String::new();
-    let mut drawn_ix = IdIndex::default();
-    let mut drawn: Vec<(u64, u64)> = Vec::new();
-    let mut add_drawn = |task: u64, ticks: u64| {
-        let (i, new) = drawn_ix.index(task, drawn.len());
-        if new {
-            drawn.push((task, 0));
-        }
-        drawn[i].1 = drawn[i].1.saturating_add(ticks);
-    };
-    let mut any_narrow = false;
-    let mut colours: BTreeMap<u64, String> = BTreeMap::new();
-    let y = TOP + li as f64 * (lane_h + LANE_GAP);
-    let _ = write!(
-        body,
-        "<text x=\"{:.1}\" y=\"{:.1}\" class=\"lane\">worker {}</text>\
-         <rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"{plot_w:.1}\" height=\"{lane_h:.1}\" \
-         fill=\"#fff\" stroke=\"#bbb\"><title>worker {}: white = unaccounted time</title></rect>",
-        LEFT - 8.0,
-        y + lane_h / 2.0 + 4.0,
-        w.worker,
-        w.worker
-    );
-    let mut lane = Lane {
-        out: &mut body,
-        y,
-        h: lane_h,
-    };
+    let mut d = LaneDraw::new(run, li, g);
     if let Some(sm) = run
         .sampled
         .as_ref()
         .filter(|_| crate::sampled::is_sample_only(run))
     {
-        sampled_lane(run, sm, li, g, &mut lane, &mut add_drawn);
-        return LaneSvg {
-            svg: body,
-            drawn,
-            any_narrow,
+        let mut lane = Lane {
+            out: &mut d.body,
+            y: d.y,
+            h: g.lane_h,
         };
+        let (ix, drawn) = (&mut d.drawn_ix, &mut d.drawn);
+        sampled_lane(run, sm, li, g, &mut lane, &mut |task, ticks| {
+            add_drawn(ix, drawn, task, ticks)
+        });
+        return d.finish();
     }
-    let mut narrow = Column::default();
-    let mut narrow_wait = Column::default();
+    let w = &run.workers[li];
     // Only the chunks of the log that reach into the window (`load.rs`):
     // the rest hold nothing drawn. (Every time in a log is at or after
     // `t0`, where the offset from it grows with the time.)
     let rel = |t: u64| t.wrapping_sub(run.t0) as i64 as f64;
     let outside = |c: &crate::load::Chunk| {
-        c.min_t <= c.max_t && c.min_t >= run.t0 && (rel(c.max_t) < w0 || rel(c.min_t) > w1)
+        c.min_t <= c.max_t && c.min_t >= run.t0 && (rel(c.max_t) < g.w0 || rel(c.min_t) > g.w1)
     };
     let stretches = w.stretches(|c| !(skip && outside(c)));
     let (mut behind, mut n) = (Behind::default(), 0u32);
@@ -243,113 +213,225 @@ fn lane_reading(run: &RunLog, li: usize, g: &LaneGeometry, skip: bool) -> LaneSv
             if n & 0xffff == 0 {
                 behind.advance(w, sc.offset());
             }
-            let (s, e, period) = match item {
-                Item::Period(p) => (p.start, p.end.max(p.start), Some(p)),
-                Item::WorkerWait { t, dur } => (t, t.saturating_add(dur), None),
-                _ => continue,
-            };
-            let rs = s.wrapping_sub(run.t0) as i64 as f64;
-            let re = e.wrapping_sub(run.t0) as i64 as f64;
-            if re < w0 || rs > w1 {
-                continue;
-            }
-            let x0 = x_of(rs.max(w0));
-            let x1 = x_of(re.min(w1));
-            let ticks = e - s;
-            if x1 - x0 < 1.0 {
-                let col = x0.floor() as i64;
-                let c = if period.is_some() {
-                    &mut narrow
-                } else {
-                    &mut narrow_wait
-                };
-                if c.col != Some(col) {
-                    if period.is_some() {
-                        lane.flush(c, "short periods", "url(#many)", npt);
-                    } else {
-                        lane.flush(c, "short waits", "#a0a0a0", npt);
-                    }
-                    c.col = Some(col);
-                }
-                c.count += 1;
-                c.ticks = c.ticks.saturating_add(ticks);
-                if let Some(p) = period {
-                    add_drawn(p.task, ticks);
-                    any_narrow = true;
-                }
-                continue;
-            }
-            let (fill, label, title) = match period {
-                Some(p) => {
-                    add_drawn(p.task, ticks);
-                    let name = run.task_label(p.task);
-                    let fill = colours
-                        .entry(p.task)
-                        .or_insert_with(|| task_colour(p.task))
-                        .clone();
-                    let state = end_state_name(p.end_state);
-                    let on = match p.end_state {
-                        EndState::BlockedInput { stream } | EndState::BlockedOutput { stream } => {
-                            format!(" on stream {stream}")
-                        }
-                        _ => String::new(),
-                    };
-                    let title = format!(
-                        "{name} (task {}) on worker {}: {} ms + {}, ended {state}{on}",
-                        p.task,
-                        w.worker,
-                        fmt_ms(rs * npt / 1e6),
-                        crate::summary::fmt_ns(ticks as f64 * npt)
-                    );
-                    let full = format!("{name} ({state})");
-                    let room = x1 - x0 - 4.0;
-                    let label = if full.chars().count() as f64 * CHAR_W <= room {
-                        Some(full)
-                    } else if name.chars().count() as f64 * CHAR_W <= room {
-                        Some(name)
-                    } else {
-                        None
-                    };
-                    (fill, label, title)
-                }
-                None => (
-                    "#a0a0a0".to_owned(),
-                    None,
-                    format!(
-                        "worker {} waiting: {} ms + {}",
-                        w.worker,
-                        fmt_ms(rs * npt / 1e6),
-                        crate::summary::fmt_ns(ticks as f64 * npt)
-                    ),
-                ),
-            };
-            let _ = write!(
-                lane.out,
-                "<rect x=\"{x0:.2}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{:.1}\" fill=\"{fill}\">\
-             <title>{}</title></rect>",
-                y + 1.0,
-                x1 - x0,
-                lane_h - 2.0,
-                xml_escape(&title)
-            );
-            if let Some(l) = label {
-                let _ = write!(
-                    lane.out,
-                    "<text x=\"{:.2}\" y=\"{:.1}\" class=\"label\">{}</text>",
-                    x0 + 2.0,
-                    y + lane_h / 2.0 + 4.0,
-                    xml_escape(&l)
-                );
+            match item {
+                Item::Period(p) => d.item(p.start, p.end.max(p.start), Some(&p)),
+                Item::WorkerWait { t, dur } => d.item(t, t.saturating_add(dur), None),
+                _ => {}
             }
         }
     }
-    lane.flush(&mut narrow, "short periods", "url(#many)", npt);
-    lane.flush(&mut narrow_wait, "short waits", "#a0a0a0", npt);
+    d.finish()
+}
 
-    LaneSvg {
-        svg: body,
-        drawn,
-        any_narrow,
+/// The lanes of the whole run's timeline ([`timeline_svg`] with `opts`),
+/// from a merged pass's events (`merge.rs`): each log's periods and waits
+/// come in its order, as a lane reads them.
+pub(crate) fn lanes_from(run: &RunLog, opts: &TimelineOptions, events: Events<'_>) -> Vec<LaneSvg> {
+    let g = Frame::of(run, opts).geometry;
+    let mut ds: Vec<LaneDraw<'_>> = (0..run.workers.len())
+        .map(|li| LaneDraw::new(run, li, &g))
+        .collect();
+    events.for_each_event(true, |i, e| match e {
+        Event::Period(p) => ds[i].item(p.p.start, p.p.end.max(p.p.start), Some(&p.p)),
+        Event::Wait { t, dur } => ds[i].item(t, t.saturating_add(dur), None),
+    });
+    ds.into_iter().map(LaneDraw::finish).collect()
+}
+
+/// Adds `ticks` drawn of `task`.
+fn add_drawn(ix: &mut IdIndex, drawn: &mut Vec<(u64, u64)>, task: u64, ticks: u64) {
+    let (i, new) = ix.index(task, drawn.len());
+    if new {
+        drawn.push((task, 0));
+    }
+    drawn[i].1 = drawn[i].1.saturating_add(ticks);
+}
+
+/// A lane being drawn, item by item in its log's order.
+struct LaneDraw<'r> {
+    run: &'r RunLog,
+    worker: u32,
+    g: LaneGeometry,
+    y: f64,
+    body: String,
+    drawn_ix: IdIndex,
+    drawn: Vec<(u64, u64)>,
+    any_narrow: bool,
+    colours: BTreeMap<u64, String>,
+    narrow: Column,
+    narrow_wait: Column,
+}
+
+impl<'r> LaneDraw<'r> {
+    /// The lane of `run.workers[li]`: its label and its frame.
+    fn new(run: &'r RunLog, li: usize, g: &LaneGeometry) -> Self {
+        let worker = run.workers[li].worker;
+        let (plot_w, lane_h) = (g.plot_w, g.lane_h);
+        let y = TOP + li as f64 * (lane_h + LANE_GAP);
+        let mut body = String::new();
+        let _ = write!(
+            body,
+            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"lane\">worker {}</text>\
+             <rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"{plot_w:.1}\" height=\"{lane_h:.1}\" \
+             fill=\"#fff\" stroke=\"#bbb\"><title>worker {}: white = unaccounted time</title></rect>",
+            LEFT - 8.0,
+            y + lane_h / 2.0 + 4.0,
+            worker,
+            worker
+        );
+        LaneDraw {
+            run,
+            worker,
+            g: *g,
+            y,
+            body,
+            drawn_ix: IdIndex::default(),
+            drawn: Vec::new(),
+            any_narrow: false,
+            colours: BTreeMap::new(),
+            narrow: Column::default(),
+            narrow_wait: Column::default(),
+        }
+    }
+
+    fn x_of(&self, rel_ticks: f64) -> f64 {
+        let g = &self.g;
+        LEFT + (rel_ticks - g.w0) / (g.w1 - g.w0) * g.plot_w
+    }
+
+    /// Draws an item from `s` to `e` (ticks): a period, or (`None`) a wait
+    /// of the worker.
+    fn item(&mut self, s: u64, e: u64, period: Option<&ScannedPeriod>) {
+        let LaneGeometry {
+            w0,
+            w1,
+            lane_h,
+            npt,
+            ..
+        } = self.g;
+        let run = self.run;
+        let rs = s.wrapping_sub(run.t0) as i64 as f64;
+        let re = e.wrapping_sub(run.t0) as i64 as f64;
+        if re < w0 || rs > w1 {
+            return;
+        }
+        let x0 = self.x_of(rs.max(w0));
+        let x1 = self.x_of(re.min(w1));
+        let ticks = e - s;
+        let y = self.y;
+        let mut lane = Lane {
+            out: &mut self.body,
+            y,
+            h: lane_h,
+        };
+        if x1 - x0 < 1.0 {
+            // `floor` without a call to the library's (`x0` is at least
+            // the plot's left edge, where truncation is the floor).
+            let col = if x0 >= 0.0 {
+                x0 as i64
+            } else {
+                x0.floor() as i64
+            };
+            let c = if period.is_some() {
+                &mut self.narrow
+            } else {
+                &mut self.narrow_wait
+            };
+            if c.col != Some(col) {
+                if period.is_some() {
+                    lane.flush(c, "short periods", "url(#many)", npt);
+                } else {
+                    lane.flush(c, "short waits", "#a0a0a0", npt);
+                }
+                c.col = Some(col);
+            }
+            c.count += 1;
+            c.ticks = c.ticks.saturating_add(ticks);
+            if let Some(p) = period {
+                add_drawn(&mut self.drawn_ix, &mut self.drawn, p.task, ticks);
+                self.any_narrow = true;
+            }
+            return;
+        }
+        let (fill, label, title) = match period {
+            Some(p) => {
+                add_drawn(&mut self.drawn_ix, &mut self.drawn, p.task, ticks);
+                let name = run.task_label(p.task);
+                let fill = self
+                    .colours
+                    .entry(p.task)
+                    .or_insert_with(|| task_colour(p.task))
+                    .clone();
+                let state = end_state_name(p.end_state);
+                let on = match p.end_state {
+                    EndState::BlockedInput { stream } | EndState::BlockedOutput { stream } => {
+                        format!(" on stream {stream}")
+                    }
+                    _ => String::new(),
+                };
+                let title = format!(
+                    "{name} (task {}) on worker {}: {} ms + {}, ended {state}{on}",
+                    p.task,
+                    self.worker,
+                    fmt_ms(rs * npt / 1e6),
+                    crate::summary::fmt_ns(ticks as f64 * npt)
+                );
+                let full = format!("{name} ({state})");
+                let room = x1 - x0 - 4.0;
+                let label = if full.chars().count() as f64 * CHAR_W <= room {
+                    Some(full)
+                } else if name.chars().count() as f64 * CHAR_W <= room {
+                    Some(name)
+                } else {
+                    None
+                };
+                (fill, label, title)
+            }
+            None => (
+                "#a0a0a0".to_owned(),
+                None,
+                format!(
+                    "worker {} waiting: {} ms + {}",
+                    self.worker,
+                    fmt_ms(rs * npt / 1e6),
+                    crate::summary::fmt_ns(ticks as f64 * npt)
+                ),
+            ),
+        };
+        let _ = write!(
+            lane.out,
+            "<rect x=\"{x0:.2}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{:.1}\" fill=\"{fill}\">\
+             <title>{}</title></rect>",
+            y + 1.0,
+            x1 - x0,
+            lane_h - 2.0,
+            xml_escape(&title)
+        );
+        if let Some(l) = label {
+            let _ = write!(
+                lane.out,
+                "<text x=\"{:.2}\" y=\"{:.1}\" class=\"label\">{}</text>",
+                x0 + 2.0,
+                y + lane_h / 2.0 + 4.0,
+                xml_escape(&l)
+            );
+        }
+    }
+
+    /// The lane, its last merged columns drawn.
+    fn finish(mut self) -> LaneSvg {
+        let mut lane = Lane {
+            out: &mut self.body,
+            y: self.y,
+            h: self.g.lane_h,
+        };
+        lane.flush(&mut self.narrow, "short periods", "url(#many)", self.g.npt);
+        lane.flush(&mut self.narrow_wait, "short waits", "#a0a0a0", self.g.npt);
+        LaneSvg {
+            svg: self.body,
+            drawn: self.drawn,
+            any_narrow: self.any_narrow,
+        }
     }
 }
 
@@ -426,35 +508,69 @@ const SAMPLED_KEYS: [(&str, &str); 4] = [
 /// unaccounted time white; periods narrower than a pixel merged into one
 /// hatched block per pixel column; a time axis in milliseconds; a legend).
 pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
-    let npt = run.calibration.ns_per_tick();
-    let tpn = 1.0 / npt;
-    let span_ms = run.span_ns() as f64 / 1e6;
-    let from_ms = opts.from_ms.unwrap_or(0.0).max(0.0);
-    let mut to_ms = opts.to_ms.unwrap_or(span_ms);
-    if to_ms <= from_ms {
-        to_ms = from_ms + span_ms.max(1e-3) * 1e-3 + 1e-6;
-    }
-    // The window in ticks relative to t0.
-    let w0 = from_ms * 1e6 * tpn;
-    let w1 = to_ms * 1e6 * tpn;
-    let width = f64::from(opts.width_px.max(200));
-    let plot_w = width - LEFT - RIGHT;
-    let lane_h = f64::from(opts.lane_height_px.max(8));
-    let nlanes = run.workers.len() as f64;
-    let axis_y = TOP + nlanes * (lane_h + LANE_GAP);
+    timeline_svg_with(run, opts, None)
+}
 
-    // The lanes, each from its own log, side by side on the available cores.
-    let geometry = LaneGeometry {
-        w0,
-        w1,
-        plot_w,
-        lane_h,
-        npt,
-    };
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let lanes: Vec<usize> = (0..run.workers.len()).collect();
-    let drawn_lanes = crate::load::parallel(&lanes, cores, |&li| Ok(lane(run, li, &geometry)))
-        .unwrap_or_default();
+/// The window, the plot and the lanes' geometry of a timeline.
+struct Frame {
+    from_ms: f64,
+    to_ms: f64,
+    width: f64,
+    axis_y: f64,
+    geometry: LaneGeometry,
+}
+
+impl Frame {
+    fn of(run: &RunLog, opts: &TimelineOptions) -> Self {
+        let npt = run.calibration.ns_per_tick();
+        let tpn = 1.0 / npt;
+        let span_ms = run.span_ns() as f64 / 1e6;
+        let from_ms = opts.from_ms.unwrap_or(0.0).max(0.0);
+        let mut to_ms = opts.to_ms.unwrap_or(span_ms);
+        if to_ms <= from_ms {
+            to_ms = from_ms + span_ms.max(1e-3) * 1e-3 + 1e-6;
+        }
+        let width = f64::from(opts.width_px.max(200));
+        let lane_h = f64::from(opts.lane_height_px.max(8));
+        let nlanes = run.workers.len() as f64;
+        Frame {
+            from_ms,
+            to_ms,
+            width,
+            axis_y: TOP + nlanes * (lane_h + LANE_GAP),
+            // The window in ticks relative to t0.
+            geometry: LaneGeometry {
+                w0: from_ms * 1e6 * tpn,
+                w1: to_ms * 1e6 * tpn,
+                plot_w: width - LEFT - RIGHT,
+                lane_h,
+                npt,
+            },
+        }
+    }
+}
+
+/// [`timeline_svg`], with the lanes drawn already (by [`lanes_from`]) or
+/// (`None`) drawn here, each from its own log, side by side on the
+/// available cores.
+pub(crate) fn timeline_svg_with(
+    run: &RunLog,
+    opts: &TimelineOptions,
+    lanes: Option<Vec<LaneSvg>>,
+) -> String {
+    let Frame {
+        from_ms,
+        to_ms,
+        width,
+        axis_y,
+        geometry,
+    } = Frame::of(run, opts);
+    let plot_w = geometry.plot_w;
+    let drawn_lanes = lanes.unwrap_or_else(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let lanes: Vec<usize> = (0..run.workers.len()).collect();
+        crate::load::parallel(&lanes, cores, |&li| Ok(lane(run, li, &geometry))).unwrap_or_default()
+    });
     let mut body = String::new();
     // task -> ticks drawn in the window (for the legend order)
     let mut drawn_ix = IdIndex::default();
@@ -589,6 +705,33 @@ pub fn timeline_svg(run: &RunLog, opts: &TimelineOptions) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lanes drawn from a merged pass's events are the lanes drawn from
+    /// each log, for the whole run and for a window.
+    #[test]
+    fn lanes_from_merged_events_are_the_lanes_read_from_the_logs() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::chunky_logs::write(dir.path());
+        let run = crate::load_run(dir.path()).unwrap();
+        for (from_ms, to_ms) in [(None, None), (Some(0.007), Some(0.0072))] {
+            let opts = TimelineOptions {
+                from_ms,
+                to_ms,
+                ..TimelineOptions::default()
+            };
+            let g = Frame::of(&run, &opts).geometry;
+            let merged = lanes_from(&run, &opts, Events::Run(&run));
+            assert_eq!(merged.len(), 2);
+            for (li, m) in merged.iter().enumerate() {
+                let own = lane(&run, li, &g);
+                assert_eq!(
+                    (&m.svg, &m.drawn, m.any_narrow),
+                    (&own.svg, &own.drawn, own.any_narrow)
+                );
+            }
+            assert!(merged.iter().all(|m| m.svg.contains("<rect")));
+        }
+    }
 
     /// A lane drawn from the chunks that reach into its window is the lane
     /// drawn from the whole log, for windows anywhere in the run, at its

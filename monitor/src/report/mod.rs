@@ -38,6 +38,7 @@ use crate::bottleneck::{bottleneck, bottleneck_of, BottleneckOptions, Bottleneck
 use crate::evolution::{evolution, evolution_from, Evolution, EvolutionOptions};
 use crate::load::RunLog;
 use crate::summary::{summarize_totals, Summary};
+use crate::timeline::{lanes_from, timeline_svg_with, LaneSvg, TimelineOptions};
 use crate::waits::{waits, Waits};
 
 use html::esc;
@@ -71,7 +72,15 @@ pub(crate) struct Ctx<'a> {
     summary: OnceLock<Summary>,
     bottlenecks: OnceLock<Bottlenecks>,
     waits: OnceLock<Waits>,
-    merged: OnceLock<(Activity, anyhow::Result<Evolution>)>,
+    merged: OnceLock<Merged>,
+}
+
+/// What the page's heaviest passes take from the one merged pass of a run
+/// with periods ([`Ctx::merged`]).
+struct Merged {
+    activity: Activity,
+    evolution: anyhow::Result<Evolution>,
+    lanes: Vec<LaneSvg>,
 }
 
 impl Ctx<'_> {
@@ -83,7 +92,7 @@ impl Ctx<'_> {
     /// `bottleneck`'s findings and verdict.
     pub fn bottlenecks(&self) -> &Bottlenecks {
         self.bottlenecks.get_or_init(|| match self.merged() {
-            Some((act, _)) => bottleneck_of(self.run, &self.opts.bottleneck, act),
+            Some(m) => bottleneck_of(self.run, &self.opts.bottleneck, &m.activity),
             None => bottleneck(self.run, &self.opts.bottleneck),
         })
     }
@@ -91,8 +100,23 @@ impl Ctx<'_> {
     /// The evolution section's series, handed to `f`.
     pub fn with_evolution<T>(&self, f: impl FnOnce(&anyhow::Result<Evolution>) -> T) -> T {
         match self.merged() {
-            Some((_, evo)) => f(evo),
+            Some(m) => f(&m.evolution),
             None => f(&evolution(self.run, &self.evolution_options())),
+        }
+    }
+
+    /// The whole run's timeline.
+    pub fn timeline(&self) -> String {
+        let opts = self.timeline_options();
+        let lanes = self.merged().map(|m| m.lanes.clone());
+        timeline_svg_with(self.run, &opts, lanes)
+    }
+
+    /// What the timeline section draws of the whole run.
+    pub fn timeline_options(&self) -> TimelineOptions {
+        TimelineOptions {
+            width_px: self.opts.timeline_width_px.max(400),
+            ..TimelineOptions::default()
         }
     }
 
@@ -104,23 +128,33 @@ impl Ctx<'_> {
         }
     }
 
-    /// For a run with periods, the bottleneck's activity and the
-    /// evolution's series from one merged pass over the logs, read by both
-    /// side by side (`merge::shared`): the two heaviest passes of the page
-    /// decode and merge the logs once. `None` for other runs (their
-    /// sections compute their own, from samples or totals).
-    fn merged(&self) -> Option<&(Activity, anyhow::Result<Evolution>)> {
+    /// For a run with periods, the bottleneck's activity, the evolution's
+    /// series and the whole run's timeline lanes from one merged pass over
+    /// the logs, read by the three side by side (`merge::shared`): the
+    /// page's heaviest passes decode the logs once. `None` for other runs
+    /// (their sections compute their own, from samples or totals).
+    fn merged(&self) -> Option<&Merged> {
         if !self.periods() || self.sampled() {
             return None;
         }
         Some(self.merged.get_or_init(|| {
+            let run = self.run;
             let windows = self.opts.bottleneck.windows;
-            let evo = self.evolution_options();
+            let (evo_opts, tl_opts) = (self.evolution_options(), self.timeline_options());
+            let (mut activity, mut evolution, mut lanes) = (None, None, None);
             crate::merge::shared(
-                self.run,
-                |events| activity_from(self.run, windows, events),
-                |events| evolution_from(self.run, &evo, events),
-            )
+                run,
+                vec![
+                    Box::new(|ev| activity = Some(activity_from(run, windows, ev))),
+                    Box::new(|ev| evolution = Some(evolution_from(run, &evo_opts, ev))),
+                    Box::new(|ev| lanes = Some(lanes_from(run, &tl_opts, ev))),
+                ],
+            );
+            Merged {
+                activity: activity.expect("the activity pass ran"),
+                evolution: evolution.expect("the evolution pass ran"),
+                lanes: lanes.expect("the lanes pass ran"),
+            }
         }))
     }
 

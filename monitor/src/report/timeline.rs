@@ -35,13 +35,10 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         ));
         return o;
     }
-    let width = ctx.opts.timeline_width_px.max(400);
-    let opts = TimelineOptions {
-        width_px: width,
-        ..TimelineOptions::default()
-    };
+    let opts = ctx.timeline_options();
+    let width = opts.width_px;
     o.push_str("<div class=\"scroll\">\n");
-    o.push_str(&inline(&timeline_svg(run, &opts), "all"));
+    o.push_str(&inline(&ctx.timeline(), "all"));
     o.push_str("</div>\n");
     if ctx.sampled() {
         o.push_str(&html::note(
