@@ -174,15 +174,16 @@ pub(crate) const CHUNK_PERIODS: u32 = 1024;
 
 /// A stretch of a log's records holding [`CHUNK_PERIODS`] of its periods
 /// (the last one fewer), noted by the load's scan: where a scanner resumes
-/// to read it (the offset and the time base) and the range of its periods'
-/// start times. A pass that only counts periods per time bucket takes a
-/// chunk whose starts all fall in one bucket whole, without decoding it
-/// (`detail.rs`). The range bounds every start in the chunk, whatever their
-/// order, so this holds for a damaged log too.
+/// to read it (the offset and the time base) and the range of times its
+/// periods and worker waits cover (`min_t`, the earliest start; `max_t`,
+/// the latest end). The range bounds every time in the chunk, whatever
+/// their order, so what follows holds for a damaged log too:
 ///
-/// A chunk also bounds the times its periods and worker waits cover
-/// (`min_t`, `max_t`), so that a pass drawing a window of the run skips the
-/// chunks that end before the window or start after it (`timeline.rs`).
+/// - a pass that counts periods per time bucket takes a chunk whose range
+///   lies in one bucket whole, without decoding it (`detail.rs`);
+/// - a pass drawing a window of the run skips the chunks that end before
+///   the window or start after it (`timeline.rs`).
+///
 /// Chunks follow one another: each starts where the one before ended, the
 /// first at the log's first record, the last ends where the load's scan
 /// stopped.
@@ -191,9 +192,6 @@ pub(crate) struct Chunk {
     pub offset: usize,
     pub last: u64,
     pub periods: u32,
-    pub min_start: u64,
-    pub max_start: u64,
-    /// The earliest start and latest end of its periods and waits.
     pub min_t: u64,
     pub max_t: u64,
 }
@@ -204,8 +202,6 @@ impl Chunk {
             offset,
             last,
             periods: 0,
-            min_start: u64::MAX,
-            max_start: 0,
             min_t: u64::MAX,
             max_t: 0,
         }
@@ -214,8 +210,6 @@ impl Chunk {
     #[inline]
     fn add(&mut self, start: u64, end: u64) {
         self.periods += 1;
-        self.min_start = self.min_start.min(start);
-        self.max_start = self.max_start.max(start);
         self.span(start, end.max(start));
     }
 
@@ -357,12 +351,13 @@ impl WorkerLog {
     /// Adds to `counts[b]` the periods whose start `t` has
     /// `bucket(t) == Some(b)`, for a `bucket` that never decreases with `t`
     /// over the times where it is `Some`, which form one interval: a chunk
-    /// whose earliest and latest starts fall in one bucket is counted
+    /// whose range of times ([`Chunk`]) falls in one bucket is counted
     /// whole; only the others are decoded.
     pub(crate) fn count_starts(&self, counts: &mut [u64], bucket: impl Fn(u64) -> Option<usize>) {
         let mut behind = Behind::default();
         for c in self.chunks.iter().filter(|c| c.periods > 0) {
-            let (a, b) = (bucket(c.min_start), bucket(c.max_start));
+            // Every start lies in the chunk's range.
+            let (a, b) = (bucket(c.min_t), bucket(c.max_t));
             if let (Some(a), true) = (a, a == b) {
                 counts[a] += u64::from(c.periods);
                 continue;

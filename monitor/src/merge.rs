@@ -10,6 +10,10 @@
 //! its own, in batches of owned periods sent through a bounded channel (at
 //! most [`IN_FLIGHT`] batches per log wait, so the memory stays bounded
 //! whatever the logs' size), and the calling thread only merges.
+//!
+//! Several passes can share one merge ([`shared`]): each reads the same
+//! decoded batches on a thread of its own, following the order the merge
+//! sends (log indices), so the logs are decoded and merged once for all.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
