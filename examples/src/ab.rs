@@ -281,7 +281,7 @@ fn run_once(
     logs: &Path,
 ) -> Result<Figures, String> {
     let mut cmd = Command::new(&build.path);
-    cmd.args(row.args);
+    cmd.args(row_args(row.args, &args.extra));
     if !row.is_app() {
         cmd.args(["--engine", "rill"]);
     }
@@ -582,9 +582,47 @@ pub fn run(
     Ok(summary)
 }
 
+/// A row's arguments without the flags (each `--flag value`) that the
+/// arguments after `--` give again: those take the value given there (a
+/// flag twice on one command line is an error).
+fn row_args<'a>(row: &[&'a str], extra: &[String]) -> Vec<&'a str> {
+    let given = |flag: &str| {
+        extra
+            .iter()
+            .any(|e| e == flag || e.strip_prefix(flag).is_some_and(|r| r.starts_with('=')))
+    };
+    let mut out = Vec::with_capacity(row.len());
+    let mut it = row.iter();
+    while let Some(&a) = it.next() {
+        if a.starts_with("--") && given(a) {
+            it.next();
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn extra_arguments_replace_the_rows_own_values() {
+        let row = ["ring", "--placement", "const", "--hops", "200000"];
+        let extra = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(row_args(&row, &[]), row);
+        assert_eq!(
+            row_args(&row, &extra(&["--hops", "1000000"])),
+            ["ring", "--placement", "const"]
+        );
+        assert_eq!(
+            row_args(&row, &extra(&["--hops=5", "--capacity", "1"])),
+            ["ring", "--placement", "const"]
+        );
+        // A flag that only starts like the row's is not the row's.
+        assert_eq!(row_args(&row, &extra(&["--hopsx", "1"])), row);
+    }
 
     #[test]
     fn builds_and_modes_parse() {

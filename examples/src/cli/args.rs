@@ -888,7 +888,8 @@ pub struct AbArgs {
     pub json: bool,
 
     /// Arguments added to every run's command line, after `--` (for example
-    /// `-- --ops 100000` to shorten micro rows).
+    /// `-- --ops 100000` to shorten micro rows); a flag a row names itself
+    /// (the ring rows' `--hops`) takes the value given here.
     #[arg(last = true, value_name = "ARGS")]
     pub extra: Vec<String>,
 }
