@@ -153,6 +153,36 @@ impl Near {
     pub fn hi(&self) -> u64 {
         self.hi
     }
+
+    /// Hands `f` the overlaps of `[a, b)` with a grid's windows: the span
+    /// whole where it lies in this window, else through `split` (the
+    /// grid's), after which this becomes the last window the span met
+    /// (`bounds` gives a window's `[lo, hi)`).
+    #[inline]
+    pub fn split(
+        &mut self,
+        a: u64,
+        b: u64,
+        mut f: impl FnMut(usize, u64),
+        split: impl FnOnce(&mut dyn FnMut(usize, u64)),
+        bounds: impl FnOnce(usize) -> (u64, u64),
+    ) {
+        if self.holds(a, b) {
+            if b > a {
+                f(self.i, b - a);
+            }
+            return;
+        }
+        let mut last = None;
+        split(&mut |w, t| {
+            last = Some(w);
+            f(w, t)
+        });
+        if let Some(w) = last {
+            let (lo, hi) = bounds(w);
+            *self = Near::new(lo, hi, w);
+        }
+    }
 }
 
 impl Default for Near {
@@ -167,21 +197,14 @@ impl Grid {
     /// inside it is handed over whole, with no search; otherwise the span is
     /// split and `near` becomes the last window it met.
     #[inline]
-    pub fn split_near(&self, near: &mut Near, a: u64, b: u64, mut f: impl FnMut(usize, u64)) {
-        if near.holds(a, b) {
-            if b > a {
-                f(near.i, b - a);
-            }
-            return;
-        }
-        let mut last = None;
-        self.split(a, b, |w, t| {
-            last = Some(w);
-            f(w, t)
-        });
-        if let Some(w) = last {
-            *near = Near::new(self.starts[w], self.starts[w + 1], w);
-        }
+    pub fn split_near(&self, near: &mut Near, a: u64, b: u64, f: impl FnMut(usize, u64)) {
+        near.split(
+            a,
+            b,
+            f,
+            |g| self.split(a, b, g),
+            |w| (self.starts[w], self.starts[w + 1]),
+        );
     }
 }
 

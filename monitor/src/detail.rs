@@ -99,21 +99,14 @@ impl Buckets {
     /// [`split`](Self::split), with `near` the bucket met last (see
     /// [`Grid::split_near`](crate::activity::Grid::split_near)).
     #[inline]
-    pub fn split_near(&self, near: &mut Near, a: u64, b: u64, mut f: impl FnMut(usize, u64)) {
-        if near.holds(a, b) {
-            if b > a {
-                f(near.i, b - a);
-            }
-            return;
-        }
-        let mut last = None;
-        self.split(a, b, |i, t| {
-            last = Some(i);
-            f(i, t)
-        });
-        if let Some(i) = last {
-            *near = Near::new(self.start(i), self.start(i + 1), i);
-        }
+    pub fn split_near(&self, near: &mut Near, a: u64, b: u64, f: impl FnMut(usize, u64)) {
+        near.split(
+            a,
+            b,
+            f,
+            |g| self.split(a, b, g),
+            |i| (self.start(i), self.start(i + 1)),
+        );
     }
 }
 
