@@ -10,11 +10,21 @@ use rill_log::{Calibration, Encoder, EndState, Header, LogWriter, MonitorFlags, 
 /// Periods per log.
 pub(crate) const PERIODS: u64 = 5 * crate::load::CHUNK_PERIODS as u64 + 123;
 
+/// The run of [`write`]'s logs, loaded, with the directory that holds them
+/// (removed when it is dropped), each log cut into six chunks.
+pub(crate) fn run() -> (tempfile::TempDir, crate::load::RunLog) {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path());
+    let run = crate::load_run(dir.path()).unwrap();
+    assert!(run.workers.iter().all(|w| w.chunks.len() == 6));
+    (dir, run)
+}
+
 /// Writes two worker logs into `dir`: period `k` of log `w` starts at
 /// `7k + 3w` (log 1: 50 ticks earlier every 997th period), lasts 2 ticks
 /// (every 500th: 3,000), and every 100th is followed by a worker wait of
 /// one tick.
-pub(crate) fn write(dir: &Path) {
+fn write(dir: &Path) {
     let cal = Calibration::nanos();
     for w in 0..2u32 {
         let header = Header::new(MonitorFlags::FULL, w, 2, cal);

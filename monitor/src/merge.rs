@@ -142,13 +142,11 @@ impl Cursor<'_> {
         self.at = 0;
         match &mut self.source {
             Source::Inline(w, sc, behind, waits) => {
-                // The batch is refilled in place unless a consumer still
+                // The batch's buffers are refilled unless a consumer still
                 // holds it.
-                if Arc::get_mut(&mut self.batch).is_none() {
-                    self.batch = Arc::default();
-                }
-                let b = Arc::get_mut(&mut self.batch).expect("a batch of its own");
-                let more = fill(sc, b, *waits);
+                let mut b = Arc::try_unwrap(std::mem::take(&mut self.batch)).unwrap_or_default();
+                let more = fill(sc, &mut b, *waits);
+                self.batch = Arc::new(b);
                 behind.advance(w, sc.offset());
                 more
             }

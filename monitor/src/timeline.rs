@@ -162,7 +162,6 @@ struct LaneGeometry {
 }
 
 /// One worker's lane.
-#[derive(Clone)]
 pub(crate) struct LaneSvg {
     svg: String,
     /// Ticks drawn per task, in first-drawn order.
@@ -556,7 +555,7 @@ impl Frame {
 pub(crate) fn timeline_svg_with(
     run: &RunLog,
     opts: &TimelineOptions,
-    lanes: Option<Vec<LaneSvg>>,
+    lanes: Option<&[LaneSvg]>,
 ) -> String {
     let Frame {
         from_ms,
@@ -566,11 +565,17 @@ pub(crate) fn timeline_svg_with(
         geometry,
     } = Frame::of(run, opts);
     let plot_w = geometry.plot_w;
-    let drawn_lanes = lanes.unwrap_or_else(|| {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let lanes: Vec<usize> = (0..run.workers.len()).collect();
-        crate::load::parallel(&lanes, cores, |&li| Ok(lane(run, li, &geometry))).unwrap_or_default()
-    });
+    let own: Vec<LaneSvg>;
+    let drawn_lanes = match lanes {
+        Some(lanes) => lanes,
+        None => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let lis: Vec<usize> = (0..run.workers.len()).collect();
+            own = crate::load::parallel(&lis, cores, |&li| Ok(lane(run, li, &geometry)))
+                .unwrap_or_default();
+            &own
+        }
+    };
     let mut body = String::new();
     // task -> ticks drawn in the window (for the legend order)
     let mut drawn_ix = IdIndex::default();
@@ -579,12 +584,8 @@ pub(crate) fn timeline_svg_with(
     for l in drawn_lanes {
         body.push_str(&l.svg);
         any_narrow |= l.any_narrow;
-        for (task, ticks) in l.drawn {
-            let (i, new) = drawn_ix.index(task, drawn.len());
-            if new {
-                drawn.push((task, 0));
-            }
-            drawn[i].1 = drawn[i].1.saturating_add(ticks);
+        for &(task, ticks) in &l.drawn {
+            add_drawn(&mut drawn_ix, &mut drawn, task, ticks);
         }
     }
 
@@ -710,9 +711,7 @@ mod tests {
     /// each log, for the whole run and for a window.
     #[test]
     fn lanes_from_merged_events_are_the_lanes_read_from_the_logs() {
-        let dir = tempfile::tempdir().unwrap();
-        crate::chunky_logs::write(dir.path());
-        let run = crate::load_run(dir.path()).unwrap();
+        let (_dir, run) = crate::chunky_logs::run();
         for (from_ms, to_ms) in [(None, None), (Some(0.007), Some(0.0072))] {
             let opts = TimelineOptions {
                 from_ms,
@@ -738,10 +737,7 @@ mod tests {
     /// edges and past them.
     #[test]
     fn skipping_chunks_draws_the_same_lanes() {
-        let dir = tempfile::tempdir().unwrap();
-        crate::chunky_logs::write(dir.path());
-        let run = crate::load_run(dir.path()).unwrap();
-        assert!(run.workers.iter().all(|w| w.chunks.len() == 6));
+        let (_dir, run) = crate::chunky_logs::run();
         let end = (run.t1 - run.t0) as f64;
         for (w0, w1) in [
             (0.0, end),

@@ -108,7 +108,7 @@ impl Ctx<'_> {
     /// The whole run's timeline.
     pub fn timeline(&self) -> String {
         let opts = self.timeline_options();
-        let lanes = self.merged().map(|m| m.lanes.clone());
+        let lanes = self.merged().map(|m| m.lanes.as_slice());
         timeline_svg_with(self.run, &opts, lanes)
     }
 
