@@ -592,6 +592,8 @@ pub struct WordcountParams {
     /// Under `--mapping auto`, the pilot counts about 1/`pilot` of the text
     /// (`--pilot N`, at least 1).
     pub pilot: u64,
+    /// Under `--mapping auto`, what the pilot records (`--pilot-monitor`).
+    pub pilot_monitor: MonitorFlags,
     /// Monitoring mode asked for on the command line (`--monitor`); only rill
     /// uses it.
     pub monitor: Option<MonitorFlags>,
@@ -613,6 +615,7 @@ impl WordcountParams {
             mapping: MappingChoice::Rr,
             words: wordcount::WordsAs::Owned,
             pilot: crate::apps::auto::PILOT_DIVISOR,
+            pilot_monitor: crate::apps::auto::PILOT_MONITOR,
             monitor: None,
             logs: None,
         }

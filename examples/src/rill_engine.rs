@@ -118,7 +118,8 @@ impl Engine for Rill {
 
 /// The word count under `--mapping auto` ([`apps::auto`]): a pilot on the
 /// first 1/`--pilot` of the text (at least 64 KiB, cut after whitespace) under
-/// round-robin, monitored in count mode into `LOGS/pilot` (`LOGS`: `--logs`,
+/// round-robin, monitored as `--pilot-monitor` says (count mode by
+/// default) into `LOGS/pilot` (`LOGS`: `--logs`,
 /// or `target/rill-auto/wordcount`), a plan written to `LOGS/auto.map`, and
 /// the run under it; the measurement has the plan's fields (`pilot_ms`,
 /// `total_ms`, `mapping_file`...).
@@ -127,7 +128,7 @@ fn wordcount_auto(p: &WordcountParams, mon: &MonitorConfig) -> Result<Measuremen
         .logs
         .clone()
         .unwrap_or_else(|| PathBuf::from(auto::AUTO_ROOT).join("wordcount"));
-    let plan = auto::plan(&dir, p.workers, |pmon| {
+    let plan = auto::plan(&dir, p.workers, p.pilot_monitor, |pmon| {
         let text = p.corpus.text();
         let want = auto::pilot_size(text.len() as u64, p.pilot, 64 << 10).max(1) as usize;
         let head = wc::chunks(text, want).next().unwrap_or("");

@@ -2,13 +2,15 @@
 //! the real run under that mapping.
 //!
 //! 1. **Pilot.** The same network at about 1/N of its size (`--pilot N`,
-//!    default [`PILOT_DIVISOR`] = 6; [`App::pilot`] says how for each
+//!    default [`PILOT_DIVISOR`] = 100; [`App::pilot`] says how for each
 //!    application: mc 1/N of the paths, des of the input bytes, rt of the
 //!    scenes, ant of the iterations, each with a floor; the word count the
 //!    first 1/N of its text), on the same workers under round-robin mapping,
-//!    monitored in count mode ([`PILOT_MONITOR`]: `map,worker,task,stream`,
-//!    task names and workers, busy time, worker waits and per-stream
-//!    message counts, no message order). Its logs go to `DIR/pilot/`.
+//!    monitored in count mode by default ([`PILOT_MONITOR`]:
+//!    `map,worker,task,stream`, exact busy time per task from its
+//!    dispatches, worker waits and per-stream message and block counts, no
+//!    message order; `--pilot-monitor MODE` takes another, `sample:HZ`
+//!    among them). Its logs go to `DIR/pilot/`.
 //! 2. **Plan.** [`rill_monitor::load_run_with`] (as `rill-mon map` loads:
 //!    no latency replay) and
 //!    [`rill_monitor::plan_mapping`]`(&run, W)`, written to `DIR/auto.map`
@@ -39,21 +41,36 @@ use serde_json::{json, Value};
 use super::{App, AppOpts, AppRun, MappingChoice};
 
 /// The pilot runs about 1/`PILOT_DIVISOR` of the real run's size by
-/// default (`--pilot N` sets another N). Its plan is as good at 1/30 as at
-/// 1/6 of MC (level with the manual table either way), and at 1/6 the
-/// pilot cost more than the plan saved: MC, 300,000 paths, 2 workers,
-/// 7 alternating runs, auto with its pilot 385.7 ms against rr 300.2 at
-/// 1/6, 275.8 against 367.6 at 1/30.
-pub const PILOT_DIVISOR: u64 = 30;
+/// default (`--pilot N` sets another N). With busy times counted from the
+/// dispatches ([`PILOT_MONITOR`]), a hundredth of Monte Carlo (3,000 of
+/// 300,000 paths) kept the chains whole in 15 of 15 plans, its pilot took
+/// about 7 ms (a thirtieth sampled at 10 kHz: 16 ms), and auto with its
+/// pilot ran level with the manual table, 1.51-1.55x rr (`compare mc
+/// --paths 300000 --repeat 15 --auto`; `docs/measurements.md`). At 1/6 the
+/// pilot cost more than the plan saved (auto with its pilot 385.7 ms
+/// against rr 300.2). The other applications' pilots sit on their floors
+/// at 1/30 already (rt, ant) or take a few milliseconds (des).
+pub const PILOT_DIVISOR: u64 = 100;
 
 /// The largest `--pilot N`.
 pub const MAX_PILOT_DIVISOR: u64 = 1000;
 
-/// What the pilot records: sample mode (task names, stream ends and exact
-/// counts, busy time from samples), what `plan_mapping` reads, at 10 kHz:
-/// a pilot lasts tens of milliseconds, and at the default 1 kHz its busy
-/// times would rest on a few dozen samples per worker.
-pub const PILOT_MONITOR: MonitorFlags = MonitorFlags::SAMPLED.with_sample_hz(10_000);
+/// What the pilot records by default (`--pilot-monitor`): count mode,
+/// `map,worker,task,stream`: task names and workers, busy time per task
+/// from its dispatches, worker waits and per-stream message and block
+/// counts; no message order, which `plan_mapping` does not read. Sample
+/// mode (`sample:HZ`) plans too, from busy times estimated from a few
+/// samples per task; on a pilot of a few milliseconds it is no cheaper
+/// (MC rr at 3,000 paths, 7 alternating rounds: counts +16%, sample:10000
+/// +32% over off) and its estimates mislead the plan: at 1/100 of MC,
+/// sampled at 20 kHz, 8 of 15 auto runs took 280-300 ms against 220 for
+/// the rest; the five of their maps kept each put steps of one chain on
+/// the other worker (a capacity-1 link crossing, which the model
+/// underrates), the fast runs' maps none.
+pub const PILOT_MONITOR: MonitorFlags = MonitorFlags::MAPPING
+    .union(MonitorFlags::SCHEDULER)
+    .union(MonitorFlags::WORKER)
+    .union(MonitorFlags::STREAM);
 
 /// Where auto's pilot logs and files go without `--logs` (relative to the
 /// working directory).
@@ -173,12 +190,13 @@ fn clear_logs(dir: &Path) -> Result<()> {
 pub fn plan(
     dir: &Path,
     workers: usize,
+    flags: MonitorFlags,
     pilot: impl FnOnce(&MonitorConfig) -> Result<(Duration, String)>,
 ) -> Result<AutoPlan> {
     let start = Instant::now();
     let logs = dir.join("pilot");
     clear_logs(&logs)?;
-    let (pilot_run, size) = pilot(&MonitorConfig::new(PILOT_MONITOR, &logs))
+    let (pilot_run, size) = pilot(&MonitorConfig::new(flags, &logs))
         .with_context(|| format!("the pilot run (logs in {})", logs.display()))?;
     let t = Instant::now();
     // As `rill-mon map` loads: no latency replay, and no progress bar.
@@ -220,7 +238,7 @@ pub fn plan(
 /// ([`AutoPlan::fields`]) and its summary the plan's line.
 pub fn run_app(app: &dyn App, opts: &AppOpts, run: u32) -> Result<(AppRun, AutoPlan)> {
     let dir = dir_for(opts.logs.as_deref(), app.name(), run);
-    let plan = plan(&dir, opts.workers, |mon| {
+    let plan = plan(&dir, opts.workers, opts.pilot_monitor, |mon| {
         let pilot = app.pilot(opts.workers, opts.pilot)?;
         let popts = AppOpts {
             mapping: MappingChoice::Rr,
@@ -298,6 +316,32 @@ mod tests {
             json(rill_monitor::plan_mapping(&run, 2).unwrap()),
             json(rill_monitor::plan_mapping_by_pass(&run, 2).unwrap())
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `--pilot-monitor sample:HZ`: the pilot records in sample mode and
+    /// the plan is made from its estimates.
+    #[test]
+    fn mc_auto_plans_from_a_sampled_pilot() {
+        let dir = std::env::temp_dir().join(format!("rill-auto-sampled-{}", std::process::id()));
+        let app = Mc::new(McConfig {
+            paths: 3000,
+            ..McConfig::default()
+        })
+        .unwrap();
+        let flags = MonitorFlags::SAMPLED.with_sample_hz(10_000);
+        let opts = AppOpts {
+            logs: Some(dir.clone()),
+            pilot_monitor: flags,
+            ..AppOpts::new(2, MappingChoice::Auto)
+        };
+        let (r, plan) = run_app(&app, &opts, 0).unwrap();
+        assert!(r.verified, "{:?}", r.problems);
+        let run = rill_monitor::load_run(&plan.logs).unwrap();
+        assert!(run.flags.is_sampled(), "{}", run.flags);
+        assert_eq!(run.flags.sample_hz(), Some(10_000));
+        let t = ManualTable::load(&plan.file).unwrap();
+        assert!(t.lookup("mc/collect").is_some(), "{t:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -139,6 +139,9 @@ pub struct AppOpts {
     /// Under `--mapping auto`, the pilot runs about 1/`pilot` of the size
     /// (`--pilot N`, default [`auto::PILOT_DIVISOR`]).
     pub pilot: u64,
+    /// Under `--mapping auto`, what the pilot records (`--pilot-monitor`,
+    /// default [`auto::PILOT_MONITOR`]).
+    pub pilot_monitor: MonitorFlags,
 }
 
 impl Default for AppOpts {
@@ -153,6 +156,7 @@ impl Default for AppOpts {
             capacity: None,
             stack_size: None,
             pilot: auto::PILOT_DIVISOR,
+            pilot_monitor: auto::PILOT_MONITOR,
         }
     }
 }

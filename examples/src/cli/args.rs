@@ -9,7 +9,7 @@ use clap::{value_parser, Args, Parser, Subcommand};
 use rill::MonitorFlags;
 
 use crate::ab;
-use crate::apps::auto::{MAX_PILOT_DIVISOR, PILOT_DIVISOR};
+use crate::apps::auto::{MAX_PILOT_DIVISOR, PILOT_DIVISOR, PILOT_MONITOR};
 use crate::apps::{self, AppOpts, MappingChoice};
 use crate::bench::{
     MicroParams, MicroRow, ParamError, PipeParams, Placement, RingParams, WordcountParams,
@@ -59,6 +59,20 @@ The table's header and every JSON object name the allocator of the run.";
 /// clap's parser of a whole number of at least `min`, for a `usize` argument.
 fn usize_from(min: u64) -> RangedU64ValueParser<usize> {
     RangedU64ValueParser::new().range(min..)
+}
+
+/// auto's pilot monitoring: a mode the planner can read, one that names
+/// the tasks (`map`) and times them (`sched` or `sample`).
+fn pilot_monitor(s: &str) -> Result<MonitorFlags, String> {
+    let f: MonitorFlags = s.parse().map_err(|e| format!("{e}"))?;
+    if !f.contains(MonitorFlags::MAPPING)
+        || !f.intersects(MonitorFlags::SCHEDULER | MonitorFlags::SAMPLE)
+    {
+        return Err(format!(
+            "the pilot's logs must name the tasks (map) and time them (sched or sample) for the plan; '{s}' does not: try map,worker,task,stream or sample:10000"
+        ));
+    }
+    Ok(f)
 }
 
 /// A mapping file for `compare --file`: it must exist and parse (a bad
@@ -423,9 +437,9 @@ pub struct WordcountArgs {
     /// the heaviest stage, on the last worker, with counter 1 on 2 workers;
     /// source, merger and the other counters before it), parts (that order
     /// cut into W blocks), steal (round-robin, then work stealing), auto (a
-    /// pilot run on the first 1/N of the text (--pilot N, default 30), at
+    /// pilot run on the first 1/N of the text (--pilot N, default 100), at
     /// least 64 KiB, under rr
-    /// with monitoring map,worker,task,stream into LOGS/pilot, or
+    /// with monitoring --pilot-monitor into LOGS/pilot, or
     /// target/rill-auto/wordcount/pilot without --logs; a mapping
     /// planned from its logs written to auto.map beside them; then the run
     /// under it; JSON: pilot_ms, total_ms, mapping_file), or a FILE of
@@ -438,6 +452,14 @@ pub struct WordcountArgs {
     #[arg(long, value_name = "N", default_value_t = PILOT_DIVISOR,
           value_parser = value_parser!(u64).range(1..=MAX_PILOT_DIVISOR))]
     pub pilot: u64,
+
+    /// What auto's pilot records: count mode by default
+    /// (map,worker,task,stream: exact busy time per task, no message
+    /// order), or any --monitor MODE that names tasks (map), such as
+    /// sample:HZ. Only --mapping auto and compare --auto use it.
+    #[arg(long, value_name = "MODE", default_value_t = PILOT_MONITOR,
+          value_parser = pilot_monitor)]
+    pub pilot_monitor: MonitorFlags,
 
     /// Options every benchmark takes.
     #[command(flatten)]
@@ -500,11 +522,11 @@ pub struct AppCommon {
     /// --auto].
     ///
     /// auto: the pilot is the same network at about 1/N of the size (--pilot
-    /// N, default 30; mc: 1/N of --paths, at least 2000 and 4 records per
+    /// N, default 100; mc: 1/N of --paths, at least 2000 and 4 records per
     /// chain; des: 1/N of the input bytes, at least 64 KiB, generated and
     /// encrypted; rt: 1/N of the scenes, at least 2 per solver; ant: 1/N of
-    /// the iterations, at least 1) under rr, monitored with map,worker,task,stream
-    /// (count mode) into LOGS/pilot (LOGS: --logs, LOGS/run-N with
+    /// the iterations, at least 1) under rr, monitored as --pilot-monitor
+    /// says (count mode by default) into LOGS/pilot (LOGS: --logs, LOGS/run-N with
     /// --repeat; without --logs target/rill-auto/APP/run-N). rill-mon's
     /// planner (`rill-mon map`) writes LOGS/auto.map from those logs, the
     /// output names it, and the real run uses it. Every auto run makes its
@@ -519,6 +541,14 @@ pub struct AppCommon {
     #[arg(long, value_name = "N", default_value_t = PILOT_DIVISOR,
           value_parser = value_parser!(u64).range(1..=MAX_PILOT_DIVISOR))]
     pub pilot: u64,
+
+    /// What auto's pilot records: count mode by default
+    /// (map,worker,task,stream: exact busy time per task, no message
+    /// order), or any --monitor MODE that names tasks (map), such as
+    /// sample:HZ. Only --mapping auto and compare --auto use it.
+    #[arg(long, value_name = "MODE", default_value_t = PILOT_MONITOR,
+          value_parser = pilot_monitor)]
+    pub pilot_monitor: MonitorFlags,
 
     /// Monitoring: off, sample (or sample:HZ: what each worker does, sampled
     /// at HZ, default 1000, with exact counts; the cheap mode), full, all
@@ -556,6 +586,7 @@ impl AppCommon {
         o.logs = self.logs.clone();
         o.capacity = self.capacity;
         o.pilot = self.pilot;
+        o.pilot_monitor = self.pilot_monitor;
         o
     }
 }
@@ -1026,6 +1057,7 @@ impl Command {
                     capacity: a.capacity,
                     mapping: a.mapping.clone(),
                     pilot: a.pilot,
+                    pilot_monitor: a.pilot_monitor,
                     monitor: common.monitor,
                     logs: common.logs.clone(),
                     ..WordcountParams::new(Corpus::new(source).map_err(ParamError)?, workers)
@@ -1190,6 +1222,21 @@ mod tests {
             panic!("not compare")
         };
         assert_eq!(c.app.common().opts().pilot, 30);
+        assert_eq!(a.common().opts().pilot_monitor, PILOT_MONITOR);
+        let Command::App(a) = parse(&["mc", "--mapping", "auto", "--pilot-monitor", "sample:5000"])
+            .unwrap()
+            .command
+        else {
+            panic!("not an app")
+        };
+        assert_eq!(
+            a.common().opts().pilot_monitor,
+            MonitorFlags::SAMPLED.with_sample_hz(5000)
+        );
+        // A pilot whose logs cannot be planned from is refused up front.
+        for bad in ["worker", "off", "map,worker", "nonsense"] {
+            assert!(parse(&["mc", "--pilot-monitor", bad]).is_err(), "{bad}");
+        }
         assert!(parse(&["mc", "--pilot", "0"]).is_err());
         assert!(parse(&["wordcount", "--pilot", "1001"]).is_err());
     }
