@@ -637,6 +637,8 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
         node_part = refined;
     }
     let prop_part = expand(&node_part);
+    let mut warnings = run.warnings.clone();
+    warnings.extend(few_samples_warning(run));
 
     // The busiest task of each name gives its observed worker.
     let mut heaviest: Vec<Option<(u64, usize)>> = vec![None; nodes.len()];
@@ -691,8 +693,31 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
             observed_cut: cut_of(&tg, &obs_part),
         },
         loads,
-        warnings: run.warnings.clone(),
+        warnings,
     })
+}
+
+/// A sample-mode run shorter than this gets a warning with its plan: its
+/// busy times per task rest on a few samples each, and runs of a few
+/// milliseconds were found off by more than the samples' statistics say
+/// (7 to 23 points per worker on 6-10 ms runs; `docs/measurements.md`),
+/// where runs of 200 ms and more stay within the bound.
+pub const SHORT_SAMPLED_RUN_NS: u64 = 200_000_000;
+
+/// The warning for a sample-only run shorter than [`SHORT_SAMPLED_RUN_NS`].
+fn few_samples_warning(run: &RunLog) -> Option<String> {
+    if !crate::sampled::is_sample_only(run) || run.span_ns() >= SHORT_SAMPLED_RUN_NS {
+        return None;
+    }
+    let sm = run.sampled.as_ref()?;
+    let fewest = sm.workers.iter().map(|w| w.total).min()?;
+    Some(format!(
+        "a sample-mode run of {}: the busy times this plan weighs are estimated from as few as {fewest} samples on a worker \
+         (a busy share within {:.0} points at 95%), and runs this short were found further off; \
+         for a plan from a short run, record it in count mode (--monitor map,worker,task,stream)",
+        fmt_ns(run.span_ns() as f64),
+        100.0 * crate::sampled::Sampled::share_error(fewest)
+    ))
 }
 
 /// `name` as a quoted key of the mapping file (see the module
@@ -777,6 +802,9 @@ impl MapPlan {
                 "# {} unnamed task(s) are not listed (the estimate puts them round-robin).",
                 self.unnamed_tasks
             );
+        }
+        for w in &self.warnings {
+            let _ = writeln!(o, "# warning: {}", w.replace('\n', " "));
         }
         for l in &self.loads {
             let _ = writeln!(

@@ -179,3 +179,32 @@ fn a_sampled_run_with_a_rate_keeps_it() {
     let n = sm.min_samples();
     assert!((10..=60).contains(&n), "{n} samples");
 }
+
+/// A plan from a short sample-mode run says its busy times rest on few
+/// samples (in the text, the JSON and the file, which still loads); a plan
+/// from the same network in count mode does not.
+#[test]
+fn a_plan_from_a_short_sampled_run_warns() {
+    let _g = lock();
+    let names: Vec<String> = (0..4).map(|k| format!("pipe/relay/{k}")).collect();
+    for (flags, warns) in [("sample:1000", true), ("map,worker,task,stream", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let flags: MonitorFlags = flags.parse().unwrap();
+        let rt = runs::runtime_with(dir.path(), 2, rill::Mapping::RoundRobin, flags);
+        runs::chain_with(rt, &names, Some(1), Duration::from_micros(20), 2_000);
+        let run = load_run(dir.path()).unwrap();
+        assert!(run.span_ns() < rill_monitor::SHORT_SAMPLED_RUN_NS);
+        let plan = rill_monitor::plan_mapping(&run, 2).unwrap();
+        let said = plan.warnings.iter().any(|w| w.contains("sample-mode run"));
+        assert_eq!(said, warns, "{flags}: {:?}", plan.warnings);
+        let file = plan.to_file();
+        assert_eq!(file.contains("# warning: a sample-mode run"), warns);
+        let table = rill::ManualTable::parse(&file).unwrap();
+        assert!(table.lookup("pipe/relay/1").is_some(), "{table:?}");
+        let page = rill_monitor::report_html(&run, &rill_monitor::ReportOptions::default());
+        assert_eq!(
+            page.contains("<strong>Caution:</strong> a sample-mode run"),
+            warns
+        );
+    }
+}

@@ -106,6 +106,15 @@ pub(crate) fn missing(text: &str) -> String {
     )
 }
 
+/// A caution about the figures beside it, in the same box as
+/// [`missing`].
+pub(crate) fn caution(text: &str) -> String {
+    format!(
+        "<p class=\"missing\"><strong>Caution:</strong> {}</p>\n",
+        esc(text)
+    )
+}
+
 /// A note on how a figure is computed or how far off it may be.
 pub(crate) fn note(text: &str) -> String {
     format!("<p class=\"note\">{}</p>\n", esc(text))

@@ -135,6 +135,10 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
             plan.unnamed_tasks
         )));
     }
+    // The plan's own cautions (the run's warnings are in the page's header).
+    for warning in plan.warnings.iter().filter(|x| !run.warnings.contains(x)) {
+        o.push_str(&html::caution(&format!("{warning}.")));
+    }
     if w == 1 {
         o.push_str(&html::note(
             "On one worker every task runs on worker 0: no mapping file is needed.",
