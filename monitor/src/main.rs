@@ -199,6 +199,9 @@ enum Cmd {
     /// = or quotes are escaped) and says in comments what it predicts: max over
     /// workers of busy time + a cost per message or wait crossing workers,
     /// calibrated on the observed run, under this mapping and the observed one.
+    /// From a sample-mode run shorter than 200 ms (busy times from few
+    /// samples) the plan carries a warning: record short runs in count mode
+    /// (--monitor map,worker,task,stream) to plan from them.
     #[command(verbatim_doc_comment)]
     Map {
         /// The directory holding the worker-*.rlog files.
