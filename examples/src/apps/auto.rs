@@ -101,6 +101,8 @@ pub struct AutoPlan {
     pub logs: PathBuf,
     /// The pilot's size in words.
     pub size: String,
+    /// What the pilot recorded (`--pilot-monitor`).
+    pub monitor: MonitorFlags,
     /// Wall time of the pilot network.
     pub pilot_run: Duration,
     /// Reading the logs, planning and writing the file.
@@ -123,13 +125,15 @@ impl AutoPlan {
     }
 
     /// The JSON fields of an auto run whose real run took `wall`:
-    /// `mapping_file`, `pilot_logs`, `pilot_size`, `pilot_ms`,
-    /// `pilot_run_ms`, `plan_ms`, `pilot_elapsed_ms`, `total_ms`.
+    /// `mapping_file`, `pilot_logs`, `pilot_size`, `pilot_monitor`,
+    /// `pilot_ms`, `pilot_run_ms`, `plan_ms`, `pilot_elapsed_ms`,
+    /// `pilot_predicted_ms`, `pilot_predicted_rr_ms`, `total_ms`.
     pub fn fields(&self, wall: Duration) -> Vec<(&'static str, Value)> {
         vec![
             ("mapping_file", json!(self.file.display().to_string())),
             ("pilot_logs", json!(self.logs.display().to_string())),
             ("pilot_size", json!(self.size)),
+            ("pilot_monitor", json!(self.monitor.to_string())),
             ("pilot_ms", json!(ms(self.pilot_time()))),
             ("pilot_run_ms", json!(ms(self.pilot_run))),
             ("plan_ms", json!(ms(self.plan))),
@@ -221,6 +225,7 @@ pub fn plan(
         file,
         logs,
         size,
+        monitor: flags,
         pilot_run,
         plan: plan_time,
         elapsed: start.elapsed(),
@@ -308,6 +313,7 @@ mod tests {
         assert!(t.lookup("mc/star/0/step/0").is_some(), "{t:?}");
         assert!(r.fields["total_ms"].as_f64().unwrap() >= r.fields["pilot_ms"].as_f64().unwrap());
         assert!(plan.size.contains("of 3000 paths"), "{}", plan.size);
+        assert_eq!(r.fields["pilot_monitor"], PILOT_MONITOR.to_string());
         // The planner's shortcut through the load's totals gives the plan
         // of the pass over every period.
         let run = rill_monitor::load_run(&plan.logs).unwrap();
@@ -340,6 +346,7 @@ mod tests {
         let run = rill_monitor::load_run(&plan.logs).unwrap();
         assert!(run.flags.is_sampled(), "{}", run.flags);
         assert_eq!(run.flags.sample_hz(), Some(10_000));
+        assert_eq!(r.fields["pilot_monitor"], flags.to_string());
         let t = ManualTable::load(&plan.file).unwrap();
         assert!(t.lookup("mc/collect").is_some(), "{t:?}");
         std::fs::remove_dir_all(&dir).unwrap();
