@@ -336,15 +336,19 @@ impl WorkerLog {
         &self.data
     }
 
+    /// Where the records loading accepted end (within the file's bytes).
+    fn valid_end(&self) -> usize {
+        (self.valid_len as usize).min(self.data.len())
+    }
+
     /// A fresh scanner over the log's records (stops where loading stopped).
     pub fn scanner(&self) -> Scanner<'_> {
-        let end = (self.valid_len as usize).min(self.data.len());
-        Scanner::new(&self.data[..end], self.records_start)
+        Scanner::new(&self.data[..self.valid_end()], self.records_start)
     }
 
     /// A scanner at the start of `chunk` (one of [`chunks`](Self::chunks)).
     pub(crate) fn chunk_scanner(&self, chunk: &Chunk) -> Scanner<'_> {
-        let end = (self.valid_len as usize).min(self.data.len());
+        let end = self.valid_end();
         Scanner::resume(&self.data[..end], chunk.offset.min(end), chunk.last)
     }
 
@@ -385,24 +389,23 @@ impl WorkerLog {
     /// (scanner at the stretch's start, byte offset where it ends), in the
     /// log's order: a pass reads those and skips the rest.
     pub(crate) fn stretches(&self, keep: impl Fn(&Chunk) -> bool) -> Vec<(Scanner<'_>, usize)> {
-        let end = (self.valid_len as usize).min(self.data.len());
-        let mut out: Vec<(Scanner<'_>, usize)> = Vec::new();
-        let mut open: Option<(usize, usize)> = None;
+        let end = self.valid_end();
+        // Runs of kept chunks: (first chunk, byte offset where the run ends).
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        let mut open = false;
         for (i, c) in self.chunks.iter().enumerate() {
             let stop = self.chunks.get(i + 1).map_or(end, |n| n.offset.min(end));
-            if keep(c) {
-                match open.as_mut() {
-                    Some((_, to)) => *to = stop,
-                    None => open = Some((i, stop)),
-                }
-            } else if let Some((from, to)) = open.take() {
-                out.push((self.chunk_scanner(&self.chunks[from]), to));
+            let kept = keep(c);
+            match runs.last_mut() {
+                Some((_, to)) if kept && open => *to = stop,
+                _ if kept => runs.push((i, stop)),
+                _ => {}
             }
+            open = kept;
         }
-        if let Some((from, to)) = open {
-            out.push((self.chunk_scanner(&self.chunks[from]), to));
-        }
-        out
+        runs.into_iter()
+            .map(|(from, to)| (self.chunk_scanner(&self.chunks[from]), to))
+            .collect()
     }
 
     /// The file name (for messages).

@@ -455,8 +455,8 @@ pub struct WordcountArgs {
 
     /// What auto's pilot records: count mode by default
     /// (map,worker,task,stream: exact busy time per task, no message
-    /// order), or any --monitor MODE that names tasks (map), such as
-    /// sample:HZ. Only --mapping auto and compare --auto use it.
+    /// order), or any --monitor MODE that names and times the tasks (map
+    /// with sched, or sample:HZ). Only --mapping auto uses it.
     #[arg(long, value_name = "MODE", default_value_t = PILOT_MONITOR,
           value_parser = pilot_monitor)]
     pub pilot_monitor: MonitorFlags,
@@ -544,8 +544,9 @@ pub struct AppCommon {
 
     /// What auto's pilot records: count mode by default
     /// (map,worker,task,stream: exact busy time per task, no message
-    /// order), or any --monitor MODE that names tasks (map), such as
-    /// sample:HZ. Only --mapping auto and compare --auto use it.
+    /// order), or any --monitor MODE that names and times the tasks (map
+    /// with sched, or sample:HZ). Only --mapping auto and compare --auto
+    /// use it.
     #[arg(long, value_name = "MODE", default_value_t = PILOT_MONITOR,
           value_parser = pilot_monitor)]
     pub pilot_monitor: MonitorFlags,

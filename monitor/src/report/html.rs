@@ -100,17 +100,19 @@ pub(crate) fn para(text: &str) -> String {
 
 /// The one line that says what a section cannot show and why.
 pub(crate) fn missing(text: &str) -> String {
-    format!(
-        "<p class=\"missing\"><strong>Not shown:</strong> {}</p>\n",
-        esc(text)
-    )
+    boxed("Not shown", text)
 }
 
 /// A caution about the figures beside it, in the same box as
 /// [`missing`].
 pub(crate) fn caution(text: &str) -> String {
+    boxed("Caution", text)
+}
+
+/// A line in the box of [`missing`] and [`caution`], led by `label`.
+fn boxed(label: &str, text: &str) -> String {
     format!(
-        "<p class=\"missing\"><strong>Caution:</strong> {}</p>\n",
+        "<p class=\"missing\"><strong>{label}:</strong> {}</p>\n",
         esc(text)
     )
 }
