@@ -485,11 +485,12 @@ impl Encoder {
     pub fn samples<S: Sink + ?Sized>(&mut self, sink: &mut S, w: &SampleWindow) {
         let d = self.delta(w.t);
         self.last = w.t.wrapping_add(w.dur);
-        emit(sink, 1 + 9 * V + w.tasks.len() * 2 * V, |o| {
+        emit(sink, 1 + 10 * V + w.tasks.len() * 2 * V, |o| {
             o.var(d);
             o.var(w.dur);
             o.var(w.worker.into());
             o.var(w.total.into());
+            o.var(w.signals.into());
             o.var(w.sched.into());
             o.var(w.spin.into());
             o.var(w.idle.into());
@@ -502,7 +503,7 @@ impl Encoder {
                 o.var(n.into());
                 prev = task;
             }
-            tag::SAMPLES
+            tag::SAMPLES_SIGNALS
         });
     }
 

@@ -10,8 +10,10 @@ pub const MAGIC: [u8; 8] = *b"RILLLOG\0";
 /// The format version this build writes. It reads this one and
 /// the older ones back to [`OLDEST_VERSION`]: version 3 added the
 /// `StreamName` record, version 4 sample mode's records (`TaskTotals`,
-/// `StreamTotals`, `WorkerTotals`, `Samples`), which older files never hold.
-pub const FORMAT_VERSION: u16 = 4;
+/// `StreamTotals`, `WorkerTotals`, `Samples`), which older files never hold;
+/// version 5 the signal count of a window of samples (a new tag; version 4's
+/// windows are still read, their samples standing for one signal each).
+pub const FORMAT_VERSION: u16 = 5;
 /// The oldest format version this build reads.
 pub const OLDEST_VERSION: u16 = 2;
 /// Size of the header this build writes.

@@ -33,14 +33,14 @@
 //! makes its logs until it has finished them ([`DirLock`]). Readers need no
 //! lock; they ignore every other file.
 //!
-//! # Layout (version 4, little endian)
+//! # Layout (version 5, little endian)
 //!
 //! A [`Header`] of [`HEADER_LEN`] (56) bytes:
 //!
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0  | 8 | magic `b"RILLLOG\0"` |
-//! | 8  | 2 | format version (2 to 4) |
+//! | 8  | 2 | format version (2 to 5) |
 //! | 10 | 2 | header length (56; records start here; 48 in older logs) |
 //! | 12 | 4 | monitoring flags |
 //! | 16 | 4 | worker id (the sampler's log: the worker count) |
@@ -79,7 +79,8 @@
 //! | `0x0e` | `TaskTotals` (version 4) | Δt, task, dispatches |
 //! | `0x0f`/`0x10` | `StreamTotals` reader/writer (version 4) | Δt, stream, messages, waits |
 //! | `0x11` | `WorkerTotals` (version 4) | Δt, dispatches, spins, idles, parks |
-//! | `0x12` | `Samples` (version 4, `sampler.rlog` only) | Δt, dur, worker, total, sched, spin, idle, parked, n, n × (Δtask, samples) (the next Δ is from t + dur; task ids ascend, each the step from the previous) |
+//! | `0x12` | `Samples` (version 4, `sampler.rlog` only) | Δt, dur, worker, total, sched, spin, idle, parked, n, n × (Δtask, samples) (the next Δ is from t + dur; task ids ascend, each the step from the previous); read as one signal per sample |
+//! | `0x13` | `Samples` (version 5, `sampler.rlog` only) | as `0x12` with `signals` after `total`: the timer signals behind the samples |
 //! | `0x80..=0xff` | `Period` | see below |
 //!
 //! A period's tag is `1 mm nn eee`: `eee` the [`EndState`] (0 yielded, 1

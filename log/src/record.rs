@@ -381,7 +381,7 @@ pub enum Record {
         parks: u64,
     },
     /// What the sampler saw one worker doing over a window (sample mode,
-    /// version 4; only in `sampler.rlog`).
+    /// version 4, with its signal count version 5; only in `sampler.rlog`).
     Samples(SampleWindow),
 }
 
@@ -395,8 +395,15 @@ pub struct SampleWindow {
     pub dur: u64,
     /// The worker sampled.
     pub worker: u32,
-    /// Samples in the window (all states).
+    /// Samples in the window (all states): each stands for one period of
+    /// the sampling rate.
     pub total: u32,
+    /// The independent observations behind them: the timer signals that
+    /// took the window's samples of the worker awake (a signal counts the
+    /// periods of CPU time since the last one, all as the state it finds).
+    /// The statistical error of a share goes with this count, not with
+    /// `total`. Version 4's windows read it as `total`.
+    pub signals: u32,
     /// Samples that found the worker between tasks (its scheduler).
     pub sched: u32,
     /// Samples that found a task spinning before a block.

@@ -187,6 +187,9 @@ pub struct ScannedSamples {
     pub worker: u32,
     /// Samples in the window.
     pub total: u32,
+    /// Timer signals behind them (see
+    /// [`SampleWindow::signals`](crate::SampleWindow)).
+    pub signals: u32,
     /// Samples between tasks.
     pub sched: u32,
     /// Samples of a task spinning before a block.
@@ -532,21 +535,27 @@ impl<'a> Scanner<'a> {
                 idles: c.var()?,
                 parks: c.var()?,
             },
-            tag::SAMPLES => Item::Samples(self.samples(c)?),
+            tag::SAMPLES => Item::Samples(self.samples(c, false)?),
+            tag::SAMPLES_SIGNALS => Item::Samples(self.samples(c, true)?),
             t => return Err(DecodeErrorKind::UnknownTag(t)),
         })
     }
 
-    /// A `Samples` record after its tag; its task list goes to `samples`.
-    fn samples(&mut self, c: &mut Cur<'a>) -> R<ScannedSamples> {
+    /// A `Samples` record after its tag (with its signal count when
+    /// `signals`, version 5); its task list goes to `samples`.
+    fn samples(&mut self, c: &mut Cur<'a>, signals: bool) -> R<ScannedSamples> {
         let t = self.time(c)?;
         let dur = c.var()?;
         self.last = t.wrapping_add(dur);
+        let worker = c.u32("worker")?;
+        let total = c.u32("samples")?;
+        let signals = if signals { c.u32("signals")? } else { total };
         let head = ScannedSamples {
             t,
             dur,
-            worker: c.u32("worker")?,
-            total: c.u32("samples")?,
+            worker,
+            total,
+            signals,
             sched: c.u32("samples")?,
             spin: c.u32("samples")?,
             idle: c.u32("samples")?,
@@ -809,6 +818,7 @@ impl<'a> Scanner<'a> {
                 dur: h.dur,
                 worker: h.worker,
                 total: h.total,
+                signals: h.signals,
                 sched: h.sched,
                 spin: h.spin,
                 idle: h.idle,

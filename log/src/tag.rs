@@ -22,7 +22,10 @@ pub const TASK_TOTALS: u8 = 0x0e;
 pub const STREAM_TOTALS: u8 = 0x0f;
 pub const STREAM_TOTALS_W: u8 = 0x10;
 pub const WORKER_TOTALS: u8 = 0x11;
+/// Version 4's window, without the signal count.
 pub const SAMPLES: u8 = 0x12;
+/// Version 5's window: the signal count follows the sample count.
+pub const SAMPLES_SIGNALS: u8 = 0x13;
 /// High bit: a period.
 pub const PERIOD: u8 = 0x80;
 

@@ -358,7 +358,7 @@ fn arb_record() -> impl Strategy<Value = Record> {
             any::<u64>(),
             small_or_any_u64(),
             small_or_any_u32(),
-            proptest::array::uniform5(small_or_any_u32()),
+            proptest::array::uniform6(small_or_any_u32()),
             proptest::collection::vec((small_or_any_u64(), small_or_any_u32()), 0..8)
         )
             .prop_map(|(t, dur, worker, n, tasks)| Record::Samples(SampleWindow {
@@ -366,6 +366,7 @@ fn arb_record() -> impl Strategy<Value = Record> {
                 dur,
                 worker,
                 total: n[0],
+                signals: n[5],
                 sched: n[1],
                 spin: n[2],
                 idle: n[3],
@@ -628,7 +629,7 @@ fn overlong_varints_are_errors() {
 fn malformed_records_say_why() {
     let cases: Vec<(Vec<u8>, DecodeErrorKind)> = vec![
         (vec![0x7f, 0], DecodeErrorKind::UnknownTag(0x7f)),
-        (vec![0x13, 0], DecodeErrorKind::UnknownTag(0x13)),
+        (vec![0x14, 0], DecodeErrorKind::UnknownTag(0x14)),
         // A window of samples that lists more tasks than its bytes can hold.
         (
             vec![0x12, 0, 0, 0, 0, 0, 0, 0, 0, 100, 1, 1],
@@ -961,8 +962,8 @@ fn header_errors_are_clear() {
         matches!(
             e,
             LogError::UnsupportedVersion {
-                found: 5,
-                supported: 4
+                found: 6,
+                supported: 5
             }
         ),
         "{e:?}"
@@ -976,7 +977,7 @@ fn header_errors_are_clear() {
     assert!(parse_log(&oldest).is_err());
     let msg = e.to_string();
     assert!(
-        msg.contains("version 5") && msg.contains("versions 2 to 4") && msg.contains("newer"),
+        msg.contains("version 6") && msg.contains("versions 2 to 5") && msg.contains("newer"),
         "{msg}"
     );
 
@@ -1349,4 +1350,34 @@ fn encode_cost() {
         "period (1 stream) into LogWriter (fresh pages, file grows): {wall:.2} ns wall, {cpu:.2} ns CPU; {} bytes/period",
         w.written() / (5 * n)
     );
+}
+
+/// A version-4 window (tag 0x12, no signal count) still reads, its samples
+/// standing for one signal each; the current encoder writes the signals.
+#[test]
+fn a_version_4_window_reads_with_one_signal_per_sample() {
+    let mut data = encode_all(&[Record::WorkerStart { t: 5 }]).0;
+    // Δt +1 (zigzag: 2), dur 10, worker 1, total 8, sched 1, spin 1, idle
+    // 1, parked 2, one task: Δid 7, 3 samples (each a one-byte varint).
+    data.extend_from_slice(&[0x12, 2, 10, 1, 8, 1, 1, 1, 2, 1, 7, 3]);
+    let (out, end, _) = decode_all(&data);
+    assert_eq!(end, EndReason::Clean, "{out:?}");
+    let want = SampleWindow {
+        t: 6,
+        dur: 10,
+        worker: 1,
+        total: 8,
+        signals: 8,
+        sched: 1,
+        spin: 1,
+        idle: 1,
+        parked: 2,
+        tasks: vec![(7, 3)],
+    };
+    assert_eq!(out[1], Record::Samples(want.clone()));
+    // Written now, a window keeps its own signal count.
+    let now = SampleWindow { signals: 3, ..want };
+    let recs = [Record::WorkerStart { t: 5 }, Record::Samples(now)];
+    let (out, _, _) = decode_all(&encode_all(&recs).0);
+    assert_eq!(out, recs);
 }

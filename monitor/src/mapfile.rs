@@ -710,9 +710,9 @@ fn few_samples_warning(run: &RunLog) -> Option<String> {
         return None;
     }
     let sm = run.sampled.as_ref()?;
-    let fewest = sm.workers.iter().map(|w| w.total).min()?;
+    let fewest = sm.min_samples();
     Some(format!(
-        "a sample-mode run of {}: the busy times this plan weighs are estimated from as few as {fewest} samples on a worker \
+        "a sample-mode run of {}: the busy times this plan weighs are estimated from as few as {fewest} independent samples on a worker \
          (a busy share within {:.0} points at 95%), and runs this short were found further off; \
          for a plan from a short run, record it in count mode (--monitor map,worker,task,stream)",
         fmt_ns(run.span_ns() as f64),

@@ -17,6 +17,13 @@
 //! what they sample; periodic samples of a program that is not in step with
 //! them do at least as well. [`Sampled::share_error`] is the 95% bound,
 //! `1.96 * 0.5 / sqrt(n)`, that reports print beside estimates.
+//!
+//! The `n` of a worker is not its sample count: its samples come from
+//! timer signals on its CPU time, each counting every period of CPU time
+//! since the last (at most one signal per scheduler tick), and its parked
+//! time is measured by the clock. So `n` is its signals, scaled up by the
+//! square of the share of its time it was awake, the only part the samples
+//! estimate ([`WorkerSamples::observations`]).
 
 use std::path::Path;
 
@@ -61,6 +68,9 @@ pub struct SamplerCheck {
 pub struct WorkerSamples {
     /// Samples taken.
     pub total: u64,
+    /// The timer signals that took them (see
+    /// [`SampleWindow::signals`](rill_log::SampleWindow)).
+    pub signals: u64,
     /// Samples that found a task running.
     pub running: u64,
     /// Samples between tasks.
@@ -71,6 +81,25 @@ pub struct WorkerSamples {
     pub idle: u64,
     /// Samples of the worker asleep.
     pub parked: u64,
+}
+
+impl WorkerSamples {
+    /// The independent observations the worker's busy share stands on, for
+    /// [`Sampled::share_error`]: its signals, over the square of the share
+    /// of its samples that found it awake (its parked time is measured, so
+    /// the error of a share of its whole time is the awake share times the
+    /// error of the signals' share). 0 without samples; `u64::MAX` for a
+    /// worker parked throughout (its shares are exact).
+    pub fn observations(&self) -> u64 {
+        if self.total == 0 {
+            return 0;
+        }
+        let awake = self.total.saturating_sub(self.parked) as f64 / self.total as f64;
+        if awake <= 0.0 {
+            return u64::MAX;
+        }
+        (self.signals as f64 / (awake * awake)).round() as u64
+    }
 }
 
 impl Sampled {
@@ -123,10 +152,15 @@ impl Sampled {
         })
     }
 
-    /// The fewest samples any worker has: what bounds the error of the
+    /// The fewest independent observations any worker's estimates stand
+    /// on ([`WorkerSamples::observations`]): what bounds the error of the
     /// run's estimates.
     pub fn min_samples(&self) -> u64 {
-        self.workers.iter().map(|w| w.total).min().unwrap_or(0)
+        self.workers
+            .iter()
+            .map(WorkerSamples::observations)
+            .min()
+            .unwrap_or(0)
     }
 }
 
@@ -184,6 +218,7 @@ fn read_windows(path: &Path, run: &RunLog) -> anyhow::Result<(Vec<SampleWindow>,
                 dur: h.dur,
                 worker: h.worker,
                 total: h.total,
+                signals: h.signals,
                 sched: h.sched,
                 spin: h.spin,
                 idle: h.idle,
@@ -270,6 +305,7 @@ fn estimate(run: &RunLog, sampled: &mut Sampled) {
         let charge = charge(per, running, w.sched);
         let ws = &mut sampled.workers[i];
         ws.total += u64::from(w.total);
+        ws.signals += u64::from(w.signals);
         ws.running += running;
         ws.sched += u64::from(w.sched);
         ws.spin += u64::from(w.spin);

@@ -56,7 +56,9 @@ pub struct Summary {
 pub struct SamplingSummary {
     /// Samples per second (the run's `sample:HZ`, or the runtime's default).
     pub hz: Option<u32>,
-    /// The fewest samples of any worker.
+    /// The fewest independent samples of any worker (its timer signals,
+    /// scaled for the time it was parked, which is measured:
+    /// `WorkerSamples::observations`).
     pub min_samples: u64,
     /// 95% bound of a share of a worker's time estimated from that many
     /// samples, in percentage points.
@@ -316,7 +318,7 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
     } else if let Some(sm) = &sampling {
         notes.push(format!(
             "sample mode: busy and waiting times (and per-task times) are estimates from at \
-             least {} samples per worker, each within {:.1} points of the worker's time (95%); \
+             least {} independent samples per worker, each within {:.1} points of the worker's time (95%); \
              dispatches, messages and waits are exact counts",
             sm.min_samples, sm.share_error_pp
         ));

@@ -48,9 +48,11 @@ fn a_busy_worker_and_an_idle_one_get_their_shares_within_the_bound() {
         rt.run().unwrap();
         let run = load_run(dir.path()).unwrap();
         let sm = run.sampled.as_ref().expect("a sampled run");
+        // Signals come at most once a scheduler tick (100 to 1,000 Hz
+        // with the kernel's build): 300 ms gives 30 to 300.
         let n = sm.min_samples();
-        if n < 100 {
-            return Err(format!("only {n} samples per worker"));
+        if n < 25 {
+            return Err(format!("only {n} independent samples per worker"));
         }
         let bound = Sampled::share_error(n) + 0.02;
         let share = |w: usize| {

@@ -455,6 +455,7 @@ mod tests {
                             dur: 10 * MS,
                             worker: w,
                             total: 10,
+                            signals: 10,
                             sched: 0,
                             spin: 0,
                             idle: 10 - busy,

@@ -81,6 +81,7 @@ struct WorkerBin {
     wait: f64,
     /// Time its windows of samples cover.
     covered: f64,
+    /// Signals that took its samples (what their error goes with).
     samples: f64,
 }
 
@@ -100,6 +101,7 @@ struct WorkerRun {
     busy: f64,
     wait: f64,
     covered: f64,
+    /// Signals that took its samples (what their error goes with).
     samples: u64,
     /// Its first time stamp.
     begin: Option<u64>,
@@ -536,12 +538,15 @@ impl Model {
         let wait = f64::from(s.spin) + f64::from(s.idle) + f64::from(s.parked);
         let wait = wait * per;
         let dur = s.dur as f64;
-        let total = f64::from(s.total);
+        // The error goes with the signals that took the samples (each may
+        // count several periods of CPU time); parked time is not scaled
+        // out here, so the live bound errs wide.
+        let obs = f64::from(s.signals);
         let r = self.worker(w);
         r.busy += busy;
         r.wait += wait;
         r.covered += dur;
-        r.samples += u64::from(s.total);
+        r.samples += u64::from(s.signals);
         for &(task, k) in tasks {
             self.tasks.entry(task).or_default().busy += f64::from(k) * charge;
         }
@@ -550,7 +555,7 @@ impl Model {
             wb.busy += busy * f;
             wb.wait += wait * f;
             wb.covered += dur * f;
-            wb.samples += total * f;
+            wb.samples += obs * f;
             for &(task, k) in tasks {
                 *bin.tasks.entry(task).or_insert(0.0) += f64::from(k) * charge * f;
             }
@@ -855,6 +860,7 @@ mod tests {
             dur,
             worker,
             total,
+            signals: total,
             sched: 0,
             spin: 0,
             idle,

@@ -4,15 +4,17 @@
 //!
 //! A worker publishes its state in one word of its shared half
 //! ([`WorkerShared::now`](crate::worker::WorkerShared)), with a plain store
-//! where its state changes: the running task's id before a dispatch, "between
-//! tasks" after it, "spinning" while a task spins before a block, "idle" and
-//! "parked" in its idle loop. That store is all sample mode costs a dispatch
-//! (beside an increment of the task's dispatch count); no clock is read and no
-//! record written. A per-worker timer signal samples the word on the
-//! worker's own thread (`self_sample.rs`) into a ring; this thread empties
-//! the rings every [`WINDOW`] (longer at low rates, so that a window holds
-//! about [`WINDOW_SAMPLES`] samples) and writes one `Samples` record per
-//! worker. Its file is written with plain appends from this thread, never
+//! where its state changes: the running task's id before a dispatch,
+//! "spinning" while a task spins before a block, "idle" and "parked" in its
+//! idle loop, "between tasks" on leaving it. That store is all sample mode
+//! costs a dispatch (beside an increment of the task's dispatch count); no
+//! clock is read and no record written. A per-worker timer signal on its
+//! CPU time samples the word on the worker's own thread (`self_sample.rs`)
+//! into a ring; this thread empties the rings every [`WINDOW`] (longer at
+//! low rates, so that a window holds about [`WINDOW_SAMPLES`] samples), adds
+//! each worker's parked time (measured by the clock) as samples in
+//! proportion to its awake ones, and writes one `Samples` record per worker
+//! with the number of signals behind it. Its file is written with plain appends from this thread, never
 //! by a worker, so a full disk costs the sampler its log and the program
 //! nothing.
 //!
@@ -45,7 +47,11 @@ const WINDOW_SAMPLES: u32 = 10;
 /// What a worker's state word says: the low [`STATE_BITS`] bits are the
 /// state, the rest the running (or spinning) task's id.
 pub(crate) mod state {
-    /// In the worker loop, between tasks (and before the first).
+    /// In the worker loop before its first task, and from waking out of
+    /// its idle loop to its next task. (A dispatch's end stores nothing:
+    /// the step to the next task is sampled as the task that just ran, as
+    /// a period-recording run charges it to a period too; storing `SCHED`
+    /// there cost the 100-task ring 1.3% of its hop.)
     pub(crate) const SCHED: u64 = 0;
     /// Running the task whose id is in the high bits.
     pub(crate) const RUN: u64 = 1;
@@ -106,7 +112,7 @@ impl Tally {
     }
 
     /// The window's record, and the tally emptied for the next.
-    fn take(&mut self, worker: u32, t: u64, dur: u64, total: u32) -> SampleWindow {
+    fn take(&mut self, worker: u32, t: u64, dur: u64, total: u32, signals: u32) -> SampleWindow {
         let mut tasks = std::mem::take(&mut self.tasks);
         tasks.sort_unstable();
         let c = std::mem::take(&mut self.counts);
@@ -115,6 +121,7 @@ impl Tally {
             dur,
             worker,
             total,
+            signals,
             sched: c[state::SCHED as usize],
             spin: c[state::SPIN as usize],
             idle: c[state::IDLE as usize],
@@ -122,6 +129,30 @@ impl Tally {
             tasks,
         }
     }
+}
+
+/// The samples a window's `parked_ns` of parked time stand for, in the
+/// unit of the awake samples: those count periods of the worker's CPU time
+/// (`self_sample.rs`), so a stretch of awake time in which the worker was
+/// preempted took fewer of them than its length. With `cpu`, the worker's
+/// CPU time in the window's `wall` nanoseconds, the parked time is counted
+/// at the rate the worker's awake time took samples (CPU time over awake
+/// wall time, at most 1, at least a tenth), so that the window's shares
+/// are the clock's for parked time and the samples' for the rest; without
+/// it (the worker's clock unknown yet, or gone), at one a period. Either
+/// way the count is the expected one, whether or not a signal came in the
+/// window, so short windows add up without bias.
+pub(crate) fn parked_samples(parked_ns: u64, wall: u64, cpu: Option<u64>, period_ns: u64) -> u64 {
+    if parked_ns == 0 {
+        return 0;
+    }
+    let awake = wall.saturating_sub(parked_ns);
+    let rate = match cpu {
+        Some(c) if awake > 0 => (c as f64 / awake as f64).clamp(0.1, 1.0),
+        _ => 1.0,
+    };
+    let k = (parked_ns as f64 * rate / period_ns.max(1) as f64).round() as u64;
+    k.clamp(1, u64::from(u32::MAX >> 1))
 }
 
 /// The sampler's log file: a header, then records appended a window at a
@@ -177,19 +208,23 @@ impl SamplerLog {
 /// The sampler's loop, until the run ends: every window (10 ms, longer at
 /// rates under 1 kHz so that a window holds about [`WINDOW_SAMPLES`]
 /// samples) it empties every worker's ring of samples (the workers sample
-/// themselves at `hz`, `self_sample.rs`), adds the parked time of workers
-/// parked across the window's end as samples at `hz`, and writes a
-/// `Samples` record per worker that took any. The run's end unparks the
-/// thread.
+/// themselves every `1/hz` of their CPU time, `self_sample.rs`), adds each
+/// worker's parked time in the window as samples ([`parked_samples`]), and
+/// writes a `Samples` record per worker that took any. The run's end
+/// unparks the thread.
 pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
     let hz = hz.max(1);
     let window = WINDOW.max(Duration::from_secs_f64(
         f64::from(WINDOW_SAMPLES) / f64::from(hz),
     ));
     let n = shared.workers.len();
-    // Per worker: the window's tally and its sample count.
-    let mut tallies: Vec<(Tally, u32)> = (0..n).map(|_| (Tally::default(), 0)).collect();
+    let period_ns = 1_000_000_000 / u64::from(hz);
+    // Per worker: the window's tally, its sample count and its signals.
+    let mut tallies: Vec<(Tally, u32, u32)> = (0..n).map(|_| (Tally::default(), 0, 0)).collect();
+    // Per worker: its CPU time at the last window's end, once known.
+    let mut cpu_at: Vec<Option<u64>> = shared.workers.iter().map(|w| w.samples.cpu_ns()).collect();
     let mut window_start = clock::now();
+    let mut mono_start = super::self_sample::mono_ns();
     let mut close_at = Instant::now() + window;
     loop {
         let running = shared.phase() == Phase::Running;
@@ -198,22 +233,36 @@ pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
         // to): what is left in the rings goes into the last window.
         if now >= close_at || !running {
             let mono = super::self_sample::mono_ns();
-            for ((tally, total), w) in tallies.iter_mut().zip(shared.workers.iter()) {
+            let wall = mono.saturating_sub(mono_start);
+            for (((tally, total, signals), w), cpu_last) in tallies
+                .iter_mut()
+                .zip(shared.workers.iter())
+                .zip(cpu_at.iter_mut())
+            {
                 w.samples.drain(|word| {
                     *total = total.saturating_add(tally.add(word));
                 });
-                let k = w.samples.credit_parked(mono);
+                *signals = u32::try_from(w.samples.take_signals()).unwrap_or(u32::MAX);
+                let parked_ns = w.samples.take_parked(mono).min(wall);
+                let cpu_now = w.samples.cpu_ns();
+                let cpu = match (*cpu_last, cpu_now) {
+                    (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                    _ => None,
+                };
+                if cpu_now.is_some() {
+                    *cpu_last = cpu_now;
+                }
+                let k = parked_samples(parked_ns, wall, cpu, period_ns);
                 if k > 0 {
-                    let k = k.min(u64::from(u32::MAX >> 1));
                     *total = total.saturating_add(tally.add(state::task(k, state::PARK)));
                 }
             }
             let t = clock::now();
             let dur = t.wrapping_sub(window_start);
             let mut wrote = false;
-            for (i, (tally, total)) in tallies.iter_mut().enumerate() {
+            for (i, (tally, total, signals)) in tallies.iter_mut().enumerate() {
                 if *total > 0 {
-                    let rec = tally.take(i as u32, window_start, dur, *total);
+                    let rec = tally.take(i as u32, window_start, dur, *total, *signals);
                     log.enc.samples(&mut log.sink, &rec);
                     *total = 0;
                     wrote = true;
@@ -223,6 +272,7 @@ pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
                 log.flush();
             }
             window_start = t;
+            mono_start = mono;
             close_at = now + window;
         }
         if !running {
@@ -258,16 +308,40 @@ mod tests {
         ] {
             t.add(w);
         }
-        let w = t.take(1, 100, 50, 8);
+        let w = t.take(1, 100, 50, 8, 3);
         assert_eq!(w.tasks, vec![(3, 1), (7, 2)]);
         assert_eq!((w.sched, w.spin, w.idle, w.parked), (1, 1, 1, 2));
         assert_eq!(
             w.running() + u64::from(w.sched + w.spin + w.idle + w.parked),
             8
         );
-        assert_eq!((w.worker, w.t, w.dur, w.total), (1, 100, 50, 8));
+        assert_eq!(
+            (w.worker, w.t, w.dur, w.total, w.signals),
+            (1, 100, 50, 8, 3)
+        );
         // Taken: the next window starts empty.
-        let w = t.take(1, 150, 50, 0);
+        let w = t.take(1, 150, 50, 0, 0);
         assert!(w.tasks.is_empty() && w.sched == 0 && w.parked == 0);
+    }
+
+    #[test]
+    fn parked_time_is_counted_at_the_rate_awake_time_took_samples() {
+        const MS: u64 = 1_000_000;
+        // 10 ms window, 1 kHz: 4 ms parked, the 6 ms awake all on a core:
+        // 4 samples; awake only half the time on a core: 2, as the awake
+        // time took half its samples.
+        assert_eq!(parked_samples(4 * MS, 10 * MS, Some(6 * MS), MS), 4);
+        assert_eq!(parked_samples(4 * MS, 10 * MS, Some(3 * MS), MS), 2);
+        // Without the CPU time, one a period.
+        assert_eq!(parked_samples(4 * MS, 10 * MS, None, MS), 4);
+        // No parked time, none; parked all the window, in periods.
+        assert_eq!(parked_samples(0, 10 * MS, Some(6 * MS), MS), 0);
+        assert_eq!(parked_samples(10 * MS, 10 * MS, Some(0), MS), 10);
+        // A short park counts at least one sample.
+        assert_eq!(parked_samples(MS / 3, 10 * MS, Some(9 * MS), MS), 1);
+        // CPU time over the awake time (clock skew between the two) counts
+        // as all of it; a worker preempted nearly throughout as a tenth.
+        assert_eq!(parked_samples(4 * MS, 10 * MS, Some(8 * MS), MS), 4);
+        assert_eq!(parked_samples(10 * MS, 20 * MS, Some(0), MS), 1);
     }
 }

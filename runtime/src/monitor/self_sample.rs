@@ -1,7 +1,8 @@
 //! Sample mode's clock: each worker samples itself. A per-worker POSIX timer
-//! (`CLOCK_MONOTONIC`, delivered to the worker's own thread) raises
-//! [`signal()`] `HZ` times a second; the handler reads the worker's state
-//! word and pushes it into the worker's [`SampleRing`]. The sampler thread
+//! on the worker thread's CPU-time clock (`CLOCK_THREAD_CPUTIME_ID`,
+//! delivered to that thread) raises [`signal()`] for every `1/HZ` seconds
+//! of CPU time the worker uses; the handler reads the worker's state word
+//! and pushes it into the worker's [`SampleRing`]. The sampler thread
 //! (`sampler.rs`) only empties the rings into windows.
 //!
 //! Why the worker and not the sampler thread takes the sample: a thread that
@@ -13,10 +14,25 @@
 //! 70 points above its clock-measured waiting. A timer signal stops only the
 //! worker it samples, and samples it at the moment it stops.
 //!
+//! Why CPU time and not the wall clock: the kernel checks a thread's
+//! CPU-time timers in the scheduler tick it takes anyway, so the signal
+//! costs its delivery and no interrupt of its own. A wall-clock timer
+//! (`CLOCK_MONOTONIC`, the first design) is a high-resolution timer: an
+//! interrupt per sample, which under a hypervisor cost 7 to 9 µs each and
+//! made sample mode cost the rr pipe 3.7% where the CPU-time timer costs it
+//! 0.4% (`README.md`). The price: signals come at most once a tick (250 Hz
+//! on the kernel measured), each counting the periods of CPU time since the
+//! last (its overrun) as samples of the state it finds; the window records
+//! how many signals took its samples, which is what the statistical error
+//! goes with. A parked worker uses no CPU time and takes no samples; its
+//! parked time is measured by the clock (`park_begin`, `park_end`).
+//!
 //! The ring is single-producer (the handler, on the worker's thread) and
 //! single-consumer (the sampler thread). The handler touches nothing but
 //! atomics of the worker's shared half, so it is async-signal-safe and
-//! leaves `errno` alone.
+//! leaves `errno` alone. The worker itself never pushes: what it adds (its
+//! parked time) goes into counters, so that a signal arriving in the middle
+//! cannot interleave two pushes.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Once;
@@ -28,8 +44,8 @@ use crate::worker::WorkerShared;
 /// Samples a ring holds: 10 ms at the highest rate (50 kHz) is 500.
 const RING: usize = 1024;
 
-/// Missed ticks a signal counts at most (a worker stopped longer is
-/// counted for its last quarter of a ring).
+/// Periods a signal counts at most (a signal after a longer stretch of CPU
+/// time counts a quarter of a ring).
 const MAX_OVERRUN: libc::c_int = (RING / 4) as libc::c_int;
 
 /// The state words a worker sampled, waiting for the sampler thread.
@@ -41,37 +57,28 @@ pub(crate) struct SampleRing {
     /// Samples lost to a full ring (the sampler thread did not run for a
     /// whole ring's worth of samples).
     dropped: AtomicU64,
+    /// Signals taken since the sampler last looked (the handler adds, the
+    /// sampler takes them with a swap).
+    signals: AtomicU64,
     words: Box<[AtomicU64]>,
-    /// While the worker is parked (its timer paused): the start
-    /// ([`mono_ns`]) of the parked time nobody has counted yet; 0 while it
-    /// is not parked. The sampler thread counts up to each window's end
-    /// and moves the start there (compare-exchange); the worker counts the
-    /// rest when it wakes (swap to 0). Whoever moves the word counts the
-    /// ticks of the stretch before it, so every tick is counted once.
+    /// While the worker is parked: the start ([`mono_ns`]) of the parked
+    /// time nobody has counted yet; 0 while it is not parked. The sampler
+    /// thread counts up to each window's end and moves the start there
+    /// (compare-exchange); the worker counts the rest when it wakes (swap
+    /// to 0). Whoever moves the word counts the stretch before it, so no
+    /// parked nanosecond is counted twice or lost.
     park_since: AtomicU64,
-    /// The timer's grid: its first tick ([`mono_ns`]) and period (ns), set
-    /// once when the timer starts, before the worker first parks. Parked
-    /// time is counted in the grid's ticks that fall in it, the samples
-    /// the timer would have taken: counting it by its length, rounded per
-    /// park, lost every park shorter than half a period, and a worker that
-    /// parks often for a fraction of a period was estimated busier than it
-    /// was (up to 12 points with another process on one of two cores).
-    grid_epoch: AtomicU64,
-    grid_period: AtomicU64,
+    /// Parked nanoseconds the worker counted on waking, not yet taken by
+    /// the sampler (the worker adds, the sampler swaps to 0).
+    parked_ns: AtomicU64,
+    /// The worker thread's CPU-time clock (`pthread_getcpuclockid`), set
+    /// when its timer starts; [`NO_CLOCK`] before. The sampler reads the
+    /// worker's CPU time through it at each window's end.
+    cpu_clock: AtomicU64,
 }
 
-/// How many ticks of the grid `epoch + j * period` (j >= 0) fall in
-/// `(a, b]`.
-pub(crate) fn ticks_between(epoch: u64, period: u64, a: u64, b: u64) -> u64 {
-    let upto = |x: u64| {
-        if x < epoch || period == 0 {
-            0
-        } else {
-            (x - epoch) / period + 1
-        }
-    };
-    upto(b).saturating_sub(upto(a))
-}
+/// [`SampleRing`]'s `cpu_clock` before the worker sets it.
+const NO_CLOCK: u64 = u64::MAX;
 
 impl SampleRing {
     pub(crate) fn new() -> Self {
@@ -79,74 +86,96 @@ impl SampleRing {
             head: CachePadded::new(AtomicU64::new(0)),
             tail: CachePadded::new(AtomicU64::new(0)),
             dropped: AtomicU64::new(0),
+            signals: AtomicU64::new(0),
             words: (0..RING).map(|_| AtomicU64::new(0)).collect(),
             park_since: AtomicU64::new(0),
-            grid_epoch: AtomicU64::new(0),
-            grid_period: AtomicU64::new(0),
+            parked_ns: AtomicU64::new(0),
+            cpu_clock: AtomicU64::new(NO_CLOCK),
         }
     }
 
-    /// The timer's grid (see the fields).
-    pub(crate) fn set_grid(&self, epoch_ns: u64, period_ns: u64) {
-        // Relaxed: read after an Acquire load of `park_since` that the
-        // worker's Release store (in `park_begin`, after this) publishes,
-        // or by the worker itself.
-        self.grid_epoch.store(epoch_ns, Ordering::Relaxed);
-        self.grid_period.store(period_ns, Ordering::Relaxed);
+    /// The calling thread (the worker) names its CPU-time clock.
+    fn set_cpu_clock(&self) {
+        let mut id: libc::clockid_t = 0;
+        // SAFETY: pthread_self is the calling thread; `id` is a valid out
+        // pointer.
+        if unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) } == 0 {
+            // Relaxed: read by the sampler, which tolerates not seeing it
+            // yet (a window without it assumes no preemption).
+            self.cpu_clock.store(id as u32 as u64, Ordering::Relaxed);
+        }
     }
 
-    fn ticks(&self, a: u64, b: u64) -> u64 {
-        ticks_between(
-            self.grid_epoch.load(Ordering::Relaxed),
-            self.grid_period.load(Ordering::Relaxed),
-            a,
-            b,
+    /// The sampler thread: the worker's CPU time so far ([`mono_ns`]'s
+    /// unit), `None` before its timer started or after its thread ended.
+    pub(crate) fn cpu_ns(&self) -> Option<u64> {
+        // Relaxed: see `set_cpu_clock`.
+        let id = self.cpu_clock.load(Ordering::Relaxed);
+        if id == NO_CLOCK {
+            return None;
+        }
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the valid timespec it is given; a
+        // clock of a thread that has ended is refused with EINVAL.
+        if unsafe { libc::clock_gettime(id as u32 as libc::clockid_t, &mut ts) } != 0 {
+            return None;
+        }
+        Some(
+            (ts.tv_sec as u64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(ts.tv_nsec as u64),
         )
     }
 
-    /// The worker is about to park, its timer paused: the ticks after
-    /// `since` (the last one the timer delivered) are counted as parked.
-    pub(crate) fn park_begin(&self, since: u64) {
+    /// The worker is about to park at `now` ([`mono_ns`]).
+    pub(crate) fn park_begin(&self, now: u64) {
         // Release: pairs with the sampler's Acquire load in `credit_parked`.
-        self.park_since.store(since.max(1), Ordering::Release);
+        self.park_since.store(now.max(1), Ordering::Release);
     }
 
-    /// The worker woke at `now` ([`mono_ns`]) and its timer is not yet
-    /// running again: the parked ticks not yet counted, up to `now`, go
-    /// into its ring as one word, `PARK` with their number in the task
-    /// bits. With the timer paused no handler pushes meanwhile (the ring
-    /// has one producer at a time).
+    /// The worker woke at `now` ([`mono_ns`]): the parked time not yet
+    /// counted, up to `now`, is added to the parked nanoseconds.
     pub(crate) fn park_end(&self, now: u64) {
         // AcqRel: pairs with the sampler's compare-exchange.
         let since = self.park_since.swap(0, Ordering::AcqRel);
         if since == 0 {
             return;
         }
-        let k = self.ticks(since, now);
-        if k > 0 {
-            self.push(crate::monitor::sampler::state::task(
-                k,
-                crate::monitor::sampler::state::PARK,
-            ));
-        }
+        // Relaxed: a counter the sampler swaps; the window it lands in is
+        // the one whose end follows, which is all the windows need.
+        self.parked_ns
+            .fetch_add(now.saturating_sub(since), Ordering::Relaxed);
     }
 
-    /// The sampler thread at a window's end `now`: the ticks of a worker
-    /// parked since before it, not counted yet (0 if it is not parked).
-    pub(crate) fn credit_parked(&self, now: u64) -> u64 {
+    /// The sampler thread at a window's end `now`: the worker's parked
+    /// nanoseconds since the last window's end (the parks it woke from, and
+    /// the park it is in, up to `now`).
+    pub(crate) fn take_parked(&self, now: u64) -> u64 {
+        // Relaxed: see `park_end`.
+        let woke = self.parked_ns.swap(0, Ordering::Relaxed);
         // Acquire: pairs with the worker's stores of the start.
         let since = self.park_since.load(Ordering::Acquire);
         if since == 0 || since >= now {
-            return 0;
+            return woke;
         }
         // AcqRel: against the worker's swap on waking; exactly one wins.
         match self
             .park_since
             .compare_exchange(since, now, Ordering::AcqRel, Ordering::Acquire)
         {
-            Ok(_) => self.ticks(since, now),
-            Err(_) => 0,
+            Ok(_) => woke + (now - since),
+            // It woke meanwhile: its stretch is in `parked_ns`, next window.
+            Err(_) => woke,
         }
+    }
+
+    /// The sampler thread: the signals taken since it last asked.
+    pub(crate) fn take_signals(&self) -> u64 {
+        // Relaxed: a counter; see `park_end`.
+        self.signals.swap(0, Ordering::Relaxed)
     }
 
     /// The handler's push (the only producer).
@@ -232,16 +261,17 @@ extern "C" fn on_sample(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
     // Relaxed: the worker stores its own word on this thread; a signal
     // handler sees the thread's own stores in program order.
     let word = w.now.load(Ordering::Relaxed);
-    // Ticks that expired while the thread was not running (another thread
-    // had its core) come as an overrun count: the worker was stopped in
-    // the state it is in now, so each counts as a sample of it. Without
-    // them a preempted worker's running time would lose samples that its
-    // parked time, counted by the clock, does not.
+    // The periods of CPU time since the last signal beyond the first come
+    // as an overrun count (the kernel checks the timer once a tick, which
+    // may hold several periods): each counts as a sample of the state the
+    // worker is in now, so that samples stay in proportion to CPU time.
     // SAFETY: as above; a timer signal's siginfo has its overrun count.
     let overrun = unsafe { (*info).si_overrun() }.clamp(0, MAX_OVERRUN);
     for _ in 0..=overrun {
         w.samples.push(word);
     }
+    // Relaxed: a counter the sampler swaps (`take_signals`).
+    w.samples.signals.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Installs the handler once per process: SA_RESTART (a task's read or
@@ -270,17 +300,13 @@ fn install() -> bool {
 /// A worker's sample timer, deleted on drop (on the worker's thread).
 pub(crate) struct SampleTimer {
     id: libc::timer_t,
-    period_ns: u64,
-    /// When its first tick was due ([`mono_ns`]): the grid the ticks stay
-    /// on across pauses.
-    epoch_ns: u64,
 }
 
 impl SampleTimer {
     /// Starts sampling the calling thread, the worker whose shared half is
-    /// `me`, `hz` times a second, the first sample `phase` (0..1) of a
-    /// period from now. `None` (with the reason) when the system refuses.
-    pub(crate) fn start(me: &WorkerShared, hz: u32, phase: f64) -> Result<Self, String> {
+    /// `me`, every `1/hz` seconds of its CPU time. `Err` (with the reason)
+    /// when the system refuses.
+    pub(crate) fn start(me: &WorkerShared, hz: u32) -> Result<Self, String> {
         if !install() {
             return Err("cannot install the sample signal's handler".into());
         }
@@ -296,94 +322,26 @@ impl SampleTimer {
         sev.sigev_notify_thread_id = unsafe { libc::gettid() };
         let mut id: libc::timer_t = std::ptr::null_mut();
         // SAFETY: valid pointers to a filled sigevent and to the id.
-        if unsafe { libc::timer_create(libc::CLOCK_MONOTONIC, &mut sev, &mut id) } != 0 {
+        if unsafe { libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut sev, &mut id) } != 0 {
             return Err(format!("timer_create: {}", std::io::Error::last_os_error()));
         }
+        // Owned from here: dropped (deleted) on the error path below.
+        let timer = SampleTimer { id };
+        me.samples.set_cpu_clock();
         let period_ns = 1_000_000_000u64 / u64::from(hz.max(1));
-        let first = ((period_ns as f64) * phase.clamp(0.0, 1.0)) as u64 + 1;
-        let timer = SampleTimer {
-            id,
-            period_ns,
-            epoch_ns: mono_ns() + first,
-        };
-        me.samples.set_grid(timer.epoch_ns, period_ns);
-        timer.arm_at(timer.epoch_ns)?;
-        Ok(timer)
-    }
-
-    /// Stops the timer before a park. Returns the time of the last tick
-    /// it delivered (on its grid): the ticks after it are the park's to
-    /// count ([`SampleRing::park_begin`]).
-    pub(crate) fn pause(&self) -> u64 {
-        let stop = libc::itimerspec {
-            it_interval: ts(0),
-            it_value: ts(0),
-        };
-        // SAFETY: an all-zero `itimerspec` is valid.
-        let mut old: libc::itimerspec = unsafe { std::mem::zeroed() };
-        // SAFETY: `id` is this value's timer; both specs are valid.
-        let r = unsafe { libc::timer_settime(self.id, 0, &stop, &mut old) };
-        let now = mono_ns();
-        if r != 0 {
-            // Unexpected: the timer exists. The run goes on; this park's
-            // ticks may be counted from a little late.
-            eprintln!("rill: sample timer: {}", std::io::Error::last_os_error());
-            return now;
-        }
-        let left = (old.it_value.tv_sec as u64)
-            .saturating_mul(1_000_000_000)
-            .saturating_add(old.it_value.tv_nsec as u64);
-        if left == 0 {
-            return now;
-        }
-        // The next tick was due `left` after the kernel stopped the timer,
-        // a little before `now`: the grid's tick nearest `now + left`.
-        let next = now.saturating_add(left);
-        if next < self.epoch_ns {
-            return self.epoch_ns - 1;
-        }
-        let j = (next - self.epoch_ns + self.period_ns / 2) / self.period_ns;
-        (self.epoch_ns + j * self.period_ns)
-            .saturating_sub(self.period_ns)
-            .max(1)
-    }
-
-    /// Runs the timer again after a park, on its old grid of ticks, from
-    /// the first tick after `now` (up to which the park counted them): a
-    /// worker that parks and wakes more often than once a period would
-    /// otherwise never be sampled running, while its parked time is
-    /// counted.
-    pub(crate) fn resume(&self, now: u64) {
-        let next = if now < self.epoch_ns {
-            self.epoch_ns
-        } else {
-            self.epoch_ns + ((now - self.epoch_ns) / self.period_ns + 1) * self.period_ns
-        };
-        if let Err(e) = self.arm_at(next) {
-            // Unexpected: the timer exists. The run goes on; the samples
-            // miss this worker from here.
-            eprintln!("rill: sample timer: {e}");
-        }
-    }
-
-    /// Arms the timer to tick at `first_ns` ([`mono_ns`], absolute: a tick
-    /// already past fires at once) and every period after it.
-    fn arm_at(&self, first_ns: u64) -> Result<(), String> {
         let spec = libc::itimerspec {
-            it_interval: ts(self.period_ns),
-            it_value: ts(first_ns),
+            it_interval: ts(period_ns),
+            it_value: ts(period_ns),
         };
         // SAFETY: `id` is this value's timer; the spec is valid.
-        let r = unsafe {
-            libc::timer_settime(self.id, libc::TIMER_ABSTIME, &spec, std::ptr::null_mut())
-        };
+        let r = unsafe { libc::timer_settime(timer.id, 0, &spec, std::ptr::null_mut()) };
         if r != 0 {
             return Err(format!(
                 "timer_settime: {}",
                 std::io::Error::last_os_error()
             ));
         }
-        Ok(())
+        Ok(timer)
     }
 }
 
@@ -409,79 +367,68 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parked_ticks_are_counted_once_between_the_sampler_and_the_worker() {
-        use crate::monitor::sampler::state;
+    fn parked_time_is_counted_once_between_the_sampler_and_the_worker() {
         let r = SampleRing::new();
-        // A grid of a tick every 1,000 ns from 10,000.
-        r.set_grid(10_000, 1_000);
-        assert_eq!(r.credit_parked(50_000), 0, "not parked");
-        // Parked after the tick at 20,000: the ticks from 21,000 on are the
-        // park's.
+        assert_eq!(r.take_parked(50_000), 0, "not parked");
         r.park_begin(20_000);
-        // The sampler's window ends at 25,500: 21, 22, 23, 24 and 25.
-        assert_eq!(r.credit_parked(25_500), 5);
+        // The sampler's window ends at 25,500: 5,500 ns parked so far.
+        assert_eq!(r.take_parked(25_500), 5_500);
         // Counted up to the window's end: nothing more at the same instant.
-        assert_eq!(r.credit_parked(25_500), 0);
-        // The worker wakes at 27,999: 26 and 27.
+        assert_eq!(r.take_parked(25_500), 0);
+        // The worker wakes at 27,999: the rest, for the next window.
         r.park_end(27_999);
-        let mut words = Vec::new();
-        r.drain(|w| words.push(w));
-        assert_eq!(words, vec![state::task(2, state::PARK)]);
-        assert_eq!(r.credit_parked(90_000), 0, "awake again");
-        // A park shorter than a period that holds a tick counts it; one
-        // that holds none counts nothing (and pushes nothing).
+        assert_eq!(r.take_parked(90_000), 2_499);
+        assert_eq!(r.take_parked(90_000), 0, "awake again");
+        // Two parks within one window add up.
         r.park_begin(30_000);
         r.park_end(31_200);
         r.park_begin(32_100);
         r.park_end(32_900);
-        r.drain(|w| words.push(w));
-        assert_eq!(words.len(), 2);
-        assert_eq!(words[1], state::task(1, state::PARK));
-    }
-
-    #[test]
-    fn grid_ticks_are_counted_in_half_open_spans() {
-        assert_eq!(ticks_between(100, 10, 0, 99), 0);
-        assert_eq!(ticks_between(100, 10, 0, 100), 1);
-        assert_eq!(ticks_between(100, 10, 100, 100), 0);
-        assert_eq!(ticks_between(100, 10, 100, 110), 1);
-        assert_eq!(ticks_between(100, 10, 99, 131), 4);
-        assert_eq!(ticks_between(100, 10, 131, 99), 0);
-        // Spans cut anywhere add up to the whole.
-        let cuts = [3u64, 117, 118, 150, 151, 999, 1000, 5003];
-        let sum: u64 = cuts
-            .windows(2)
-            .map(|w| ticks_between(100, 10, w[0], w[1]))
-            .sum();
-        assert_eq!(sum, ticks_between(100, 10, 3, 5003));
-    }
-
-    #[test]
-    fn a_paused_timer_names_the_last_tick_it_delivered() {
-        // A real timer on this thread at 1 kHz, its handler installed (the
-        // value names a worker's shared half).
-        let me = crate::worker::WorkerShared::new(None);
-        let t = SampleTimer::start(&me, 1000, 0.5).expect("a timer");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-        let before = mono_ns();
-        let last = t.pause();
-        let after = mono_ns();
-        // On the grid, at most a period before the pause.
-        assert_eq!((last - t.epoch_ns) % t.period_ns, 0, "{last} off the grid");
-        assert!(
-            last <= after && last + t.period_ns + 200_000 >= before,
-            "{last} vs {before}"
-        );
-        // Resumed, it ticks again (the handler pushes into the ring).
+        assert_eq!(r.take_parked(95_000), 2_000);
+        // Nothing was pushed: the worker never pushes into the ring.
         let mut n = 0;
-        me.samples.drain(|_| n += 1);
-        assert!(n >= 3, "{n} samples in 5 ms at 1 kHz");
-        t.resume(mono_ns());
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        r.drain(|_| n += 1);
+        assert_eq!(n, 0);
+    }
+
+    #[test]
+    fn a_timer_samples_cpu_time_and_not_sleep() {
+        // A real timer on this thread at 1 kHz of CPU time, its handler
+        // installed (the value names a worker's shared half).
+        let me = crate::worker::WorkerShared::new(None);
+        let t = SampleTimer::start(&me, 1000).expect("a timer");
+        // Asleep: no CPU time, no samples.
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let mut asleep = 0;
+        me.samples.drain(|_| asleep += 1);
+        // Busy for 40 ms of CPU time: about 40 samples, whatever the tick.
+        let cpu = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: writes the timespec it is given.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
+        let c0 = cpu();
+        let mut x = 1u64;
+        while cpu() - c0 < 40_000_000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
         drop(t);
-        let mut m = 0;
-        me.samples.drain(|_| m += 1);
-        assert!(m >= 3, "{m} samples after resuming");
+        let mut busy = 0;
+        me.samples.drain(|_| busy += 1);
+        let signals = me.samples.take_signals();
+        assert!(asleep <= 2, "{asleep} samples while asleep");
+        assert!(
+            (30..=50).contains(&busy),
+            "{busy} samples in 40 ms of CPU at 1 kHz"
+        );
+        assert!(
+            signals >= 1 && signals <= busy,
+            "{signals} signals, {busy} samples"
+        );
     }
 
     #[test]

@@ -91,8 +91,6 @@ pub(crate) struct WorkerLocal {
     sampled: bool,
     /// Sample mode only: the worker logs exact counts as totals.
     totals: bool,
-    /// Sample mode: the worker's sample timer, paused while it is parked.
-    sample_timer: UnsafeCell<Option<crate::monitor::self_sample::SampleTimer>>,
 }
 
 impl WorkerLocal {
@@ -120,7 +118,6 @@ impl WorkerLocal {
             totals: log.as_ref().is_some_and(|l| l.is_sample_only()),
             monitoring: log.as_ref().is_some_and(|l| !l.is_sample_only()),
             log: UnsafeCell::new(log),
-            sample_timer: UnsafeCell::new(None),
         }
     }
 
@@ -246,12 +243,13 @@ impl WorkerLocal {
             }
         }
         // Sample mode: the worker's timer samples it until the loop is over
-        // (dropped, so deleted, right after it, on this thread).
-        if self.sampled {
-            let timer = self.start_sample_timer();
-            // SAFETY: the worker's own thread; no other borrow of the cell.
-            self.sample_timer.with_mut(|p| unsafe { *p = timer });
-        }
+        // (dropped, so deleted, right after it, on this thread, also when a
+        // panic unwinds out of the loop).
+        let timer = if self.sampled {
+            self.start_sample_timer()
+        } else {
+            None
+        };
         if self.monitoring && self.sampled {
             self.work::<true, true>();
         } else if self.monitoring {
@@ -261,8 +259,7 @@ impl WorkerLocal {
         } else {
             self.work::<false, false>();
         }
-        // SAFETY: as above.
-        drop(self.sample_timer.with_mut(|p| unsafe { (*p).take() }));
+        drop(timer);
         let mut log_end = (0, false);
         // SAFETY: the loop is over; nothing else borrows the log.
         if let Some(mut log) = self.log.with_mut(|p| unsafe { (*p).take() }) {
@@ -342,54 +339,37 @@ impl WorkerLocal {
         unsafe { &*self.me }.now.store(word, Ordering::Relaxed);
     }
 
-    /// Starts this worker's sample timer (`monitor/self_sample.rs`), its
-    /// first sample at a phase of its own so that the workers' samples do
-    /// not fall together. Without a timer the run goes on unsampled here,
-    /// with one warning.
+    /// Starts this worker's sample timer (`monitor/self_sample.rs`).
+    /// Without a timer the run goes on unsampled here, with one warning.
     #[cold]
     fn start_sample_timer(&self) -> Option<crate::monitor::self_sample::SampleTimer> {
         let flags = self.shared.cfg.monitor.flags;
         let hz = flags
             .sample_hz()
             .unwrap_or(crate::monitor::sampler::DEFAULT_HZ);
-        let n = self.shared.workers.len();
-        let phase = (self.id + 1) as f64 / (n + 1) as f64;
         // SAFETY: `me` points into the run's `Shared`, which the worker's
         // `shared` keeps alive.
         let me = unsafe { &*self.me };
-        crate::monitor::self_sample::SampleTimer::start(me, hz, phase)
+        crate::monitor::self_sample::SampleTimer::start(me, hz)
             .map_err(|e| eprintln!("rill: worker {} takes no samples: {e}", self.id))
             .ok()
     }
 
-    /// Pauses this worker's sample timer before a park; the park counts
-    /// the ticks after the last one it delivered.
+    /// Before a park: its time is counted from now. (The timer runs on the
+    /// thread's CPU time, so a parked worker takes no samples.)
     #[cold]
-    fn pause_sample_timer(&self) {
-        // SAFETY: the worker's own thread; a short borrow that calls out to
-        // nothing that could borrow the cell again.
-        let since = self
-            .sample_timer
-            .with(|p| unsafe { &*p }.as_ref().map(|t| t.pause()));
-        if let Some(since) = since {
-            // SAFETY: `me` points into the run's `Shared` (see `say`).
-            unsafe { &*self.me }.samples.park_begin(since);
-        }
+    fn park_sampled(&self) {
+        let now = crate::monitor::self_sample::mono_ns();
+        // SAFETY: `me` points into the run's `Shared` (see `say`).
+        unsafe { &*self.me }.samples.park_begin(now);
     }
 
-    /// After a park: counts its ticks up to now and runs the timer again
-    /// from the next one.
+    /// After a park: counts its time up to now.
     #[cold]
-    fn resume_sample_timer(&self) {
+    fn unpark_sampled(&self) {
         let now = crate::monitor::self_sample::mono_ns();
         // SAFETY: `me` points into the run's `Shared` (see `say`).
         unsafe { &*self.me }.samples.park_end(now);
-        // SAFETY: as in `pause_sample_timer`.
-        self.sample_timer.with(|p| {
-            if let Some(t) = unsafe { &*p } {
-                t.resume(now);
-            }
-        });
     }
 
     /// Counts a spin before a block (see [`WorkerStats::spins`]).
@@ -481,9 +461,6 @@ impl WorkerLocal {
             None => unreachable!("a started task has a coroutine"),
         };
         context::set_current_task(std::ptr::null());
-        if SAMPLE {
-            self.say(state::SCHED);
-        }
         if MON {
             self.end_period(task, &res);
         }
@@ -661,14 +638,14 @@ impl WorkerLocal {
         }
         self.stats().parks += 1;
         if self.sampled {
-            // A parked worker is not woken to sample itself: the ticks its
-            // timer would have taken are counted (`SampleRing::park_begin`).
+            // A parked worker uses no CPU time, so its timer takes no
+            // samples: its parked time is measured (`SampleRing::park_begin`).
             self.say(state::PARK);
-            self.pause_sample_timer();
+            self.park_sampled();
         }
         let go_on = self.shared.sleep(self.id);
         if self.sampled {
-            self.resume_sample_timer();
+            self.unpark_sampled();
             self.say(state::IDLE);
         }
         go_on
