@@ -40,8 +40,15 @@ impl MonitorFlags {
     /// Sample mode as the word `sample` selects it: [`SAMPLE`](Self::SAMPLE)
     /// with task placement, worker and stream events.
     pub const SAMPLED: Self = Self(1 << 6 | 0b1101);
+    /// Sample mode on the workers' CPU time (`cpu`, `sample,cpu`): each
+    /// worker's timer runs on its thread's CPU-time clock instead of the
+    /// wall clock, so the kernel checks it in the scheduler tick the core
+    /// takes anyway: no interrupt of its own, but at most one sample a tick,
+    /// and samples at the tick see workers waiting on a neighbour that the
+    /// same tick stopped a moment before (`runtime/src/monitor/README.md`).
+    pub const CPU_CLOCK: Self = Self(1 << 7);
     /// Every bit this version has a name for.
-    const KNOWN: Self = Self(0b111_1111);
+    const KNOWN: Self = Self(0b1111_1111);
     /// Where sample mode keeps its rate: bits 16 to 31, in Hz (0: the
     /// runtime's default), so that the rate travels with the mode and is in
     /// every log header.
@@ -89,6 +96,11 @@ impl MonitorFlags {
     /// Whether this is sample mode (the [`SAMPLE`](Self::SAMPLE) bit).
     pub const fn is_sampled(self) -> bool {
         self.contains(Self::SAMPLE)
+    }
+
+    /// Whether sample mode's timers run on the workers' CPU time (`cpu`).
+    pub const fn is_cpu_clock(self) -> bool {
+        self.contains(Self::CPU_CLOCK)
     }
 
     /// Sample mode's rate in Hz, if one was chosen (`sample:HZ`).
@@ -147,7 +159,7 @@ impl Not for MonitorFlags {
 }
 
 /// Canonical names, in display order.
-const NAMES: [(MonitorFlags, &str); 7] = [
+const NAMES: [(MonitorFlags, &str); 8] = [
     (MonitorFlags::MAPPING, "mapping"),
     (MonitorFlags::SCHEDULER, "scheduler"),
     (MonitorFlags::WORKER, "worker"),
@@ -155,11 +167,12 @@ const NAMES: [(MonitorFlags, &str); 7] = [
     (MonitorFlags::MESSAGE, "message"),
     (MonitorFlags::MESSAGE_TIME, "msgtime"),
     (MonitorFlags::SAMPLE, "sample"),
+    (MonitorFlags::CPU_CLOCK, "cpu"),
 ];
 
 /// Every word [`MonitorFlags::from_str`] accepts.
 pub const VALID_WORDS: &str =
-    "off, full, all, sample (or sample:HZ, 10 to 50000), map|mapping, sched|scheduler, worker, task, stream, message|msg, msgtime";
+    "off, full, all, sample (or sample:HZ, 10 to 50000), cpu (or cpu:HZ: sample mode on the workers' CPU time), map|mapping, sched|scheduler, worker, task, stream, message|msg, msgtime";
 
 fn word_flags(word: &str) -> Option<MonitorFlags> {
     Some(match word {
@@ -167,6 +180,7 @@ fn word_flags(word: &str) -> Option<MonitorFlags> {
         "full" => MonitorFlags::FULL,
         "all" => MonitorFlags::ALL,
         "sample" => MonitorFlags::SAMPLED,
+        "cpu" => MonitorFlags::SAMPLED.union(MonitorFlags::CPU_CLOCK),
         "map" | "mapping" => MonitorFlags::MAPPING,
         "sched" | "scheduler" | "task" => MonitorFlags::SCHEDULER,
         "worker" => MonitorFlags::WORKER,
@@ -191,7 +205,7 @@ pub enum ParseFlagsError {
     Empty,
     /// `sample:HZ` with a rate that is not a number in range.
     #[error(
-        "bad sampling rate `{value}` in `sample:HZ`: give a whole number of Hz from {} to {}",
+        "bad sampling rate `{value}` in `sample:HZ` or `cpu:HZ`: give a whole number of Hz from {} to {}",
         MonitorFlags::MIN_SAMPLE_HZ,
         MonitorFlags::MAX_SAMPLE_HZ
     )]
@@ -217,7 +231,15 @@ impl FromStr for MonitorFlags {
             }
             any = true;
             let lower = word.to_ascii_lowercase();
-            if let Some(rate) = lower.strip_prefix("sample:") {
+            let rated = lower
+                .strip_prefix("sample:")
+                .map(|r| (r, MonitorFlags::SAMPLED))
+                .or_else(|| {
+                    lower
+                        .strip_prefix("cpu:")
+                        .map(|r| (r, MonitorFlags::SAMPLED | MonitorFlags::CPU_CLOCK))
+                });
+            if let Some((rate, mode)) = rated {
                 let hz = rate
                     .trim()
                     .parse::<u32>()
@@ -226,7 +248,7 @@ impl FromStr for MonitorFlags {
                     .ok_or_else(|| ParseFlagsError::BadRate {
                         value: rate.to_owned(),
                     })?;
-                flags = (flags | MonitorFlags::SAMPLED).with_sample_hz(hz);
+                flags = (flags | mode).with_sample_hz(hz);
                 continue;
             }
             flags |= word_flags(&lower).ok_or_else(|| ParseFlagsError::UnknownWord {
@@ -257,10 +279,13 @@ impl fmt::Display for MonitorFlags {
         };
         if known == Self::ALL {
             word(f, &"all")?;
-        } else if known == Self::SAMPLED {
+        } else if known == Self::SAMPLED || known == Self::SAMPLED | Self::CPU_CLOCK {
             match rate {
                 Some(hz) => word(f, &format_args!("sample:{hz}"))?,
                 None => word(f, &"sample")?,
+            }
+            if known.is_cpu_clock() {
+                word(f, &"cpu")?;
             }
         } else if known == Self::FULL {
             word(f, &"full")?;
@@ -336,6 +361,17 @@ mod tests {
         }
         let both = p("full,sample");
         assert!(both.is_sampled() && both.contains(MonitorFlags::FULL));
+        // `cpu` is sample mode on the workers' CPU time, alone or with a
+        // rate.
+        assert_eq!(p("cpu"), MonitorFlags::SAMPLED | MonitorFlags::CPU_CLOCK);
+        let w = p("sample:2000,cpu");
+        assert!(w.is_sampled() && w.is_cpu_clock() && w.sample_hz() == Some(2000));
+        assert!(!p("sample").is_cpu_clock());
+        assert_eq!(p("cpu:500"), p("sample:500,cpu"));
+        assert!(matches!(
+            "cpu:5".parse::<MonitorFlags>(),
+            Err(ParseFlagsError::BadRate { .. })
+        ));
     }
 
     #[test]
@@ -351,7 +387,22 @@ mod tests {
             (MonitorFlags::MESSAGE_TIME | MonitorFlags::MAPPING).to_string(),
             "mapping,msgtime"
         );
-        assert_eq!(MonitorFlags::from_bits(0x81).to_string(), "mapping,0x80");
+        assert_eq!(MonitorFlags::from_bits(0x101).to_string(), "mapping,0x100");
+        assert_eq!(
+            "sample:4000,cpu"
+                .parse::<MonitorFlags>()
+                .unwrap()
+                .to_string(),
+            "sample:4000,cpu"
+        );
+        assert_eq!(p("cpu").to_string(), "sample,cpu");
+        assert_eq!(
+            p("full,cpu").to_string(),
+            "full,sample,cpu"
+                .parse::<MonitorFlags>()
+                .unwrap()
+                .to_string()
+        );
         assert_eq!(MonitorFlags::SAMPLED.to_string(), "sample");
         assert_eq!(
             MonitorFlags::SAMPLED.with_sample_hz(2000).to_string(),

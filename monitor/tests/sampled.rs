@@ -210,3 +210,39 @@ fn a_plan_from_a_short_sampled_run_warns() {
         );
     }
 }
+
+/// `cpu`: sample mode on the workers' CPU time. A spinning worker is
+/// estimated busy and a parked one waiting, from at most a sample per
+/// scheduler tick, and the mode travels in the logs.
+#[test]
+fn cpu_time_sampling_estimates_a_busy_and_a_parked_worker() {
+    let _g = lock();
+    within_three_tries("cpu-time shares", || {
+        let dir = tempfile::tempdir().unwrap();
+        let flags: MonitorFlags = "cpu".parse().unwrap();
+        let mut rt = runs::runtime_with(dir.path(), 2, rill::Mapping::RoundRobin, flags);
+        rt.spawn_on(0, "spinner", || runs::spin(Duration::from_millis(300)));
+        rt.run().unwrap();
+        let run = load_run(dir.path()).unwrap();
+        assert!(run.flags.is_cpu_clock() && run.flags.is_sampled());
+        let sm = run.sampled.as_ref().expect("a sampled run");
+        // Signals come at most once a tick (100 to 1,000 Hz): for the
+        // spinning worker 30 to 300 in 300 ms, never more than its samples.
+        let w0 = sm.workers[0];
+        if !(25..=330).contains(&w0.signals) || w0.signals > w0.total {
+            return Err(format!("worker 0: {w0:?}"));
+        }
+        let bound = Sampled::share_error(sm.min_samples()) + 0.02;
+        let share = |w: usize| {
+            let st = &run.workers[w].stats;
+            st.busy as f64 / st.finish.saturating_sub(st.begin).max(1) as f64
+        };
+        let (b0, b1) = (share(0), share(1));
+        if (1.0 - b0) > bound || b1 > bound {
+            return Err(format!(
+                "worker 0 busy {b0:.3}, worker 1 busy {b1:.3} (bound {bound:.3})"
+            ));
+        }
+        Ok(())
+    });
+}

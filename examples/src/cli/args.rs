@@ -196,9 +196,11 @@ pub struct CommonArgs {
 
     /// Monitoring mode passed to rill: off, sample (or sample:HZ: what each
     /// worker does, sampled at HZ, default 1000, with exact counts; the
-    /// cheap mode), full, all (full and a time per message), or a comma list
-    /// of map, sched (or task), worker, stream, message (or msg), msgtime;
-    /// the peers ignore it.
+    /// cheap mode), cpu (or cpu:HZ: sample mode on the workers' CPU time,
+    /// cheaper still, at most a sample per kernel tick, and biased toward
+    /// waiting where workers wait on each other), full, all (full and a
+    /// time per message), or a comma list of map, sched (or task), worker,
+    /// stream, message (or msg), msgtime; the peers ignore it.
     #[arg(long, value_name = "MODE")]
     pub monitor: Option<MonitorFlags>,
 
@@ -552,9 +554,12 @@ pub struct AppCommon {
     pub pilot_monitor: MonitorFlags,
 
     /// Monitoring: off, sample (or sample:HZ: what each worker does, sampled
-    /// at HZ, default 1000, with exact counts; the cheap mode), full, all
-    /// (full and a time per message), or a comma list of map, sched (or
-    /// task), worker, stream, message (or msg), msgtime.
+    /// at HZ, default 1000, with exact counts; the cheap mode), cpu (or
+    /// cpu:HZ: sample mode on the workers' CPU time, cheaper still, at most
+    /// a sample per kernel tick, and biased toward waiting where workers
+    /// wait on each other), full, all (full and a time per message), or a
+    /// comma list of map, sched (or task), worker, stream, message (or
+    /// msg), msgtime.
     #[arg(long, value_name = "MODE", default_value = "off")]
     pub monitor: MonitorFlags,
 

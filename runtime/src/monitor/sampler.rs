@@ -219,6 +219,7 @@ pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
     ));
     let n = shared.workers.len();
     let period_ns = 1_000_000_000 / u64::from(hz);
+    let cpu_clock = shared.cfg.monitor.flags.is_cpu_clock();
     // Per worker: the window's tally, its sample count and its signals.
     let mut tallies: Vec<(Tally, u32, u32)> = (0..n).map(|_| (Tally::default(), 0, 0)).collect();
     // Per worker: its CPU time at the last window's end, once known.
@@ -244,7 +245,10 @@ pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
                 });
                 *signals = u32::try_from(w.samples.take_signals()).unwrap_or(u32::MAX);
                 let parked_ns = w.samples.take_parked(mono).min(wall);
-                let cpu_now = w.samples.cpu_ns();
+                // Wall-clock timers count the periods a preempted worker
+                // missed (their overrun): their parked time counts at one
+                // sample a period.
+                let cpu_now = if cpu_clock { w.samples.cpu_ns() } else { None };
                 let cpu = match (*cpu_last, cpu_now) {
                     (Some(a), Some(b)) => Some(b.saturating_sub(a)),
                     _ => None,

@@ -1,9 +1,8 @@
 //! Sample mode's clock: each worker samples itself. A per-worker POSIX timer
-//! on the worker thread's CPU-time clock (`CLOCK_THREAD_CPUTIME_ID`,
-//! delivered to that thread) raises [`signal()`] for every `1/HZ` seconds
-//! of CPU time the worker uses; the handler reads the worker's state word
-//! and pushes it into the worker's [`SampleRing`]. The sampler thread
-//! (`sampler.rs`) only empties the rings into windows.
+//! (delivered to the worker's own thread) raises [`signal()`] `HZ` times a
+//! second; the handler reads the worker's state word and pushes it into the
+//! worker's [`SampleRing`]. The sampler thread (`sampler.rs`) only empties
+//! the rings into windows.
 //!
 //! Why the worker and not the sampler thread takes the sample: a thread that
 //! wakes to read every worker's word needs a core, and where every core runs
@@ -14,18 +13,20 @@
 //! 70 points above its clock-measured waiting. A timer signal stops only the
 //! worker it samples, and samples it at the moment it stops.
 //!
-//! Why CPU time and not the wall clock: the kernel checks a thread's
-//! CPU-time timers in the scheduler tick it takes anyway, so the signal
-//! costs its delivery and no interrupt of its own. A wall-clock timer
-//! (`CLOCK_MONOTONIC`, the first design) is a high-resolution timer: an
-//! interrupt per sample, which under a hypervisor cost 7 to 9 µs each and
-//! made sample mode cost the rr pipe 3.7% where the CPU-time timer costs it
-//! 0.4% (`README.md`). The price: signals come at most once a tick (250 Hz
-//! on the kernel measured), each counting the periods of CPU time since the
-//! last (its overrun) as samples of the state it finds; the window records
-//! how many signals took its samples, which is what the statistical error
-//! goes with. A parked worker uses no CPU time and takes no samples; its
-//! parked time is measured by the clock (`park_begin`, `park_end`).
+//! Two clocks (`README.md` beside this file, "Which clock"):
+//! - `CLOCK_MONOTONIC` (the default): an interrupt of its own per sample, at
+//!   a phase of its own per worker, paused while the worker is parked and
+//!   resumed on its grid of ticks.
+//! - The worker thread's CPU-time clock (`--monitor cpu`): checked by the
+//!   kernel in the scheduler tick the core takes anyway, so no interrupt of
+//!   its own, and nothing to pause (a parked thread uses no CPU time); at
+//!   most one signal a tick, its overrun counting the periods of CPU time
+//!   since the last. Samples at the tick see workers waiting on a neighbour
+//!   that the same tick stopped a moment before.
+//!
+//! Either way parked time is measured by the clock (`park_begin`,
+//! `park_end`), and the windows record how many signals took their samples,
+//! which is what the statistical error goes with.
 //!
 //! The ring is single-producer (the handler, on the worker's thread) and
 //! single-consumer (the sampler thread). The handler touches nothing but
@@ -95,7 +96,7 @@ impl SampleRing {
     }
 
     /// The calling thread (the worker) names its CPU-time clock.
-    fn set_cpu_clock(&self) {
+    pub(crate) fn set_cpu_clock(&self) {
         let mut id: libc::clockid_t = 0;
         // SAFETY: pthread_self is the calling thread; `id` is a valid out
         // pointer.
@@ -300,13 +301,21 @@ fn install() -> bool {
 /// A worker's sample timer, deleted on drop (on the worker's thread).
 pub(crate) struct SampleTimer {
     id: libc::timer_t,
+    period_ns: u64,
+    /// On the wall clock (`sample,wall`): when its first tick was due
+    /// ([`mono_ns`]), the grid its ticks stay on across parks. `None` on
+    /// the worker's CPU-time clock, which needs no pausing.
+    wall_epoch: Option<u64>,
 }
 
 impl SampleTimer {
     /// Starts sampling the calling thread, the worker whose shared half is
-    /// `me`, every `1/hz` seconds of its CPU time. `Err` (with the reason)
-    /// when the system refuses.
-    pub(crate) fn start(me: &WorkerShared, hz: u32) -> Result<Self, String> {
+    /// `me`, every `1/hz` seconds of the wall clock, the first sample
+    /// `phase` (0..1) of a period from now (so that the workers' interrupts
+    /// do not fall together), or with `cpu` every `1/hz` seconds of its CPU
+    /// time. `Err` (with the reason) when the system refuses.
+    pub(crate) fn start(me: &WorkerShared, hz: u32, cpu: bool, phase: f64) -> Result<Self, String> {
+        let wall = !cpu;
         if !install() {
             return Err("cannot install the sample signal's handler".into());
         }
@@ -320,28 +329,101 @@ impl SampleTimer {
         };
         // SAFETY: gettid has no preconditions.
         sev.sigev_notify_thread_id = unsafe { libc::gettid() };
+        let clock = if wall {
+            libc::CLOCK_MONOTONIC
+        } else {
+            libc::CLOCK_THREAD_CPUTIME_ID
+        };
         let mut id: libc::timer_t = std::ptr::null_mut();
         // SAFETY: valid pointers to a filled sigevent and to the id.
-        if unsafe { libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut sev, &mut id) } != 0 {
+        if unsafe { libc::timer_create(clock, &mut sev, &mut id) } != 0 {
             return Err(format!("timer_create: {}", std::io::Error::last_os_error()));
         }
-        // Owned from here: dropped (deleted) on the error path below.
-        let timer = SampleTimer { id };
-        me.samples.set_cpu_clock();
         let period_ns = 1_000_000_000u64 / u64::from(hz.max(1));
-        let spec = libc::itimerspec {
-            it_interval: ts(period_ns),
-            it_value: ts(period_ns),
+        // Owned from here: dropped (deleted) on the error paths below.
+        let mut timer = SampleTimer {
+            id,
+            period_ns,
+            wall_epoch: None,
         };
+        if wall {
+            let first = ((period_ns as f64) * phase.clamp(0.0, 1.0)) as u64 + 1;
+            let epoch = mono_ns() + first;
+            timer.wall_epoch = Some(epoch);
+            timer.arm(epoch, libc::TIMER_ABSTIME)?;
+        } else {
+            me.samples.set_cpu_clock();
+            timer.arm(period_ns, 0)?;
+        }
+        Ok(timer)
+    }
+
+    /// Whether the timer runs on the wall clock, and so must be paused
+    /// while the worker is parked ([`pause`](Self::pause)).
+    pub(crate) fn is_wall(&self) -> bool {
+        self.wall_epoch.is_some()
+    }
+
+    /// Stops a wall-clock timer before a park (a CPU-time one stops by
+    /// itself).
+    pub(crate) fn pause(&self) {
+        if self.is_wall() {
+            if let Err(e) = self.set(
+                &libc::itimerspec {
+                    it_interval: ts(0),
+                    it_value: ts(0),
+                },
+                0,
+            ) {
+                // Unexpected: the timer exists. The run goes on.
+                eprintln!("rill: sample timer: {e}");
+            }
+        }
+    }
+
+    /// Runs a wall-clock timer again after a park, on its old grid of
+    /// ticks, from the first tick after `now`: restarted a period after
+    /// each wake, it would never sample a worker that parks and wakes more
+    /// often than once a period, while its parked time is counted.
+    pub(crate) fn resume(&self, now: u64) {
+        let Some(epoch) = self.wall_epoch else {
+            return;
+        };
+        let p = self.period_ns.max(1);
+        let next = if now < epoch {
+            epoch
+        } else {
+            epoch + ((now - epoch) / p + 1) * p
+        };
+        if let Err(e) = self.arm(next, libc::TIMER_ABSTIME) {
+            // Unexpected: the timer exists. The run goes on; the samples
+            // miss this worker from here.
+            eprintln!("rill: sample timer: {e}");
+        }
+    }
+
+    /// Arms the timer to expire at `first_ns` (absolute with
+    /// `TIMER_ABSTIME`, else relative) and every period after it.
+    fn arm(&self, first_ns: u64, flags: libc::c_int) -> Result<(), String> {
+        self.set(
+            &libc::itimerspec {
+                it_interval: ts(self.period_ns),
+                it_value: ts(first_ns),
+            },
+            flags,
+        )
+    }
+
+    fn set(&self, spec: &libc::itimerspec, flags: libc::c_int) -> Result<(), String> {
         // SAFETY: `id` is this value's timer; the spec is valid.
-        let r = unsafe { libc::timer_settime(timer.id, 0, &spec, std::ptr::null_mut()) };
+        let r = unsafe { libc::timer_settime(self.id, flags, spec, std::ptr::null_mut()) };
         if r != 0 {
             return Err(format!(
                 "timer_settime: {}",
                 std::io::Error::last_os_error()
             ));
         }
-        Ok(timer)
+        Ok(())
     }
 }
 
@@ -396,7 +478,7 @@ mod tests {
         // A real timer on this thread at 1 kHz of CPU time, its handler
         // installed (the value names a worker's shared half).
         let me = crate::worker::WorkerShared::new(None);
-        let t = SampleTimer::start(&me, 1000).expect("a timer");
+        let t = SampleTimer::start(&me, 1000, true, 0.0).expect("a timer");
         // Asleep: no CPU time, no samples.
         std::thread::sleep(std::time::Duration::from_millis(30));
         let mut asleep = 0;
@@ -429,6 +511,32 @@ mod tests {
             signals >= 1 && signals <= busy,
             "{signals} signals, {busy} samples"
         );
+    }
+
+    #[test]
+    fn a_wall_clock_timer_samples_sleep_and_pauses() {
+        let me = crate::worker::WorkerShared::new(None);
+        let t = SampleTimer::start(&me, 1000, false, 0.5).expect("a timer");
+        assert!(t.is_wall());
+        // Asleep, a wall-clock timer still fires: about 30 in 30 ms.
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let mut n = 0;
+        me.samples.drain(|_| n += 1);
+        assert!(n >= 15, "{n} samples in 30 ms at 1 kHz");
+        // Paused, it does not.
+        t.pause();
+        me.samples.drain(|_| {});
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut paused = 0;
+        me.samples.drain(|_| paused += 1);
+        assert_eq!(paused, 0);
+        // Resumed, on its grid, it fires again.
+        t.resume(mono_ns());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(t);
+        let mut m = 0;
+        me.samples.drain(|_| m += 1);
+        assert!(m >= 10, "{m} samples after resuming");
     }
 
     #[test]

@@ -91,6 +91,9 @@ pub(crate) struct WorkerLocal {
     sampled: bool,
     /// Sample mode only: the worker logs exact counts as totals.
     totals: bool,
+    /// Sample mode: the worker's sample timer, from the loop's start to its
+    /// end (a wall-clock one is paused while the worker is parked).
+    sample_timer: UnsafeCell<Option<crate::monitor::self_sample::SampleTimer>>,
 }
 
 impl WorkerLocal {
@@ -118,6 +121,7 @@ impl WorkerLocal {
             totals: log.as_ref().is_some_and(|l| l.is_sample_only()),
             monitoring: log.as_ref().is_some_and(|l| !l.is_sample_only()),
             log: UnsafeCell::new(log),
+            sample_timer: UnsafeCell::new(None),
         }
     }
 
@@ -245,8 +249,11 @@ impl WorkerLocal {
         // Sample mode: the worker's timer samples it until the loop is over
         // (dropped, so deleted, right after it, on this thread, also when a
         // panic unwinds out of the loop).
-        let timer = if self.sampled {
-            self.start_sample_timer()
+        let _timer = if self.sampled {
+            let timer = self.start_sample_timer();
+            // SAFETY: the worker's own thread; no other borrow of the cell.
+            self.sample_timer.with_mut(|p| unsafe { *p = timer });
+            Some(TimerGuard(self))
         } else {
             None
         };
@@ -259,7 +266,7 @@ impl WorkerLocal {
         } else {
             self.work::<false, false>();
         }
-        drop(timer);
+        drop(_timer);
         let mut log_end = (0, false);
         // SAFETY: the loop is over; nothing else borrows the log.
         if let Some(mut log) = self.log.with_mut(|p| unsafe { (*p).take() }) {
@@ -350,26 +357,43 @@ impl WorkerLocal {
         // SAFETY: `me` points into the run's `Shared`, which the worker's
         // `shared` keeps alive.
         let me = unsafe { &*self.me };
-        crate::monitor::self_sample::SampleTimer::start(me, hz)
+        let n = self.shared.workers.len();
+        let phase = (self.id + 1) as f64 / (n + 1) as f64;
+        crate::monitor::self_sample::SampleTimer::start(me, hz, flags.is_cpu_clock(), phase)
             .map_err(|e| eprintln!("rill: worker {} takes no samples: {e}", self.id))
             .ok()
     }
 
-    /// Before a park: its time is counted from now. (The timer runs on the
-    /// thread's CPU time, so a parked worker takes no samples.)
+    /// Before a park: its time is counted from now. A timer on the
+    /// thread's CPU time takes no samples while it is parked; one on the
+    /// wall clock is paused.
     #[cold]
     fn park_sampled(&self) {
+        // SAFETY: the worker's own thread; a short borrow that calls out to
+        // nothing that could borrow the cell again.
+        self.sample_timer.with(|p| {
+            if let Some(t) = unsafe { &*p } {
+                t.pause();
+            }
+        });
         let now = crate::monitor::self_sample::mono_ns();
         // SAFETY: `me` points into the run's `Shared` (see `say`).
         unsafe { &*self.me }.samples.park_begin(now);
     }
 
-    /// After a park: counts its time up to now.
+    /// After a park: counts its time up to now (and runs a wall-clock
+    /// timer again).
     #[cold]
     fn unpark_sampled(&self) {
         let now = crate::monitor::self_sample::mono_ns();
         // SAFETY: `me` points into the run's `Shared` (see `say`).
         unsafe { &*self.me }.samples.park_end(now);
+        // SAFETY: as in `park_sampled`.
+        self.sample_timer.with(|p| {
+            if let Some(t) = unsafe { &*p } {
+                t.resume(now);
+            }
+        });
     }
 
     /// Counts a spin before a block (see [`WorkerStats::spins`]).
@@ -728,5 +752,17 @@ pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "(a panic payload that is not a string)".into()
+    }
+}
+
+/// Deletes the worker's sample timer when the loop ends, on the worker's
+/// thread, also when a panic unwinds out of it.
+struct TimerGuard<'a>(&'a WorkerLocal);
+
+impl Drop for TimerGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the worker's own thread; the loop that borrowed the cell
+        // is over.
+        drop(self.0.sample_timer.with_mut(|p| unsafe { (*p).take() }));
     }
 }
