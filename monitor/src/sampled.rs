@@ -18,12 +18,13 @@
 //! them do at least as well. [`Sampled::share_error`] is the 95% bound,
 //! `1.96 * 0.5 / sqrt(n)`, that reports print beside estimates.
 //!
-//! The `n` of a worker is not its sample count: its samples come from
-//! timer signals on its CPU time, each counting every period of CPU time
-//! since the last (at most one signal per scheduler tick), and its parked
-//! time is measured by the clock. So `n` is its signals, scaled up by the
-//! square of the share of its time it was awake, the only part the samples
-//! estimate ([`WorkerSamples::observations`]).
+//! The `n` of a worker is not its sample count: a timer signal counts the
+//! periods it missed as samples of the state it finds (with `--monitor
+//! cpu`, the periods of CPU time since the last signal, at most one signal
+//! per scheduler tick), and its parked time is measured by the clock. So
+//! `n` is its signals, scaled up by the square of the share of its time it
+//! was awake, the only part the samples estimate
+//! ([`WorkerSamples::observations`]).
 
 use std::path::Path;
 

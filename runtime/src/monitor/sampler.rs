@@ -8,9 +8,9 @@
 //! "spinning" while a task spins before a block, "idle" and "parked" in its
 //! idle loop, "between tasks" on leaving it. That store is all sample mode
 //! costs a dispatch (beside an increment of the task's dispatch count); no
-//! clock is read and no record written. A per-worker timer signal on its
-//! CPU time samples the word on the worker's own thread (`self_sample.rs`)
-//! into a ring; this thread empties the rings every [`WINDOW`] (longer at
+//! clock is read and no record written. A per-worker timer signal (on the
+//! wall clock, or with `cpu` on the worker's CPU time) samples the word on
+//! the worker's own thread (`self_sample.rs`) into a ring; this thread empties the rings every [`WINDOW`] (longer at
 //! low rates, so that a window holds about [`WINDOW_SAMPLES`] samples), adds
 //! each worker's parked time (measured by the clock) as samples in
 //! proportion to its awake ones, and writes one `Samples` record per worker
@@ -132,9 +132,11 @@ impl Tally {
 }
 
 /// The samples a window's `parked_ns` of parked time stand for, in the
-/// unit of the awake samples: those count periods of the worker's CPU time
-/// (`self_sample.rs`), so a stretch of awake time in which the worker was
-/// preempted took fewer of them than its length. With `cpu`, the worker's
+/// unit of the awake samples. Wall-clock timers count a period each,
+/// preempted or not (`cpu` is `None`): one sample a period. CPU-time
+/// timers (`--monitor cpu`) count periods of the worker's CPU time, so a
+/// stretch of awake time in which the worker was preempted took fewer of
+/// them than its length. With `cpu`, the worker's
 /// CPU time in the window's `wall` nanoseconds, the parked time is counted
 /// at the rate the worker's awake time took samples (CPU time over awake
 /// wall time, at most 1, at least a tenth), so that the window's shares
@@ -208,7 +210,7 @@ impl SamplerLog {
 /// The sampler's loop, until the run ends: every window (10 ms, longer at
 /// rates under 1 kHz so that a window holds about [`WINDOW_SAMPLES`]
 /// samples) it empties every worker's ring of samples (the workers sample
-/// themselves every `1/hz` of their CPU time, `self_sample.rs`), adds each
+/// themselves `hz` times a second, `self_sample.rs`), adds each
 /// worker's parked time in the window as samples ([`parked_samples`]), and
 /// writes a `Samples` record per worker that took any. The run's end
 /// unparks the thread.
