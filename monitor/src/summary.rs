@@ -322,6 +322,15 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
              dispatches, messages and waits are exact counts",
             sm.min_samples, sm.share_error_pp
         ));
+        if flags.is_cpu_clock() {
+            notes.push(
+                "cpu mode: the samples were taken at the kernel's scheduler ticks, which all \
+                 cores take together; a worker fed by another is caught waiting on it more \
+                 often than it waits (2 to 12 points on Monte Carlo), beyond the bound above: \
+                 for waiting times across workers, record with --monitor sample"
+                    .to_owned(),
+            );
+        }
     } else if !has(MonitorFlags::SCHEDULER) {
         notes.push(
             "no SCHEDULER flag: no periods, so busy time, dispatches and per-task times are 0"

@@ -225,6 +225,12 @@ fn cpu_time_sampling_estimates_a_busy_and_a_parked_worker() {
         rt.run().unwrap();
         let run = load_run(dir.path()).unwrap();
         assert!(run.flags.is_cpu_clock() && run.flags.is_sampled());
+        // The summary says what the tick-taken samples over-count.
+        let notes = rill_monitor::summarize(&run).notes;
+        assert!(
+            notes.iter().any(|n| n.starts_with("cpu mode:")),
+            "{notes:?}"
+        );
         let sm = run.sampled.as_ref().expect("a sampled run");
         // Signals come at most once a tick (100 to 1,000 Hz): for the
         // spinning worker 30 to 300 in 300 ms, never more than its samples.
