@@ -627,10 +627,14 @@ impl Runtime {
             });
         }
         let ticker = start_ticker(&shared);
+        // The sampler thread starts after the workers, off the run's start
+        // (its thread and file took some 100 µs); its first window begins
+        // now, and the samples taken meanwhile wait in the workers' rings.
+        let first_window = crate::monitor::sampler::WindowStart::now();
+        let handles = start_workers(&shared, deques, logs);
         let sampler = log_dir
             .as_deref()
-            .and_then(|dir| start_sampler(&shared, dir, run_clock.as_ref()));
-        let handles = start_workers(&shared, deques, logs);
+            .and_then(|dir| start_sampler(&shared, dir, run_clock.as_ref(), first_window));
         let mut stats = RunStats::default();
         let mut worker_crash = None;
         for (i, h) in handles.into_iter().enumerate() {
@@ -761,6 +765,7 @@ fn start_sampler(
     shared: &Arc<Shared>,
     dir: &std::path::Path,
     clock: Option<&crate::monitor::clock::RunClock>,
+    first_window: crate::monitor::sampler::WindowStart,
 ) -> Option<std::thread::JoinHandle<PathBuf>> {
     use crate::monitor::sampler;
     let flags = shared.cfg.monitor.flags;
@@ -785,7 +790,7 @@ fn start_sampler(
         .name("rill-sampler".into())
         .spawn(move || {
             let path = log.path().to_path_buf();
-            sampler::run(sh, log, hz);
+            sampler::run(sh, log, hz, first_window);
             path
         })
         .map_err(|e| eprintln!("rill: could not start the sampler thread: {e}"))

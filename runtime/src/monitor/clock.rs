@@ -16,7 +16,7 @@ use rill_log::Calibration;
 /// Reads the clock, in raw ticks.
 ///
 /// On x86_64 this is `rdtsc`; ticks are CPU reference cycles. Elsewhere it is
-/// nanoseconds since the first call of [`now`] or [`calibrate_for`] in this
+/// nanoseconds since the first call of [`now`] in this
 /// process.
 #[inline(always)]
 pub fn now() -> u64 {
@@ -93,12 +93,23 @@ pub struct RunClock {
 impl RunClock {
     /// Takes the process's best rate so far (a provisional one if there is
     /// none) and the current time.
+    #[cfg(test)]
     pub fn start() -> Self {
+        Self::start_since(ClockMark::now())
+    }
+
+    /// As [`start`](Self::start), a provisional rate measured from `mark`
+    /// on: the work done since (making the log directory, taking its lock)
+    /// counts toward [`PROVISIONAL_CALIBRATION_TIME`] instead of a wait of
+    /// its own.
+    pub fn start_since(mark: ClockMark) -> Self {
         let (rate, span) = {
             let best = *RATE.lock().unwrap_or_else(|e| e.into_inner());
             best.unwrap_or_else(|| {
-                let c = calibrate_for(PROVISIONAL_CALIBRATION_TIME);
-                (c.ticks_per_sec, PROVISIONAL_CALIBRATION_TIME)
+                (
+                    mark.rate(PROVISIONAL_CALIBRATION_TIME),
+                    PROVISIONAL_CALIBRATION_TIME,
+                )
             })
         };
         let start_unix_ns = unix_now_ns();
@@ -150,6 +161,7 @@ impl RunClock {
 
 /// Measures the tick rate against [`Instant`] for `span` (busy waiting) and
 /// records the current tick and wall-clock time.
+#[cfg(test)]
 pub fn calibrate_for(span: Duration) -> Calibration {
     let start_unix_ns = unix_now_ns();
     let (i0, t0) = paired_read();
@@ -177,6 +189,44 @@ pub fn calibrate_for(span: Duration) -> Calibration {
         ticks_per_sec,
         start_ticks: t0,
         start_unix_ns,
+    }
+}
+
+/// A paired reading of `Instant` and the tick counter, from which a rate is
+/// measured later ([`RunClock::start_since`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ClockMark {
+    i: Instant,
+    t: u64,
+}
+
+impl ClockMark {
+    /// Now.
+    pub fn now() -> Self {
+        let (i, t) = paired_read();
+        ClockMark { i, t }
+    }
+
+    /// The tick rate from this mark to now, waiting until `span` has passed
+    /// since it (busy waiting).
+    fn rate(&self, span: Duration) -> f64 {
+        if TICKS_ARE_NANOS {
+            return 1e9;
+        }
+        let (i1, t1) = loop {
+            let (i, t) = paired_read();
+            if i.duration_since(self.i) >= span {
+                break (i, t);
+            }
+            std::hint::spin_loop();
+        };
+        let rate = t1.wrapping_sub(self.t) as f64 / i1.duration_since(self.i).as_secs_f64();
+        if rate.is_finite() && rate > 0.0 {
+            rate
+        } else {
+            // A broken counter: something sane rather than a division by 0.
+            1e9
+        }
     }
 }
 

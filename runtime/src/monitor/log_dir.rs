@@ -46,13 +46,27 @@ pub(crate) fn open(mon: &MonitorConfig, n: usize) -> Result<RunLogs, RunError> {
     if mon.flags.is_off() {
         return Ok(run);
     }
+    // The first run of a process measures a provisional tick rate over the
+    // directory's setup below rather than waiting for it.
+    let mark = super::clock::ClockMark::now();
     let dir = mon.log_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| {
-        RunError::Start(format!(
-            "cannot create the log directory {}: {e}",
-            dir.display()
-        ))
-    })?;
+    // Whether this run made the directory: a new one holds no old logs to
+    // sweep (the sweep's listing took some 20 µs of a run's start).
+    let made = match std::fs::create_dir(&dir) {
+        Ok(()) => true,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => false,
+        // Missing parents, or something else in the way: the full creation
+        // makes the parents or says what is wrong.
+        Err(_) => {
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                RunError::Start(format!(
+                    "cannot create the log directory {}: {e}",
+                    dir.display()
+                ))
+            })?;
+            true
+        }
+    };
     // Before any log is made: making one retires the old file, which must
     // not be a live run's.
     run.lock = Some(DirLock::acquire(&dir).map_err(|e| match e {
@@ -63,8 +77,10 @@ pub(crate) fn open(mon: &MonitorConfig, n: usize) -> Result<RunLogs, RunError> {
         other => RunError::Start(other.to_string()),
     })?);
     // Old logs that a process left for deletion (`rill_log::retire`).
-    rill_log::sweep_retired(&dir);
-    let clock = RunClock::start();
+    if !made {
+        rill_log::sweep_retired(&dir);
+    }
+    let clock = RunClock::start_since(mark);
     let warned = Arc::new(AtomicBool::new(false));
     for (i, slot) in run.logs.iter_mut().enumerate() {
         let header = Header::new(mon.flags, i as u32, n as u32, clock.cal);

@@ -157,6 +157,26 @@ pub(crate) fn parked_samples(parked_ns: u64, wall: u64, cpu: Option<u64>, period
     k.clamp(1, u64::from(u32::MAX >> 1))
 }
 
+/// When the first window begins: taken before the workers start, since the
+/// sampler thread starts after them (off the run's start), and the samples
+/// they take meanwhile wait in their rings.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WindowStart {
+    /// [`clock::now`].
+    ticks: u64,
+    /// [`mono_ns`](super::self_sample::mono_ns).
+    mono: u64,
+}
+
+impl WindowStart {
+    pub(crate) fn now() -> Self {
+        WindowStart {
+            ticks: clock::now(),
+            mono: super::self_sample::mono_ns(),
+        }
+    }
+}
+
 /// The sampler's log file: a header, then records appended a window at a
 /// time.
 pub(crate) struct SamplerLog {
@@ -214,7 +234,7 @@ impl SamplerLog {
 /// worker's parked time in the window as samples ([`parked_samples`]), and
 /// writes a `Samples` record per worker that took any. The run's end
 /// unparks the thread.
-pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
+pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32, start: WindowStart) {
     let hz = hz.max(1);
     let window = WINDOW.max(Duration::from_secs_f64(
         f64::from(WINDOW_SAMPLES) / f64::from(hz),
@@ -226,8 +246,10 @@ pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32) {
     let mut tallies: Vec<(Tally, u32, u32)> = (0..n).map(|_| (Tally::default(), 0, 0)).collect();
     // Per worker: its CPU time at the last window's end, once known.
     let mut cpu_at: Vec<Option<u64>> = shared.workers.iter().map(|w| w.samples.cpu_ns()).collect();
-    let mut window_start = clock::now();
-    let mut mono_start = super::self_sample::mono_ns();
+    let WindowStart {
+        ticks: mut window_start,
+        mono: mut mono_start,
+    } = start;
     let mut close_at = Instant::now() + window;
     loop {
         let running = shared.phase() == Phase::Running;
