@@ -190,6 +190,9 @@ struct Slab {
     /// Its stacks and how they are guarded.
     stacks: usize,
     kind: GuardKind,
+    /// Under valgrind, the ids its stacks were registered under
+    /// ([`valgrind::stack_register`]); empty otherwise.
+    vg_stacks: Vec<usize>,
 }
 
 /// Slabs whose runtime has ended, kept for the next runtime of the process
@@ -221,6 +224,9 @@ unsafe impl Send for Slab {}
 
 impl Drop for Slab {
     fn drop(&mut self) {
+        for &id in &self.vg_stacks {
+            valgrind::stack_deregister(id);
+        }
         // SAFETY: base/len describe a mapping created by mmap in `Slab::new`, and
         // every stack cut from it belongs to a coroutine that has been dropped
         // before the pool (the runtime drops tasks first).
@@ -381,9 +387,22 @@ impl StackSource {
                 }
             }
         };
+        // Under valgrind, each stack is registered as one, so that a switch
+        // onto or off it is taken for a switch of stacks: otherwise a switch
+        // between two stacks less than 2 MB apart looks to memcheck like a
+        // frame pushed or popped, and it marks the memory between them (a
+        // worker thread's stack and thread-locals, say) unaddressable, which
+        // made the soundness tests fail under memcheck about one run in
+        // four. Without valgrind the requests do nothing.
+        let mut vg_stacks = Vec::new();
         for i in 0..n {
             // SAFETY: i < n, so the stack lies inside the mapping.
             let lo = unsafe { base.as_ptr().add(i * self.stack_size) };
+            if let Some(id) =
+                valgrind::stack_register(lo as usize, lo as usize + self.stack_size - 1)
+            {
+                vg_stacks.push(id);
+            }
             out.push(TaskStack {
                 lo: lo as usize,
                 hi: lo as usize + self.stack_size - colour(inner.stacks_made + i, self.colours),
@@ -408,6 +427,7 @@ impl StackSource {
             len,
             stacks: n,
             kind,
+            vg_stacks,
         });
         Ok(())
     }
@@ -507,6 +527,38 @@ mod valgrind {
     /// `VG_USERREQ__MAKE_MEM_UNDEFINED` (memcheck's `'M' 'C'` base + 1).
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     const MAKE_MEM_UNDEFINED: usize = 0x4D43_0001;
+    /// `VG_USERREQ__STACK_REGISTER` and `VG_USERREQ__STACK_DEREGISTER` (the
+    /// core's requests, `valgrind.h`).
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    const STACK_REGISTER: usize = 0x1501;
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    const STACK_DEREGISTER: usize = 0x1502;
+
+    /// Registers `[lo, hi]` (both addressable bytes) as a stack. Its id
+    /// under valgrind; `None` without valgrind (the request then answers
+    /// the default it was given, `usize::MAX`).
+    #[inline]
+    pub(super) fn stack_register(lo: usize, hi: usize) -> Option<usize> {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        {
+            let id = request([STACK_REGISTER, lo, hi, 0, 0, 0], usize::MAX);
+            (id != usize::MAX).then_some(id)
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        {
+            let _ = (lo, hi);
+            None
+        }
+    }
+
+    /// Forgets the stack registered as `id` (before its memory is unmapped).
+    #[inline]
+    pub(super) fn stack_deregister(id: usize) {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        request([STACK_DEREGISTER, id, 0, 0, 0, 0], 0);
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        let _ = id;
+    }
 
     /// Tells memcheck (when the process runs under it) that `[addr, addr +
     /// len)` is addressable memory with undefined contents, as a fresh
@@ -514,14 +566,24 @@ mod valgrind {
     #[inline]
     pub(super) fn make_mem_undefined(addr: usize, len: usize) {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        request([MAKE_MEM_UNDEFINED, addr, len, 0, 0, 0], 0);
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        let _ = (addr, len);
+    }
+
+    /// A client request: valgrind's answer, or `default` when the process
+    /// does not run under it.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[inline]
+    fn request(args: [usize; 6], default: usize) -> usize {
         {
-            let args: [usize; 6] = [MAKE_MEM_UNDEFINED, addr, len, 0, 0, 0];
+            let answer: usize;
             // SAFETY: valgrind's client-request sequence for amd64: four
             // rotations of rdi by 3, 13, 61 and 51 bits (128 in all, so rdi
             // comes back unchanged) and `xchg rbx, rbx` (a no-op). On a real
-            // CPU it changes no register and no memory; under valgrind it
-            // reads the six words at rax and writes its answer (unused) to rdx. `args`
-            // lives across the block.
+            // CPU it changes no register and no memory, and rdx keeps the
+            // default; under valgrind it reads the six words at rax and
+            // writes its answer to rdx. `args` lives across the block.
             unsafe {
                 std::arch::asm!(
                     "rol rdi, 3",
@@ -529,15 +591,14 @@ mod valgrind {
                     "rol rdi, 61",
                     "rol rdi, 51",
                     "xchg rbx, rbx",
-                    inout("rdx") 0usize => _,
+                    inout("rdx") default => answer,
                     in("rax") args.as_ptr(),
                     inout("rdi") 0usize => _,
                     options(nostack),
                 );
             }
+            answer
         }
-        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-        let _ = (addr, len);
     }
 }
 
