@@ -399,8 +399,10 @@ pub struct SampleWindow {
     /// the sampling rate.
     pub total: u32,
     /// The independent observations behind them: the timer signals that
-    /// took the window's samples of the worker awake (a signal counts the
-    /// periods of CPU time since the last one, all as the state it finds).
+    /// took the window's samples of the worker awake (a signal also counts
+    /// the periods it missed, its overrun, as the state it finds: ticks
+    /// missed while the worker was preempted, or on a CPU-time timer the
+    /// periods of CPU time between two scheduler ticks).
     /// The statistical error of a share goes with this count, not with
     /// `total`. Version 4's windows read it as `total`.
     pub signals: u32,

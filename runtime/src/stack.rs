@@ -576,29 +576,27 @@ mod valgrind {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     #[inline]
     fn request(args: [usize; 6], default: usize) -> usize {
-        {
-            let answer: usize;
-            // SAFETY: valgrind's client-request sequence for amd64: four
-            // rotations of rdi by 3, 13, 61 and 51 bits (128 in all, so rdi
-            // comes back unchanged) and `xchg rbx, rbx` (a no-op). On a real
-            // CPU it changes no register and no memory, and rdx keeps the
-            // default; under valgrind it reads the six words at rax and
-            // writes its answer to rdx. `args` lives across the block.
-            unsafe {
-                std::arch::asm!(
-                    "rol rdi, 3",
-                    "rol rdi, 13",
-                    "rol rdi, 61",
-                    "rol rdi, 51",
-                    "xchg rbx, rbx",
-                    inout("rdx") default => answer,
-                    in("rax") args.as_ptr(),
-                    inout("rdi") 0usize => _,
-                    options(nostack),
-                );
-            }
-            answer
+        let answer: usize;
+        // SAFETY: valgrind's client-request sequence for amd64: four
+        // rotations of rdi by 3, 13, 61 and 51 bits (128 in all, so rdi
+        // comes back unchanged) and `xchg rbx, rbx` (a no-op). On a real
+        // CPU it changes no register and no memory, and rdx keeps the
+        // default; under valgrind it reads the six words at rax and
+        // writes its answer to rdx. `args` lives across the block.
+        unsafe {
+            std::arch::asm!(
+                "rol rdi, 3",
+                "rol rdi, 13",
+                "rol rdi, 61",
+                "rol rdi, 51",
+                "xchg rbx, rbx",
+                inout("rdx") default => answer,
+                in("rax") args.as_ptr(),
+                inout("rdi") 0usize => _,
+                options(nostack),
+            );
         }
+        answer
     }
 }
 

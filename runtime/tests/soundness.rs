@@ -3,7 +3,8 @@
 //! that panic or block where the runtime runs them, destructors that write
 //! or spawn while a run drops its tasks, runs that fail before they start,
 //! and capacity-1 streams of messages of every size and alignment (carried
-//! intact, left ones dropped once). `scripts/test.sh` runs this file under valgrind's memcheck too.
+//! intact, left ones dropped once). `scripts/test.sh` runs this file under
+//! valgrind's memcheck too.
 
 mod common;
 

@@ -539,7 +539,7 @@ impl Model {
         let wait = wait * per;
         let dur = s.dur as f64;
         // The error goes with the signals that took the samples (each may
-        // count several periods of CPU time); parked time is not scaled
+        // count several periods, its overrun); parked time is not scaled
         // out here, so the live bound errs wide.
         let obs = f64::from(s.signals);
         let r = self.worker(w);

@@ -164,30 +164,10 @@ impl RunClock {
 #[cfg(test)]
 pub fn calibrate_for(span: Duration) -> Calibration {
     let start_unix_ns = unix_now_ns();
-    let (i0, t0) = paired_read();
-    if TICKS_ARE_NANOS {
-        return Calibration {
-            ticks_per_sec: 1e9,
-            start_ticks: t0,
-            start_unix_ns,
-        };
-    }
-    let (i1, t1) = loop {
-        let (i, t) = paired_read();
-        if i.duration_since(i0) >= span {
-            break (i, t);
-        }
-        std::hint::spin_loop();
-    };
-    let secs = i1.duration_since(i0).as_secs_f64();
-    let mut ticks_per_sec = t1.wrapping_sub(t0) as f64 / secs;
-    if !ticks_per_sec.is_finite() || ticks_per_sec <= 0.0 {
-        // A broken counter: fall back to something sane rather than dividing by 0 later.
-        ticks_per_sec = 1e9;
-    }
+    let mark = ClockMark::now();
     Calibration {
-        ticks_per_sec,
-        start_ticks: t0,
+        ticks_per_sec: mark.rate(span),
+        start_ticks: mark.t,
         start_unix_ns,
     }
 }

@@ -10,13 +10,13 @@
 //! costs a dispatch (beside an increment of the task's dispatch count); no
 //! clock is read and no record written. A per-worker timer signal (on the
 //! wall clock, or with `cpu` on the worker's CPU time) samples the word on
-//! the worker's own thread (`self_sample.rs`) into a ring; this thread empties the rings every [`WINDOW`] (longer at
-//! low rates, so that a window holds about [`WINDOW_SAMPLES`] samples), adds
-//! each worker's parked time (measured by the clock) as samples in
-//! proportion to its awake ones, and writes one `Samples` record per worker
-//! with the number of signals behind it. Its file is written with plain appends from this thread, never
-//! by a worker, so a full disk costs the sampler its log and the program
-//! nothing.
+//! the worker's own thread (`self_sample.rs`) into a ring; this thread
+//! empties the rings every [`WINDOW`] (longer at low rates, so that a window
+//! holds about [`WINDOW_SAMPLES`] samples), adds each worker's parked time
+//! (measured by the clock) as samples ([`parked_samples`]), and writes one
+//! `Samples` record per worker with the number of signals behind it. Its
+//! file is written with plain appends from this thread, never by a worker,
+//! so a full disk costs the sampler its log and the program nothing.
 //!
 //! Why the workers sample themselves, and what the samples' error is, is in
 //! `README.md` beside this file ("Sample mode").
@@ -133,17 +133,16 @@ impl Tally {
 
 /// The samples a window's `parked_ns` of parked time stand for, in the
 /// unit of the awake samples. Wall-clock timers count a period each,
-/// preempted or not (`cpu` is `None`): one sample a period. CPU-time
-/// timers (`--monitor cpu`) count periods of the worker's CPU time, so a
-/// stretch of awake time in which the worker was preempted took fewer of
-/// them than its length. With `cpu`, the worker's
-/// CPU time in the window's `wall` nanoseconds, the parked time is counted
-/// at the rate the worker's awake time took samples (CPU time over awake
-/// wall time, at most 1, at least a tenth), so that the window's shares
-/// are the clock's for parked time and the samples' for the rest; without
-/// it (the worker's clock unknown yet, or gone), at one a period. Either
-/// way the count is the expected one, whether or not a signal came in the
-/// window, so short windows add up without bias.
+/// preempted or not (`cpu` is `None`): one sample a period. CPU-time timers
+/// (`--monitor cpu`) count periods of the worker's CPU time, so a stretch
+/// of awake time in which the worker was preempted took fewer of them than
+/// its length: with `cpu`, the worker's CPU time in the window's `wall`
+/// nanoseconds, the parked time is counted at the rate the worker's awake
+/// time took samples (CPU time over awake wall time, at most 1, at least a
+/// tenth), so that the window's shares are the clock's for parked time and
+/// the samples' for the rest. Either way the count is the expected one,
+/// whether or not a signal came in the window, so short windows add up
+/// without bias.
 pub(crate) fn parked_samples(parked_ns: u64, wall: u64, cpu: Option<u64>, period_ns: u64) -> u64 {
     if parked_ns == 0 {
         return 0;
@@ -244,8 +243,16 @@ pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32, start: Wind
     let cpu_clock = shared.cfg.monitor.flags.is_cpu_clock();
     // Per worker: the window's tally, its sample count and its signals.
     let mut tallies: Vec<(Tally, u32, u32)> = (0..n).map(|_| (Tally::default(), 0, 0)).collect();
-    // Per worker: its CPU time at the last window's end, once known.
-    let mut cpu_at: Vec<Option<u64>> = shared.workers.iter().map(|w| w.samples.cpu_ns()).collect();
+    // Per worker, with `cpu`: its CPU time at the last window's end, once
+    // known.
+    let cpu_ns = |w: &crate::worker::WorkerShared| {
+        if cpu_clock {
+            w.samples.cpu_ns()
+        } else {
+            None
+        }
+    };
+    let mut cpu_at: Vec<Option<u64>> = shared.workers.iter().map(cpu_ns).collect();
     let WindowStart {
         ticks: mut window_start,
         mono: mut mono_start,
@@ -272,7 +279,7 @@ pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32, start: Wind
                 // Wall-clock timers count the periods a preempted worker
                 // missed (their overrun): their parked time counts at one
                 // sample a period.
-                let cpu_now = if cpu_clock { w.samples.cpu_ns() } else { None };
+                let cpu_now = cpu_ns(w);
                 let cpu = match (*cpu_last, cpu_now) {
                     (Some(a), Some(b)) => Some(b.saturating_sub(a)),
                     _ => None,

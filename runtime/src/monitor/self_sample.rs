@@ -45,8 +45,9 @@ use crate::worker::WorkerShared;
 /// Samples a ring holds: 10 ms at the highest rate (50 kHz) is 500.
 const RING: usize = 1024;
 
-/// Periods a signal counts at most (a signal after a longer stretch of CPU
-/// time counts a quarter of a ring).
+/// Periods a signal counts at most (its overrun: periods missed while the
+/// worker was preempted, or of CPU time between two ticks; a longer stretch
+/// counts a quarter of a ring).
 const MAX_OVERRUN: libc::c_int = (RING / 4) as libc::c_int;
 
 /// The state words a worker sampled, waiting for the sampler thread.
@@ -115,25 +116,12 @@ impl SampleRing {
         if id == NO_CLOCK {
             return None;
         }
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes the valid timespec it is given; a
-        // clock of a thread that has ended is refused with EINVAL.
-        if unsafe { libc::clock_gettime(id as u32 as libc::clockid_t, &mut ts) } != 0 {
-            return None;
-        }
-        Some(
-            (ts.tv_sec as u64)
-                .saturating_mul(1_000_000_000)
-                .saturating_add(ts.tv_nsec as u64),
-        )
+        clock_ns(id as u32 as libc::clockid_t)
     }
 
     /// The worker is about to park at `now` ([`mono_ns`]).
     pub(crate) fn park_begin(&self, now: u64) {
-        // Release: pairs with the sampler's Acquire load in `credit_parked`.
+        // Release: pairs with the sampler's Acquire load in `take_parked`.
         self.park_since.store(now.max(1), Ordering::Release);
     }
 
@@ -222,15 +210,26 @@ impl SampleRing {
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the clock parked time is counted in.
 pub(crate) fn mono_ns() -> u64 {
+    // CLOCK_MONOTONIC is always there.
+    clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
+}
+
+/// Clock `id` in nanoseconds; `None` if the clock is refused (the CPU-time
+/// clock of a thread that has ended).
+fn clock_ns(id: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes the valid timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
+    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
+        return None;
+    }
+    Some(
+        (ts.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(ts.tv_nsec as u64),
+    )
 }
 
 /// The signal the sample timers raise: a real-time signal, so that it
@@ -302,9 +301,10 @@ fn install() -> bool {
 pub(crate) struct SampleTimer {
     id: libc::timer_t,
     period_ns: u64,
-    /// On the wall clock (`sample,wall`): when its first tick was due
+    /// On the wall clock (the default): when its first tick was due
     /// ([`mono_ns`]), the grid its ticks stay on across parks. `None` on
-    /// the worker's CPU-time clock, which needs no pausing.
+    /// the worker's CPU-time clock (`--monitor cpu`), which needs no
+    /// pausing.
     wall_epoch: Option<u64>,
 }
 
@@ -315,7 +315,6 @@ impl SampleTimer {
     /// do not fall together), or with `cpu` every `1/hz` seconds of its CPU
     /// time. `Err` (with the reason) when the system refuses.
     pub(crate) fn start(me: &WorkerShared, hz: u32, cpu: bool, phase: f64) -> Result<Self, String> {
-        let wall = !cpu;
         if !install() {
             return Err("cannot install the sample signal's handler".into());
         }
@@ -329,10 +328,10 @@ impl SampleTimer {
         };
         // SAFETY: gettid has no preconditions.
         sev.sigev_notify_thread_id = unsafe { libc::gettid() };
-        let clock = if wall {
-            libc::CLOCK_MONOTONIC
-        } else {
+        let clock = if cpu {
             libc::CLOCK_THREAD_CPUTIME_ID
+        } else {
+            libc::CLOCK_MONOTONIC
         };
         let mut id: libc::timer_t = std::ptr::null_mut();
         // SAFETY: valid pointers to a filled sigevent and to the id.
@@ -346,14 +345,14 @@ impl SampleTimer {
             period_ns,
             wall_epoch: None,
         };
-        if wall {
+        if cpu {
+            me.samples.set_cpu_clock();
+            timer.arm(period_ns, 0)?;
+        } else {
             let first = ((period_ns as f64) * phase.clamp(0.0, 1.0)) as u64 + 1;
             let epoch = mono_ns() + first;
             timer.wall_epoch = Some(epoch);
             timer.arm(epoch, libc::TIMER_ABSTIME)?;
-        } else {
-            me.samples.set_cpu_clock();
-            timer.arm(period_ns, 0)?;
         }
         Ok(timer)
     }

@@ -662,8 +662,9 @@ impl WorkerLocal {
         }
         self.stats().parks += 1;
         if self.sampled {
-            // A parked worker uses no CPU time, so its timer takes no
-            // samples: its parked time is measured (`SampleRing::park_begin`).
+            // A parked worker is not woken to sample itself (its wall-clock
+            // timer is paused; a CPU-time one stops by itself): its parked
+            // time is measured (`SampleRing::park_begin`).
             self.say(state::PARK);
             self.park_sampled();
         }
