@@ -387,6 +387,12 @@ pub(crate) struct Shared {
     pub(crate) initial_assigns: Vec<(TaskId, usize, String)>,
     /// The ticker's shared half (`worker/ticker.rs`).
     pub(crate) ticker: TickerShared,
+    /// The thread that called `run`, when it does more than wait for the
+    /// workers (the sampler runs on it): the last worker thread to leave
+    /// wakes it.
+    waiter: std::sync::OnceLock<std::thread::Thread>,
+    /// Worker threads started and not yet left.
+    workers_left: AtomicUsize,
 }
 
 impl Shared {
@@ -421,6 +427,12 @@ impl Shared {
             }
             self.ticker.unpark();
         }
+    }
+
+    /// Whether every worker thread started has left.
+    pub(crate) fn workers_gone(&self) -> bool {
+        // Acquire: pairs with the Release decrement of `WorkerLeaves`.
+        self.workers_left.load(Ordering::Acquire) == 0
     }
 
     /// Records the first failure and ends the run.
@@ -599,16 +611,53 @@ impl Runtime {
             stealing,
             initial_assigns: Vec::new(),
             ticker: TickerShared::new(),
+            waiter: std::sync::OnceLock::new(),
+            workers_left: AtomicUsize::new(0),
         });
         let initial: Vec<_> = self.initial.drain(..).collect();
-        let started = place_initial(&mut shared, initial).and_then(|created| {
-            let run_logs = log_dir::open(&self.cfg.monitor, n)?;
-            Ok((created, run_logs))
-        });
-        let (created, run_logs) = match started {
-            Ok(v) => v,
+        let created = match place_initial(&mut shared, initial) {
+            Ok(c) => c,
             Err(e) => {
                 // The tasks placed so far never ran: drop their closures.
+                let _ = drop_left(&shared);
+                return Err(e);
+            }
+        };
+        let monitored = !self.cfg.monitor.flags.is_off();
+        if shared.live.load(Ordering::Acquire) == 0 {
+            // Nothing to run; a monitored run still leaves its (empty) logs.
+            log_dir::open(&self.cfg.monitor, n)?;
+            return Ok(RunStats {
+                wall: t0.elapsed(),
+                ..Default::default()
+            });
+        }
+        let _active = monitored.then(ActiveGuard::new);
+        if self.cfg.monitor.flags.is_sampled() {
+            let _ = shared.waiter.set(std::thread::current());
+        }
+        // The sampler's first window begins now; the samples the workers
+        // take before the sampler starts wait in their rings.
+        let first_window = crate::monitor::sampler::WindowStart::now();
+        let ticker = start_ticker(&shared);
+        // The workers start first: a new thread takes 100 to 350 µs here to
+        // run and move to its core, time in which this thread sets the logs
+        // up (the directory, its lock, the clock, the files: some 150 µs)
+        // and hands each worker its log (`LogHandoff`).
+        let (handoffs, senders) = log_handoffs(n, monitored);
+        let handles = start_workers(&shared, deques, handoffs);
+        let run_logs = match log_dir::open(&self.cfg.monitor, n) {
+            Ok(l) => l,
+            Err(e) => {
+                // The workers leave without running anything.
+                drop(senders);
+                shared.end(Phase::Failed);
+                for h in handles {
+                    let _ = h.join();
+                }
+                if let Some(t) = ticker {
+                    let _ = t.join();
+                }
                 let _ = drop_left(&shared);
                 return Err(e);
             }
@@ -619,22 +668,17 @@ impl Runtime {
             clock: run_clock,
             lock: _dir_lock,
         } = run_logs;
-        let _active = log_dir.as_ref().map(|_| ActiveGuard::new());
-        if shared.live.load(Ordering::Acquire) == 0 {
-            return Ok(RunStats {
-                wall: t0.elapsed(),
-                ..Default::default()
-            });
+        for (tx, log) in senders.into_iter().zip(logs) {
+            // A worker that failed to start dropped its receiver.
+            let _ = tx.send(log);
         }
-        let ticker = start_ticker(&shared);
-        // The sampler thread starts after the workers, off the run's start
-        // (its thread and file took some 100 µs); its first window begins
-        // now, and the samples taken meanwhile wait in the workers' rings.
-        let first_window = crate::monitor::sampler::WindowStart::now();
-        let handles = start_workers(&shared, deques, logs);
         let sampler = log_dir
             .as_deref()
             .and_then(|dir| start_sampler(&shared, dir, run_clock.as_ref(), first_window));
+        let sampler = sampler.map(|mut s| {
+            s.run_until_end(&shared);
+            s
+        });
         let mut stats = RunStats::default();
         let mut worker_crash = None;
         for (i, h) in handles.into_iter().enumerate() {
@@ -658,11 +702,7 @@ impl Runtime {
         if let Some(t) = ticker {
             let _ = t.join();
         }
-        let sampler_log = sampler.and_then(|t| {
-            // It waits for its next look in park_timeout: the end is now.
-            t.thread().unpark();
-            t.join().ok()
-        });
+        let sampler_log = sampler.map(|s| s.finish(&shared));
         stats.wall = t0.elapsed();
         if let (Some(dir), Some(rate)) = (&log_dir, run_clock.and_then(|c| c.refine())) {
             log_dir::set_rate(dir, n, rate);
@@ -757,16 +797,16 @@ fn start_ticker(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
     }
 }
 
-/// In sample mode: creates the sampler's log in `dir` and starts the sampler
-/// (`monitor/sampler.rs`). The thread hands back its log's path. Without a
-/// sampler the run goes on (the worker logs still hold the exact counts);
-/// one warning says why.
+/// In sample mode: creates the sampler's log in `dir` and the sampler
+/// (`monitor/sampler.rs`), which this thread runs until the run's end.
+/// Without a sampler the run goes on (the worker logs still hold the exact
+/// counts); one warning says why.
 fn start_sampler(
-    shared: &Arc<Shared>,
+    shared: &Shared,
     dir: &std::path::Path,
     clock: Option<&crate::monitor::clock::RunClock>,
     first_window: crate::monitor::sampler::WindowStart,
-) -> Option<std::thread::JoinHandle<PathBuf>> {
+) -> Option<crate::monitor::sampler::Sampler> {
     use crate::monitor::sampler;
     let flags = shared.cfg.monitor.flags;
     if !flags.is_sampled() {
@@ -785,16 +825,60 @@ fn start_sampler(
         }
     };
     let hz = flags.sample_hz().unwrap_or(sampler::DEFAULT_HZ);
-    let sh = shared.clone();
-    std::thread::Builder::new()
-        .name("rill-sampler".into())
-        .spawn(move || {
-            let path = log.path().to_path_buf();
-            sampler::run(sh, log, hz, first_window);
-            path
+    Some(sampler::Sampler::new(shared, log, hz, first_window))
+}
+
+/// How a worker gets its log: at once when the run is not monitored, else
+/// from the run's thread once it has set the logs up, which it does while
+/// the worker threads start. A worker whose sender is dropped unsent (the
+/// logs could not be set up) leaves without running anything.
+enum LogHandoff {
+    Now,
+    Later(std::sync::mpsc::Receiver<Option<WorkerLog>>),
+}
+
+impl LogHandoff {
+    /// The worker's log, or `Err` when the run was called off before it
+    /// started. Yields the core while it waits (the run's thread, which
+    /// sends the log, may be on the same core), for a while, then blocks.
+    fn take(self) -> Result<Option<WorkerLog>, ()> {
+        use std::sync::mpsc::TryRecvError;
+        let rx = match self {
+            LogHandoff::Now => return Ok(None),
+            LogHandoff::Later(rx) => rx,
+        };
+        let since = Instant::now();
+        loop {
+            match rx.try_recv() {
+                Ok(log) => return Ok(log),
+                Err(TryRecvError::Disconnected) => return Err(()),
+                Err(TryRecvError::Empty) => {}
+            }
+            if since.elapsed() > Duration::from_micros(500) {
+                return rx.recv().map_err(|_| ());
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// One [`LogHandoff`] per worker, and the senders of the monitored ones.
+fn log_handoffs(
+    n: usize,
+    monitored: bool,
+) -> (
+    Vec<LogHandoff>,
+    Vec<std::sync::mpsc::SyncSender<Option<WorkerLog>>>,
+) {
+    if !monitored {
+        return ((0..n).map(|_| LogHandoff::Now).collect(), Vec::new());
+    }
+    (0..n)
+        .map(|_| {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            (LogHandoff::Later(rx), tx)
         })
-        .map_err(|e| eprintln!("rill: could not start the sampler thread: {e}"))
-        .ok()
+        .unzip()
 }
 
 /// Starts the worker threads. A worker that fails outside any task (a
@@ -802,7 +886,7 @@ fn start_sampler(
 fn start_workers(
     shared: &Arc<Shared>,
     deques: Vec<Option<Deque<TaskRef>>>,
-    logs: Vec<Option<WorkerLog>>,
+    logs: Vec<LogHandoff>,
 ) -> Vec<std::thread::JoinHandle<WorkerStats>> {
     let cores = if shared.cfg.pin {
         core_affinity::get_core_ids().unwrap_or_default()
@@ -812,14 +896,26 @@ fn start_workers(
     let mut handles = Vec::with_capacity(deques.len());
     for ((i, d), log) in deques.into_iter().enumerate().zip(logs) {
         let sh = shared.clone();
+        // Counted before the thread exists, so that the count cannot reach
+        // zero while a worker is still to start.
+        shared.workers_left.fetch_add(1, Ordering::Relaxed);
         let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
         let h = std::thread::Builder::new()
             .name(format!("rill-worker-{i}"))
             .spawn(move || {
+                // Dropped last, when everything else of the thread's is.
+                let _leaves = WorkerLeaves(&sh);
                 if let Some(c) = core {
                     core_affinity::set_for_current(c);
                 }
                 let _ = sh.workers[i].thread.set(std::thread::current());
+                let Ok(log) = log.take() else {
+                    // The run was called off before it started.
+                    return WorkerStats {
+                        worker: i,
+                        ..Default::default()
+                    };
+                };
                 let q = match d {
                     Some(d) => ReadyQueue::steal(d),
                     None => ReadyQueue::fifo(),
@@ -843,6 +939,7 @@ fn start_workers(
         match h {
             Ok(h) => handles.push(h),
             Err(e) => {
+                shared.workers_left.fetch_sub(1, Ordering::Relaxed);
                 shared.fail(RunError::Start(format!(
                     "could not start worker thread {i}: {e}"
                 )));
@@ -851,6 +948,21 @@ fn start_workers(
         }
     }
     handles
+}
+
+/// Counts a worker thread out when it is done (dropped at the end of its
+/// closure, also when it unwinds); the last one out wakes the run's waiter.
+struct WorkerLeaves<'a>(&'a Shared);
+
+impl Drop for WorkerLeaves<'_> {
+    fn drop(&mut self) {
+        // Release: pairs with the Acquire load in `Shared::workers_gone`.
+        if self.0.workers_left.fetch_sub(1, Ordering::Release) == 1 {
+            if let Some(t) = self.0.waiter.get() {
+                t.unpark();
+            }
+        }
+    }
 }
 
 /// Drops every task left in the registry once the workers have stopped:

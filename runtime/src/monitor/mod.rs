@@ -13,7 +13,7 @@
 //! * `log_dir`: the run's log directory: taking it for the run (one live
 //!   run per directory), creating the workers' logs, and the warning when
 //!   a log stops early (a full disk).
-//! * `sampler`: sample mode's sampler thread and its log.
+//! * `sampler`: sample mode's sampler (run on the thread that called `run`) and its log.
 //! * `hooks`: what the rest of the runtime calls. Without the `monitor`
 //!   cargo feature `hooks_off.rs` stands in for `hooks.rs`, with the same
 //!   functions empty (and constant `false` checks), so no call site carries

@@ -1,4 +1,4 @@
-//! Sample mode's sampler thread: it collects the samples the workers take
+//! Sample mode's sampler: it collects the samples the workers take
 //! of themselves and writes them, a window at a time, to the run's
 //! `sampler.rlog`.
 //!
@@ -10,12 +10,14 @@
 //! costs a dispatch (beside an increment of the task's dispatch count); no
 //! clock is read and no record written. A per-worker timer signal (on the
 //! wall clock, or with `cpu` on the worker's CPU time) samples the word on
-//! the worker's own thread (`self_sample.rs`) into a ring; this thread
+//! the worker's own thread (`self_sample.rs`) into a ring; the sampler
 //! empties the rings every [`WINDOW`] (longer at low rates, so that a window
 //! holds about [`WINDOW_SAMPLES`] samples), adds each worker's parked time
 //! (measured by the clock) as samples ([`parked_samples`]), and writes one
-//! `Samples` record per worker with the number of signals behind it. Its
-//! file is written with plain appends from this thread, never by a worker,
+//! `Samples` record per worker with the number of signals behind it. It
+//! runs on the thread that called `Runtime::run` (idle until the run ends
+//! otherwise), and its file is written with plain appends from there, never
+//! by a worker,
 //! so a full disk costs the sampler its log and the program nothing.
 //!
 //! Why the workers sample themselves, and what the samples' error is, is in
@@ -24,13 +26,12 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rill_log::{Encoder, Header, SampleWindow, VecSink};
 
 use super::clock;
-use crate::runtime::{Phase, Shared};
+use crate::runtime::Shared;
 
 /// The sampler's log in the run's log directory.
 pub(crate) const SAMPLER_FILE: &str = "sampler.rlog";
@@ -157,8 +158,8 @@ pub(crate) fn parked_samples(parked_ns: u64, wall: u64, cpu: Option<u64>, period
 }
 
 /// When the first window begins: taken before the workers start, since the
-/// sampler thread starts after them (off the run's start), and the samples
-/// they take meanwhile wait in their rings.
+/// sampler starts after them (off the run's start), and the samples they
+/// take meanwhile wait in their rings.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct WindowStart {
     /// [`clock::now`].
@@ -226,101 +227,139 @@ impl SamplerLog {
     }
 }
 
-/// The sampler's loop, until the run ends: every window (10 ms, longer at
-/// rates under 1 kHz so that a window holds about [`WINDOW_SAMPLES`]
-/// samples) it empties every worker's ring of samples (the workers sample
-/// themselves `hz` times a second, `self_sample.rs`), adds each
-/// worker's parked time in the window as samples ([`parked_samples`]), and
-/// writes a `Samples` record per worker that took any. The run's end
-/// unparks the thread.
-pub(crate) fn run(shared: Arc<Shared>, mut log: SamplerLog, hz: u32, start: WindowStart) {
-    let hz = hz.max(1);
-    let window = WINDOW.max(Duration::from_secs_f64(
-        f64::from(WINDOW_SAMPLES) / f64::from(hz),
-    ));
-    let n = shared.workers.len();
-    let period_ns = 1_000_000_000 / u64::from(hz);
-    let cpu_clock = shared.cfg.monitor.flags.is_cpu_clock();
-    // Per worker: the window's tally, its sample count and its signals.
-    let mut tallies: Vec<(Tally, u32, u32)> = (0..n).map(|_| (Tally::default(), 0, 0)).collect();
-    // Per worker, with `cpu`: its CPU time at the last window's end, once
-    // known.
-    let cpu_ns = |w: &crate::worker::WorkerShared| {
-        if cpu_clock {
+/// The sampler: every window (10 ms, longer at rates under 1 kHz so that a
+/// window holds about [`WINDOW_SAMPLES`] samples) it empties every worker's
+/// ring of samples (the workers sample themselves `hz` times a second,
+/// `self_sample.rs`), adds each worker's parked time in the window as
+/// samples ([`parked_samples`]), and writes a `Samples` record per worker
+/// that took any.
+///
+/// It runs on the thread that called `Runtime::run`, which has nothing else
+/// to do until the run ends ([`run_until_end`](Self::run_until_end)), and
+/// takes the last window once the workers have stopped
+/// ([`finish`](Self::finish)): no thread of its own to start and join
+/// (about 100 µs of a run's start and end here).
+pub(crate) struct Sampler {
+    log: SamplerLog,
+    window: Duration,
+    period_ns: u64,
+    cpu_clock: bool,
+    /// Per worker: the window's tally, its sample count and its signals.
+    tallies: Vec<(Tally, u32, u32)>,
+    /// Per worker, with `cpu`: its CPU time at the last window's end, once
+    /// known.
+    cpu_at: Vec<Option<u64>>,
+    /// The open window's start, in [`clock::now`] ticks and in
+    /// [`mono_ns`](super::self_sample::mono_ns).
+    window_start: u64,
+    mono_start: u64,
+    close_at: Instant,
+}
+
+impl Sampler {
+    pub(crate) fn new(shared: &Shared, log: SamplerLog, hz: u32, start: WindowStart) -> Self {
+        let hz = hz.max(1);
+        let window = WINDOW.max(Duration::from_secs_f64(
+            f64::from(WINDOW_SAMPLES) / f64::from(hz),
+        ));
+        let cpu_clock = shared.cfg.monitor.flags.is_cpu_clock();
+        let mut s = Sampler {
+            log,
+            window,
+            period_ns: 1_000_000_000 / u64::from(hz),
+            cpu_clock,
+            tallies: (0..shared.workers.len())
+                .map(|_| (Tally::default(), 0, 0))
+                .collect(),
+            cpu_at: Vec::new(),
+            window_start: start.ticks,
+            mono_start: start.mono,
+            close_at: Instant::now() + window,
+        };
+        s.cpu_at = shared.workers.iter().map(|w| s.cpu_ns(w)).collect();
+        s
+    }
+
+    /// The worker's CPU time so far, with `cpu`.
+    fn cpu_ns(&self, w: &crate::worker::WorkerShared) -> Option<u64> {
+        if self.cpu_clock {
             w.samples.cpu_ns()
         } else {
             None
         }
-    };
-    let mut cpu_at: Vec<Option<u64>> = shared.workers.iter().map(cpu_ns).collect();
-    let WindowStart {
-        ticks: mut window_start,
-        mono: mut mono_start,
-    } = start;
-    let mut close_at = Instant::now() + window;
-    loop {
-        let running = shared.phase() == Phase::Running;
-        let now = Instant::now();
-        // After the run, the workers have stopped their timers (or are about
-        // to): what is left in the rings goes into the last window.
-        if now >= close_at || !running {
-            let mono = super::self_sample::mono_ns();
-            let wall = mono.saturating_sub(mono_start);
-            for (((tally, total, signals), w), cpu_last) in tallies
-                .iter_mut()
-                .zip(shared.workers.iter())
-                .zip(cpu_at.iter_mut())
-            {
-                w.samples.drain(|word| {
-                    *total = total.saturating_add(tally.add(word));
-                });
-                *signals = u32::try_from(w.samples.take_signals()).unwrap_or(u32::MAX);
-                let parked_ns = w.samples.take_parked(mono).min(wall);
-                // Wall-clock timers count the periods a preempted worker
-                // missed (their overrun): their parked time counts at one
-                // sample a period.
-                let cpu_now = cpu_ns(w);
-                let cpu = match (*cpu_last, cpu_now) {
-                    (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-                    _ => None,
-                };
-                if cpu_now.is_some() {
-                    *cpu_last = cpu_now;
-                }
-                let k = parked_samples(parked_ns, wall, cpu, period_ns);
-                if k > 0 {
-                    *total = total.saturating_add(tally.add(state::task(k, state::PARK)));
-                }
+    }
+
+    /// Closes a window every [`WINDOW`] until every worker thread has left
+    /// (the last one out unparks this thread, the run's waiter; a spurious
+    /// return only loops).
+    pub(crate) fn run_until_end(&mut self, shared: &Shared) {
+        while !shared.workers_gone() {
+            let now = Instant::now();
+            if now >= self.close_at {
+                self.close_window(shared);
+                self.close_at = now + self.window;
             }
-            let t = clock::now();
-            let dur = t.wrapping_sub(window_start);
-            let mut wrote = false;
-            for (i, (tally, total, signals)) in tallies.iter_mut().enumerate() {
-                if *total > 0 {
-                    let rec = tally.take(i as u32, window_start, dur, *total, *signals);
-                    log.enc.samples(&mut log.sink, &rec);
-                    *total = 0;
-                    wrote = true;
-                }
-            }
-            if wrote {
-                log.flush();
-            }
-            window_start = t;
-            mono_start = mono;
-            close_at = now + window;
+            std::thread::park_timeout(self.close_at.saturating_duration_since(Instant::now()));
         }
-        if !running {
-            let lost: u64 = shared.workers.iter().map(|w| w.samples.dropped()).sum();
-            if lost > 0 {
-                eprintln!(
-                    "rill: the sampler thread fell behind and {lost} samples were lost; the estimates stand on the rest"
-                );
-            }
-            break;
+    }
+
+    /// Once every worker has stopped (and deleted its timer): what is left
+    /// in the rings goes into the last window. Returns the log's path.
+    pub(crate) fn finish(mut self, shared: &Shared) -> PathBuf {
+        self.close_window(shared);
+        let lost: u64 = shared.workers.iter().map(|w| w.samples.dropped()).sum();
+        if lost > 0 {
+            eprintln!(
+                "rill: the sampler fell behind and {lost} samples were lost; the estimates stand on the rest"
+            );
         }
-        // The run's end unparks this thread; a spurious return only loops.
-        std::thread::park_timeout(close_at.saturating_duration_since(Instant::now()));
+        self.log.path().to_path_buf()
+    }
+
+    /// Empties the rings into the open window and writes it.
+    fn close_window(&mut self, shared: &Shared) {
+        let mono = super::self_sample::mono_ns();
+        let wall = mono.saturating_sub(self.mono_start);
+        for (i, w) in shared.workers.iter().enumerate() {
+            let (tally, total, signals) = &mut self.tallies[i];
+            w.samples.drain(|word| {
+                *total = total.saturating_add(tally.add(word));
+            });
+            *signals = u32::try_from(w.samples.take_signals()).unwrap_or(u32::MAX);
+            let parked_ns = w.samples.take_parked(mono).min(wall);
+            // Wall-clock timers count the periods a preempted worker
+            // missed (their overrun): their parked time counts at one
+            // sample a period.
+            let cpu_now = self.cpu_ns(w);
+            let cpu = match (self.cpu_at[i], cpu_now) {
+                (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                _ => None,
+            };
+            if cpu_now.is_some() {
+                self.cpu_at[i] = cpu_now;
+            }
+            let k = parked_samples(parked_ns, wall, cpu, self.period_ns);
+            if k > 0 {
+                let (tally, total, _) = &mut self.tallies[i];
+                *total = total.saturating_add(tally.add(state::task(k, state::PARK)));
+            }
+        }
+        let t = clock::now();
+        let dur = t.wrapping_sub(self.window_start);
+        let mut wrote = false;
+        for (i, (tally, total, signals)) in self.tallies.iter_mut().enumerate() {
+            if *total > 0 {
+                let rec = tally.take(i as u32, self.window_start, dur, *total, *signals);
+                self.log.enc.samples(&mut self.log.sink, &rec);
+                *total = 0;
+                wrote = true;
+            }
+        }
+        if wrote {
+            self.log.flush();
+        }
+        self.window_start = t;
+        self.mono_start = mono;
     }
 }
 

@@ -1,10 +1,10 @@
 //! Sample mode's clock: each worker samples itself. A per-worker POSIX timer
 //! (delivered to the worker's own thread) raises [`signal()`] `HZ` times a
 //! second; the handler reads the worker's state word and pushes it into the
-//! worker's [`SampleRing`]. The sampler thread (`sampler.rs`) only empties
+//! worker's [`SampleRing`]. The sampler (`sampler.rs`) only empties
 //! the rings into windows.
 //!
-//! Why the worker and not the sampler thread takes the sample: a thread that
+//! Why the worker and not the sampler takes the sample: a thread that
 //! wakes to read every worker's word needs a core, and where every core runs
 //! a worker it takes one from a worker for the few microseconds of its wake.
 //! Tasks that talk across workers then find their peer stopped and wait, and
@@ -29,7 +29,7 @@
 //! which is what the statistical error goes with.
 //!
 //! The ring is single-producer (the handler, on the worker's thread) and
-//! single-consumer (the sampler thread). The handler touches nothing but
+//! single-consumer (the sampler). The handler touches nothing but
 //! atomics of the worker's shared half, so it is async-signal-safe and
 //! leaves `errno` alone. The worker itself never pushes: what it adds (its
 //! parked time) goes into counters, so that a signal arriving in the middle
@@ -50,13 +50,13 @@ const RING: usize = 1024;
 /// counts a quarter of a ring).
 const MAX_OVERRUN: libc::c_int = (RING / 4) as libc::c_int;
 
-/// The state words a worker sampled, waiting for the sampler thread.
+/// The state words a worker sampled, waiting for the sampler.
 pub(crate) struct SampleRing {
     /// Pushed so far (written by the handler only).
     head: CachePadded<AtomicU64>,
-    /// Taken so far (written by the sampler thread only).
+    /// Taken so far (written by the sampler only).
     tail: CachePadded<AtomicU64>,
-    /// Samples lost to a full ring (the sampler thread did not run for a
+    /// Samples lost to a full ring (the sampler did not run for a
     /// whole ring's worth of samples).
     dropped: AtomicU64,
     /// Signals taken since the sampler last looked (the handler adds, the
@@ -108,7 +108,7 @@ impl SampleRing {
         }
     }
 
-    /// The sampler thread: the worker's CPU time so far ([`mono_ns`]'s
+    /// The sampler: the worker's CPU time so far ([`mono_ns`]'s
     /// unit), `None` before its timer started or after its thread ended.
     pub(crate) fn cpu_ns(&self) -> Option<u64> {
         // Relaxed: see `set_cpu_clock`.
@@ -139,7 +139,7 @@ impl SampleRing {
             .fetch_add(now.saturating_sub(since), Ordering::Relaxed);
     }
 
-    /// The sampler thread at a window's end `now`: the worker's parked
+    /// The sampler at a window's end `now`: the worker's parked
     /// nanoseconds since the last window's end (the parks it woke from, and
     /// the park it is in, up to `now`).
     pub(crate) fn take_parked(&self, now: u64) -> u64 {
@@ -161,7 +161,7 @@ impl SampleRing {
         }
     }
 
-    /// The sampler thread: the signals taken since it last asked.
+    /// The sampler: the signals taken since it last asked.
     pub(crate) fn take_signals(&self) -> u64 {
         // Relaxed: a counter; see `park_end`.
         self.signals.swap(0, Ordering::Relaxed)
@@ -185,7 +185,7 @@ impl SampleRing {
         self.head.store(h.wrapping_add(1), Ordering::Release);
     }
 
-    /// The sampler thread's take (the only consumer): calls `f` with every
+    /// The sampler's take (the only consumer): calls `f` with every
     /// word pushed since the last take, oldest first.
     pub(crate) fn drain(&self, mut f: impl FnMut(u64)) {
         // Relaxed: only this thread writes `tail`.

@@ -36,7 +36,7 @@ pub(crate) struct WorkerShared {
     /// that the worker's stores never touch a line other threads write.
     pub(crate) now: crossbeam_utils::CachePadded<AtomicU64>,
     /// In sample mode, the samples the worker took of its own `now`
-    /// (`monitor/self_sample.rs`), for the sampler thread.
+    /// (`monitor/self_sample.rs`), for the sampler.
     pub(crate) samples: crate::monitor::self_sample::SampleRing,
 }
 
