@@ -292,7 +292,13 @@ impl Sampler {
     /// Closes a window every [`WINDOW`] until every worker thread has left
     /// (the last one out unparks this thread, the run's waiter; a spurious
     /// return only loops).
+    ///
+    /// The thread's timer slack is the window's length meanwhile (restored
+    /// after): a window's end needs no precision (its length is measured),
+    /// and with that much slack the kernel wakes the thread on an interrupt
+    /// it takes anyway (the scheduler tick) rather than one of its own.
     pub(crate) fn run_until_end(&mut self, shared: &Shared) {
+        let _slack = TimerSlack::set(self.window);
         while !shared.workers_gone() {
             let now = Instant::now();
             if now >= self.close_at {
@@ -363,9 +369,52 @@ impl Sampler {
     }
 }
 
+/// The calling thread's timer slack set for a while, the old one put back
+/// on drop.
+struct TimerSlack(Option<libc::c_ulong>);
+
+impl TimerSlack {
+    fn set(slack: Duration) -> Self {
+        // SAFETY: PR_GET_TIMERSLACK takes no pointers; it returns the
+        // calling thread's slack in nanoseconds, or -1.
+        let old = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+        if old < 0 {
+            return TimerSlack(None);
+        }
+        let ns = slack.as_nanos().min(libc::c_ulong::MAX as u128) as libc::c_ulong;
+        // SAFETY: PR_SET_TIMERSLACK takes the slack by value.
+        if unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns, 0, 0, 0) } != 0 {
+            return TimerSlack(None);
+        }
+        TimerSlack(Some(old as libc::c_ulong))
+    }
+}
+
+impl Drop for TimerSlack {
+    fn drop(&mut self) {
+        if let Some(old) = self.0 {
+            // SAFETY: as in `set`. A value of 0 would mean "the default"
+            // rather than 0, but the slack read back is never 0.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, old, 0, 0, 0) };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_timer_slack_is_put_back() {
+        // SAFETY: as in `TimerSlack::set`.
+        let get = || unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+        let before = get();
+        {
+            let _s = TimerSlack::set(Duration::from_millis(10));
+            assert_eq!(get(), 10_000_000);
+        }
+        assert_eq!(get(), before);
+    }
 
     #[test]
     fn a_tally_counts_states_and_tasks() {
