@@ -649,9 +649,11 @@ impl Runtime {
         let run_logs = match log_dir::open(&self.cfg.monitor, n) {
             Ok(l) => l,
             Err(e) => {
-                // The workers leave without running anything.
-                drop(senders);
+                // The workers leave without running anything: the phase is
+                // over before they learn (their senders dropped) that no log
+                // comes.
                 shared.end(Phase::Failed);
+                drop(senders);
                 for h in handles {
                     let _ = h.join();
                 }

@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use common::with_timeout;
@@ -43,12 +44,23 @@ fn a_live_run_owns_its_log_directory() {
     let log0 = dir.path().join("worker-0.rlog");
     let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&log0).unwrap());
 
+    // The refused run: two workers in sample mode (its worker threads start
+    // before the directory is taken, and leave without running anything).
+    static RAN: AtomicBool = AtomicBool::new(false);
     let d = dir.path().to_path_buf();
     let err = with_timeout("second run", 30, move || {
-        let mut rt = monitored(&d);
-        rt.spawn("never", || panic!("a refused run runs nothing"));
+        let mut rt = Runtime::builder()
+            .workers(2)
+            .pin(false)
+            .monitor(MonitorConfig::new(MonitorFlags::SAMPLE, &d))
+            .build()
+            .unwrap();
+        for w in 0..2 {
+            rt.spawn_on(w, format!("never/{w}"), || RAN.store(true, Ordering::SeqCst));
+        }
         rt.run().unwrap_err()
     });
+    assert!(!RAN.load(Ordering::SeqCst), "a refused run runs nothing");
     match &err {
         RunError::Config(ConfigError::LogDirInUse { dir: named, pid }) => {
             assert_eq!(named, &dir.path().display().to_string());
