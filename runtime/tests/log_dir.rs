@@ -56,7 +56,9 @@ fn a_live_run_owns_its_log_directory() {
             .build()
             .unwrap();
         for w in 0..2 {
-            rt.spawn_on(w, format!("never/{w}"), || RAN.store(true, Ordering::SeqCst));
+            rt.spawn_on(w, format!("never/{w}"), || {
+                RAN.store(true, Ordering::SeqCst)
+            });
         }
         rt.run().unwrap_err()
     });
