@@ -640,7 +640,7 @@ impl Runtime {
         // take before the sampler starts wait in their rings.
         let first_window = crate::monitor::sampler::WindowStart::now();
         let ticker = start_ticker(&shared);
-        // The workers start first: a new thread takes 100 to 350 µs here to
+        // The workers start first: a new thread takes 100 to 700 µs here to
         // run and move to its core, time in which this thread sets the logs
         // up (the directory, its lock, the clock, the files: some 150 µs)
         // and hands each worker its log (`LogHandoff`).

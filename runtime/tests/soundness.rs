@@ -419,3 +419,66 @@ fn capacity_one_streams_drop_what_is_left_once() {
     rt.run().unwrap();
     assert_eq!(drops.load(Ordering::Relaxed), 3);
 }
+
+/// Sample mode runs its sampler on the thread that called `run`, woken by
+/// the last worker thread to leave: a run whose task panics still returns
+/// (with the panic), and the same thread then runs a second sampled run to
+/// its end, whose sampler log holds windows past its header.
+#[test]
+fn a_sampled_run_returns_to_its_caller_after_a_panic_and_runs_again() {
+    let dir = temp_dir("sampled");
+    let d2 = dir.clone();
+    let (first, second) = with_timeout("sampled runs", 60, move || {
+        // 10 kHz, so that even a run of a few milliseconds takes samples.
+        let flags: MonitorFlags = "sample:10000".parse().unwrap();
+        let sampled = |d: &std::path::Path| {
+            Runtime::builder()
+                .workers(2)
+                .monitor(MonitorConfig::new(flags, d))
+                .build()
+                .unwrap()
+        };
+        let mut rt = sampled(&d2);
+        let (mut w, mut r) = rill::stream::<u64>(4);
+        rt.spawn_on(0, "writer", move || {
+            for i in 0..1_000 {
+                if w.write(i).is_err() {
+                    return;
+                }
+            }
+        });
+        rt.spawn_on(1, "reader", move || {
+            for _ in 0..500 {
+                r.read();
+            }
+            panic!("the reader gives up");
+        });
+        let first = rt.run();
+        let mut rt = sampled(&d2);
+        let (mut w, mut r) = rill::stream::<u64>(4);
+        let sum = Arc::new(Mutex::new(0u64));
+        let s2 = sum.clone();
+        rt.spawn_on(0, "writer", move || {
+            for i in 0..20_000 {
+                w.write(i).unwrap();
+            }
+        });
+        rt.spawn_on(1, "reader", move || {
+            while let Some(v) = r.read() {
+                *s2.lock().unwrap() += v;
+            }
+        });
+        let second = rt.run().map(|_| *sum.lock().unwrap());
+        (first, second)
+    });
+    match first {
+        Err(RunError::TaskPanicked { message, .. }) => {
+            assert!(message.contains("gives up"), "{message}")
+        }
+        other => panic!("expected the reader's panic, got {other:?}"),
+    }
+    assert_eq!(second.unwrap(), 20_000 * 19_999 / 2);
+    let log = std::fs::metadata(dir.join("sampler.rlog")).unwrap();
+    assert!(log.len() > 56, "the sampler log holds no window: {log:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
