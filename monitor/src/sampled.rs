@@ -5,8 +5,9 @@
 //! figures the other analyses read from periods: a worker's busy and waiting
 //! time, a task's busy time.
 //!
-//! Estimate: in a window of `dur` ticks and `total` samples, each sample
-//! stands for `dur / total` ticks of what it found. Samples that found the
+//! Estimate: in a window of `dur` ticks (the part of it inside the worker's
+//! span) and `total` samples, each sample stands for `dur / total` ticks of
+//! what it found. Samples that found the
 //! worker between tasks are charged to the tasks that ran in the window, in
 //! proportion to their samples (a period-recording run charges that step to
 //! the next period, whose start is the previous one's end); a worker's busy
@@ -292,6 +293,23 @@ fn estimate(run: &RunLog, sampled: &mut Sampled) {
         .unwrap_or(0)
         .min(MAX_WORKER_ID);
     sampled.workers = vec![WorkerSamples::default(); n];
+    // Each worker's span from its log (to the end of time for a log still
+    // open): its samples were all taken inside it, so a window stands for
+    // the part of it the span covers. (The first window begins before the
+    // workers start and the last ends after they have stopped; spread over
+    // the whole window, a worker's samples made it busier than its span.)
+    let mut spans = vec![(0u64, u64::MAX); n];
+    for w in &run.workers {
+        if let Some(s) = spans.get_mut(w.worker as usize) {
+            let open = (w.valid_len as usize) < w.data().len();
+            let finish = if open || w.stats.finish <= w.stats.begin {
+                u64::MAX
+            } else {
+                w.stats.finish
+            };
+            *s = (w.stats.begin, finish);
+        }
+    }
     let mut busy = vec![0f64; n];
     let mut wait = vec![0f64; n];
     let mut task_busy: std::collections::BTreeMap<u64, f64> = Default::default();
@@ -300,7 +318,13 @@ fn estimate(run: &RunLog, sampled: &mut Sampled) {
         if i >= n || w.total == 0 {
             continue;
         }
-        let per = w.dur as f64 / f64::from(w.total);
+        let (begin, finish) = spans[i];
+        let end = w.t.saturating_add(w.dur);
+        let covered = end.min(finish).saturating_sub(w.t.max(begin));
+        // A window with samples overlaps its worker's span; one that would
+        // not (a log whose clock disagrees) keeps its own length.
+        let dur = if covered == 0 { w.dur } else { covered };
+        let per = dur as f64 / f64::from(w.total);
         let running = w.running();
         // The scheduler's samples go to the tasks that ran in the window.
         let charge = charge(per, running, w.sched);
