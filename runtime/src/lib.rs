@@ -27,6 +27,7 @@ pub(crate) use monitor::hooks;
 pub mod mapper;
 mod overflow;
 mod registry;
+mod run_threads;
 mod runtime;
 mod scheduler;
 mod stack;
