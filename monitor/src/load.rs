@@ -336,6 +336,12 @@ impl WorkerLog {
         &self.data
     }
 
+    /// Whether the file goes on past its last intact record: its run is
+    /// still writing it, or was killed (no end record).
+    pub fn is_open(&self) -> bool {
+        (self.valid_len as usize) < self.data.len()
+    }
+
     /// Where the records loading accepted end (within the file's bytes).
     fn valid_end(&self) -> usize {
         (self.valid_len as usize).min(self.data.len())

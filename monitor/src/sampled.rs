@@ -263,8 +263,7 @@ fn apply(run: &mut RunLog, sampled: &mut Sampled) {
         *e = (*e).max(end);
     }
     for w in &mut run.workers {
-        let open = (w.valid_len as usize) < w.data().len();
-        if let (true, Some(&end)) = (open, last.get(&w.worker)) {
+        if let (true, Some(&end)) = (w.is_open(), last.get(&w.worker)) {
             if end > w.stats.finish {
                 w.stats.finish = end;
                 run.t1 = run.t1.max(end);
@@ -301,8 +300,7 @@ fn estimate(run: &RunLog, sampled: &mut Sampled) {
     let mut spans = vec![(0u64, u64::MAX); n];
     for w in &run.workers {
         if let Some(s) = spans.get_mut(w.worker as usize) {
-            let open = (w.valid_len as usize) < w.data().len();
-            let finish = if open || w.stats.finish <= w.stats.begin {
+            let finish = if w.is_open() || w.stats.finish <= w.stats.begin {
                 u64::MAX
             } else {
                 w.stats.finish

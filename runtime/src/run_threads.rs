@@ -44,7 +44,7 @@ pub(crate) fn start_ticker(shared: &Arc<Shared>) -> Option<std::thread::JoinHand
 /// (`monitor/sampler.rs`), which this thread runs until the run's end.
 /// Without a sampler the run goes on (the worker logs still hold the exact
 /// counts); one warning says why.
-pub(crate) fn start_sampler(
+pub(crate) fn new_sampler(
     shared: &Shared,
     dir: &std::path::Path,
     clock: Option<&crate::monitor::clock::RunClock>,

@@ -14,7 +14,7 @@ use crate::error::{BlockedTask, ConfigError, RunError, SpawnError};
 use crate::mapper::{Mapper, Mapping};
 use crate::monitor::log_dir;
 use crate::registry::Registry;
-use crate::run_threads::{log_handoffs, start_sampler, start_ticker, start_workers};
+use crate::run_threads::{log_handoffs, new_sampler, start_ticker, start_workers};
 use crate::stack::{guarded_budget, GuardPolicy, PageBudget, StackSource};
 use crate::stream::Ends;
 use crate::sync::{AtomicU64, AtomicU8, AtomicUsize};
@@ -673,13 +673,12 @@ impl Runtime {
             // A worker that failed to start dropped its receiver.
             let _ = tx.send(log);
         }
-        let sampler = log_dir
+        let mut sampler = log_dir
             .as_deref()
-            .and_then(|dir| start_sampler(&shared, dir, run_clock.as_ref(), first_window));
-        let sampler = sampler.map(|mut s| {
+            .and_then(|dir| new_sampler(&shared, dir, run_clock.as_ref(), first_window));
+        if let Some(s) = &mut sampler {
             s.run_until_end(&shared);
-            s
-        });
+        }
         let mut stats = RunStats::default();
         let mut worker_crash = None;
         for (i, h) in handles.into_iter().enumerate() {

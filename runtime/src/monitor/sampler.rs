@@ -243,7 +243,6 @@ pub(crate) struct Sampler {
     log: SamplerLog,
     window: Duration,
     period_ns: u64,
-    cpu_clock: bool,
     /// Per worker: the window's tally, its sample count and its signals.
     tallies: Vec<(Tally, u32, u32)>,
     /// Per worker, with `cpu`: its CPU time at the last window's end, once
@@ -262,30 +261,19 @@ impl Sampler {
         let window = WINDOW.max(Duration::from_secs_f64(
             f64::from(WINDOW_SAMPLES) / f64::from(hz),
         ));
-        let cpu_clock = shared.cfg.monitor.flags.is_cpu_clock();
-        let mut s = Sampler {
+        Sampler {
             log,
             window,
             period_ns: 1_000_000_000 / u64::from(hz),
-            cpu_clock,
             tallies: (0..shared.workers.len())
                 .map(|_| (Tally::default(), 0, 0))
                 .collect(),
-            cpu_at: Vec::new(),
+            // `None` but with `cpu`: a worker names its CPU-time clock only
+            // for a timer on it (`SampleRing::set_cpu_clock`).
+            cpu_at: shared.workers.iter().map(|w| w.samples.cpu_ns()).collect(),
             window_start: start.ticks,
             mono_start: start.mono,
             close_at: Instant::now() + window,
-        };
-        s.cpu_at = shared.workers.iter().map(|w| s.cpu_ns(w)).collect();
-        s
-    }
-
-    /// The worker's CPU time so far, with `cpu`.
-    fn cpu_ns(&self, w: &crate::worker::WorkerShared) -> Option<u64> {
-        if self.cpu_clock {
-            w.samples.cpu_ns()
-        } else {
-            None
         }
     }
 
@@ -336,7 +324,7 @@ impl Sampler {
             // Wall-clock timers count the periods a preempted worker
             // missed (their overrun): their parked time counts at one
             // sample a period.
-            let cpu_now = self.cpu_ns(w);
+            let cpu_now = w.samples.cpu_ns();
             let cpu = match (self.cpu_at[i], cpu_now) {
                 (Some(a), Some(b)) => Some(b.saturating_sub(a)),
                 _ => None,
