@@ -66,6 +66,10 @@ pub struct Config {
     pub(crate) mapping: Mapping,
     pub(crate) max_tasks: usize,
     pub(crate) spin: Duration,
+    /// Cores this process may run on, read once when the runtime is built:
+    /// whether each worker has one decides whether idle spins may grow
+    /// (`worker/idle_spin.rs`).
+    pub(crate) cores: usize,
     pub(crate) monitor: MonitorConfig,
     pub(crate) guards: StackGuards,
 }
@@ -212,7 +216,9 @@ impl Builder {
     /// [`DEFAULT_SPIN`], 50 µs, or `RILL_SPIN_US` microseconds when that is
     /// set). Spinning longer makes a wake that comes within the spin cheap
     /// (no futex, no sleeping core to wake) and costs an idle core that long
-    /// each time it runs out of work.
+    /// each time it runs out of work. Where every worker has a core of its
+    /// own, a worker whose parks keep ending soon after they began grows its
+    /// spin up to 4 times this, and a long park brings it back.
     pub fn spin(mut self, d: Duration) -> Self {
         self.spin = Some(d);
         self
@@ -275,12 +281,13 @@ impl Builder {
 
     /// Checks the configuration and makes the runtime.
     pub fn build(self) -> Result<Runtime, ConfigError> {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         let workers = match self.workers {
             Some(0) => return Err(ConfigError::NoWorkers),
             Some(n) => n,
-            None => std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            None => cores,
         };
         if self.capacity == 0 {
             return Err(ConfigError::ZeroCapacity);
@@ -307,6 +314,7 @@ impl Builder {
                 mapping: self.mapping,
                 max_tasks: self.max_tasks,
                 spin,
+                cores,
                 monitor: self.monitor,
                 guards: self.guards,
             },

@@ -2,6 +2,7 @@
 //! mapped to it one at a time. The park/wake protocol is in `README.md` beside
 //! this file; `park.rs` holds the shared half of it.
 
+mod idle_spin;
 mod inbox;
 #[cfg(all(test, loom))]
 pub(crate) use inbox::Inbox;
@@ -84,6 +85,8 @@ pub(crate) struct WorkerLocal {
     settle: UnsafeCell<settle::Settle>,
     stats: UnsafeCell<WorkerStats>,
     use_barrier: bool,
+    /// How long the worker spins when it runs out of work.
+    spin: idle_spin::IdleSpin,
     log: UnsafeCell<Option<WorkerLog>>,
     /// The worker records periods (a log, not in sample mode).
     monitoring: bool,
@@ -105,6 +108,8 @@ impl WorkerLocal {
     ) -> Self {
         let pool = StackPool::new(shared.stacks.clone());
         let use_barrier = shared.workers.len() > 1 && crate::barrier::heavy_needed();
+        let spin =
+            idle_spin::IdleSpin::new(shared.cfg.spin, shared.workers.len(), shared.cfg.cores);
         WorkerLocal {
             id,
             me: &shared.workers[id],
@@ -117,6 +122,7 @@ impl WorkerLocal {
                 ..Default::default()
             }),
             use_barrier,
+            spin,
             sampled: log.as_ref().is_some_and(|l| l.is_sampled()),
             totals: log.as_ref().is_some_and(|l| l.is_sample_only()),
             monitoring: log.as_ref().is_some_and(|l| !l.is_sample_only()),
@@ -633,7 +639,8 @@ impl WorkerLocal {
     #[cold]
     fn idle(&self) -> bool {
         let me = &self.shared.workers[self.id];
-        let spin_until = Instant::now() + self.shared.cfg.spin;
+        let idle_from = Instant::now();
+        let spin_until = idle_from + self.spin.budget();
         let mut i = 0u32;
         loop {
             if self.shared.phase() != Phase::Running {
@@ -672,6 +679,9 @@ impl WorkerLocal {
         if self.sampled {
             self.unpark_sampled();
             self.say(state::IDLE);
+        }
+        if go_on {
+            self.spin.after_park(idle_from.elapsed());
         }
         go_on
     }

@@ -1,0 +1,111 @@
+//! How long an idle worker spins before it parks: the configured spin, grown
+//! while parks keep ending soon after they began.
+//!
+//! A park is dear where the work comes back quickly: the worker settles its
+//! stream sides with a heavy barrier (an interrupt to every core running the
+//! process), the waker makes a system call, and the sleeping core takes tens
+//! of microseconds to run again under a hypervisor. A worker that parks
+//! between turns that are only a little further apart than its spin pays this
+//! on every turn, and the time it pays lengthens the gap between turns of
+//! every other worker in the chain: a ring of 100 tasks on 16 workers settled
+//! into parking at every crossing, about 10 µs a hop where a crossing that
+//! finds its worker spinning costs well under 1 µs. Growing the spin to cover
+//! such gaps gets the run out of that state; a long park (the run has
+//! nothing for this worker for a while) brings the spin back to the
+//! configured one, so an idle runtime still parks after it.
+//!
+//! Growing is only for workers that have a core each: where workers share
+//! cores, a spinning worker takes the time another worker on its core needs.
+
+use std::cell::Cell;
+use std::time::Duration;
+
+/// The most the spin grows to, as a multiple of the configured spin.
+pub(crate) const SPIN_GROWTH: u32 = 4;
+
+/// One worker's idle spin (used by its own thread only).
+pub(crate) struct IdleSpin {
+    base: Duration,
+    max: Duration,
+    now: Cell<Duration>,
+}
+
+impl IdleSpin {
+    /// A spin of `base`, growing up to [`SPIN_GROWTH`] times it when
+    /// `workers` is at most `cores`.
+    pub(crate) fn new(base: Duration, workers: usize, cores: usize) -> Self {
+        let max = if workers <= cores {
+            base * SPIN_GROWTH
+        } else {
+            base
+        };
+        IdleSpin {
+            base,
+            max,
+            now: Cell::new(base),
+        }
+    }
+
+    /// How long to spin before parking this time.
+    #[inline]
+    pub(crate) fn budget(&self) -> Duration {
+        self.now.get()
+    }
+
+    /// After a park that ended with work: `gap` is the time from running out
+    /// of work to the wake. A gap the grown spin would have covered grows
+    /// the spin to half as much again as the gap; a longer one means the
+    /// worker really had nothing to do, and brings the spin back to the
+    /// configured one.
+    pub(crate) fn after_park(&self, gap: Duration) {
+        let next = if gap <= self.max {
+            (gap + gap / 2).clamp(self.now.get(), self.max)
+        } else {
+            self.base
+        };
+        self.now.set(next);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: Duration = Duration::from_micros(1);
+
+    #[test]
+    fn short_parks_grow_the_spin_up_to_its_cap() {
+        let s = IdleSpin::new(50 * US, 2, 2);
+        assert_eq!(s.budget(), 50 * US);
+        s.after_park(60 * US);
+        assert_eq!(s.budget(), 90 * US);
+        // A shorter gap never shrinks it.
+        s.after_park(55 * US);
+        assert_eq!(s.budget(), 90 * US);
+        s.after_park(150 * US);
+        assert_eq!(s.budget(), 200 * US);
+        s.after_park(200 * US);
+        assert_eq!(s.budget(), 200 * US);
+    }
+
+    #[test]
+    fn a_long_park_restores_the_configured_spin() {
+        let s = IdleSpin::new(50 * US, 2, 2);
+        s.after_park(150 * US);
+        assert_eq!(s.budget(), 200 * US);
+        s.after_park(201 * US);
+        assert_eq!(s.budget(), 50 * US);
+        s.after_park(Duration::from_secs(1));
+        assert_eq!(s.budget(), 50 * US);
+    }
+
+    #[test]
+    fn workers_sharing_cores_and_a_zero_spin_never_grow() {
+        let s = IdleSpin::new(50 * US, 16, 2);
+        s.after_park(60 * US);
+        assert_eq!(s.budget(), 50 * US);
+        let z = IdleSpin::new(Duration::ZERO, 2, 2);
+        z.after_park(Duration::from_nanos(10));
+        assert_eq!(z.budget(), Duration::ZERO);
+    }
+}
