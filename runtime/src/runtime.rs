@@ -218,7 +218,8 @@ impl Builder {
     /// (no futex, no sleeping core to wake) and costs an idle core that long
     /// each time it runs out of work. Where every worker has a core of its
     /// own, a worker whose parks keep ending soon after they began grows its
-    /// spin up to 4 times this, and a long park brings it back.
+    /// spin up to 4 times this (or as many times as there are workers, if
+    /// more), and a long park brings it back.
     pub fn spin(mut self, d: Duration) -> Self {
         self.spin = Some(d);
         self

@@ -14,13 +14,18 @@
 //! nothing for this worker for a while) brings the spin back to the
 //! configured one, so an idle runtime still parks after it.
 //!
+//! The cap is 4 spins, or a spin per worker with more than 4 workers: the
+//! gap between a worker's turns when every crossing parks grows with the
+//! number of workers, and a cap below it would leave the run parking.
+//!
 //! Growing is only for workers that have a core each: where workers share
 //! cores, a spinning worker takes the time another worker on its core needs.
 
 use std::cell::Cell;
 use std::time::Duration;
 
-/// The most the spin grows to, as a multiple of the configured spin.
+/// The most the spin grows to, as a multiple of the configured spin, with
+/// few workers; with more, the multiple is the number of workers.
 pub(crate) const SPIN_GROWTH: u32 = 4;
 
 /// One worker's idle spin (used by its own thread only).
@@ -31,11 +36,15 @@ pub(crate) struct IdleSpin {
 }
 
 impl IdleSpin {
-    /// A spin of `base`, growing up to [`SPIN_GROWTH`] times it when
-    /// `workers` is at most `cores`.
+    /// A spin of `base`, growing up to [`SPIN_GROWTH`] or `workers` times
+    /// it (the larger) when `workers` is at most `cores`. The gap a worker
+    /// sees between its turns in a chain of crossings that all park is
+    /// about the other workers' number times a park and wake (10-25 µs
+    /// under a hypervisor): a cap of a 50 µs spin per worker covers it.
     pub(crate) fn new(base: Duration, workers: usize, cores: usize) -> Self {
         let max = if workers <= cores {
-            base * SPIN_GROWTH
+            let times = u32::try_from(workers).unwrap_or(u32::MAX).max(SPIN_GROWTH);
+            base.saturating_mul(times)
         } else {
             base
         };
@@ -86,6 +95,15 @@ mod tests {
         assert_eq!(s.budget(), 200 * US);
         s.after_park(200 * US);
         assert_eq!(s.budget(), 200 * US);
+    }
+
+    #[test]
+    fn the_cap_is_a_spin_per_worker_with_many_workers() {
+        let s = IdleSpin::new(50 * US, 16, 16);
+        s.after_park(700 * US);
+        assert_eq!(s.budget(), 800 * US);
+        s.after_park(801 * US);
+        assert_eq!(s.budget(), 50 * US);
     }
 
     #[test]
