@@ -5,7 +5,9 @@
 # speed-up against W = 1 from the same invocation), and the rr pipe and the
 # ring beside their peers (rill-bench's own tables), with rill again at a
 # 500 us idle spin (RILL_SPIN_US) to show whether parking is what a row
-# costs. Prints Markdown.
+# costs; the ring on rr placement beside tokio; what one cache line's round
+# trip between cores 0 and 1 costs (the floor under a crossing); and sample
+# mode's cost by rate on the most workers. Prints Markdown.
 #
 #   scripts/scaling.sh [REPEAT] [MAXW]
 #
@@ -24,6 +26,13 @@ fi
 WS=()
 for w in 1 2 4 8 16 32 64; do (( w <= MAXW )) && WS+=("$w"); done
 machine
+echo
+echo "## One cache line's round trip between cores 0 and 1 (scripts/line_pingpong.c)"
+echo
+echo '```'
+cc -O2 -o "${TMPDIR:-/tmp}/line_pingpong" "$(dirname "$0")/line_pingpong.c" -lpthread &&
+    for m in 0 1 2; do "${TMPDIR:-/tmp}/line_pingpong" "$m" 2000000; done
+echo '```'
 echo
 
 # The median, min and max wall ms of an application's runs, from its JSON lines.
@@ -82,4 +91,20 @@ for w in "${WS[@]}"; do
     RILL_SPIN_US=500 "$BENCH" ring --engine rill --placement parts --hops 200000 \
         --workers "$w" --repeat "$R" 2>/dev/null | tail -1
     echo '```'
+    echo
+    echo "## W=$w: ring of 100, 100000 hops, rr placement (every hop crosses); ns per hop"
+    echo
+    echo '```'
+    "$BENCH" ring --placement rr --hops 100000 --engine rill,tokio --workers "$w" \
+        --repeat "$R" 2>/dev/null
+    echo '```'
 done
+
+W=${WS[-1]}
+echo
+echo "## W=$W: sample mode's cost by rate (rill-bench ab, $R rounds)"
+echo
+echo '```'
+"$BENCH" ab --monitor off,sample:250,sample,sample:4000 --rows pipe-rr,ring-parts \
+    --workers "$W" --rounds "$R" 2>/dev/null | grep '^|'
+echo '```'
