@@ -343,8 +343,9 @@ const TASK_SPIN: u32 = 256;
 #[inline(always)]
 pub(crate) fn spin_worker() -> Option<&'static WorkerLocal> {
     match worker() {
-        // The common case on a busy worker: one look at its queues.
-        Some(w) if !w.has_other_work() => Some(w),
+        // The common case on a busy worker: one look at its queues. Not
+        // where workers share cores: the peer may be waiting for this core.
+        Some(w) if !w.has_other_work() && w.may_spin() => Some(w),
         _ => None,
     }
 }

@@ -20,6 +20,9 @@
 //!
 //! Growing is only for workers that have a core each: where workers share
 //! cores, a spinning worker takes the time another worker on its core needs.
+//! There an idle worker's spin gives the core away at every turn
+//! (`sched_yield`), so that a worker with work on the same core runs at once
+//! rather than after the spin or the kernel's time slice.
 
 use std::cell::Cell;
 use std::time::Duration;
@@ -33,6 +36,8 @@ pub(crate) struct IdleSpin {
     base: Duration,
     max: Duration,
     now: Cell<Duration>,
+    /// More workers than cores: spin by giving the core away.
+    shares_core: bool,
 }
 
 impl IdleSpin {
@@ -52,7 +57,18 @@ impl IdleSpin {
             base,
             max,
             now: Cell::new(base),
+            shares_core: workers > cores,
         }
+    }
+
+    /// Whether workers share cores (more workers than cores). Then an idle
+    /// worker gives its core away at each turn of its spin
+    /// (`sched_yield`) instead of pausing, and a task about to block does
+    /// not spin first: the work it waits for may be that of a worker
+    /// waiting for this very core.
+    #[inline]
+    pub(crate) fn shares_core(&self) -> bool {
+        self.shares_core
     }
 
     /// How long to spin before parking this time.
@@ -120,8 +136,10 @@ mod tests {
     #[test]
     fn workers_sharing_cores_and_a_zero_spin_never_grow() {
         let s = IdleSpin::new(50 * US, 16, 2);
+        assert!(s.shares_core());
         s.after_park(60 * US);
         assert_eq!(s.budget(), 50 * US);
+        assert!(!IdleSpin::new(50 * US, 2, 2).shares_core());
         let z = IdleSpin::new(Duration::ZERO, 2, 2);
         z.after_park(Duration::from_nanos(10));
         assert_eq!(z.budget(), Duration::ZERO);

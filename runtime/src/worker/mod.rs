@@ -415,6 +415,13 @@ impl WorkerLocal {
         !self.ready().is_empty() || !self.shared.workers[self.id].inbox.is_empty()
     }
 
+    /// Whether a task about to block may spin first (`context::spin_on`):
+    /// not where workers share cores (`idle_spin.rs`).
+    #[inline(always)]
+    pub(crate) fn may_spin(&self) -> bool {
+        !self.spin.shares_core()
+    }
+
     #[inline(always)]
     fn next_task(&self) -> Option<TaskRef> {
         // Every INBOX_EVERY dispatches, counted by the statistics the loop
@@ -659,7 +666,11 @@ impl WorkerLocal {
             if i.is_multiple_of(64) && Instant::now() >= spin_until {
                 break;
             }
-            std::hint::spin_loop();
+            if self.spin.shares_core() {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
         if self.use_barrier {
             self.settle_all();
