@@ -647,7 +647,6 @@ impl Runtime {
         // The sampler's first window begins now; the samples the workers
         // take before the sampler starts wait in their rings.
         let first_window = crate::monitor::sampler::WindowStart::now();
-        let ticker = start_ticker(&shared);
         // The workers start first: a new thread takes 100 to 700 µs here to
         // run and move to its core, time in which this thread sets the logs
         // up (the directory, its lock, the clock, the files: some 150 µs)
@@ -665,9 +664,6 @@ impl Runtime {
                 for h in handles {
                     let _ = h.join();
                 }
-                if let Some(t) = ticker {
-                    let _ = t.join();
-                }
                 let _ = drop_left(&shared);
                 return Err(e);
             }
@@ -682,6 +678,10 @@ impl Runtime {
             // A worker that failed to start dropped its receiver.
             let _ = tx.send(log);
         }
+        // Started once the workers run, so that its spawn is not on the way
+        // to their first dispatch. Windows sealed before it runs are covered
+        // by its first look (`ticker::run`).
+        let ticker = start_ticker(&shared);
         let mut sampler = log_dir
             .as_deref()
             .and_then(|dir| new_sampler(&shared, dir, run_clock.as_ref(), first_window));

@@ -107,7 +107,10 @@ impl WorkerLocal {
         log: Option<WorkerLog>,
     ) -> Self {
         let pool = StackPool::new(shared.stacks.clone());
-        let use_barrier = shared.workers.len() > 1 && crate::barrier::heavy_needed();
+        // Also with one worker: an end may be used by a thread outside the
+        // run, whose fast path can miss this worker's registrations
+        // (`tests/liveness.rs`, the outside writer).
+        let use_barrier = crate::barrier::heavy_needed();
         let spin =
             idle_spin::IdleSpin::new(shared.cfg.spin, shared.workers.len(), shared.cfg.cores);
         WorkerLocal {
