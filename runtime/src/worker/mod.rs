@@ -666,12 +666,16 @@ impl WorkerLocal {
             if i.is_multiple_of(IDLE_LOOK_EVERY) && self.use_barrier && self.idle_look() {
                 return true;
             }
-            if i.is_multiple_of(64) && Instant::now() >= spin_until {
-                break;
-            }
             if self.spin.shares_core() {
+                // A turn is a system call here: look at the clock each time.
+                if Instant::now() >= spin_until {
+                    break;
+                }
                 std::thread::yield_now();
             } else {
+                if i.is_multiple_of(64) && Instant::now() >= spin_until {
+                    break;
+                }
                 std::hint::spin_loop();
             }
         }
