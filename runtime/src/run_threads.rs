@@ -19,11 +19,11 @@ use crate::task::TaskRef;
 use crate::worker::{WorkerLocal, WorkerStats};
 
 /// Starts the ticker (`worker/ticker.rs`) when the fast path's barrier is a
-/// compiler fence; else no wake-up can be missed and none is needed. Runs
-/// with one worker need it too: a thread outside the run (or a worker of
-/// another run) may write to a stream that a task of this run reads.
+/// compiler fence and there is more than one worker; else no wake-up can
+/// be missed, or the run's one worker covers its own windows
+/// (`WorkerLocal::cover_own`).
 pub(crate) fn start_ticker(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
-    if !crate::barrier::heavy_needed() {
+    if shared.workers.len() < 2 || !crate::barrier::heavy_needed() {
         return None;
     }
     let sh = shared.clone();

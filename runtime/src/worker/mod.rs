@@ -85,6 +85,11 @@ pub(crate) struct WorkerLocal {
     settle: UnsafeCell<settle::Settle>,
     stats: UnsafeCell<WorkerStats>,
     use_barrier: bool,
+    /// The run's only worker: no ticker runs, and the worker covers its own
+    /// sealed windows with the heavy barrier, at most once per tick.
+    solo: bool,
+    /// When the worker last covered its own window (`solo` only).
+    last_cover: std::cell::Cell<Instant>,
     /// How long the worker spins when it runs out of work.
     spin: idle_spin::IdleSpin,
     log: UnsafeCell<Option<WorkerLog>>,
@@ -111,6 +116,7 @@ impl WorkerLocal {
         // run, whose fast path can miss this worker's registrations
         // (`tests/liveness.rs`, the outside writer).
         let use_barrier = crate::barrier::heavy_needed();
+        let solo = shared.workers.len() == 1;
         let spin =
             idle_spin::IdleSpin::new(shared.cfg.spin, shared.workers.len(), shared.cfg.cores);
         WorkerLocal {
@@ -125,6 +131,8 @@ impl WorkerLocal {
                 ..Default::default()
             }),
             use_barrier,
+            solo,
+            last_cover: std::cell::Cell::new(Instant::now()),
             spin,
             sampled: log.as_ref().is_some_and(|l| l.is_sampled()),
             totals: log.as_ref().is_some_and(|l| l.is_sample_only()),
@@ -223,12 +231,33 @@ impl WorkerLocal {
     #[inline(never)]
     fn settle_step_cold(&self) {
         let words = &self.shared.workers[self.id].settle;
+        if self.solo {
+            self.cover_own(words);
+        }
         let done = self.settle_mut().step(
             words,
             |s| settle::recheck_all(s),
             || self.shared.ticker.sealed(),
         );
         settle::recheck_all(&done);
+    }
+
+    /// The ticker's work on a run of one worker, which has none: a heavy
+    /// barrier for the sealed window, at most once per tick. The barrier
+    /// begins after the seal (`owed` pairs with the seal's Release), and the
+    /// window is re-checked at this worker's next scheduling point, as a
+    /// ticker's cover would have it. The only peers that can miss this
+    /// worker's registrations are threads outside the run.
+    fn cover_own(&self, words: &settle::SettleWords) {
+        let Some(generation) = words.owed() else {
+            return;
+        };
+        let now = Instant::now();
+        if now.duration_since(self.last_cover.get()) >= ticker::TICK {
+            crate::barrier::heavy();
+            words.cover(generation);
+            self.last_cover.set(now);
+        }
     }
 
     /// Heavy barrier, then re-check every registration noted so far, waking
