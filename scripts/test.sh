@@ -20,9 +20,9 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 echo "== stream and stress tests again, with real fences on the fast side (no membarrier)"
 RILL_NO_MEMBARRIER=1 cargo test -p rill --test basic --test stress
 
-echo "== liveness: the yielding-neighbour network, 100 rounds of 1,000,000 messages (release)"
+echo "== liveness: the yielding-neighbour network, 100 rounds of 1,000,000 messages, and the outside writer, 20 rounds (release)"
 RILL_LIVENESS_ROUNDS=100 RILL_LIVENESS_MESSAGES=1000000 \
-  cargo test -p rill --release --test liveness
+  cargo test -p rill --release --test liveness --test outside_writer
 
 echo "== soundness tests under valgrind's memcheck"
 if command -v valgrind >/dev/null 2>&1; then

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::with_timeout;
+use common::{scale, with_timeout};
 use rill::{ManualTable, Mapping, MonitorConfig, MonitorFlags, Runtime, TryReadError};
 
 /// How `c` waits while T is empty.
@@ -116,21 +116,6 @@ fn rounds(workers: usize, idle: Idle, rounds: u32, n: u64, mon: bool) {
     }
 }
 
-/// Rounds of the hang reproduction: `RILL_LIVENESS_ROUNDS` and
-/// `RILL_LIVENESS_MESSAGES` scale it up (the test command runs 100 rounds of
-/// 1,000,000 messages).
-fn scale() -> (u32, u64) {
-    let r = std::env::var("RILL_LIVENESS_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
-    let n = std::env::var("RILL_LIVENESS_MESSAGES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(100_000);
-    (r, n)
-}
-
 #[test]
 fn a_yielding_neighbour_does_not_starve_a_missed_wakeup() {
     let (r, n) = scale();
@@ -152,61 +137,5 @@ fn a_yielding_neighbour_under_monitoring() {
     let (r, n) = scale();
     for workers in [1, 2, 4] {
         rounds(workers, Idle::Yield, r, n, true);
-    }
-}
-
-/// A one-worker run whose reader is fed by a thread outside the run, one
-/// message at a time: the outside thread writes message `i` only after the
-/// reader took `i - 1`, so every write races the reader's registration on
-/// the then empty stream, and a write that misses it is never followed by
-/// another. `c` yields beside the reader, so the worker never idles.
-fn outside_writer(n: u64) -> u64 {
-    let mut rt = Runtime::builder()
-        .workers(1)
-        .capacity(4)
-        .build()
-        .expect("config");
-    let (mut sw, mut sr) = rill::stream::<u64>(4);
-    let got = Arc::new(AtomicU64::new(0));
-    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (got2, got3, done2) = (got.clone(), got.clone(), done.clone());
-    let writer = std::thread::spawn(move || {
-        for i in 0..n {
-            while got3.load(Ordering::Acquire) != i {
-                std::hint::spin_loop();
-            }
-            sw.try_write(i).expect("the ring has room");
-        }
-    });
-    rt.spawn("a", move || {
-        let mut next = 0;
-        while let Some(v) = sr.read() {
-            assert_eq!(v, next, "messages arrive once and in order");
-            next += 1;
-            got2.store(next, Ordering::Release);
-        }
-        done2.store(true, Ordering::Release);
-    });
-    rt.spawn("c", move || {
-        while !done.load(Ordering::Acquire) {
-            rill::yield_now();
-        }
-    });
-    rt.run().expect("the run ends");
-    writer.join().expect("the outside writer");
-    got.load(Ordering::Relaxed)
-}
-
-#[test]
-fn an_outside_writer_is_not_missed_by_a_one_worker_run() {
-    let (r, n) = scale();
-    // A handshake per message (about 1.5 µs): 20 rounds at most.
-    for round in 0..r.min(20) {
-        let got = with_timeout(
-            &format!("outside writer, one worker, round {round}"),
-            60,
-            move || outside_writer(n),
-        );
-        assert_eq!(got, n, "every message arrives");
     }
 }

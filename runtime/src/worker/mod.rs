@@ -114,7 +114,7 @@ impl WorkerLocal {
         let pool = StackPool::new(shared.stacks.clone());
         // Also with one worker: an end may be used by a thread outside the
         // run, whose fast path can miss this worker's registrations
-        // (`tests/liveness.rs`, the outside writer).
+        // (`tests/outside_writer.rs`).
         let use_barrier = crate::barrier::heavy_needed();
         let solo = shared.workers.len() == 1;
         let spin =

@@ -98,3 +98,18 @@ impl RunMainStats for rill::Runtime {
         self.run_main(f).map(|((), stats)| stats)
     }
 }
+
+/// Rounds of the hang reproduction: `RILL_LIVENESS_ROUNDS` and
+/// `RILL_LIVENESS_MESSAGES` scale it up (the test command runs 100 rounds of
+/// 1,000,000 messages).
+pub fn scale() -> (u32, u64) {
+    let r = std::env::var("RILL_LIVENESS_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let n = std::env::var("RILL_LIVENESS_MESSAGES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100_000);
+    (r, n)
+}
