@@ -13,14 +13,19 @@ use std::sync::Arc;
 
 use common::{scale, with_timeout};
 use rill::Runtime;
-/// A one-worker run whose reader is fed by a thread outside the run, one
+/// A run whose reader is fed by a thread outside the run, one
 /// message at a time: the outside thread writes message `i` only after the
 /// reader took `i - 1`, so every write races the reader's registration on
 /// the then empty stream, and a write that misses it is never followed by
-/// another. `c` yields beside the reader, so the worker never idles.
-fn outside_writer(n: u64) -> u64 {
+/// another. `c` yields beside the reader on worker 0, so that worker never
+/// idles: a miss is found by the liveness rule's barrier (the ticker's, or
+/// with one worker the worker's own), not by a settle before parking.
+fn outside_writer(n: u64, workers: usize) -> u64 {
+    // `a` and `c` share worker 0, so that worker never idles.
+    let table = rill::ManualTable::new().with("a", 0).with("c", 0);
     let mut rt = Runtime::builder()
-        .workers(1)
+        .workers(workers)
+        .mapping(rill::Mapping::Manual(table))
         .capacity(4)
         .build()
         .expect("config");
@@ -64,15 +69,17 @@ fn outside_writer(n: u64) -> u64 {
 }
 
 #[test]
-fn an_outside_writer_is_not_missed_by_a_one_worker_run() {
+fn an_outside_writer_is_not_missed_on_one_or_two_workers() {
     let (r, n) = scale();
     // A handshake per message (about 1.5 µs): 20 rounds at most.
-    for round in 0..r.min(20) {
-        let got = with_timeout(
-            &format!("outside writer, one worker, round {round}"),
-            60,
-            move || outside_writer(n),
-        );
-        assert_eq!(got, n, "every message arrives");
+    for workers in [1, 2] {
+        for round in 0..r.min(20) {
+            let got = with_timeout(
+                &format!("outside writer, {workers} worker(s), round {round}"),
+                60,
+                move || outside_writer(n, workers),
+            );
+            assert_eq!(got, n, "every message arrives");
+        }
     }
 }
