@@ -695,16 +695,15 @@ impl WorkerLocal {
             if i.is_multiple_of(IDLE_LOOK_EVERY) && self.use_barrier && self.idle_look() {
                 return true;
             }
-            if self.spin.shares_core() {
-                // A turn is a system call here: look at the clock each time.
-                if Instant::now() >= spin_until {
-                    break;
-                }
+            // Where workers share cores a turn is a system call: look at the
+            // clock at each one, else every 64th.
+            let shares = self.spin.shares_core();
+            if (shares || i.is_multiple_of(64)) && Instant::now() >= spin_until {
+                break;
+            }
+            if shares {
                 std::thread::yield_now();
             } else {
-                if i.is_multiple_of(64) && Instant::now() >= spin_until {
-                    break;
-                }
                 std::hint::spin_loop();
             }
         }
