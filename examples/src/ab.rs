@@ -422,7 +422,15 @@ pub fn run(
     let mut summary = Summary::default();
     // runs[row][config][round]
     let mut runs: Vec<Vec<Runs>> = vec![vec![Vec::new(); configs.len()]; rows.len()];
+    // The machine's floor under a crossing, before each round and after the
+    // last: a host that changes under the rounds shows here.
+    let mut lines: Vec<Option<f64>> = Vec::new();
     for round in 0..args.rounds {
+        lines.push(
+            crate::line::measure(crate::line::DEFAULT_TRIPS)
+                .ok()
+                .map(|t| t.ns),
+        );
         let _ = writeln!(progress, "round {}/{}", round + 1, args.rounds);
         let mut order: Vec<usize> = (0..configs.len()).collect();
         if round % 2 == 1 {
@@ -449,6 +457,12 @@ pub fn run(
         }
     }
     let _ = std::fs::remove_dir_all(&logs);
+    lines.push(
+        crate::line::measure(crate::line::DEFAULT_TRIPS)
+            .ok()
+            .map(|t| t.ns),
+    );
+    let line = LineFloor::of(&lines);
 
     let machine = crate::suite::machine();
     let load = load_average();
@@ -485,6 +499,7 @@ pub fn run(
         let doc = json!({
             "machine": machine,
             "load_average": load,
+            "line_roundtrip_ns": lines,
             "rounds": args.rounds,
             "workers": args.workers,
             "builds": builds.iter().map(|b| json!({"name": b.name, "path": b.path})).collect::<Vec<_>>(),
@@ -503,6 +518,7 @@ pub fn run(
         "Machine: {machine}; load average {}.",
         load.as_deref().unwrap_or("unknown")
     )?;
+    writeln!(out, "{}", line.describe())?;
     writeln!(
         out,
         "rill-bench ab: {} round{}, {} workers{}; median (min-max) over the rounds; \
@@ -603,6 +619,57 @@ fn row_args<'a>(row: &[&'a str], extra: &[String]) -> Vec<&'a str> {
     out
 }
 
+/// The line round trips `ab` measured before each round and after the last
+/// (`crate::line`): the machine's floor under a crossing, and whether it
+/// held still while the rounds ran.
+struct LineFloor {
+    /// The figures that came out, ns.
+    got: Vec<f64>,
+    /// Measurements made.
+    tried: usize,
+}
+
+impl LineFloor {
+    /// A swing wider than this (max over min) is pointed out.
+    const SWING: f64 = 1.5;
+
+    fn of(lines: &[Option<f64>]) -> LineFloor {
+        LineFloor {
+            got: lines.iter().flatten().copied().collect(),
+            tried: lines.len(),
+        }
+    }
+
+    /// One line for the table's header.
+    fn describe(&self) -> String {
+        let mut v = self.got.clone();
+        if v.is_empty() {
+            return format!(
+                "Line round trip between the cores of workers 0 and 1: not measured ({} tries; \
+                 fewer than two cores, or a core was busy).",
+                self.tried
+            );
+        }
+        v.sort_by(f64::total_cmp);
+        let (lo, hi) = (v[0], v[v.len() - 1]);
+        let mut s = format!(
+            "Line round trip between the cores of workers 0 and 1 (the floor of a crossing), \
+             before each round and after the last: median {:.0} ns ({:.0}-{:.0}).",
+            v[v.len() / 2],
+            lo,
+            hi
+        );
+        if hi > lo * Self::SWING {
+            s.push_str(&format!(
+                " It moved {:.1}x while the rounds ran: the host changed under them, and rows \
+                 that cross workers moved with it (compare the ratios, not the medians).",
+                hi / lo
+            ));
+        }
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -698,5 +765,16 @@ mod tests {
         );
         assert_eq!(change(Some(r)), "+0.0% (-10%..+10%)");
         assert_eq!(change(None), "n/a");
+    }
+
+    #[test]
+    fn the_line_floor_says_when_the_host_moved() {
+        let still = LineFloor::of(&[Some(120.0), Some(130.0), Some(125.0)]).describe();
+        assert!(still.contains("median 125 ns (120-130)"), "{still}");
+        assert!(!still.contains("moved"), "{still}");
+        let moved = LineFloor::of(&[Some(120.0), None, Some(560.0)]).describe();
+        assert!(moved.contains("moved 4.7x"), "{moved}");
+        let none = LineFloor::of(&[None, None]).describe();
+        assert!(none.contains("not measured (2 tries"), "{none}");
     }
 }

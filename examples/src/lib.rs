@@ -12,6 +12,8 @@
 //! - [`cli`], [`report`] and [`suite`]: the command line and its output;
 //!   `suite` runs the applications, `compare` and `all`; [`table`] prints
 //!   their tables.
+//! - [`line`]: the machine's floor under a hop between workers (a cache
+//!   line's round trip between two cores).
 //! - [`ab`]: `rill-bench ab`, A/B measurements of builds and monitoring
 //!   modes.
 
@@ -21,6 +23,7 @@ pub mod bench;
 pub mod cli;
 pub mod engines;
 pub mod kernels;
+pub mod line;
 pub mod peers;
 pub mod report;
 pub mod rill_engine;

@@ -1160,7 +1160,9 @@ pub fn all(
         report::allocator(),
         elapsed
     );
-    let machine = machine();
+    // The machine's floor under the crossing rows, measured after them.
+    let line = crate::line::measure(crate::line::DEFAULT_TRIPS);
+    let machine = format!("{}; {}", machine(), crate::line::describe(&line));
     if !args.json {
         writeln!(run.out, "{title}\n{machine}\n")?;
         write!(run.out, "{}", table(&rows))?;
@@ -1170,7 +1172,8 @@ pub fn all(
              overhead: monitor=full median / monitor=off median - 1, same mapping."
         )?;
     }
-    let results = results_json(&run, &title, &machine, elapsed, &rows);
+    let mut results = results_json(&run, &title, &machine, elapsed, &rows);
+    results["line_roundtrip_ns"] = json!(line.ok().map(|t| t.ns));
     let write =
         |name: &str, text: String| std::fs::write(args.out.join(name), text).map_err(CliError::Io);
     write(
