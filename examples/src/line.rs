@@ -189,6 +189,27 @@ pub fn describe(r: &Result<LineTrip, NoLineTrip>) -> String {
     }
 }
 
+/// Two measurements, before and after a series of runs, as one line:
+/// `line round trip between cores 0 and 1: 94 ns before the runs, 96 after
+/// (...)`. Where either is missing, what [`describe`] says of each.
+pub fn describe_pair(
+    before: &Result<LineTrip, NoLineTrip>,
+    after: &Result<LineTrip, NoLineTrip>,
+) -> String {
+    match (before, after) {
+        (Ok(b), Ok(a)) => format!(
+            "line round trip between cores {} and {}: {:.0} ns before the runs, {:.0} after \
+             (two threads passing a cache line; the floor of a hop between workers)",
+            b.cores.0, b.cores.1, b.ns, a.ns
+        ),
+        _ => format!(
+            "before the runs: {}; after: {}",
+            describe(before),
+            describe(after)
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +228,23 @@ mod tests {
             // it must say so rather than hang.
             Err(e) => assert!(!describe(&Err(e)).is_empty()),
         }
+    }
+
+    #[test]
+    fn a_pair_reads_as_one_line() {
+        let t = |ns| Ok(LineTrip { cores: (0, 1), ns });
+        let both = describe_pair(&t(94.2), &t(480.0));
+        assert!(
+            both.starts_with(
+                "line round trip between cores 0 and 1: 94 ns before the runs, 480 after"
+            ),
+            "{both}"
+        );
+        let one = describe_pair(&t(94.0), &Err(NoLineTrip::Stalled));
+        assert!(
+            one.contains("after: line round trip between two cores: not measured"),
+            "{one}"
+        );
     }
 
     #[test]

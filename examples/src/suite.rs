@@ -1140,6 +1140,9 @@ pub fn all(
             + peer_jobs.iter().map(|(_, e)| e.len()).sum::<usize>(),
         json_runs: Vec::new(),
     };
+    // The machine's floor under a crossing, before the runs and after them
+    // (`crate::line`): a host that changed meanwhile shows as two figures.
+    let line_before = crate::line::measure(crate::line::DEFAULT_TRIPS);
     let started = std::time::Instant::now();
     let mut rows: Vec<Row> = Vec::new();
     for app in &apps {
@@ -1160,9 +1163,12 @@ pub fn all(
         report::allocator(),
         elapsed
     );
-    // The machine's floor under the crossing rows, measured after them.
-    let line = crate::line::measure(crate::line::DEFAULT_TRIPS);
-    let machine = format!("{}; {}", machine(), crate::line::describe(&line));
+    let line_after = crate::line::measure(crate::line::DEFAULT_TRIPS);
+    let machine = format!(
+        "{}; {}",
+        machine(),
+        crate::line::describe_pair(&line_before, &line_after)
+    );
     if !args.json {
         writeln!(run.out, "{title}\n{machine}\n")?;
         write!(run.out, "{}", table(&rows))?;
@@ -1173,7 +1179,10 @@ pub fn all(
         )?;
     }
     let mut results = results_json(&run, &title, &machine, elapsed, &rows);
-    results["line_roundtrip_ns"] = json!(line.ok().map(|t| t.ns));
+    results["line_roundtrip_ns"] = json!({
+        "before": line_before.ok().map(|t| t.ns),
+        "after": line_after.ok().map(|t| t.ns),
+    });
     let write =
         |name: &str, text: String| std::fs::write(args.out.join(name), text).map_err(CliError::Io);
     write(
