@@ -426,11 +426,7 @@ pub fn run(
     // last: a host that changes under the rounds shows here.
     let mut lines: Vec<Option<f64>> = Vec::new();
     for round in 0..args.rounds {
-        lines.push(
-            crate::line::measure(crate::line::DEFAULT_TRIPS)
-                .ok()
-                .map(|t| t.ns),
-        );
+        lines.push(crate::line::ns());
         let _ = writeln!(progress, "round {}/{}", round + 1, args.rounds);
         let mut order: Vec<usize> = (0..configs.len()).collect();
         if round % 2 == 1 {
@@ -457,11 +453,7 @@ pub fn run(
         }
     }
     let _ = std::fs::remove_dir_all(&logs);
-    lines.push(
-        crate::line::measure(crate::line::DEFAULT_TRIPS)
-            .ok()
-            .map(|t| t.ns),
-    );
+    lines.push(crate::line::ns());
     let line = LineFloor::of(&lines);
 
     let machine = crate::suite::machine();
@@ -642,22 +634,18 @@ impl LineFloor {
 
     /// One line for the table's header.
     fn describe(&self) -> String {
-        let mut v = self.got.clone();
-        if v.is_empty() {
+        let Some(st) = crate::report::Stats::of(&self.got) else {
             return format!(
                 "Line round trip between the cores of workers 0 and 1: not measured ({} tries; \
                  fewer than two cores, or a core was busy).",
                 self.tried
             );
-        }
-        v.sort_by(f64::total_cmp);
-        let (lo, hi) = (v[0], v[v.len() - 1]);
+        };
+        let (lo, hi) = (st.min, st.max);
         let mut s = format!(
             "Line round trip between the cores of workers 0 and 1 (the floor of a crossing), \
              before each round and after the last: median {:.0} ns ({:.0}-{:.0}).",
-            v[v.len() / 2],
-            lo,
-            hi
+            st.median, lo, hi
         );
         if hi > lo * Self::SWING {
             s.push_str(&format!(

@@ -191,13 +191,21 @@ pub fn measure(trips: u64) -> Result<LineTrip, NoLineTrip> {
     })
 }
 
+/// [`measure`] with the default trips, as a bare figure (none when it could
+/// not be measured): what `ab` keeps per round.
+pub fn ns() -> Option<f64> {
+    measure(DEFAULT_TRIPS).ok().map(|t| t.ns)
+}
+
+/// What the figure is, as every line that prints it says.
+const WHAT: &str = "two threads passing a cache line; the floor of a hop between workers";
+
 /// The figure as the tables print it (`line round trip between cores 0 and
 /// 1: 122 ns (...)`), or why there is none.
 pub fn describe(r: &Result<LineTrip, NoLineTrip>) -> String {
     match r {
         Ok(t) => format!(
-            "line round trip between cores {} and {}: {:.0} ns (two threads passing a cache \
-             line; the floor of a hop between workers)",
+            "line round trip between cores {} and {}: {:.0} ns ({WHAT})",
             t.cores.0, t.cores.1, t.ns
         ),
         Err(e) => format!("line round trip between two cores: not measured ({e})"),
@@ -214,7 +222,7 @@ pub fn describe_pair(
     match (before, after) {
         (Ok(b), Ok(a)) => format!(
             "line round trip between cores {} and {}: {:.0} ns before the runs, {:.0} after \
-             (two threads passing a cache line; the floor of a hop between workers)",
+             ({WHAT})",
             b.cores.0, b.cores.1, b.ns, a.ns
         ),
         _ => format!(

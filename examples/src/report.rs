@@ -422,15 +422,6 @@ pub fn write_tables(
         }
     }
     write!(out, "{table}")?;
-    // Rows that cross workers get the machine's floor under a crossing,
-    // measured now, beside them (`crate::line`).
-    if jobs.iter().any(crosses_workers) {
-        writeln!(
-            out,
-            "{}",
-            crate::line::describe(&crate::line::measure(crate::line::DEFAULT_TRIPS))
-        )?;
-    }
     // Runs under `--mapping auto` (the word count's rill row): their pilots
     // and the files planned, which the table's wall time leaves out.
     for job in jobs {
@@ -463,7 +454,7 @@ pub fn write_tables(
 
 /// Whether the job's rill run may cross workers: a pipe or ring on two
 /// workers or more, or the cross-worker round trip.
-fn crosses_workers(job: &Job) -> bool {
+pub fn crosses_workers(job: &Job) -> bool {
     match job {
         Job::Pipe(p) => p.workers > 1,
         Job::Ring(p) => p.workers > 1,

@@ -84,6 +84,12 @@ pub fn run(cli: &Cli, out: &mut dyn Write, progress: &mut dyn Write) -> Result<S
     }
     if !common.json {
         report::write_tables(out, &cli.command, &jobs, &engines, &outcomes)?;
+        // Rows that cross workers get the machine's floor under a crossing,
+        // measured now, beside them (`crate::line`).
+        if jobs.iter().any(report::crosses_workers) {
+            let floor = crate::line::measure(crate::line::DEFAULT_TRIPS);
+            writeln!(out, "{}", crate::line::describe(&floor))?;
+        }
     }
     Ok(summary)
 }
