@@ -363,7 +363,9 @@ pub(crate) fn spin_on(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
     let task = current_task_id();
     w.say(sampler_state::task(task, sampler_state::SPIN));
     let got = spin_looking(w, ready);
-    w.say(sampler_state::task(task, sampler_state::RUN));
+    // Back to the worker's own state: while the task runs, samples take it
+    // from the current-task word (`self_sample::sampled_word`).
+    w.say(sampler_state::SCHED);
     got
 }
 

@@ -48,13 +48,17 @@ const WINDOW_SAMPLES: u32 = 10;
 /// What a worker's state word says: the low [`STATE_BITS`] bits are the
 /// state, the rest the running (or spinning) task's id.
 pub(crate) mod state {
-    /// In the worker loop before its first task, and from waking out of
-    /// its idle loop to its next task. (A dispatch's end stores nothing:
-    /// the step to the next task is sampled as the task that just ran, as
-    /// a period-recording run charges it to a period too; storing `SCHED`
-    /// there cost the 100-task ring 1.3% of its hop.)
+    /// In the worker loop, between tasks: the worker's own word says it
+    /// from the loop's start, after each idle stretch and after each spin.
+    /// A dispatch stores no word at all: while a task runs, the signal
+    /// handler names it from the thread's current-task word
+    /// (`self_sample::sampled_word`). So the steps between dispatches are
+    /// sampled as `SCHED`, which `rill-mon` spreads over the window's
+    /// running samples. (A `RUN` word stored per dispatch cost the pipe of
+    /// 100 stages 2.0-2.7% in `sample:10`, which takes nearly no samples;
+    /// see `docs/measurements.md`.)
     pub(crate) const SCHED: u64 = 0;
-    /// Running the task whose id is in the high bits.
+    /// Running the task whose id is in the high bits (only in samples).
     pub(crate) const RUN: u64 = 1;
     /// The task in the high bits spins before it blocks.
     pub(crate) const SPIN: u64 = 2;

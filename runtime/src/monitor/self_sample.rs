@@ -40,6 +40,8 @@ use std::sync::Once;
 
 use crossbeam_utils::CachePadded;
 
+use crate::monitor::sampler::state;
+use crate::task::Task;
 use crate::worker::WorkerShared;
 
 /// Samples a ring holds: 10 ms at the highest rate (50 kHz) is 500.
@@ -240,6 +242,33 @@ pub(crate) fn signal() -> libc::c_int {
 
 static INSTALL: Once = Once::new();
 
+/// What a sample records: the worker's own state word `now`, unless a task
+/// runs (`task`, the thread's current-task word, is set), which is then
+/// named: spinning if `now` says that it spins, else running. So a dispatch
+/// stores nothing for the sampler: the worker sets the current-task word
+/// for every dispatch anyway. A sample taken between two dispatches is the
+/// scheduler's (`SCHED`), which `rill-mon` spreads over the window's
+/// running samples, as a period-recording run charges that step to a
+/// period.
+#[inline]
+fn sampled_word(now: u64, task: *const Task) -> u64 {
+    if task.is_null() {
+        return now;
+    }
+    // SAFETY: the worker sets the current-task word just before it resumes
+    // a task and clears it right after the resume returns, before the task
+    // can end or be freed (`WorkerLocal::dispatch`); the signal comes on
+    // that worker's own thread, so the task is alive while the word names
+    // it.
+    let id = unsafe { (*task).id };
+    let spin = state::task(id, state::SPIN);
+    if now == spin {
+        spin
+    } else {
+        state::task(id, state::RUN)
+    }
+}
+
 /// The handler: the timer's value names the worker's shared half.
 extern "C" fn on_sample(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     if info.is_null() {
@@ -260,7 +289,7 @@ extern "C" fn on_sample(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
     let w = unsafe { &*p };
     // Relaxed: the worker stores its own word on this thread; a signal
     // handler sees the thread's own stores in program order.
-    let word = w.now.load(Ordering::Relaxed);
+    let word = sampled_word(w.now.load(Ordering::Relaxed), crate::tls::task().cast());
     // The periods of CPU time since the last signal beyond the first come
     // as an overrun count (the kernel checks the timer once a tick, which
     // may hold several periods): each counts as a sample of the state the
@@ -446,6 +475,32 @@ impl Drop for SampleTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sample_names_the_running_task_from_the_current_task_word() {
+        let t = Task::new(std::ptr::null(), 42, 0, "t".into(), 0, None);
+        let idle = state::IDLE;
+        assert_eq!(
+            sampled_word(idle, std::ptr::null()),
+            idle,
+            "no task: the worker's word"
+        );
+        assert_eq!(
+            sampled_word(state::SCHED, &t),
+            state::task(42, state::RUN),
+            "a task runs: named, though the worker stored nothing for it"
+        );
+        assert_eq!(
+            sampled_word(state::task(42, state::SPIN), &t),
+            state::task(42, state::SPIN),
+            "the running task spins"
+        );
+        assert_eq!(
+            sampled_word(state::task(7, state::SPIN), &t),
+            state::task(42, state::RUN),
+            "a stale spin of another task does not hide the running one"
+        );
+    }
 
     #[test]
     fn parked_time_is_counted_once_between_the_sampler_and_the_worker() {

@@ -519,8 +519,10 @@ impl WorkerLocal {
             }
         }
         if SAMPLE {
+            // The dispatch stores no state word: while the thread's
+            // current-task word (set next) names a task, a sample names it
+            // (`self_sample::sampled_word`).
             task.dispatches.set(task.dispatches.get() + 1);
-            self.say(state::task(task.id, state::RUN));
         }
         context::set_current_task(task);
         // No unwind guard here: the task body catches its own panic (see
