@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use common::with_timeout;
@@ -418,6 +418,50 @@ fn capacity_one_streams_drop_what_is_left_once() {
     .unwrap();
     rt.run().unwrap();
     assert_eq!(drops.load(Ordering::Relaxed), 3);
+}
+
+/// In sample mode a worker's timer signal names the running task from the
+/// thread's current-task word, reading the task's id: thousands of tasks
+/// that end (and are freed) while signals come at 10 kHz, under memcheck
+/// in the test command, would show a read of a freed task.
+#[test]
+fn samples_taken_while_tasks_end_read_only_live_tasks() {
+    let dir = temp_dir("sampled-ends");
+    let d2 = dir.clone();
+    let ended = Arc::new(AtomicU64::new(0));
+    let e2 = ended.clone();
+    with_timeout("a sampled run of short tasks", 120, move || {
+        let flags: MonitorFlags = "sample:10000".parse().unwrap();
+        let mut rt = Runtime::builder()
+            .workers(2)
+            .monitor(MonitorConfig::new(flags, &d2))
+            .build()
+            .unwrap();
+        rt.spawn("spawner", move || {
+            for i in 0..3_000u64 {
+                let e = e2.clone();
+                rill::spawn("short", move || {
+                    let mut x = i;
+                    for _ in 0..2_000 {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                    }
+                    if std::hint::black_box(x) != u64::MAX {
+                        e.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+                if i % 16 == 0 {
+                    rill::yield_now();
+                }
+            }
+        });
+        rt.run().unwrap();
+    });
+    assert_eq!(ended.load(Ordering::Relaxed), 3_000);
+    let log = std::fs::metadata(dir.join("sampler.rlog")).unwrap();
+    assert!(log.len() > 56, "the sampler log holds no window: {log:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Sample mode runs its sampler on the thread that called `run`, woken by
