@@ -318,11 +318,14 @@ fn the_terminal_view_follows_rill_bench_mc_under_tmux_to_its_summary() {
         p.contains("waiting for the directory to appear")
     })
     .unwrap_or_else(|p| panic!("no waiting message:\n{p}"));
-    // A run of a few seconds whatever the build.
+    // A run of a few seconds whatever the build, so that the view (every
+    // 200 ms) refreshes several times while it goes on: 60,000 paths took
+    // 0.48 s in a debug build, and one view in the test command saw a single
+    // clock.
     let paths = if cfg!(debug_assertions) {
-        "60000"
+        "300000"
     } else {
-        "1000000"
+        "3000000"
     };
     let mut run = Command::new(&bench)
         .args([
