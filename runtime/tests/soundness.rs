@@ -20,6 +20,17 @@ fn temp_dir(tag: &str) -> std::path::PathBuf {
     d
 }
 
+/// A run of `workers` workers monitored with `flags` (as `--monitor` spells
+/// them) into `dir`.
+fn monitored(workers: usize, flags: &str, dir: &std::path::Path) -> Runtime {
+    let flags: MonitorFlags = flags.parse().unwrap();
+    Runtime::builder()
+        .workers(workers)
+        .monitor(MonitorConfig::new(flags, dir))
+        .build()
+        .unwrap()
+}
+
 /// A task leaks its reader (`Box::leak`) and blocks reading it; the run
 /// ends in a deadlock; `main`, which kept the writer, writes after `run`
 /// returned. The task's wait slot must not point at the freed task any more
@@ -188,12 +199,7 @@ fn a_destructor_that_panics_in_the_worker_fails_the_run() {
     let dir = temp_dir("bomb");
     let d2 = dir.clone();
     let err = with_timeout("bomb", 30, move || {
-        let flags: MonitorFlags = "map,worker,task,stream".parse().unwrap();
-        let mut rt = Runtime::builder()
-            .workers(1)
-            .monitor(MonitorConfig::new(flags, &d2))
-            .build()
-            .unwrap();
+        let mut rt = monitored(1, "map,worker,task,stream", &d2);
         let (mut w, r) = rill::stream::<Bomb>(4);
         rt.spawn("writer", move || {
             w.write(Bomb).ok();
@@ -305,11 +311,7 @@ fn a_run_that_fails_to_start_drops_its_tasks() {
     let file = temp_dir("not-a-dir");
     std::fs::write(&file, b"x").unwrap();
     let drops = Arc::new(AtomicUsize::new(0));
-    let mut rt = Runtime::builder()
-        .workers(2)
-        .monitor(MonitorConfig::new(MonitorFlags::FULL, file.join("logs")))
-        .build()
-        .unwrap();
+    let mut rt = monitored(2, "full", &file.join("logs"));
     for i in 0..2 {
         let c = Counted(drops.clone());
         rt.spawn(format!("t/{i}"), move || drop(c));
@@ -431,12 +433,7 @@ fn samples_taken_while_tasks_end_read_only_live_tasks() {
     let ended = Arc::new(AtomicU64::new(0));
     let e2 = ended.clone();
     with_timeout("a sampled run of short tasks", 120, move || {
-        let flags: MonitorFlags = "sample:10000".parse().unwrap();
-        let mut rt = Runtime::builder()
-            .workers(2)
-            .monitor(MonitorConfig::new(flags, &d2))
-            .build()
-            .unwrap();
+        let mut rt = monitored(2, "sample:10000", &d2);
         rt.spawn("spawner", move || {
             for i in 0..3_000u64 {
                 let e = e2.clone();
@@ -474,14 +471,7 @@ fn a_sampled_run_returns_to_its_caller_after_a_panic_and_runs_again() {
     let d2 = dir.clone();
     let (first, second) = with_timeout("sampled runs", 60, move || {
         // 10 kHz, so that even a run of a few milliseconds takes samples.
-        let flags: MonitorFlags = "sample:10000".parse().unwrap();
-        let sampled = |d: &std::path::Path| {
-            Runtime::builder()
-                .workers(2)
-                .monitor(MonitorConfig::new(flags, d))
-                .build()
-                .unwrap()
-        };
+        let sampled = |d: &std::path::Path| monitored(2, "sample:10000", d);
         let mut rt = sampled(&d2);
         let (mut w, mut r) = rill::stream::<u64>(4);
         rt.spawn_on(0, "writer", move || {

@@ -54,9 +54,8 @@ pub(crate) mod state {
     /// handler names it from the thread's current-task word
     /// (`self_sample::sampled_word`). So the steps between dispatches are
     /// sampled as `SCHED`, which `rill-mon` spreads over the window's
-    /// running samples. (A `RUN` word stored per dispatch cost the pipe of
-    /// 100 stages 2.0-2.7% in `sample:10`, which takes nearly no samples;
-    /// see `docs/measurements.md`.)
+    /// running samples. (A `RUN` word stored per dispatch, as before, cost
+    /// no difference this machine could show; `docs/measurements.md`.)
     pub(crate) const SCHED: u64 = 0;
     /// Running the task whose id is in the high bits (only in samples).
     pub(crate) const RUN: u64 = 1;
