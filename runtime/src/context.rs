@@ -13,14 +13,34 @@ use crate::stream::Ends;
 use crate::task::{BlockedOn, Suspend, Task, TaskId, TaskRef};
 use crate::worker::{PendingList, WorkerLocal, WorkerShared};
 
-/// Drops a task's coroutine that may be suspended. corosensei unwinds a
-/// suspended coroutine's stack with a panic of its own; the task boundary's
-/// `catch_unwind` sees this flag and passes that panic on instead of taking
-/// it for the task's.
-pub(crate) fn drop_suspended(coro: Option<crate::task::Coro>) {
-    crate::tls::set_forced_unwind(1);
+/// Drops the coroutine of `task`, which may be suspended. corosensei unwinds
+/// a suspended coroutine's stack with a panic of its own; the task
+/// boundary's `catch_unwind` sees the forced-unwind word and passes that
+/// panic on instead of taking it for the task's.
+///
+/// The word holds `task` for the time of the drop, so that the overflow
+/// handler and the panic hook can name it, and is put back to what it was
+/// afterwards (also when a destructor's panic leaves the drop): a run in a
+/// destructor during another run's teardown ends with the outer unwind
+/// still marked. The caller is a run's teardown, which has given its
+/// thread a new thread's words (`tls::ThreadWords`), so no task runs here:
+/// a destructor that blocks gets "closed" and one that spawns gets nothing.
+pub(crate) fn drop_suspended(coro: Option<crate::task::Coro>, task: *const Task) {
+    struct Restore(u64);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            crate::tls::set_forced_unwind(self.0);
+        }
+    }
+    let _restore = Restore(crate::tls::forced_unwind());
+    crate::tls::set_forced_unwind(task as u64);
     drop(coro);
-    crate::tls::set_forced_unwind(0);
+}
+
+/// The task whose stack this thread is unwinding ([`drop_suspended`]), or
+/// null.
+pub(crate) fn unwinding_task_ptr() -> *const Task {
+    crate::tls::forced_unwind() as *const Task
 }
 
 /// Whether the calling task's stack is being unwound because its run ended
@@ -53,6 +73,32 @@ pub(crate) fn current_worker_ptr() -> *const WorkerLocal {
 
 pub(crate) fn set_current_worker(w: *const WorkerLocal) {
     crate::tls::set_worker(w.cast());
+}
+
+/// The run of the running task (`Shared::run_id`), 0 outside tasks.
+pub(crate) fn current_run() -> u64 {
+    let t = current_task_ptr();
+    if t.is_null() {
+        return 0;
+    }
+    // SAFETY: the running task is alive, and its run outlives it.
+    unsafe { (*(*t).shared).run_id }
+}
+
+/// Who the caller is as a stream side's holder (`stream/holder.rs`): the
+/// running task and its run; outside every run on a thread where no task
+/// runs; nobody (0, 0) in a run's teardown, which drops ends it does not
+/// hold.
+pub(crate) fn current_holder() -> (TaskId, u64) {
+    let t = current_task_ptr();
+    if !t.is_null() {
+        // SAFETY: as in `current_run`.
+        return unsafe { ((*t).id, (*(*t).shared).run_id) };
+    }
+    if forced_unwinding() {
+        return (0, 0);
+    }
+    (0, crate::stream::OUTSIDE)
 }
 
 /// Id of the running task, 0 outside tasks.
@@ -258,9 +304,13 @@ where
         name: name.to_string(),
         reason: e.to_string(),
     })?;
-    let task = shared.new_task(name, current_task_id(), target, None);
-    let id = task.get().id;
-    w.install_coroutine(task, stack, make(id));
+    // The body first, then the task: `make` runs user code (an `Ends::hold`
+    // of the program's own), and a panic there must leave no task behind
+    // that would never run (the run would end in a false deadlock).
+    let id = shared.next_task_id();
+    let body = make(id);
+    let task = shared.new_task_as(id, name, current_task_id(), target, None);
+    w.install_coroutine(task, stack, body);
     w.note_spawn(task);
     if target == w.id {
         w.push_local(task);
@@ -394,6 +444,10 @@ fn spin_looking(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
 /// stream or reads an empty one then sees the stream as closed, instead of
 /// suspending a coroutine that is being dropped.
 ///
+/// `holder` is what the holder of the side(s) waited on is to the task's run
+/// (`stream/holder.rs`), counted for the run's stall rule while the task is
+/// suspended.
+///
 /// `peer` runs after the registration fence: it re-checks the peer side of
 /// the stream(s) and wakes a peer whose registration this task's own earlier
 /// operations may have missed (the fast path's barrier is a compiler fence,
@@ -409,6 +463,7 @@ fn spin_looking(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
 pub(crate) fn block(
     slots: &[&crate::stream::slot_api::Slot],
     on: BlockedOn,
+    holder: crate::stream::Peer,
     ready: impl Fn() -> bool,
     peer: impl FnOnce(),
     pend: impl FnOnce(&mut PendingList),
@@ -456,10 +511,40 @@ pub(crate) fn block(
     } else if let Some(w) = worker() {
         w.note_pending(pend);
     }
+    // Counted while suspended, for the run's stall rule (`worker/park.rs`).
+    // SAFETY: the run outlives its tasks.
+    let _waiting = Waiting::new(unsafe { &*task.shared }, holder);
     // SAFETY: as in yield_now.
     unsafe { (*task.yielder.get()).suspend(Suspend::Blocked) };
     drop(registered);
     true
+}
+
+/// A blocked task counted in its run's `waits_outside` or `waits_unknown`
+/// (the peer it waits on is held outside the run, or not known), taken out
+/// of the count when it leaves the block (woken, or unwound at the run's
+/// end).
+struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(shared: &'a crate::runtime::Shared, peer: crate::stream::Peer) -> Option<Self> {
+        let c = match peer {
+            crate::stream::Peer::Outside => &shared.waits_outside,
+            crate::stream::Peer::Unknown => &shared.waits_unknown,
+            crate::stream::Peer::Inside => return None,
+        };
+        // SeqCst: before the task suspends and its worker counts itself
+        // idle (SeqCst), so a deadlock check that sees every worker idle
+        // sees this count too.
+        c.fetch_add(1, Ordering::SeqCst);
+        Some(Waiting(c))
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// [`block`] called where no task runs: during a run's forced unwind a

@@ -8,12 +8,24 @@ pub enum ConfigError {
     /// Zero workers.
     #[error("the number of workers must be at least 1")]
     NoWorkers,
+    /// More workers than [`MAX_WORKERS`](crate::MAX_WORKERS).
+    #[error("{0} workers are too many (at most {max})", max = crate::MAX_WORKERS)]
+    TooManyWorkers(usize),
     /// Zero stream capacity.
     #[error("the default stream capacity must be at least 1")]
     ZeroCapacity,
+    /// A default stream capacity above [`MAX_CAPACITY`](crate::MAX_CAPACITY).
+    #[error("a default stream capacity of {0} is too large (at most {max})", max = crate::MAX_CAPACITY)]
+    CapacityTooLarge(usize),
     /// A stack too small to run anything.
     #[error("a stack size of {0} bytes is too small (at least 16 KiB)")]
     StackTooSmall(usize),
+    /// A stack larger than [`MAX_STACK_SIZE`](crate::MAX_STACK_SIZE).
+    #[error("a stack size of {0} bytes is too large (at most {max} bytes, 1 GiB)", max = crate::MAX_STACK_SIZE)]
+    StackTooLarge(usize),
+    /// An idle spin longer than [`MAX_SPIN`](crate::MAX_SPIN).
+    #[error("an idle spin of {0:?} is too long (at most {max:?}): a deadlock is found only after the spin", max = crate::MAX_SPIN)]
+    SpinTooLong(std::time::Duration),
     /// A manual placement names a worker that does not exist.
     #[error("the mapping places '{name}' on worker {worker}, but there are only {workers} workers (0..{workers})")]
     NoSuchWorker {
@@ -220,6 +232,11 @@ fn has_unknown_peer(on: &BlockedOn) -> bool {
 fn peer_text(p: Option<TaskId>) -> String {
     match p {
         Some(id) => format!("task {id}"),
-        None => "not known: its end was never used; spawn_with names the holder in advance".into(),
+        None => {
+            "not known: its end was never used (spawn_with names the holder in advance; an end \
+                 that a thread outside the run holds counts from its first use there, or from \
+                 hold_outside)"
+                .into()
+        }
     }
 }

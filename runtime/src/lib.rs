@@ -48,10 +48,13 @@ pub use context::{
 pub use error::{BlockedTask, ConfigError, RunError, SpawnError};
 pub use mapper::{ManualTable, Mapping};
 pub use rill_log::MonitorFlags;
-pub use runtime::{Builder, Config, MonitorConfig, RunStats, Runtime, DEFAULT_SPIN};
+pub use runtime::{
+    Builder, Config, MonitorConfig, RunStats, Runtime, DEFAULT_SPIN, MAX_SPIN, MAX_STACK_SIZE,
+    MAX_WORKERS, UNKNOWN_PEER_GRACE,
+};
 pub use stream::{
-    named_stream, poll, stream, stream_default, try_stream, Ends, PollSet, Reader, StreamClosed,
-    TryReadError, TryWriteError, Writer,
+    named_stream, poll, stream, stream_default, try_stream, CapacityError, Ends, PollSet, Reader,
+    StreamClosed, TryReadError, TryWriteError, Writer, MAX_CAPACITY,
 };
 pub use task::{BlockedOn, TaskId};
 pub use worker::WorkerStats;

@@ -150,26 +150,77 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
     if sig == libc::SIGBUS && code > 0 && rill_log::rescue_fault(addr) {
         return;
     }
-    let t = context::current_task_ptr();
+    // The task whose stack this thread runs on: the running task, or the
+    // task whose stack a run's teardown is unwinding here
+    // (`context::drop_suspended`).
+    let running = context::current_task_ptr();
+    let unwinding = context::unwinding_task_ptr();
+    let t = if running.is_null() {
+        unwinding
+    } else {
+        running
+    };
     // si_code > 0: a fault the kernel raised, whose si_addr is meaningful (a
     // signal sent by kill or raise has none).
     if code > 0 && !t.is_null() {
-        // SAFETY: the current task is alive while it runs on this thread; we
+        // SAFETY: the current task is alive while it runs on this thread, and
+        // a task being unwound is alive until its coroutine is dropped; we
         // only read plain fields.
         let task = unsafe { &*t };
         let lo = task.stack_lo.get();
         let guard = task.stack_guard.get();
-        if guard != 0 && addr >= lo.saturating_sub(guard) && addr < lo + guard {
+        if guard != 0 && addr >= lo.saturating_sub(guard) && addr < lo.saturating_add(guard) {
             write_err(b"rill: task '");
             write_err(task.name.as_bytes());
             write_err(b"' (id ");
             write_num(task.id);
-            write_err(b") overflowed its stack; give tasks more with Builder::stack_size\n");
+            if running.is_null() {
+                write_err(
+                    b") overflowed its stack while the run dropped it (a destructor of a value \
+                      it held, run as its stack unwound at the run's end); give tasks more with \
+                      Builder::stack_size\n",
+                );
+            } else {
+                write_err(b") overflowed its stack; give tasks more with Builder::stack_size\n");
+            }
+            write_ending();
             // SAFETY: abort is async-signal-safe.
             unsafe { libc::abort() };
         }
     }
     chain(sig, info, ctx, code <= 0);
+}
+
+/// Writes how the run whose teardown runs on this thread was ending (its
+/// error), when one is: the process aborts before the run can return it.
+pub(crate) fn write_ending() {
+    let p = crate::tls::ending().cast::<String>();
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: the run's teardown sets the word to a string that it keeps
+    // alive, unchanged, until it clears the word again; reading its bytes
+    // allocates nothing.
+    let s = unsafe { &*p };
+    write_err(b"rill: ");
+    write_err(s.as_bytes());
+    write_err(b"\n");
+}
+
+/// Gives the calling thread a signal stack if it has none, so that a stack
+/// overflow on a task stack unwound here is reported (the handler needs a
+/// stack of its own). Threads that std started, and worker threads, have
+/// one already.
+pub(crate) fn ensure_signal_stack() {
+    // SAFETY: sigaltstack with a null new stack only reads the current one
+    // into `old`, a valid stack_t.
+    let has = unsafe {
+        let mut old: libc::stack_t = std::mem::zeroed();
+        libc::sigaltstack(std::ptr::null(), &mut old) == 0 && old.ss_flags & libc::SS_DISABLE == 0
+    };
+    if !has {
+        enter_worker();
+    }
 }
 
 /// Hands a signal that is not a rill task's overflow to the action the signal

@@ -145,6 +145,22 @@ pub struct Builder {
 /// `RILL_SPIN_US` says otherwise.
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
 
+/// The longest idle spin [`Builder::spin`] and `RILL_SPIN_US` accept: one
+/// second. A deadlock is found only once every worker has spun and parked,
+/// so the spin also bounds how late a deadlock is reported.
+pub const MAX_SPIN: Duration = Duration::from_secs(1);
+
+/// The most workers a runtime may have. Each is a thread with a log, an
+/// inbox and a slab of stacks; the bound keeps the per-worker arrays and the
+/// arithmetic on them (`workers * slab`) far from overflow.
+pub const MAX_WORKERS: usize = 4096;
+
+/// The largest task stack [`Builder::stack_size`] accepts: 1 GiB. Stacks are
+/// cut from slabs of 32, so a slab of the largest is 32 GiB of address
+/// space (reserved, not backed); the bound keeps the page rounding and the
+/// slab's size from wrapping.
+pub const MAX_STACK_SIZE: usize = 1 << 30;
+
 /// The idle spin `RILL_SPIN_US` asks for: microseconds, a whole number up to
 /// one second; None when the variable is unset.
 fn spin_from_env(value: Option<std::ffi::OsString>) -> Result<Option<Duration>, ConfigError> {
@@ -158,7 +174,7 @@ fn spin_from_env(value: Option<std::ffi::OsString>) -> Result<Option<Duration>, 
         .trim()
         .parse()
         .map_err(|_| bad("expected a whole number of microseconds"))?;
-    if us > 1_000_000 {
+    if us > MAX_SPIN.as_micros() as u64 {
         return Err(bad("at most 1000000 (one second)"));
     }
     Ok(Some(Duration::from_micros(us)))
@@ -181,7 +197,8 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// Number of worker threads (default: the cores available).
+    /// Number of worker threads (default: the cores available), 1 to
+    /// [`MAX_WORKERS`].
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = Some(n);
         self
@@ -192,12 +209,13 @@ impl Builder {
         self
     }
     /// Usable stack bytes per task (default 256 KiB; virtual memory: only
-    /// the pages a task touches cost memory).
+    /// the pages a task touches cost memory), 16 KiB to [`MAX_STACK_SIZE`].
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
         self
     }
-    /// Default stream capacity for [`crate::stream_default`] (default 16).
+    /// Default stream capacity for [`crate::stream_default`] (default 16),
+    /// 1 to [`MAX_CAPACITY`](crate::MAX_CAPACITY).
     pub fn capacity(mut self, n: usize) -> Self {
         self.capacity = n;
         self
@@ -219,7 +237,8 @@ impl Builder {
     /// each time it runs out of work. Where every worker has a core of its
     /// own, a worker whose parks keep ending soon after they began grows its
     /// spin up to 4 times this (or as many times as there are workers, if
-    /// more), and a long park brings it back.
+    /// more), and a long park brings it back. At most [`MAX_SPIN`]: `build`
+    /// refuses a longer one.
     pub fn spin(mut self, d: Duration) -> Self {
         self.spin = Some(d);
         self
@@ -285,16 +304,26 @@ impl Builder {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
+        // Every value is checked against both bounds here, so that no
+        // arithmetic on it later can wrap (slab sizes, per-worker arrays,
+        // ring sizes, the spin's deadline).
         let workers = match self.workers {
             Some(0) => return Err(ConfigError::NoWorkers),
+            Some(n) if n > MAX_WORKERS => return Err(ConfigError::TooManyWorkers(n)),
             Some(n) => n,
-            None => cores,
+            None => cores.min(MAX_WORKERS),
         };
         if self.capacity == 0 {
             return Err(ConfigError::ZeroCapacity);
         }
+        if self.capacity > crate::stream::MAX_CAPACITY {
+            return Err(ConfigError::CapacityTooLarge(self.capacity));
+        }
         if self.stack_size < 16 * 1024 {
             return Err(ConfigError::StackTooSmall(self.stack_size));
+        }
+        if self.stack_size > MAX_STACK_SIZE {
+            return Err(ConfigError::StackTooLarge(self.stack_size));
         }
         if self.max_tasks == 0 {
             return Err(ConfigError::NoTasks);
@@ -303,6 +332,7 @@ impl Builder {
             t.validate(workers)?;
         }
         let spin = match self.spin {
+            Some(d) if d > MAX_SPIN => return Err(ConfigError::SpinTooLong(d)),
             Some(d) => d,
             None => spin_from_env(std::env::var_os("RILL_SPIN_US"))?.unwrap_or(DEFAULT_SPIN),
         };
@@ -401,6 +431,31 @@ pub(crate) struct Shared {
     pub(crate) waiter: std::sync::OnceLock<std::thread::Thread>,
     /// Worker threads started and not yet left.
     pub(crate) workers_left: AtomicUsize,
+    /// This run's number in the process (from 1), which stream sides held
+    /// by its tasks record (`stream/holder.rs`).
+    pub(crate) run_id: u64,
+    /// Blocked tasks whose peer side is held outside the run (a plain
+    /// thread, another runtime's task): while any is, a run whose workers
+    /// are all idle waits for the outside instead of reporting a deadlock.
+    pub(crate) waits_outside: AtomicUsize,
+    /// Blocked tasks whose peer side nobody has used yet: a run whose
+    /// workers are all idle reports a deadlock only after
+    /// [`UNKNOWN_PEER_GRACE`] without progress.
+    pub(crate) waits_unknown: AtomicUsize,
+}
+
+/// How long a run whose every task is blocked waits before it reports a
+/// deadlock, when some task waits on a stream side that nobody has used
+/// yet: an end moved to a thread outside the run counts as outside from
+/// its first use there (or from `hold_outside`), and this is the time its
+/// thread has for that first use. Deadlocks among ends that have all been
+/// used are reported at once.
+pub const UNKNOWN_PEER_GRACE: Duration = Duration::from_millis(250);
+
+/// The next run's number (`Shared::run_id`).
+fn next_run_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Shared {
@@ -461,7 +516,26 @@ impl Shared {
         worker: usize,
         f: Option<TaskFn>,
     ) -> TaskRef {
-        let id = self.next_task.fetch_add(1, Ordering::Relaxed);
+        self.new_task_as(self.next_task_id(), name, parent, worker, f)
+    }
+
+    /// The id the next task will have; the caller makes it with
+    /// [`new_task_as`](Self::new_task_as) (ids taken and not used are
+    /// skipped, which nothing relies on).
+    pub(crate) fn next_task_id(&self) -> TaskId {
+        self.next_task.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// [`new_task`](Self::new_task) with an id taken by
+    /// [`next_task_id`](Self::next_task_id).
+    pub(crate) fn new_task_as(
+        &self,
+        id: TaskId,
+        name: Cow<'static, str>,
+        parent: TaskId,
+        worker: usize,
+        f: Option<TaskFn>,
+    ) -> TaskRef {
         self.live.fetch_add(1, Ordering::AcqRel);
         let t = TaskRef::new(Task::new(self, id, parent, name, worker, f));
         self.registry.insert(t, worker);
@@ -543,7 +617,12 @@ impl Runtime {
         E: Ends,
         F: FnOnce(E) + Send + 'static,
     {
+        // As a plain thread (`tls::ThreadWords`), also when called in a task
+        // of another run: the ends belong to a task of this runtime's next
+        // run, not to the caller's.
+        let words = crate::tls::ThreadWords::take();
         ends.hold(self.initial.len() as TaskId + 1);
+        words.restore();
         self.spawn(name, move || f(ends))
     }
 
@@ -571,7 +650,30 @@ impl Runtime {
     /// ended. Fails when a task panics, when tasks are left that can never run
     /// (deadlock), or when a task cannot get a stack. Whatever the outcome,
     /// every task left is dropped (its stack unwound) before this returns.
+    ///
+    /// A run may be started from inside a task of another run, or from a
+    /// destructor while a run drops its tasks: for its time the calling
+    /// thread is a plain thread to both runs (no task of the outer run
+    /// runs on it, and none of the inner run's spawns or blocks reach the
+    /// outer run), and the outer task's state on the thread is put back when
+    /// this returns. The outer worker's thread waits in here meanwhile, so
+    /// its other tasks wait too.
     pub fn run(&mut self) -> Result<RunStats, RunError> {
+        /// The calling thread's words, put back however the run leaves.
+        struct Words(Option<crate::tls::ThreadWords>);
+        impl Drop for Words {
+            fn drop(&mut self) {
+                if let Some(w) = self.0.take() {
+                    w.restore();
+                }
+            }
+        }
+        let _words = Words(Some(crate::tls::ThreadWords::take()));
+        self.run_here()
+    }
+
+    /// [`run`](Self::run) on a thread whose words are a new thread's.
+    fn run_here(&mut self) -> Result<RunStats, RunError> {
         let t0 = Instant::now();
         let cfg = self.cfg.clone();
         let n = cfg.workers;
@@ -621,6 +723,9 @@ impl Runtime {
             ticker: TickerShared::new(),
             waiter: std::sync::OnceLock::new(),
             workers_left: AtomicUsize::new(0),
+            run_id: next_run_id(),
+            waits_outside: AtomicUsize::new(0),
+            waits_unknown: AtomicUsize::new(0),
         });
         let initial: Vec<_> = self.initial.drain(..).collect();
         let created = match place_initial(&mut shared, initial) {
@@ -737,7 +842,16 @@ impl Runtime {
         };
         // Drop what is left: force-unwind suspended coroutines (their stream
         // ends close; wakes are ignored now that the phase is not Running).
+        // A fault or a panic that aborts the process meanwhile says how the
+        // run was ending (`overflow.rs`, `task_panic.rs`).
+        let ending = match &result {
+            Ok(_) => "the run had ended normally".to_owned(),
+            Err(e) => format!("the run was ending with this error: {e}"),
+        };
+        crate::tls::set_ending((&ending as *const String).cast());
         let teardown = drop_left(&shared);
+        crate::tls::set_ending(std::ptr::null());
+        drop(ending);
         match (result, teardown) {
             (Ok(_), Err(e)) => Err(e),
             (r, _) => r,
@@ -791,6 +905,9 @@ fn place_initial(
 /// the other tasks are still dropped.
 fn drop_left(shared: &Shared) -> Result<(), RunError> {
     let mut first = None;
+    // The task stacks unwind on this thread: an overflow there is reported
+    // from the signal stack, which this thread may not have yet.
+    crate::overflow::ensure_signal_stack();
     for t in shared.registry.drain() {
         let name = t.get().name.to_string();
         let dropped = catch_unwind(AssertUnwindSafe(|| {
@@ -798,7 +915,7 @@ fn drop_left(shared: &Shared) -> Result<(), RunError> {
             // SAFETY: every worker has stopped, so this thread owns every task
             // left in the registry; each is dropped exactly once.
             let coro = task.coro.with_mut(|p| unsafe { (*p).take() });
-            crate::context::drop_suspended(coro);
+            crate::context::drop_suspended(coro, t.as_ptr());
             // SAFETY: as above.
             drop(task.start.with_mut(|p| unsafe { (*p).take() }));
             // SAFETY: as above; nothing refers to the task any more (its
@@ -807,7 +924,6 @@ fn drop_left(shared: &Shared) -> Result<(), RunError> {
             unsafe { t.free() };
         }));
         if let Err(p) = dropped {
-            crate::tls::set_forced_unwind(0);
             first.get_or_insert(RunError::TeardownPanicked {
                 name,
                 message: crate::worker::panic_message(p.as_ref()),

@@ -294,12 +294,15 @@ pub enum StackError {
 impl StackSource {
     /// A source of stacks of `stack_size` bytes (rounded up to pages, plus a
     /// guard page), at most `max_stacks` of them, guarded as `policy` says.
+    /// The size saturates instead of wrapping (the builder keeps it at or
+    /// below `MAX_STACK_SIZE`, so it never does there); a saturated size
+    /// makes the slab's length overflow, which `new_slab` reports.
     pub fn new(stack_size: usize, max_stacks: usize, policy: GuardPolicy) -> Arc<Self> {
         let page = page_size();
-        let usable = stack_size.div_ceil(page).max(2) * page;
+        let usable = stack_size.div_ceil(page).max(2).saturating_mul(page);
         let span = usable.min(COLOUR_SPAN);
         Arc::new(StackSource {
-            stack_size: usable + page + span,
+            stack_size: usable.saturating_add(page + span),
             page,
             colours: span / 64,
             inner: Mutex::new(SourceInner {
@@ -335,7 +338,15 @@ impl StackSource {
                 return Ok(());
             }
         }
-        let len = n * self.stack_size;
+        let len = n.checked_mul(self.stack_size).ok_or_else(|| {
+            StackError::Map(
+                format!(
+                    "a slab of {n} stacks of {} bytes overflows",
+                    self.stack_size
+                ),
+                inner.stacks_made,
+            )
+        })?;
         let (base, kind) = loop {
             let kind = if inner.markers {
                 GuardKind::Marker

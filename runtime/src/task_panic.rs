@@ -21,6 +21,25 @@ pub(crate) fn install() {
                     t.name, t.id, t.worker
                 );
             }
+            let unwinding = crate::context::unwinding_task_ptr();
+            if !unwinding.is_null() {
+                // A destructor panicked on the stack of a task that the run
+                // is unwinding (the forced unwind raises no panic through
+                // the hook): a panic that leaves a destructor during an
+                // unwind, which Rust answers by aborting the process ("panic
+                // in a destructor during cleanup") before the run can return
+                // anything.
+                // SAFETY: the task lives until its coroutine is dropped,
+                // which is under way on this thread.
+                let t = unsafe { &*unwinding };
+                eprintln!(
+                    "rill: a destructor panicked while the run dropped task '{}' (id {}), whose \
+                     stack was unwinding; unless the destructor catches it, the process aborts (a panic \
+                     that leaves a destructor during an unwind)",
+                    t.name, t.id
+                );
+                crate::overflow::write_ending();
+            }
             previous(info);
         }));
     });

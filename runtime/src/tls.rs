@@ -163,10 +163,17 @@ words! {
     task, set_task: *const () = "__rill_tls_task_v1", 0;
     /// The worker whose loop runs on this thread (null on other threads).
     worker, set_worker: *const () = "__rill_tls_worker_v1", 0;
-    /// 1 while this thread drops a suspended coroutine, whose stack then
-    /// unwinds (`context::drop_suspended`); read by the task's boundary
-    /// after the task's code, which may have begun on another thread.
+    /// While this thread drops a suspended coroutine, whose stack then
+    /// unwinds (`context::drop_suspended`): the address of that coroutine's
+    /// task (never 0); else 0. Read by the task's boundary after the task's
+    /// code, which may have begun on another thread, by `block` and `spawn`
+    /// (which refuse to suspend or spawn then), and by the overflow handler
+    /// and the panic hook, which name the task from it.
     forced_unwind, set_forced_unwind: u64 = "__rill_tls_forced_unwind_v1", 0;
+    /// While a run drops the tasks it left: the address of a `String`
+    /// saying how the run was ending (its error, or that it succeeded), for
+    /// the overflow handler and the panic hook to print; else null.
+    ending, set_ending: *const () = "__rill_tls_ending_v1", 0;
     /// Monitoring's fast stamp (`monitor/period.rs`).
     fast, set_fast: u64 = "__rill_tls_fast_v1", 0;
     /// Monitoring's ops stamp (`monitor/period.rs`). `u64::MAX` in a new
@@ -175,6 +182,58 @@ words! {
     ops, set_ops: u64 = "__rill_tls_ops_v1", u64::MAX;
     /// Monitoring's recorder on this thread, null before its first period.
     recorder, set_recorder: *const () = "__rill_tls_recorder_v1", 0;
+}
+
+/// Every word of this thread, saved by [`ThreadWords::take`] and put back by
+/// [`ThreadWords::restore`]: a run started on a thread that already runs
+/// something of rill's (a task of another run, or a run's teardown) gives
+/// the thread the words of a new thread for the time of the run, so that
+/// nothing of the inner run takes the outer task for its own (a block
+/// would suspend the outer coroutine, a spawn would land in the outer run),
+/// and hands the outer words back when it returns.
+#[must_use = "the saved words must be restored"]
+pub(crate) struct ThreadWords {
+    task: *const (),
+    worker: *const (),
+    forced_unwind: u64,
+    ending: *const (),
+    fast: u64,
+    ops: u64,
+    recorder: *const (),
+}
+
+impl ThreadWords {
+    /// Saves this thread's words and sets each to its value in a new thread.
+    pub(crate) fn take() -> ThreadWords {
+        let saved = ThreadWords {
+            task: task(),
+            worker: worker(),
+            forced_unwind: forced_unwind(),
+            ending: ending(),
+            fast: fast(),
+            ops: ops(),
+            recorder: recorder(),
+        };
+        set_task(std::ptr::null());
+        set_worker(std::ptr::null());
+        set_forced_unwind(0);
+        set_ending(std::ptr::null());
+        set_fast(0);
+        set_ops(u64::MAX);
+        set_recorder(std::ptr::null());
+        saved
+    }
+
+    /// Puts the saved words back.
+    pub(crate) fn restore(self) {
+        set_task(self.task);
+        set_worker(self.worker);
+        set_forced_unwind(self.forced_unwind);
+        set_ending(self.ending);
+        set_fast(self.fast);
+        set_ops(self.ops);
+        set_recorder(self.recorder);
+    }
 }
 
 /// Declares `fn $name(stamp: u64) -> bool`: whether `stamp` equals the word

@@ -3,8 +3,6 @@
 //! between tasks that each wait before their first write is then reported
 //! with its waiting cycle.
 
-use std::sync::atomic::Ordering;
-
 use super::{PollSet, Reader, Writer};
 use crate::task::TaskId;
 
@@ -18,15 +16,13 @@ pub trait Ends: Send + 'static {
 
 impl<T: Send + 'static> Ends for Reader<T> {
     fn hold(&self, task: TaskId) {
-        // Relaxed: holder ids are for reports (see `note_owner`).
-        self.core.reader_task.store(task, Ordering::Relaxed);
+        self.core.reader.hold(task);
     }
 }
 
 impl<T: Send + 'static> Ends for Writer<T> {
     fn hold(&self, task: TaskId) {
-        // Relaxed: as for `Reader`.
-        self.core.writer_task.store(task, Ordering::Relaxed);
+        self.core.writer.hold(task);
     }
 }
 

@@ -28,6 +28,7 @@
 //! stayed a call.
 
 mod ends;
+mod holder;
 pub mod names;
 mod poll;
 mod poll_set;
@@ -39,6 +40,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub use ends::Ends;
+pub(crate) use holder::{Peer, OUTSIDE};
 pub use poll::poll;
 pub use poll_set::PollSet;
 pub use ring::Side;
@@ -79,16 +81,37 @@ pub enum TryReadError {
     Closed,
 }
 
-/// Error for a stream capacity of zero.
+/// The largest capacity a stream may have: 2^30 messages. The ring's size
+/// is the capacity rounded up to a power of two, which must not wrap; the
+/// bound keeps it, and the ring's positions, far from that.
+pub const MAX_CAPACITY: usize = 1 << 30;
+
+/// Why a stream could not be made with the capacity asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("a stream needs a capacity of at least 1")]
-pub struct ZeroCapacity;
+pub enum CapacityError {
+    /// A capacity of 0.
+    #[error("a stream needs a capacity of at least 1")]
+    Zero,
+    /// A capacity above [`MAX_CAPACITY`].
+    #[error("a stream capacity of {0} is too large (at most {max})", max = MAX_CAPACITY)]
+    TooLarge(usize),
+    /// The ring's buffer could not be allocated.
+    #[error("no memory for a stream of {capacity} messages of {size} bytes")]
+    NoMemory {
+        /// The capacity asked for.
+        capacity: usize,
+        /// The size of one message.
+        size: usize,
+    },
+}
 
 /// Makes a stream holding up to `capacity` messages.
 ///
 /// # Panics
-/// If `capacity` is 0 (use [`try_stream`] to get an error instead). Inside a
-/// task, the panic ends the run with an error naming the task.
+/// If `capacity` is 0 or above [`MAX_CAPACITY`], or the ring cannot be
+/// allocated (use [`try_stream`] to get an error instead); the message names
+/// the caller's line. Inside a task, the panic ends the run with an error
+/// naming the task.
 #[track_caller]
 pub fn stream<T: Send + 'static>(capacity: usize) -> (Writer<T>, Reader<T>) {
     match try_stream(capacity) {
@@ -103,10 +126,11 @@ pub fn stream_default<T: Send + 'static>() -> (Writer<T>, Reader<T>) {
     stream(context::default_capacity())
 }
 
-/// Makes a stream holding up to `capacity` messages, or fails for 0.
+/// Makes a stream holding up to `capacity` messages, or says why it cannot
+/// (0, more than [`MAX_CAPACITY`], or no memory for the ring).
 pub fn try_stream<T: Send + 'static>(
     capacity: usize,
-) -> Result<(Writer<T>, Reader<T>), ZeroCapacity> {
+) -> Result<(Writer<T>, Reader<T>), CapacityError> {
     make(capacity, None)
 }
 
@@ -124,7 +148,7 @@ pub fn try_stream<T: Send + 'static>(
 /// ```
 ///
 /// # Panics
-/// If `capacity` is 0, as [`stream`].
+/// As [`stream`].
 #[track_caller]
 pub fn named_stream<T: Send + 'static>(
     name: impl Into<String>,
@@ -139,18 +163,27 @@ pub fn named_stream<T: Send + 'static>(
 fn make<T: Send + 'static>(
     capacity: usize,
     name: Option<Box<str>>,
-) -> Result<(Writer<T>, Reader<T>), ZeroCapacity> {
+) -> Result<(Writer<T>, Reader<T>), CapacityError> {
     if capacity == 0 {
-        return Err(ZeroCapacity);
+        return Err(CapacityError::Zero);
     }
+    if capacity > MAX_CAPACITY {
+        return Err(CapacityError::TooLarge(capacity));
+    }
+    // The buffer first: a stream that cannot be made leaves no trace.
+    let buf = ring::buffer::<T>(capacity).ok_or(CapacityError::NoMemory {
+        capacity,
+        size: std::mem::size_of::<T>(),
+    })?;
     let id = context::next_stream_id();
     let logged = crate::hooks::on();
     if logged {
         crate::hooks::stream_open(id, capacity, name.as_deref());
     }
-    let core = Arc::new(Core::with_label(
+    let core = Arc::new(Core::with_buffer(
         id,
         capacity,
+        buf,
         names::Label::new(id, name, logged),
     ));
     Ok((
@@ -236,6 +269,24 @@ impl<T: Send + 'static> Writer<T> {
     /// The stream's capacity.
     pub fn capacity(&self) -> usize {
         self.core.cap
+    }
+
+    /// Marks this end as held outside every run: by a thread that is not a
+    /// rill task, or by a task of another runtime. A run whose tasks are all
+    /// blocked waits for such an end while it lives (it may still act),
+    /// instead of reporting a deadlock; dropping it ends the stream as
+    /// usual, which wakes the waiting peer.
+    ///
+    /// An end is counted as outside by itself from its first operation on
+    /// a thread where no task runs (or in another runtime's task). Call
+    /// this before handing the end to such a thread when its first
+    /// operation may come later than [`UNKNOWN_PEER_GRACE`](crate::UNKNOWN_PEER_GRACE)
+    /// after the run's tasks have all blocked, or when the end was used
+    /// inside the run before it leaves.
+    pub fn hold_outside(&self) {
+        self.core.writer.hold_outside();
+        // A reader already waiting blocks again counting this side as outside.
+        self.core.fwd.rslot.wake_unreported();
     }
 
     /// Writes `v`, suspending the task while the stream is full. Fails when the
@@ -343,10 +394,12 @@ impl<T: Send + 'static> Writer<T> {
             // The message is recorded in the period it moves in.
             self.leave();
             let on = self.blocked_on();
+            let peer = self.peer();
             let core = &self.core;
             if !context::block(
                 &[&core.back.wslot],
                 on,
+                peer,
                 || core.has_room(tail) || core.fwd.rslot.is_closed(),
                 || core.recheck(Side::Reader),
                 |pending| crate::worker::note_pending(pending, core, Side::Writer),
@@ -415,6 +468,24 @@ impl<T: Send + 'static> Reader<T> {
     pub fn received(&self) -> u64 {
         // As in `Writer::sent`.
         self.head as u64
+    }
+
+    /// Marks this end as held outside every run: by a thread that is not a
+    /// rill task, or by a task of another runtime. A run whose tasks are all
+    /// blocked waits for such an end while it lives (it may still act),
+    /// instead of reporting a deadlock; dropping it makes the peer's
+    /// writes fail as usual, which wakes a waiting peer.
+    ///
+    /// An end is counted as outside by itself from its first operation on
+    /// a thread where no task runs (or in another runtime's task). Call
+    /// this before handing the end to such a thread when its first
+    /// operation may come later than [`UNKNOWN_PEER_GRACE`](crate::UNKNOWN_PEER_GRACE)
+    /// after the run's tasks have all blocked, or when the end was used
+    /// inside the run before it leaves.
+    pub fn hold_outside(&self) {
+        self.core.reader.hold_outside();
+        // As in `Writer::hold_outside`.
+        self.core.back.wslot.wake_unreported();
     }
 
     /// Reads the next message, suspending the task while the stream is empty.
@@ -525,10 +596,12 @@ impl<T: Send + 'static> Reader<T> {
             // The message is recorded in the period it moves in.
             self.leave();
             let on = self.blocked_on();
+            let peer = self.peer();
             let core = &self.core;
             if !context::block(
                 &[&core.fwd.rslot],
                 on,
+                peer,
                 || core.has_data(head) || core.back.wslot.is_closed(),
                 || core.recheck(Side::Writer),
                 |pending| crate::worker::note_pending(pending, core, Side::Reader),
@@ -622,8 +695,11 @@ trait Waits {
     fn enter(&mut self);
     /// The operation after [`enter`](Self::enter) moved nothing.
     fn leave(&self);
-    /// Records the running task as the holder of the end(s), for reports.
+    /// Records the running task (or, outside every task, the outside) as
+    /// the holder of the end(s), for reports and the stall rule.
     fn note_owner(&self);
+    /// What the holder of the peer side(s) is to the running task's run.
+    fn peer(&self) -> Peer;
     /// What a block here records.
     fn blocked_on(&self) -> BlockedOn;
 }
@@ -675,13 +751,18 @@ impl<T: Send + 'static> Waits for Writer<T> {
         leave(&self.mon);
     }
     fn note_owner(&self) {
-        note_owner(&self.core.writer_task);
+        if self.core.writer.note() {
+            self.core.fwd.rslot.wake_unreported();
+        }
+    }
+    fn peer(&self) -> Peer {
+        self.core.reader.peer_of(context::current_run())
     }
     #[inline(always)]
     fn blocked_on(&self) -> BlockedOn {
         BlockedOn::Output {
             stream: self.core.id,
-            peer: nonzero(self.core.reader_task.load(Ordering::Relaxed)),
+            peer: nonzero(self.core.reader.task.load(Ordering::Relaxed)),
         }
     }
 }
@@ -696,13 +777,18 @@ impl<T: Send + 'static> Waits for Reader<T> {
         leave(&self.mon);
     }
     fn note_owner(&self) {
-        note_owner(&self.core.reader_task);
+        if self.core.reader.note() {
+            self.core.back.wslot.wake_unreported();
+        }
+    }
+    fn peer(&self) -> Peer {
+        self.core.writer.peer_of(context::current_run())
     }
     #[inline(always)]
     fn blocked_on(&self) -> BlockedOn {
         BlockedOn::Input {
             stream: self.core.id,
-            peer: nonzero(self.core.writer_task.load(Ordering::Relaxed)),
+            peer: nonzero(self.core.writer.task.load(Ordering::Relaxed)),
         }
     }
 }
@@ -747,11 +833,11 @@ fn enter_cold<T: Send + 'static>(
     addr: usize,
 ) {
     if mon.is_unbound() {
-        let owner = match side {
-            Side::Reader => &core.reader_task,
-            Side::Writer => &core.writer_task,
+        let (owner, peer_slot) = match side {
+            Side::Reader => (&core.reader, &core.back.wslot),
+            Side::Writer => (&core.writer, &core.fwd.rslot),
         };
-        bind_end(mon, core.id, side, owner, core.cap, &core.label);
+        bind_end(mon, core.id, side, owner, peer_slot, core.cap, &core.label);
     }
     if !mon.is_fast() {
         crate::hooks::enter_slow(mon, core.id, side, at, &|| core.clone());
@@ -767,12 +853,17 @@ fn bind_end(
     mon: &mut EndMon,
     id: u64,
     side: Side,
-    owner: &crate::sync::AtomicU64,
+    owner: &holder::Holder,
+    peer_slot: &slot::Slot,
     cap: usize,
     label: &names::Label,
 ) {
     mon.stamp = 0;
-    note_owner(owner);
+    if owner.note() {
+        // First used outside every run: a peer already waiting counted this
+        // side as not known; woken, it blocks again counting it as outside.
+        peer_slot.wake_unreported();
+    }
     // A stream made before a monitored run (or outside any) has no opening
     // in the logs yet: log it at its first use, with its capacity and name.
     if crate::hooks::on() && label.take_open() {
@@ -787,17 +878,6 @@ fn bind_end(
 fn leave(mon: &EndMon) {
     if !mon.is_fast() {
         crate::hooks::leave(mon);
-    }
-}
-
-/// Notes the running task (if any) as the holder of a stream's side, for
-/// deadlock reports. Every block calls this; the holder rarely changes, so
-/// the line is only written when it does (a store per block kept the line
-/// moving between the two ends' cores).
-fn note_owner(owner: &crate::sync::AtomicU64) {
-    let id = context::current_task_id();
-    if id != 0 && owner.load(Ordering::Relaxed) != id {
-        owner.store(id, Ordering::Relaxed);
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::holder::Peer;
 use super::{nonzero, spin_first, Reader, Recheck, Side, Waits};
 use crate::context;
 use crate::task::BlockedOn;
@@ -35,11 +36,13 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
         let polled = Polled(&*readers);
         polled.note_owner();
         let on = polled.blocked_on();
+        let peer = polled.peer();
         let slots: Vec<&super::slot::Slot> = readers.iter().map(|r| &r.core.fwd.rslot).collect();
         let heads: Vec<usize> = readers.iter().map(|r| r.head).collect();
         if !context::block(
             &slots,
             on,
+            peer,
             || {
                 readers
                     .iter()
@@ -75,6 +78,12 @@ impl<T: Send + 'static> Waits for Polled<'_, T> {
             r.note_owner();
         }
     }
+    fn peer(&self) -> Peer {
+        let run = context::current_run();
+        self.0
+            .iter()
+            .fold(Peer::Inside, |p, r| p.or(r.core.writer.peer_of(run)))
+    }
     fn blocked_on(&self) -> BlockedOn {
         BlockedOn::Any {
             streams: self
@@ -83,7 +92,7 @@ impl<T: Send + 'static> Waits for Polled<'_, T> {
                 .map(|r| {
                     (
                         r.core.id,
-                        nonzero(r.core.writer_task.load(Ordering::Relaxed)),
+                        nonzero(r.core.writer.task.load(Ordering::Relaxed)),
                     )
                 })
                 .collect(),

@@ -5,10 +5,28 @@ use std::sync::atomic::Ordering;
 
 use crossbeam_utils::CachePadded;
 
+use super::holder::Holder;
 use super::slot::{Slot, WAITING};
 use crate::monitor::hint::hint_lets;
 pub(crate) use crate::monitor::hint::Hint;
-use crate::sync::{AtomicU64, AtomicUsize, UnsafeCell};
+use crate::sync::{AtomicUsize, UnsafeCell};
+
+/// A ring's cells.
+pub(crate) type Buffer<T> = Box<[UnsafeCell<MaybeUninit<T>>]>;
+
+/// The cells of a ring for `cap` messages: `cap` rounded up to a power of
+/// two, so that a position's cell is `position & mask`. None when the
+/// rounding would wrap (`checked_next_power_of_two`: in a release build
+/// `next_power_of_two` of a number above 2^63 is 0, an empty buffer with a
+/// mask of all ones) or the allocation fails (`try_reserve_exact`, which
+/// also refuses a size in bytes that overflows).
+pub(crate) fn buffer<T>(cap: usize) -> Option<Buffer<T>> {
+    let n = cap.max(1).checked_next_power_of_two()?;
+    let mut v: Vec<UnsafeCell<MaybeUninit<T>>> = Vec::new();
+    v.try_reserve_exact(n).ok()?;
+    v.extend((0..n).map(|_| UnsafeCell::new(MaybeUninit::uninit())));
+    Some(v.into_boxed_slice())
+}
 
 /// Which end of a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +76,7 @@ pub(crate) struct Back {
 /// | `head` | reader (Release after taking the slot) | writer (Acquire) |
 /// | `rslot` | reader registers/closes; wakers wake | writer, after every write |
 /// | `wslot` | writer registers/closes; wakers wake | reader, after every read |
-/// | `reader_task`, `writer_task` | the side's holder, when it changes | reports |
+/// | `reader`, `writer` | the side's holder, when it changes | reports, the stall rule |
 ///
 /// The header (`id` to `fenced`) is one cache line that only changes when a
 /// side's holder does, so both ends keep it cached. `repr(C)` keeps it
@@ -70,9 +88,11 @@ pub(crate) struct Core<T> {
     pub(crate) id: u64,
     pub(crate) cap: usize,
     mask: usize,
-    buf: Box<[UnsafeCell<MaybeUninit<T>>]>,
-    pub(crate) reader_task: AtomicU64,
-    pub(crate) writer_task: AtomicU64,
+    buf: Buffer<T>,
+    /// Who holds the reading side (`holder.rs`).
+    pub(crate) reader: Holder,
+    /// Who holds the writing side.
+    pub(crate) writer: Holder,
     /// The fast side's store-load barrier is a real fence (no membarrier;
     /// see `barrier::light`). Fixed when the stream is made.
     pub(crate) fenced: bool,
@@ -159,22 +179,27 @@ impl<T> Core<T> {
     /// An unnamed core (the loom models and unit tests make these).
     #[cfg_attr(not(loom), allow(dead_code))]
     pub(crate) fn new(id: u64, cap: usize) -> Core<T> {
-        Self::with_label(id, cap, super::names::Label::default())
+        let buf = buffer(cap).expect("a ring buffer for a test's small capacity");
+        Self::with_buffer(id, cap, buf, super::names::Label::default())
     }
 
-    /// A core named by `label`.
-    pub(crate) fn with_label(id: u64, cap: usize, label: super::names::Label) -> Core<T> {
-        let n = cap.next_power_of_two();
+    /// A core over `buf`, made by [`buffer`] for `cap`.
+    pub(crate) fn with_buffer(
+        id: u64,
+        cap: usize,
+        buf: Buffer<T>,
+        label: super::names::Label,
+    ) -> Core<T> {
+        let n = buf.len();
+        debug_assert!(n.is_power_of_two() && n >= cap);
         Core {
             id,
             cap,
             mask: n - 1,
             fenced: crate::barrier::fast_side_fenced(),
-            buf: (0..n)
-                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-                .collect(),
-            reader_task: AtomicU64::new(0),
-            writer_task: AtomicU64::new(0),
+            buf,
+            reader: Holder::new(),
+            writer: Holder::new(),
             fwd: CachePadded::new(Fwd {
                 tail: AtomicUsize::new(0),
                 whint: Hint::new(),

@@ -81,6 +81,9 @@ impl Shared {
         // Store-load barrier between announcing sleep and looking at the inbox;
         // pairs with the poster's fence in `post`.
         fence(Ordering::SeqCst);
+        // While every task waits and some wait on sides nobody used yet: the
+        // idle word when that was first seen, and when the grace ends.
+        let mut grace: Option<(usize, std::time::Instant)> = None;
         loop {
             // Re-check after announcing ourselves: any post made before the
             // poster's barrier is visible now, and any later post sees
@@ -93,6 +96,28 @@ impl Shared {
                 break;
             }
             if self.looks_deadlocked() {
+                // Every task is blocked. A side held outside the run may
+                // still write, read or close, and each of those wakes its
+                // waiter through an inbox: wait for it (parked, no spin).
+                if self.waits_outside.load(Ordering::SeqCst) > 0 {
+                    std::thread::park();
+                    continue;
+                }
+                // A side nobody used yet may be held outside too: report
+                // only once the grace has passed with no worker waking.
+                if self.waits_unknown.load(Ordering::SeqCst) > 0 {
+                    let seen = self.idle.load(Ordering::SeqCst);
+                    let now = std::time::Instant::now();
+                    let until = match grace {
+                        Some((w, until)) if w == seen => until,
+                        _ => now + crate::runtime::UNKNOWN_PEER_GRACE,
+                    };
+                    grace = Some((seen, until));
+                    if now < until {
+                        std::thread::park_timeout(until - now);
+                        continue;
+                    }
+                }
                 self.end(Phase::Deadlock);
                 break;
             }
