@@ -86,9 +86,9 @@ pub(crate) fn current_run() -> u64 {
 }
 
 /// Who the caller is as a stream side's holder (`stream/holder.rs`): the
-/// running task and its run; outside every run on a thread where no task
-/// runs; nobody (0, 0) in a run's teardown, which drops ends it does not
-/// hold.
+/// running task and its run; the run a `Runtime::spawn_with` hands ends
+/// for; outside every run on a thread where no task runs; nobody (0, 0) in
+/// a run's teardown, which drops ends it does not hold.
 pub(crate) fn current_holder() -> (TaskId, u64) {
     let t = current_task_ptr();
     if !t.is_null() {
@@ -98,7 +98,10 @@ pub(crate) fn current_holder() -> (TaskId, u64) {
     if forced_unwinding() {
         return (0, 0);
     }
-    (0, crate::stream::OUTSIDE)
+    match crate::tls::holding_for() {
+        0 => (0, crate::stream::OUTSIDE),
+        run => (0, run),
+    }
 }
 
 /// Id of the running task, 0 outside tasks.

@@ -350,6 +350,7 @@ impl Builder {
                 guards: self.guards,
             },
             initial: Vec::new(),
+            run_id: next_run_id(),
         })
     }
 }
@@ -387,6 +388,9 @@ pub struct RunStats {
 pub struct Runtime {
     cfg: Config,
     initial: Vec<(Cow<'static, str>, Option<usize>, TaskFn)>,
+    /// The number its next run will have (`Shared::run_id`), which ends
+    /// handed over by `spawn_with` before the run record.
+    run_id: u64,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -621,6 +625,7 @@ impl Runtime {
         // of another run: the ends belong to a task of this runtime's next
         // run, not to the caller's.
         let words = crate::tls::ThreadWords::take();
+        crate::tls::set_holding_for(self.run_id);
         ends.hold(self.initial.len() as TaskId + 1);
         words.restore();
         self.spawn(name, move || f(ends))
@@ -723,7 +728,7 @@ impl Runtime {
             ticker: TickerShared::new(),
             waiter: std::sync::OnceLock::new(),
             workers_left: AtomicUsize::new(0),
-            run_id: next_run_id(),
+            run_id: std::mem::replace(&mut self.run_id, next_run_id()),
             waits_outside: AtomicUsize::new(0),
             waits_unknown: AtomicUsize::new(0),
         });

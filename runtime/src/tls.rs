@@ -174,6 +174,10 @@ words! {
     /// saying how the run was ending (its error, or that it succeeded), for
     /// the overflow handler and the panic hook to print; else null.
     ending, set_ending: *const () = "__rill_tls_ending_v1", 0;
+    /// While `Runtime::spawn_with` hands ends to a task of the runtime's
+    /// next run: that run's number, which the ends record as their
+    /// holder's run (`stream/holder.rs`); else 0.
+    holding_for, set_holding_for: u64 = "__rill_tls_holding_for_v1", 0;
     /// Monitoring's fast stamp (`monitor/period.rs`).
     fast, set_fast: u64 = "__rill_tls_fast_v1", 0;
     /// Monitoring's ops stamp (`monitor/period.rs`). `u64::MAX` in a new
@@ -197,6 +201,7 @@ pub(crate) struct ThreadWords {
     worker: *const (),
     forced_unwind: u64,
     ending: *const (),
+    holding_for: u64,
     fast: u64,
     ops: u64,
     recorder: *const (),
@@ -210,6 +215,7 @@ impl ThreadWords {
             worker: worker(),
             forced_unwind: forced_unwind(),
             ending: ending(),
+            holding_for: holding_for(),
             fast: fast(),
             ops: ops(),
             recorder: recorder(),
@@ -218,6 +224,7 @@ impl ThreadWords {
         set_worker(std::ptr::null());
         set_forced_unwind(0);
         set_ending(std::ptr::null());
+        set_holding_for(0);
         set_fast(0);
         set_ops(u64::MAX);
         set_recorder(std::ptr::null());
@@ -230,6 +237,7 @@ impl ThreadWords {
         set_worker(self.worker);
         set_forced_unwind(self.forced_unwind);
         set_ending(self.ending);
+        set_holding_for(self.holding_for);
         set_fast(self.fast);
         set_ops(self.ops);
         set_recorder(self.recorder);

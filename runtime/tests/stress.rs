@@ -11,7 +11,10 @@
 //! - dynamic chains: each relay spawns its successor when it sees its first
 //!   message;
 //! - serial replication: a stage redirects its output (`Writer::replace`) to
-//!   a stage it spawns, which takes over the old output.
+//!   a stage it spawns, which takes over the old output;
+//! - pipelines fed from outside the run: sources on plain threads and in a
+//!   second runtime's tasks;
+//! - pipelines whose sources take their messages from a run nested in them.
 
 mod common;
 
@@ -767,4 +770,174 @@ fn placement_follows_the_mapping() {
             }
         }
     }
+}
+
+/// A source outside the run: a plain thread (writing with `try_write`,
+/// retrying while the stream is full) or a task of a second runtime on
+/// another thread.
+#[derive(Debug, Clone, Copy)]
+enum Outside {
+    Thread,
+    Runtime,
+}
+
+/// Starts source `src` outside the run, writing `n` messages to `w`.
+fn outside_source(how: Outside, src: u32, n: u64, w: Writer<Msg>) -> std::thread::JoinHandle<()> {
+    match how {
+        Outside::Thread => {
+            w.hold_outside();
+            std::thread::spawn(move || {
+                let mut w = w;
+                for seq in 0..n {
+                    let mut m = (src, seq);
+                    loop {
+                        match w.try_write(m) {
+                            Ok(()) => break,
+                            Err(TryWriteError::Full(back)) => {
+                                m = back;
+                                std::thread::yield_now();
+                            }
+                            Err(e) => panic!("outside source {src}: {e}"),
+                        }
+                    }
+                }
+            })
+        }
+        Outside::Runtime => std::thread::spawn(move || {
+            let mut rt = Runtime::builder().workers(1).pin(false).build().unwrap();
+            rt.spawn_with(format!("other/src/{src}"), w, move |w| source(src, n, w));
+            rt.run().expect("the feeding runtime");
+        }),
+    }
+}
+
+/// Random pipelines in the run fed by sources outside it (threads and a
+/// second runtime's tasks, mixed), on 1, 2 and 4 workers under every
+/// mapping: every message arrives once and in order, and every run ends.
+#[test]
+fn pipelines_fed_from_outside_the_run() {
+    for seed in 0..4u64 {
+        let mut rng = Rng::new(seed);
+        let sources = rng.range(1, 4);
+        let n = rng.range(200, 1500) as u64;
+        let caps: Vec<Vec<usize>> = (0..sources)
+            .map(|_| {
+                let d = rng.range(1, 5);
+                caps(&mut rng, d)
+            })
+            .collect();
+        for &workers in WORKERS {
+            for (mname, mapping) in mappings(workers, PREFIXES) {
+                let label = format!("outside seed {seed}, {workers} workers, {mname}");
+                let caps = caps.clone();
+                let l2 = label.clone();
+                let got = with_timeout(&label, RUN_GUARD_S, move || {
+                    let mut feeders = Vec::new();
+                    let mut firsts = Vec::new();
+                    for (s, c) in caps.iter().enumerate() {
+                        let (w, r) = rill::stream::<Msg>(c[0]);
+                        let how = if s % 2 == 0 {
+                            Outside::Thread
+                        } else {
+                            Outside::Runtime
+                        };
+                        feeders.push(outside_source(how, s as u32, n, w));
+                        firsts.push(r);
+                    }
+                    let mut rt = Runtime::builder()
+                        .workers(workers)
+                        .pin(false)
+                        .mapping(mapping)
+                        .build()
+                        .unwrap();
+                    let (got, _) = rt
+                        .run_main(move || {
+                            let mut sinks = Vec::new();
+                            for (s, (r, c)) in firsts.into_iter().zip(&caps).enumerate() {
+                                chain(&format!("pipe/{s}"), r, &c[1..], s % 2 == 1, &mut sinks);
+                            }
+                            collect(sinks, caps.len())
+                        })
+                        .unwrap_or_else(|e| panic!("{l2}: {e}"));
+                    for f in feeders {
+                        f.join().expect("a feeder");
+                    }
+                    got
+                });
+                assert_eq!(got, vec![n; sources], "{label}: messages per source");
+            }
+        }
+    }
+}
+
+/// Sources whose messages come out of a run nested in the source task (a
+/// pipeline of its own, on its own workers), under random outer networks:
+/// both runs deliver every message once and in order, and the outer run's
+/// counts leave out everything of the inner runs.
+#[test]
+fn pipelines_with_runs_nested_in_their_sources() {
+    for seed in 0..3u64 {
+        let plan = Plan::random(seed, &[Kind::Pipe], 2, 300);
+        for &workers in &[1, 2] {
+            for (mname, mapping) in mappings(workers, PREFIXES) {
+                let label = format!("nested seed {seed}, {workers} workers, {mname}");
+                let l2 = label.clone();
+                let sources = plan.sources as usize;
+                let exp = plan.expect();
+                let per = exp.per_source.clone();
+                let got = with_timeout(&label, RUN_GUARD_S, move || {
+                    let mut rt = Runtime::builder()
+                        .workers(workers)
+                        .pin(false)
+                        .mapping(mapping)
+                        .build()
+                        .unwrap();
+                    let (got, stats) = rt
+                        .run_main(move || {
+                            let mut sinks = Vec::new();
+                            for (s, &n) in per.iter().enumerate() {
+                                let (w, r) = rill::stream::<Msg>(4);
+                                rill::spawn(format!("src/nested/{s}"), move || {
+                                    let mut w = w;
+                                    for m in nested_sequence(s as u32, n) {
+                                        w.write(m).expect("nested source: downstream closed");
+                                    }
+                                });
+                                chain(&format!("pipe/{s}"), r, &[2, 3], false, &mut sinks);
+                            }
+                            collect(sinks, sources)
+                        })
+                        .unwrap_or_else(|e| panic!("{l2}: {e}"));
+                    // main, a source and two relays per source.
+                    assert_eq!(stats.tasks_created, 1 + 3 * per_len(&got), "{l2}");
+                    got
+                });
+                assert_eq!(got, exp.per_source, "{label}: messages per source");
+            }
+        }
+    }
+}
+
+fn per_len(v: &[u64]) -> u64 {
+    v.len() as u64
+}
+
+/// The messages of source `src`, made by a pipeline in a run of its own
+/// (one worker of its own) and checked on the way.
+fn nested_sequence(src: u32, n: u64) -> Vec<Msg> {
+    let mut inner = Runtime::builder().workers(1).pin(false).build().unwrap();
+    let (out, stats) = inner
+        .run_main(move || {
+            let (w, r) = rill::stream::<Msg>(3);
+            rill::spawn("inner/src", move || source(src, n, w));
+            let mut sinks = Vec::new();
+            chain("inner/pipe", r, &[1, 2], true, &mut sinks);
+            let mut r = sinks.pop().unwrap();
+            std::iter::from_fn(|| r.read()).collect::<Vec<Msg>>()
+        })
+        .expect("the nested run");
+    assert_eq!(stats.tasks_created, 4, "inner main, source and two relays");
+    assert!(out.iter().enumerate().all(|(i, m)| *m == (src, i as u64)));
+    assert_eq!(out.len() as u64, n);
+    out
 }

@@ -21,11 +21,6 @@ use crate::task::TaskId;
 /// The run word of a side used from outside every run (a plain thread).
 pub(crate) const OUTSIDE: u64 = u64::MAX;
 
-/// The run word of a side handed to a task before its run began
-/// (`Runtime::spawn_with`): held by a task of the run that starts next,
-/// inside to whichever run asks.
-const PRE_RUN: u64 = u64::MAX - 1;
-
 /// A stream side's holder.
 pub(crate) struct Holder {
     /// The holding task's id, 0 when not known or not a task.
@@ -89,16 +84,14 @@ impl Holder {
     }
 
     /// Records `task`, spawned by the caller: a task of the caller's run,
-    /// or, called where no task runs (`Runtime::spawn_with`), of the run
-    /// about to start.
+    /// or of the run a `Runtime::spawn_with` hands it to. Called where no
+    /// task runs otherwise (a program's own use of `Ends::hold`), it leaves
+    /// the run word to the task's first use.
     pub(crate) fn hold(&self, task: TaskId) {
         self.task.store(task, Ordering::Relaxed);
-        let run = match crate::context::current_holder() {
-            (_, OUTSIDE) => PRE_RUN,
-            (_, run) => run,
-        };
-        if run != 0 {
-            self.run.store(run, Ordering::Relaxed);
+        match crate::context::current_holder() {
+            (_, 0) | (_, OUTSIDE) => {}
+            (_, run) => self.run.store(run, Ordering::Relaxed),
         }
     }
 
@@ -112,7 +105,6 @@ impl Holder {
     pub(crate) fn peer_of(&self, run: u64) -> Peer {
         match self.run.load(Ordering::Relaxed) {
             0 => Peer::Unknown,
-            PRE_RUN => Peer::Inside,
             r if r == run => Peer::Inside,
             _ => Peer::Outside,
         }
