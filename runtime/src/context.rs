@@ -75,32 +75,29 @@ pub(crate) fn set_current_worker(w: *const WorkerLocal) {
     crate::tls::set_worker(w.cast());
 }
 
-/// The run of the running task (`Shared::run_id`), 0 outside tasks.
-pub(crate) fn current_run() -> u64 {
-    let t = current_task_ptr();
-    if t.is_null() {
-        return 0;
-    }
-    // SAFETY: the running task is alive, and its run outlives it.
-    unsafe { (*(*t).shared).run_id }
-}
-
-/// Who the caller is as a stream side's holder (`stream/holder.rs`): the
-/// running task and its run; the run a `Runtime::spawn_with` hands ends
-/// for; outside every run on a thread where no task runs; nobody (0, 0) in
-/// a run's teardown, which drops ends it does not hold.
-pub(crate) fn current_holder() -> (TaskId, u64) {
+/// Who the caller is as a stream side's holder, as a holder word
+/// (`stream/holder.rs`): the running task and its run; the run a
+/// `Runtime::spawn_with` hands ends for; outside every run on a thread where
+/// no task runs; nobody (0) in a run's teardown, which drops ends it does
+/// not hold.
+#[inline]
+pub(crate) fn current_holder() -> u64 {
     let t = current_task_ptr();
     if !t.is_null() {
-        // SAFETY: as in `current_run`.
-        return unsafe { ((*t).id, (*(*t).shared).run_id) };
+        // SAFETY: the running task is alive.
+        return unsafe { (*t).holder };
     }
+    current_holder_cold()
+}
+
+#[cold]
+fn current_holder_cold() -> u64 {
     if forced_unwinding() {
-        return (0, 0);
+        return 0;
     }
     match crate::tls::holding_for() {
-        0 => (0, crate::stream::OUTSIDE),
-        run => (0, run),
+        0 => crate::stream::OUTSIDE,
+        run => crate::stream::holder_word(run, 0),
     }
 }
 
@@ -447,9 +444,9 @@ fn spin_looking(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
 /// stream or reads an empty one then sees the stream as closed, instead of
 /// suspending a coroutine that is being dropped.
 ///
-/// `holder` is what the holder of the side(s) waited on is to the task's run
-/// (`stream/holder.rs`), counted for the run's stall rule while the task is
-/// suspended.
+/// `held` says what the holder of the side(s) waited on is to the task's
+/// run (given the task's holder word; `stream/holder.rs`), counted for the
+/// run's stall rule while the task is suspended.
 ///
 /// `peer` runs after the registration fence: it re-checks the peer side of
 /// the stream(s) and wakes a peer whose registration this task's own earlier
@@ -466,7 +463,7 @@ fn spin_looking(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
 pub(crate) fn block(
     slots: &[&crate::stream::slot_api::Slot],
     on: BlockedOn,
-    holder: crate::stream::Peer,
+    held: impl FnOnce(u64) -> crate::stream::Peer,
     ready: impl Fn() -> bool,
     peer: impl FnOnce(),
     pend: impl FnOnce(&mut PendingList),
@@ -514,40 +511,52 @@ pub(crate) fn block(
     } else if let Some(w) = worker() {
         w.note_pending(pend);
     }
-    // Counted while suspended, for the run's stall rule (`worker/park.rs`).
-    // SAFETY: the run outlives its tasks.
-    let _waiting = Waiting::new(unsafe { &*task.shared }, holder);
+    // Counted while suspended, for the run's stall rule (`worker/README.md`):
+    // one compare when the peer is held in this run.
+    let held = held(task.holder);
+    let counted = if held == crate::stream::Peer::Inside {
+        std::ptr::null()
+    } else {
+        // SAFETY: the run outlives its tasks.
+        count_waiting(unsafe { &*task.shared }, held)
+    };
     // SAFETY: as in yield_now.
     unsafe { (*task.yielder.get()).suspend(Suspend::Blocked) };
+    if !counted.is_null() {
+        // SAFETY: the counter is the run's, which outlives its tasks. (A task
+        // unwound at the run's end never gets here: the count no longer
+        // matters then.)
+        uncount_waiting(unsafe { &*counted });
+    }
     drop(registered);
     true
 }
 
-/// A blocked task counted in its run's `waits_outside` or `waits_unknown`
-/// (the peer it waits on is held outside the run, or not known), taken out
-/// of the count when it leaves the block (woken, or unwound at the run's
-/// end).
-struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
-
-impl<'a> Waiting<'a> {
-    fn new(shared: &'a crate::runtime::Shared, peer: crate::stream::Peer) -> Option<Self> {
-        let c = match peer {
-            crate::stream::Peer::Outside => &shared.waits_outside,
-            crate::stream::Peer::Unknown => &shared.waits_unknown,
-            crate::stream::Peer::Inside => return None,
-        };
-        // SeqCst: before the task suspends and its worker counts itself
-        // idle (SeqCst), so a deadlock check that sees every worker idle
-        // sees this count too.
-        c.fetch_add(1, Ordering::SeqCst);
-        Some(Waiting(c))
-    }
+/// Counts a task about to suspend in its run's `waits_outside` or
+/// `waits_unknown` (the peer it waits on is held outside the run, or not
+/// known); returns the counter, for [`uncount_waiting`] when it resumes.
+#[cold]
+#[inline(never)]
+fn count_waiting(
+    shared: &crate::runtime::Shared,
+    peer: crate::stream::Peer,
+) -> *const std::sync::atomic::AtomicUsize {
+    let c = match peer {
+        crate::stream::Peer::Outside => &shared.waits_outside,
+        _ => &shared.waits_unknown,
+    };
+    // SeqCst: before the task suspends and its worker counts itself idle
+    // (SeqCst), so a deadlock check that sees every worker idle sees this
+    // count too.
+    c.fetch_add(1, Ordering::SeqCst);
+    c
 }
 
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
+/// Takes a resumed task out of the count [`count_waiting`] put it in.
+#[cold]
+#[inline(never)]
+fn uncount_waiting(c: &std::sync::atomic::AtomicUsize) {
+    c.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// [`block`] called where no task runs: during a run's forced unwind a

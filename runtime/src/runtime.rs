@@ -456,10 +456,11 @@ pub(crate) struct Shared {
 /// used are reported at once.
 pub const UNKNOWN_PEER_GRACE: Duration = Duration::from_millis(250);
 
-/// The next run's number (`Shared::run_id`).
+/// The next run's number (`Shared::run_id`): 1 and up, wrapping before
+/// the number that means "outside every run" (`stream/holder.rs`).
 fn next_run_id() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed) % (crate::stream::OUTSIDE_RUN - 1) + 1
 }
 
 impl Shared {
@@ -541,7 +542,9 @@ impl Shared {
         f: Option<TaskFn>,
     ) -> TaskRef {
         self.live.fetch_add(1, Ordering::AcqRel);
-        let t = TaskRef::new(Task::new(self, id, parent, name, worker, f));
+        let mut task = Task::new(self, id, parent, name, worker, f);
+        task.holder = crate::stream::holder_word(self.run_id, id);
+        let t = TaskRef::new(task);
         self.registry.insert(t, worker);
         crate::hooks::task_assigned(id, parent, worker, &t.get().name);
         t

@@ -145,6 +145,9 @@ pub(crate) struct Task {
     /// The runtime the task belongs to; it outlives the task.
     pub shared: *const crate::runtime::Shared,
     pub id: TaskId,
+    /// The task as a stream side's holder (`stream/holder.rs`): its run and
+    /// its id in one word, noted in the ends it blocks on.
+    pub holder: u64,
     pub yielder: Cell<*const TaskYielder>,
     /// Lowest word of an unguarded stack, whose canary is checked when the task
     /// stops (0: guarded stack or not started).
@@ -188,6 +191,7 @@ impl Task {
             mon: Default::default(),
             dispatches: Cell::new(0),
             id,
+            holder: 0,
             name,
             worker: AtomicUsize::new(worker),
             state: AtomicU8::new(state::NEW),

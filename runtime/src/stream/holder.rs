@@ -2,14 +2,23 @@
 //! run, or nobody known yet. Deadlock reports name holders, and a run that
 //! finds every task blocked asks whether what they wait for is held outside
 //! it (a plain thread, a task of another runtime): then it waits instead of
-//! reporting a deadlock (see `worker/park.rs`, `Shared::sleep`).
+//! reporting a deadlock (`worker/README.md`, termination and deadlock).
 //!
-//! A side's holder is noted when an end is first used (bound), at every
-//! block, and by `Ends::hold` (`spawn_with`); [`hold_outside`] marks it
-//! outside by hand. Both words are for reports and for the run's stall
-//! rule, never for the stream protocol: Relaxed, and written only when they
-//! change. A holder seen through a wake is exact: the waker's note comes
-//! before its wake, which the woken task's dispatch follows.
+//! A side's holder is one word: the holder's run in the high
+//! [`RUN_BITS`] bits and its task id in the low ones (a task's own word,
+//! `Task::holder`, is made with [`word`] when the task is), so that noting
+//! the holder at a block is a load and a compare, as it was when the word
+//! held the task id alone. The word is noted when an end is first used
+//! (bound), at every block, and by `Ends::hold` (`spawn_with`);
+//! [`hold_outside`] marks it outside by hand. It is for reports and for the
+//! run's stall rule, never for the stream protocol: Relaxed, and written
+//! only when it changes. A holder seen through a wake is exact: the waker's
+//! note comes before its wake, which the woken task's dispatch follows.
+//!
+//! Run numbers wrap after 2^24 - 2 runs in one process: two runs alive at
+//! once whose numbers are that far apart would take each other's sides for
+//! their own (a deadlock reported where the other run could still have
+//! acted), which no program is expected to meet.
 //!
 //! [`hold_outside`]: crate::Writer::hold_outside
 
@@ -18,17 +27,37 @@ use std::sync::atomic::Ordering;
 use crate::sync::AtomicU64;
 use crate::task::TaskId;
 
-/// The run word of a side used from outside every run (a plain thread).
-pub(crate) const OUTSIDE: u64 = u64::MAX;
+/// Bits of a holder word that hold the run.
+pub(crate) const RUN_BITS: u32 = 24;
+const TASK_BITS: u32 = 64 - RUN_BITS;
+const TASK_MASK: u64 = (1 << TASK_BITS) - 1;
+/// The run of a side used from outside every run (a plain thread); no run
+/// has this number.
+pub(crate) const OUTSIDE_RUN: u64 = (1 << RUN_BITS) - 1;
+/// The word of a side used from outside every run: no task.
+pub(crate) const OUTSIDE: u64 = OUTSIDE_RUN << TASK_BITS;
+
+/// The holder word of task `task` of run `run` (`run` below
+/// [`OUTSIDE_RUN`]; a task id past 2^40 keeps only its low bits, which
+/// only a report would show).
+pub(crate) fn word(run: u64, task: TaskId) -> u64 {
+    (run << TASK_BITS) | (task & TASK_MASK)
+}
+
+/// The run part of a holder word.
+#[inline(always)]
+pub(crate) fn run_of(word: u64) -> u64 {
+    word >> TASK_BITS
+}
+
+/// The task part of a holder word, 0 when not a task.
+#[inline(always)]
+pub(crate) fn task_of(word: u64) -> TaskId {
+    word & TASK_MASK
+}
 
 /// A stream side's holder.
-pub(crate) struct Holder {
-    /// The holding task's id, 0 when not known or not a task.
-    pub(crate) task: AtomicU64,
-    /// The holder's run (`Shared::run_id`), [`OUTSIDE`], or 0 when nobody
-    /// used the side yet.
-    run: AtomicU64,
-}
+pub(crate) struct Holder(AtomicU64);
 
 /// What a blocked task's peer side is to the task's run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,10 +85,13 @@ impl Peer {
 
 impl Holder {
     pub(crate) fn new() -> Holder {
-        Holder {
-            task: AtomicU64::new(0),
-            run: AtomicU64::new(0),
-        }
+        Holder(AtomicU64::new(0))
+    }
+
+    /// The holding task's id, 0 when not known or not a task.
+    #[inline(always)]
+    pub(crate) fn task(&self) -> TaskId {
+        task_of(self.0.load(Ordering::Relaxed))
     }
 
     /// Notes the caller as the holder: the running task, or outside every
@@ -68,45 +100,46 @@ impl Holder {
     /// so that it counts the side as outside from its next block on). A
     /// run's teardown, dropping a task's ends on its own thread, notes
     /// nothing.
+    #[inline]
     pub(crate) fn note(&self) -> bool {
-        let (task, run) = crate::context::current_holder();
-        if run == 0 {
+        let me = crate::context::current_holder();
+        if me == 0 || self.0.load(Ordering::Relaxed) == me {
             return false;
         }
-        if self.task.load(Ordering::Relaxed) != task {
-            self.task.store(task, Ordering::Relaxed);
-        }
-        if self.run.load(Ordering::Relaxed) != run {
-            self.run.store(run, Ordering::Relaxed);
-            return run == OUTSIDE;
-        }
-        false
+        self.0.store(me, Ordering::Relaxed);
+        me == OUTSIDE
     }
 
     /// Records `task`, spawned by the caller: a task of the caller's run,
     /// or of the run a `Runtime::spawn_with` hands it to. Called where no
-    /// task runs otherwise (a program's own use of `Ends::hold`), it leaves
-    /// the run word to the task's first use.
+    /// task runs otherwise (a program's own use of `Ends::hold`), it
+    /// records the task with no run, leaving the run to the task's first
+    /// use.
     pub(crate) fn hold(&self, task: TaskId) {
-        self.task.store(task, Ordering::Relaxed);
-        match crate::context::current_holder() {
-            (_, 0) | (_, OUTSIDE) => {}
-            (_, run) => self.run.store(run, Ordering::Relaxed),
-        }
+        let run = match crate::context::current_holder() {
+            0 | OUTSIDE => 0,
+            me => run_of(me),
+        };
+        self.0.store(word(run, task), Ordering::Relaxed);
     }
 
     /// Marks the side as held outside every run.
     pub(crate) fn hold_outside(&self) {
-        self.task.store(0, Ordering::Relaxed);
-        self.run.store(OUTSIDE, Ordering::Relaxed);
+        self.0.store(OUTSIDE, Ordering::Relaxed);
     }
 
-    /// What this side's holder is to `run`.
-    pub(crate) fn peer_of(&self, run: u64) -> Peer {
-        match self.run.load(Ordering::Relaxed) {
-            0 => Peer::Unknown,
-            r if r == run => Peer::Inside,
-            _ => Peer::Outside,
+    /// What this side's holder is to the run of `mine`, the holder word of
+    /// the task asking: inside when the run parts of the words match (one
+    /// xor and shift on the path of every block).
+    #[inline(always)]
+    pub(crate) fn peer_of(&self, mine: u64) -> Peer {
+        let w = self.0.load(Ordering::Relaxed);
+        if (w ^ mine) >> TASK_BITS == 0 {
+            Peer::Inside
+        } else if run_of(w) == 0 {
+            Peer::Unknown
+        } else {
+            Peer::Outside
         }
     }
 }

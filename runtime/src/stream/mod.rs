@@ -40,7 +40,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub use ends::Ends;
-pub(crate) use holder::{Peer, OUTSIDE};
+pub(crate) use holder::{word as holder_word, Peer, OUTSIDE, OUTSIDE_RUN};
 pub use poll::poll;
 pub use poll_set::PollSet;
 pub use ring::Side;
@@ -394,12 +394,11 @@ impl<T: Send + 'static> Writer<T> {
             // The message is recorded in the period it moves in.
             self.leave();
             let on = self.blocked_on();
-            let peer = self.peer();
             let core = &self.core;
             if !context::block(
                 &[&core.back.wslot],
                 on,
-                peer,
+                |mine| core.reader.peer_of(mine),
                 || core.has_room(tail) || core.fwd.rslot.is_closed(),
                 || core.recheck(Side::Reader),
                 |pending| crate::worker::note_pending(pending, core, Side::Writer),
@@ -596,12 +595,11 @@ impl<T: Send + 'static> Reader<T> {
             // The message is recorded in the period it moves in.
             self.leave();
             let on = self.blocked_on();
-            let peer = self.peer();
             let core = &self.core;
             if !context::block(
                 &[&core.fwd.rslot],
                 on,
-                peer,
+                |mine| core.writer.peer_of(mine),
                 || core.has_data(head) || core.back.wslot.is_closed(),
                 || core.recheck(Side::Writer),
                 |pending| crate::worker::note_pending(pending, core, Side::Reader),
@@ -698,8 +696,6 @@ trait Waits {
     /// Records the running task (or, outside every task, the outside) as
     /// the holder of the end(s), for reports and the stall rule.
     fn note_owner(&self);
-    /// What the holder of the peer side(s) is to the running task's run.
-    fn peer(&self) -> Peer;
     /// What a block here records.
     fn blocked_on(&self) -> BlockedOn;
 }
@@ -755,14 +751,12 @@ impl<T: Send + 'static> Waits for Writer<T> {
             self.core.fwd.rslot.wake_unreported();
         }
     }
-    fn peer(&self) -> Peer {
-        self.core.reader.peer_of(context::current_run())
-    }
+
     #[inline(always)]
     fn blocked_on(&self) -> BlockedOn {
         BlockedOn::Output {
             stream: self.core.id,
-            peer: nonzero(self.core.reader.task.load(Ordering::Relaxed)),
+            peer: nonzero(self.core.reader.task()),
         }
     }
 }
@@ -781,14 +775,12 @@ impl<T: Send + 'static> Waits for Reader<T> {
             self.core.back.wslot.wake_unreported();
         }
     }
-    fn peer(&self) -> Peer {
-        self.core.writer.peer_of(context::current_run())
-    }
+
     #[inline(always)]
     fn blocked_on(&self) -> BlockedOn {
         BlockedOn::Input {
             stream: self.core.id,
-            peer: nonzero(self.core.writer.task.load(Ordering::Relaxed)),
+            peer: nonzero(self.core.writer.task()),
         }
     }
 }

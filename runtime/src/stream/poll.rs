@@ -1,7 +1,5 @@
 //! Waiting on several readers at once (LPEL's stream poll; blocked-by-any).
 
-use std::sync::atomic::Ordering;
-
 use super::holder::Peer;
 use super::{nonzero, spin_first, Reader, Recheck, Side, Waits};
 use crate::context;
@@ -36,13 +34,16 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
         let polled = Polled(&*readers);
         polled.note_owner();
         let on = polled.blocked_on();
-        let peer = polled.peer();
         let slots: Vec<&super::slot::Slot> = readers.iter().map(|r| &r.core.fwd.rslot).collect();
         let heads: Vec<usize> = readers.iter().map(|r| r.head).collect();
         if !context::block(
             &slots,
             on,
-            peer,
+            |mine| {
+                readers
+                    .iter()
+                    .fold(Peer::Inside, |p, r| p.or(r.core.writer.peer_of(mine)))
+            },
             || {
                 readers
                     .iter()
@@ -78,23 +79,12 @@ impl<T: Send + 'static> Waits for Polled<'_, T> {
             r.note_owner();
         }
     }
-    fn peer(&self) -> Peer {
-        let run = context::current_run();
-        self.0
-            .iter()
-            .fold(Peer::Inside, |p, r| p.or(r.core.writer.peer_of(run)))
-    }
     fn blocked_on(&self) -> BlockedOn {
         BlockedOn::Any {
             streams: self
                 .0
                 .iter()
-                .map(|r| {
-                    (
-                        r.core.id,
-                        nonzero(r.core.writer.task.load(Ordering::Relaxed)),
-                    )
-                })
+                .map(|r| (r.core.id, nonzero(r.core.writer.task())))
                 .collect(),
         }
     }
