@@ -441,11 +441,11 @@ pub(crate) struct Shared {
     /// Blocked tasks whose peer side is held outside the run (a plain
     /// thread, another runtime's task): while any is, a run whose workers
     /// are all idle waits for the outside instead of reporting a deadlock.
-    pub(crate) waits_outside: AtomicUsize,
+    pub(crate) waits_outside: std::sync::atomic::AtomicUsize,
     /// Blocked tasks whose peer side nobody has used yet: a run whose
     /// workers are all idle reports a deadlock only after
     /// [`UNKNOWN_PEER_GRACE`] without progress.
-    pub(crate) waits_unknown: AtomicUsize,
+    pub(crate) waits_unknown: std::sync::atomic::AtomicUsize,
 }
 
 /// How long a run whose every task is blocked waits before it reports a
@@ -732,8 +732,8 @@ impl Runtime {
             waiter: std::sync::OnceLock::new(),
             workers_left: AtomicUsize::new(0),
             run_id: std::mem::replace(&mut self.run_id, next_run_id()),
-            waits_outside: AtomicUsize::new(0),
-            waits_unknown: AtomicUsize::new(0),
+            waits_outside: std::sync::atomic::AtomicUsize::new(0),
+            waits_unknown: std::sync::atomic::AtomicUsize::new(0),
         });
         let initial: Vec<_> = self.initial.drain(..).collect();
         let created = match place_initial(&mut shared, initial) {

@@ -11,7 +11,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::with_timeout;
+use common::{sample_hz, with_timeout};
 use rill::{Mapping, MonitorConfig, MonitorFlags, RunError, Runtime, TryWriteError};
 
 fn temp_dir(tag: &str) -> std::path::PathBuf {
@@ -425,7 +425,13 @@ fn capacity_one_streams_drop_what_is_left_once() {
 /// In sample mode a worker's timer signal names the running task from the
 /// thread's current-task word, reading the task's id: thousands of tasks
 /// that end (and are freed) while signals come at 10 kHz, under memcheck
-/// in the test command, would show a read of a freed task.
+/// in the test command, would show a read of a freed task. Under valgrind
+/// the rate is 500 Hz (`common::sample_hz`): valgrind takes a thread's
+/// pending signal only at its own scheduling points, so at 10 kHz most
+/// periods came as overruns of fewer signals that each cost much, and the
+/// run named no more distinct tasks (about 460 of the 3,000 either way)
+/// while it took 2 times as long here, 9 with both cores busy (30 with
+/// `--fair-sched=yes` too), and over 120 s on a slower host.
 #[test]
 fn samples_taken_while_tasks_end_read_only_live_tasks() {
     let dir = temp_dir("sampled-ends");
@@ -433,7 +439,7 @@ fn samples_taken_while_tasks_end_read_only_live_tasks() {
     let ended = Arc::new(AtomicU64::new(0));
     let e2 = ended.clone();
     with_timeout("a sampled run of short tasks", 120, move || {
-        let mut rt = monitored(2, "sample:10000", &d2);
+        let mut rt = monitored(2, &format!("sample:{}", sample_hz(10_000)), &d2);
         rt.spawn("spawner", move || {
             for i in 0..3_000u64 {
                 let e = e2.clone();
@@ -470,8 +476,10 @@ fn a_sampled_run_returns_to_its_caller_after_a_panic_and_runs_again() {
     let dir = temp_dir("sampled");
     let d2 = dir.clone();
     let (first, second) = with_timeout("sampled runs", 60, move || {
-        // 10 kHz, so that even a run of a few milliseconds takes samples.
-        let sampled = |d: &std::path::Path| monitored(2, "sample:10000", d);
+        // 10 kHz, so that even a run of a few milliseconds takes samples
+        // (500 Hz under valgrind, whose runs are 20 to 50 times longer).
+        let flags = format!("sample:{}", sample_hz(10_000));
+        let sampled = |d: &std::path::Path| monitored(2, &flags, d);
         let mut rt = sampled(&d2);
         let (mut w, mut r) = rill::stream::<u64>(4);
         rt.spawn_on(0, "writer", move || {
@@ -514,5 +522,123 @@ fn a_sampled_run_returns_to_its_caller_after_a_panic_and_runs_again() {
     assert_eq!(second.unwrap(), 20_000 * 19_999 / 2);
     let log = std::fs::metadata(dir.join("sampler.rlog")).unwrap();
     assert!(log.len() > 56, "the sampler log holds no window: {log:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Work stealing with full monitoring (`message` included): tasks that
+/// worker 1 steals keep their ops-mode entries (`monitor/task_entries.rs`)
+/// on the worker that runs them. Tasks of one to four ends, all spawned on
+/// worker 0, carry their messages intact; memcheck in the test command
+/// checks the recording of every period, stolen tasks' included.
+#[test]
+fn stolen_tasks_are_recorded_soundly_in_full_mode() {
+    const MESSAGES: u64 = 500;
+    let dir = temp_dir("steal-full");
+    let d2 = dir.clone();
+    let sums = Arc::new(Mutex::new(Vec::new()));
+    let s2 = sums.clone();
+    let stats = with_timeout("a stolen network, fully monitored", 120, move || {
+        let mut rt = Runtime::builder()
+            .workers(2)
+            .mapping(Mapping::Steal)
+            .monitor(MonitorConfig::new("full".parse().unwrap(), &d2))
+            .build()
+            .unwrap();
+        rt.try_spawn_on(0, "main", move || {
+            let main_thread = std::thread::current().id();
+            let elsewhere = Arc::new(AtomicUsize::new(0));
+            for _ in 0..4 {
+                // source -> three relays -> merger -> sink: ends of one, two,
+                // four and one streams per task.
+                let (mut outs, mut ins) = (Vec::new(), Vec::new());
+                for _ in 0..3 {
+                    let (w, r) = rill::stream::<u64>(2);
+                    outs.push(w);
+                    ins.push(r);
+                }
+                let mut mr = Vec::new();
+                for mut r in ins {
+                    let (mut w, r2) = rill::stream::<u64>(1);
+                    mr.push(r2);
+                    let e = elsewhere.clone();
+                    rill::try_spawn_on(0, "relay", move || {
+                        if std::thread::current().id() != main_thread {
+                            e.fetch_add(1, Ordering::Relaxed);
+                        }
+                        while let Some(v) = r.read() {
+                            if v % 7 == 0 {
+                                rill::yield_now();
+                            }
+                            w.write(v).unwrap();
+                        }
+                    })
+                    .unwrap();
+                }
+                let (mut sw, mut sr) = rill::stream::<u64>(2);
+                let e = elsewhere.clone();
+                rill::try_spawn_on(0, "merger", move || {
+                    if std::thread::current().id() != main_thread {
+                        e.fetch_add(1, Ordering::Relaxed);
+                    }
+                    loop {
+                        let got: Vec<_> = mr.iter_mut().map(|r| r.read()).collect();
+                        if got.iter().all(Option::is_none) {
+                            break;
+                        }
+                        sw.write(got.into_iter().flatten().sum()).unwrap();
+                    }
+                })
+                .unwrap();
+                let s3 = s2.clone();
+                rill::try_spawn_on(0, "sink", move || {
+                    let mut sum = 0;
+                    while let Some(v) = sr.read() {
+                        sum += v;
+                    }
+                    s3.lock().unwrap().push(sum);
+                })
+                .unwrap();
+                rill::try_spawn_on(0, "source", move || {
+                    for i in 0..MESSAGES {
+                        for w in &mut outs {
+                            w.write(i).unwrap();
+                        }
+                    }
+                })
+                .unwrap();
+            }
+            // Hold worker 0 (without yielding to the runtime) until a task
+            // started on worker 1: only a steal lets that happen.
+            let t0 = std::time::Instant::now();
+            while elsewhere.load(Ordering::Relaxed) == 0
+                && t0.elapsed() < std::time::Duration::from_secs(60)
+            {
+                std::thread::yield_now();
+            }
+        })
+        .unwrap();
+        rt.run().expect("run")
+    });
+    let steals: u64 = stats.workers.iter().map(|w| w.steals).sum();
+    assert!(steals > 0, "nothing was stolen");
+    assert_eq!(
+        *sums.lock().unwrap(),
+        [3 * MESSAGES * (MESSAGES - 1) / 2; 4]
+    );
+    // Tasks that ran on worker 1 were stolen; none ran on both workers.
+    let ran_on = |w: usize| -> std::collections::BTreeSet<u64> {
+        let log = rill_log::read_log(dir.join(format!("worker-{w}.rlog"))).unwrap();
+        assert_eq!(log.end, rill_log::EndReason::Clean, "worker {w}");
+        log.records
+            .iter()
+            .filter_map(|r| match r {
+                rill_log::Record::Period { task, .. } => Some(*task),
+                _ => None,
+            })
+            .collect()
+    };
+    let (on0, on1) = (ran_on(0), ran_on(1));
+    assert_eq!(on0.intersection(&on1).count(), 0, "a started task moved");
+    assert!(!on1.is_empty(), "no stolen task was recorded");
     let _ = std::fs::remove_dir_all(&dir);
 }

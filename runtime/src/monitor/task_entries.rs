@@ -85,25 +85,50 @@ impl TaskEntries {
 /// Which of a period's entries its record lists, in which order: `lead`
 /// first (the entry whose run the ops begin with, when that is not the
 /// table's order), then those of `rest` (a bit per entry) in entry order.
+///
+/// The lead is kept as an index, [`NO_LEAD`] for none, not as the
+/// `Option<usize>` that [`order`] is given: the payload of a `None` is
+/// uninitialised, and an optimised build computed with it before testing
+/// the discriminant (in `WorkerLog::period_entries`: a `rol %cl` by the
+/// payload, and the lead's compare in `position` as `sete`, each masked by
+/// the discriminant afterwards). Memcheck, exact about defined bits in
+/// `and`, `or` and `cmov`, passes that, but reports any branch that LLVM
+/// puts on the payload before the discriminant. Here the payload is read
+/// once, in [`order`], and every bit of the index is defined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Order {
-    pub(crate) lead: Option<usize>,
-    pub(crate) rest: u32,
+    lead: u32,
+    rest: u32,
+}
+
+/// [`Order`]'s lead when there is none: no entry's index, and its
+/// [`bit`] is 0.
+const NO_LEAD: u32 = u32::MAX;
+
+/// The bit of `i`, an entry below [`MAX_IO`] or [`NO_LEAD`], in a `u32` of
+/// entries: one shift, no compare (a shift of a `u64` takes the low six
+/// bits of its amount, 63 for `NO_LEAD`, whose bit falls outside the `u32`).
+#[inline(always)]
+fn bit(i: u32) -> u32 {
+    const _: () = assert!(MAX_IO <= 32 && NO_LEAD & 63 >= 32);
+    (1u64 << (i & 63)) as u32
 }
 
 impl Order {
     /// Entries the record lists.
     #[inline]
     pub(crate) fn len(self) -> usize {
-        usize::from(self.lead.is_some()) + self.rest.count_ones() as usize
+        usize::from(self.lead != NO_LEAD) + self.rest.count_ones() as usize
     }
 
     /// The position in the record of entry `i`, which it lists.
     #[inline]
     pub(crate) fn position(self, i: usize) -> usize {
-        match self.lead {
-            Some(l) if l == i => 0,
-            l => usize::from(l.is_some()) + (self.rest & ((1u32 << i) - 1)).count_ones() as usize,
+        if self.lead as usize == i {
+            0
+        } else {
+            usize::from(self.lead != NO_LEAD)
+                + (self.rest & ((1u32 << i) - 1)).count_ones() as usize
         }
     }
 
@@ -111,7 +136,8 @@ impl Order {
     #[inline]
     pub(crate) fn entries(self) -> impl Iterator<Item = usize> {
         let mut rest = self.rest;
-        self.lead.into_iter().chain(std::iter::from_fn(move || {
+        let lead = (self.lead != NO_LEAD).then_some(self.lead as usize);
+        lead.into_iter().chain(std::iter::from_fn(move || {
             (rest != 0).then(|| {
                 let i = rest.trailing_zeros() as usize;
                 rest &= rest - 1;
@@ -121,16 +147,25 @@ impl Order {
     }
 }
 
-/// The record order of a period's entries: `lead` (see [`Order`]) and the
-/// others of `keep` (a bit per entry below [`MAX_IO`]: those that moved a
-/// message, woke their peer or are the blocked stream's).
+/// The record order of a period's entries: `lead` (see [`Order`]; an entry
+/// below [`MAX_IO`]) and the others of `keep` (a bit per entry below
+/// [`MAX_IO`]: those that moved a message, woke their peer or are the
+/// blocked stream's).
 #[inline]
 pub(crate) fn order(lead: Option<usize>, keep: u32) -> Order {
-    let rest = match lead {
-        Some(l) => keep & !(1u32 << l),
-        None => keep,
+    // The one read of the payload, masked by the discriminant (`sbb` and
+    // `or`): from here on every bit is defined.
+    let lead = match lead {
+        Some(l) => {
+            debug_assert!(l < MAX_IO, "lead {l}");
+            l as u32
+        }
+        None => NO_LEAD,
     };
-    Order { lead, rest }
+    Order {
+        lead,
+        rest: keep & !bit(lead),
+    }
 }
 
 /// The listed path's record order: entries in the order of their first op,
@@ -194,6 +229,11 @@ mod tests {
         let o = order(Some(0), 0b1);
         assert_eq!(o.entries().collect::<Vec<_>>(), [0]);
         assert_eq!(order(None, 0).len(), 0);
+        let o = order(Some(31), u32::MAX);
+        assert_eq!(o.len(), 32);
+        assert_eq!(o.entries().take(3).collect::<Vec<_>>(), [31, 0, 1]);
+        assert_eq!([31, 0, 30].map(|i| o.position(i)), [0, 1, 31]);
+        assert_eq!(order(None, u32::MAX).len(), 32);
     }
 
     #[test]

@@ -11,7 +11,11 @@
 //!   (blocked-by-input) and returns `None` once the writer is gone and the ring
 //!   is drained (end of stream).
 //! - [`poll`](fn@poll) waits on several readers at once (blocked-by-any).
-//! - `try_` variants never block.
+//! - `try_` variants never block: the forms for a thread outside the run.
+//! - `hold_outside` marks an end that a thread outside the run (or another
+//!   runtime's task) holds; who holds each side is in `holder.rs`, and the
+//!   run waits for such an end instead of reporting a deadlock
+//!   (`worker/README.md`).
 //!
 //! On the fast path (the peer is not blocked) a read or a write is a few plain
 //! loads and stores and one compiler fence: no locked instruction.

@@ -24,6 +24,16 @@ pub(crate) fn buffer<T>(cap: usize) -> Option<Buffer<T>> {
     let n = cap.max(1).checked_next_power_of_two()?;
     let mut v: Vec<UnsafeCell<MaybeUninit<T>>> = Vec::new();
     v.try_reserve_exact(n).ok()?;
+    #[cfg(not(loom))]
+    // SAFETY: the capacity is at least `n` (reserved above), and a cell of
+    // `MaybeUninit` holds no value that needs initialising: any bytes are
+    // a valid `UnsafeCell<MaybeUninit<T>>` (outside loom, `sync::UnsafeCell`
+    // wraps std's and nothing more). (No loop over the cells: a ring
+    // of 2^30 cells costs nothing until it is used.)
+    unsafe {
+        v.set_len(n)
+    };
+    #[cfg(loom)]
     v.extend((0..n).map(|_| UnsafeCell::new(MaybeUninit::uninit())));
     Some(v.into_boxed_slice())
 }

@@ -113,3 +113,31 @@ pub fn scale() -> (u32, u64) {
         .unwrap_or(100_000);
     (r, n)
 }
+
+/// Whether this process runs under valgrind (the test command runs the
+/// soundness tests under memcheck): its preloaded objects are mapped
+/// (`vgpreload_*.so`, which valgrind also names in `LD_PRELOAD`).
+pub fn under_valgrind() -> bool {
+    static UNDER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *UNDER.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/maps").is_ok_and(|m| m.contains("/vgpreload_"))
+            || std::env::var_os("LD_PRELOAD")
+                .is_some_and(|p| p.to_string_lossy().contains("/vgpreload_"))
+    })
+}
+
+/// A sampling rate (`sample:HZ`) of `hz` for a test's run, a twentieth of
+/// it (at least 10 Hz) under valgrind. The sample timers run on the wall
+/// clock, so their signals come at `hz` however slowly the program runs,
+/// and memcheck runs it 20 to 50 times slower while each signal costs it
+/// far more than natively: at 10 kHz a sampled run then does little but
+/// take signals (minutes instead of seconds on a slower host, worse with
+/// the cores busy or with `--fair-sched=yes`). A twentieth still takes at
+/// least as many samples per unit of the program's work as `hz` natively.
+pub fn sample_hz(hz: u32) -> u32 {
+    if under_valgrind() {
+        (hz / 20).max(10)
+    } else {
+        hz
+    }
+}
