@@ -50,7 +50,7 @@ pub use mapper::{ManualTable, Mapping};
 pub use rill_log::MonitorFlags;
 pub use runtime::{
     Builder, Config, MonitorConfig, RunStats, Runtime, DEFAULT_SPIN, MAX_SPIN, MAX_STACK_SIZE,
-    MAX_WORKERS, UNKNOWN_PEER_GRACE,
+    MAX_WORKERS, STALL_REPORT, UNKNOWN_PEER_GRACE,
 };
 pub use stream::{
     named_stream, poll, stream, stream_default, try_stream, CapacityError, Ends, PollSet, Reader,

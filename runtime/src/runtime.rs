@@ -72,7 +72,14 @@ pub struct Config {
     pub(crate) cores: usize,
     pub(crate) monitor: MonitorConfig,
     pub(crate) guards: StackGuards,
+    /// How long a run waits on ends held outside it, with every task
+    /// blocked, before it says so on stderr (0: never).
+    pub(crate) stall_report: Duration,
 }
+
+/// How long a run whose every task is blocked on stream ends held outside
+/// it waits before it says so on stderr (once per run; it goes on waiting).
+pub const STALL_REPORT: Duration = Duration::from_secs(10);
 
 /// How task stacks are guarded: the builder's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +146,7 @@ pub struct Builder {
     spin: Option<Duration>,
     monitor: MonitorConfig,
     guards: StackGuards,
+    stall_report: Duration,
 }
 
 /// How long an idle worker spins before it parks, unless the builder or
@@ -192,6 +200,7 @@ impl Default for Builder {
             spin: None,
             monitor: MonitorConfig::default(),
             guards: StackGuards::default(),
+            stall_report: STALL_REPORT,
         }
     }
 }
@@ -291,6 +300,14 @@ impl Builder {
         self
     }
 
+    /// Tests only: how long a run blocked on ends held outside it waits
+    /// before it says so (default [`STALL_REPORT`]; 0: never).
+    #[doc(hidden)]
+    pub fn stall_report(mut self, after: Duration) -> Self {
+        self.stall_report = after;
+        self
+    }
+
     /// Tests only: how many stacks may get an `mprotect` guard page when
     /// markers are not used, in place of the budget `vm.max_map_count` gives.
     #[doc(hidden)]
@@ -348,6 +365,7 @@ impl Builder {
                 cores,
                 monitor: self.monitor,
                 guards: self.guards,
+                stall_report: self.stall_report,
             },
             initial: Vec::new(),
             run_id: next_run_id(),
@@ -446,6 +464,9 @@ pub(crate) struct Shared {
     /// workers are all idle reports a deadlock only after
     /// [`UNKNOWN_PEER_GRACE`] without progress.
     pub(crate) waits_unknown: std::sync::atomic::AtomicUsize,
+    /// Whether the run has said that it waits on the outside
+    /// (`Shared::wait_for_outside`).
+    pub(crate) stall_reported: std::sync::atomic::AtomicBool,
 }
 
 /// How long a run whose every task is blocked waits before it reports a
@@ -734,6 +755,7 @@ impl Runtime {
             run_id: std::mem::replace(&mut self.run_id, next_run_id()),
             waits_outside: std::sync::atomic::AtomicUsize::new(0),
             waits_unknown: std::sync::atomic::AtomicUsize::new(0),
+            stall_reported: std::sync::atomic::AtomicBool::new(false),
         });
         let initial: Vec<_> = self.initial.drain(..).collect();
         let created = match place_initial(&mut shared, initial) {

@@ -592,3 +592,36 @@ fn an_outside_reader_drains_and_then_leaves() {
     assert_eq!(got, 10);
     assert!((10..=12).contains(&sent), "{sent}");
 }
+
+/// A run whose every task waits on an end held outside that does not act
+/// says so on stderr once the stall has lasted `stall_report`, and goes on
+/// waiting: the end's drop still ends the run normally.
+#[test]
+fn a_run_stalled_on_an_outside_end_says_so_and_goes_on() {
+    if in_child() {
+        let mut rt = Runtime::builder()
+            .workers(2)
+            .stall_report(Duration::from_millis(100))
+            .build()
+            .unwrap();
+        let (w, r) = rill::stream::<u64>(4);
+        w.hold_outside();
+        let keeper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            drop(w);
+        });
+        rt.spawn_with("reader", r, |mut r| assert_eq!(r.read(), None));
+        rt.run().unwrap();
+        keeper.join().unwrap();
+        eprintln!("child: the run ended");
+        std::process::exit(0);
+    }
+    let (status, err) = run_child("a_run_stalled_on_an_outside_end_says_so_and_goes_on");
+    assert!(status.success(), "{status:?}\n{err}");
+    assert_eq!(
+        err.matches("rill: the run has waited 0.1 s with every task blocked: 1 task(s) wait on stream ends held outside the run").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("child: the run ended"), "{err}");
+}

@@ -100,7 +100,7 @@ impl Shared {
                 // still write, read or close, and each of those wakes its
                 // waiter through an inbox: wait for it (parked, no spin).
                 if self.waits_outside.load(Ordering::SeqCst) > 0 {
-                    std::thread::park();
+                    self.wait_for_outside();
                     continue;
                 }
                 // A side nobody used yet may be held outside too: report
@@ -129,6 +129,35 @@ impl Shared {
         // that it woke (and perhaps posted a task) in between.
         self.idle.fetch_add(IDLE_GEN - 1, Ordering::SeqCst);
         self.phase() == Phase::Running
+    }
+
+    /// Parks while every task waits and some wait on sides held outside the
+    /// run. A run that stays so for [`Config::stall_report`] says so on
+    /// stderr, once per run, and goes on waiting: an end held outside that
+    /// never acts (kept by a thread that forgot it) would otherwise hang the
+    /// run with nothing said.
+    fn wait_for_outside(&self) {
+        let seen = self.idle.load(Ordering::SeqCst);
+        let after = self.cfg.stall_report;
+        if self.stall_reported.load(Ordering::Relaxed) || after.is_zero() {
+            std::thread::park();
+            return;
+        }
+        let t0 = std::time::Instant::now();
+        std::thread::park_timeout(after);
+        if t0.elapsed() >= after
+            && self.idle.load(Ordering::SeqCst) == seen
+            && self.looks_deadlocked()
+            && !self.stall_reported.swap(true, Ordering::Relaxed)
+        {
+            eprintln!(
+                "rill: the run has waited {:.1} s with every task blocked: {} task(s) wait on \
+                 stream ends held outside the run (a thread, or a task of another runtime), and \
+                 it ends only when those ends act or are dropped",
+                after.as_secs_f64(),
+                self.waits_outside.load(Ordering::SeqCst)
+            );
+        }
     }
 
     /// Whether another worker's deque has a task to steal.
