@@ -197,12 +197,12 @@ fn deadlock_text(blocked: &[BlockedTask], cycle: &[String], names: &[(u64, Strin
             BlockedOn::Input { stream, peer } => format!(
                 "reading empty stream {} (writer: {})",
                 label(*stream),
-                peer_text(*peer)
+                peer_text(*peer, blocked)
             ),
             BlockedOn::Output { stream, peer } => format!(
                 "writing full stream {} (reader: {})",
                 label(*stream),
-                peer_text(*peer)
+                peer_text(*peer, blocked)
             ),
             BlockedOn::Any { streams } => format!(
                 "polling streams {}",
@@ -229,9 +229,18 @@ fn has_unknown_peer(on: &BlockedOn) -> bool {
     }
 }
 
-fn peer_text(p: Option<TaskId>) -> String {
+/// The holder of the other end, named: a task left in the run (every
+/// task left is in `blocked`), or one that has ended while its end lives on
+/// (leaked with `mem::forget`, or moved out of the task before it ended).
+fn peer_text(p: Option<TaskId>, blocked: &[BlockedTask]) -> String {
     match p {
-        Some(id) => format!("task {id}"),
+        Some(id) => match blocked.iter().find(|b| b.id == id) {
+            Some(b) => format!("task '{}' (id {id})", b.name),
+            None => format!(
+                "task {id}, which has ended; its end outlived it (leaked, or moved out of \
+                 the task) and nobody can use it now"
+            ),
+        },
         None => {
             "not known: its end was never used (spawn_with names the holder in advance; an end \
                  that a thread outside the run holds counts from its first use there, or from \

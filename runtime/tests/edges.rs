@@ -625,3 +625,29 @@ fn a_run_stalled_on_an_outside_end_says_so_and_goes_on() {
     );
     assert!(err.contains("child: the run ended"), "{err}");
 }
+
+/// A deadlock report names the holder of the other end by name, and says
+/// when that holder has ended while its end lives on (here leaked).
+#[test]
+fn a_deadlock_report_names_holders_and_says_when_one_has_ended() {
+    let err = with_timeout("a leaked writer", 60, || {
+        let mut rt = Runtime::builder().workers(1).build().unwrap();
+        let (w, r) = rill::stream::<u64>(1);
+        let (w2, r2) = rill::stream::<u64>(1);
+        rt.spawn_with("leaker", w, std::mem::forget);
+        rt.spawn_with("waiter", r, |mut r| {
+            r.read();
+        });
+        rt.spawn_with("cycle/a", (r2, w2), |(mut r2, _w2)| {
+            r2.read();
+        });
+        rt.run().unwrap_err()
+    });
+    let text = err.to_string();
+    assert!(
+        text.contains("task 'waiter' (id 2): reading empty stream")
+            && text.contains("(writer: task 1, which has ended; its end outlived it"),
+        "{text}"
+    );
+    assert!(text.contains("(writer: task 'cycle/a' (id 3))"), "{text}");
+}
