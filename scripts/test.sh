@@ -4,11 +4,30 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# What the tests need beyond the Rust toolchain, from Debian's packages when
+# missing: valgrind (the memcheck stage) and tmux (the terminal that
+# rill-mon watch's live view is tested in).
+missing=()
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+if (( ${#missing[@]} )); then
+  echo "== installing ${missing[*]} (apt-get)"
+  if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "the tests need ${missing[*]}: install them (as root: apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  (apt-get update -qq && apt-get install -y -qq "${missing[@]}") >/dev/null
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
 echo "== cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
+
+echo "== cargo doc (workspace, warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 echo "== cargo test (workspace)"
 cargo test --workspace

@@ -88,7 +88,7 @@ pub fn busy_work(steps: u64) -> u64 {
 
 /// Steps of [`busy_work`] per nanosecond on this machine, calibrated once
 /// per process (the first call takes about a millisecond, a few in a debug
-/// build): the fastest of [`CALIBRATION_ROUNDS`] timings of 2^18 steps, so
+/// build): the fastest of `CALIBRATION_ROUNDS` timings of 2^18 steps, so
 /// a round the OS interrupted does not count.
 pub fn work_steps_per_ns() -> f64 {
     static CAL: OnceLock<f64> = OnceLock::new();

@@ -12,7 +12,7 @@
 //! - [`cli`], [`report`] and [`suite`]: the command line and its output;
 //!   `suite` runs the applications, `compare` and `all`; [`table`] prints
 //!   their tables.
-//! - [`line`]: the machine's floor under a hop between workers (a cache
+//! - [`line`](mod@line): the machine's floor under a hop between workers (a cache
 //!   line's round trip between two cores).
 //! - [`ab`]: `rill-bench ab`, A/B measurements of builds and monitoring
 //!   modes.

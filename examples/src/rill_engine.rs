@@ -103,7 +103,7 @@ impl Engine for Rill {
 
     /// The word count network ([`apps::wordcount`]), checked against the
     /// sequential count after the run; under `--mapping auto`
-    /// [`wordcount_auto`] first.
+    /// `wordcount_auto` first.
     fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
         let mon = monitor_config(p.monitor, p.logs.as_deref(), "wordcount");
         if p.mapping == MappingChoice::Auto {

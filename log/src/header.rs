@@ -8,7 +8,7 @@ use crate::flags::MonitorFlags;
 /// The bytes every log starts with.
 pub const MAGIC: [u8; 8] = *b"RILLLOG\0";
 /// The format version this build writes. It reads this one and
-/// the older ones back to [`OLDEST_VERSION`]: version 3 added the
+/// the older ones back to `OLDEST_VERSION`: version 3 added the
 /// `StreamName` record, version 4 sample mode's records (`TaskTotals`,
 /// `StreamTotals`, `WorkerTotals`, `Samples`), which older files never hold;
 /// version 5 the signal count of a window of samples (a new tag; version 4's

@@ -416,9 +416,9 @@ pub struct WordcountArgs {
     pub counters: usize,
 
     /// How the splitter sends words: owned (a String per word in a
-    /// Vec<String>, as a program written the plain way does: allocated by
+    /// `Vec<String>`, as a program written the plain way does: allocated by
     /// the splitter, freed by the counter) or slices (byte ranges into the
-    /// source's chunk, shared as an Arc<str>: nothing allocated or freed per
+    /// source's chunk, shared as an `Arc<str>`: nothing allocated or freed per
     /// word). Every engine runs the same format.
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "owned")]
     pub words: crate::kernels::wordcount::WordsAs,

@@ -5,7 +5,7 @@
 //!
 //! | file | what |
 //! | --- | --- |
-//! | `tail.rs` | reading one log as it grows ([`Tail`](tail::Tail)) |
+//! | `tail.rs` | reading one log as it grows (`tail::Tail`) |
 //! | `model.rs` | the figures, fed records ([`Model`]) |
 //! | `follower.rs` | a directory: its logs, its run, its end ([`Follower`]) |
 //! | `analyst.rs` | the whole-run analyses, on a thread |

@@ -152,7 +152,7 @@ pub struct Model {
     records: u64,
 }
 
-/// What a [`Snapshot`] shows: the recent window and how many rows.
+/// What a [`Snapshot`](super::follower::Snapshot) shows: the recent window and how many rows.
 #[derive(Clone, Copy, Debug)]
 pub struct SnapshotOptions {
     /// The recent window, seconds (at most the history, 60 s).

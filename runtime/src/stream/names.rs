@@ -1,7 +1,7 @@
 //! Stream names: what a program calls a stream ([`named_stream`]), shown
 //! in errors, deadlock reports and the monitoring logs instead of a bare id.
 //!
-//! A stream keeps its name in its core ([`Label`]). Errors are formatted
+//! A stream keeps its name in its core (`Label`). Errors are formatted
 //! where no core is at hand (a [`StreamClosed`](super::StreamClosed) is
 //! printed by whoever got it), so named streams also register their name
 //! in a process-wide table while they live; unnamed streams cost nothing.
