@@ -731,6 +731,9 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
             links,
         );
     }
+    // The table ends before the timelines: markup after the last row and
+    // before `</table>` is drawn above the table by browsers.
+    h.push_str("</table>\n");
     // One timeline per application (its monitored manual run), inline.
     for r in rows
         .iter()
@@ -752,7 +755,7 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
             );
         }
     }
-    h.push_str("</table>\n</body></html>\n");
+    h.push_str("</body></html>\n");
     h
 }
 
@@ -1197,4 +1200,36 @@ pub fn all(
         args.out.join("index.html").display()
     );
     Ok(run.summary)
+}
+
+#[cfg(test)]
+mod page_tests {
+    use super::*;
+
+    /// The table closes before the timelines that follow it: a browser
+    /// draws markup found inside a table but outside its cells above it.
+    #[test]
+    fn the_index_page_closes_its_table_before_the_timelines() {
+        let out = PathBuf::from("out");
+        let row = Row {
+            bench: "mc".into(),
+            placement: None,
+            engine: "rill",
+            mapping: "manual".into(),
+            monitor: "full".into(),
+            wall: None,
+            speedup: None,
+            overhead: None,
+            verified: true,
+            note: String::new(),
+            logs: Some(out.join("logs/mc-manual")),
+            mon: Some(crate::apps::MonSummary::default()),
+        };
+        let page = html(&[row], "title", "machine", &out);
+        let table_end = page.find("</table>").expect("a table");
+        let timeline = page.find("timeline.svg\" style").expect("a timeline");
+        assert!(table_end < timeline, "{page}");
+        assert_eq!(page.matches("</table>").count(), 1);
+        assert!(page.trim_end().ends_with("</body></html>"));
+    }
 }
