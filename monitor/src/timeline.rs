@@ -693,11 +693,11 @@ pub(crate) fn timeline_svg_with(
          <text x=\"{LEFT}\" y=\"20\" class=\"title\">{}</text>\n",
         xml_escape(&title)
     );
-    svg.push_str("<g id=\"lanes\">");
+    svg.push_str("<g class=\"lanes\">");
     svg.push_str(&body);
-    svg.push_str("</g>\n<g id=\"axis\">");
+    svg.push_str("</g>\n<g class=\"axis\">");
     svg.push_str(&axis);
-    svg.push_str("</g>\n<g id=\"legend\">");
+    svg.push_str("</g>\n<g class=\"legend\">");
     svg.push_str(&legend);
     svg.push_str("</g>\n</svg>\n");
     svg

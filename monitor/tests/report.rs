@@ -202,7 +202,7 @@ fn a_full_run_gets_every_section_with_names_escaped() {
     // The summary's figures, the utilisation bars, the timeline.
     assert!(page.contains("waiting events WE"));
     assert!(page.contains("<svg") && page.contains("class=\"bars\""));
-    assert!(page.contains("<g id=\"lanes\">"));
+    assert!(page.contains("<g class=\"lanes\">"));
     // Waits: cross-worker rows marked; groups fold mid/<i>/3.
     assert!(page.contains("<tr class=\"cross\">") && page.contains("across workers"));
     assert!(page.contains("<td>mid/&lt;ii&gt;/*</td>"), "the group");
@@ -248,7 +248,18 @@ fn a_dense_run_gets_a_detail_window() {
     pipeline3(dir.path(), 2, MonitorFlags::FULL, 3000);
     let page = page_of(dir.path());
     assert!(page.contains("<h3>Detail: "), "no detail window");
-    assert_eq!(page.matches("<g id=\"lanes\">").count(), 2);
+    assert_eq!(page.matches("<g class=\"lanes\">").count(), 2);
+    // Every element id on the page is unique (two timelines, the evolution
+    // and the bars share one document).
+    let mut ids: Vec<&str> = page
+        .split(" id=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    let n = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "repeated element ids among {ids:?}");
     // The two timelines' patterns have ids of their own.
     assert!(page.contains("id=\"many-all\"") && page.contains("id=\"many-detail\""));
     assert!(!page.contains("id=\"many\""));
