@@ -432,37 +432,45 @@ fn a_panicking_hold_leaves_no_task_behind() {
 
 // ---- feeding a run from outside ----
 
+/// Writes `v` from a thread outside the run: `try_write`, retried while the
+/// stream is full (a plain thread cannot block on it).
+fn write_from_outside(w: &mut rill::Writer<u64>, mut v: u64) {
+    loop {
+        match w.try_write(v) {
+            Ok(()) => return,
+            Err(rill::TryWriteError::Full(back)) => {
+                v = back;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+/// Runs `r`'s reader as the task `main` of a run on `workers` workers and
+/// returns every message it read, to the end of the stream.
+fn read_all_in_a_run(workers: usize, mut r: rill::Reader<u64>) -> Vec<u64> {
+    let mut rt = Runtime::builder().workers(workers).build().unwrap();
+    let (got, _) = rt
+        .run_main(move || std::iter::from_fn(|| r.read()).collect::<Vec<u64>>())
+        .unwrap();
+    got
+}
+
 /// A plain thread writes one message at a time, far apart, to a reader in
 /// the run: the run waits for it, and ends when the thread drops its end.
 #[test]
 fn a_thread_outside_the_run_feeds_a_reader() {
     let got = with_timeout("a reader fed by a thread", 60, || {
-        let mut rt = Runtime::builder().workers(2).build().unwrap();
-        let (w, r) = rill::stream::<u64>(4);
+        let (mut w, r) = rill::stream::<u64>(4);
         w.hold_outside();
         let feeder = std::thread::spawn(move || {
-            let mut w = w;
             for i in 0..20 {
                 std::thread::sleep(Duration::from_millis(5));
-                let mut v = i;
-                loop {
-                    match w.try_write(v) {
-                        Ok(()) => break,
-                        Err(rill::TryWriteError::Full(x)) => {
-                            v = x;
-                            std::thread::sleep(Duration::from_millis(1));
-                        }
-                        Err(e) => panic!("{e}"),
-                    }
-                }
+                write_from_outside(&mut w, i);
             }
         });
-        let (got, _) = rt
-            .run_main(move || {
-                let mut r = r;
-                std::iter::from_fn(|| r.read()).collect::<Vec<u64>>()
-            })
-            .unwrap();
+        let got = read_all_in_a_run(2, r);
         feeder.join().unwrap();
         got
     });
@@ -474,21 +482,15 @@ fn a_thread_outside_the_run_feeds_a_reader() {
 #[test]
 fn an_end_first_used_outside_the_run_counts_as_outside() {
     let got = with_timeout("a reader fed by a thread, unmarked", 60, || {
-        let mut rt = Runtime::builder().workers(1).build().unwrap();
         let (mut w, r) = rill::stream::<u64>(4);
         w.try_write(0).unwrap();
         let feeder = std::thread::spawn(move || {
             for i in 1..10 {
                 std::thread::sleep(Duration::from_millis(5));
-                w.try_write(i).unwrap();
+                write_from_outside(&mut w, i);
             }
         });
-        let (got, _) = rt
-            .run_main(move || {
-                let mut r = r;
-                std::iter::from_fn(|| r.read()).collect::<Vec<u64>>()
-            })
-            .unwrap();
+        let got = read_all_in_a_run(1, r);
         feeder.join().unwrap();
         got
     });
@@ -518,13 +520,7 @@ fn a_task_of_another_runtime_feeds_a_reader() {
             rt.run().unwrap();
         });
         ready_rx.recv().unwrap();
-        let mut rt = Runtime::builder().workers(2).build().unwrap();
-        let (got, _) = rt
-            .run_main(move || {
-                let mut r = r;
-                std::iter::from_fn(|| r.read()).collect::<Vec<u64>>()
-            })
-            .unwrap();
+        let got = read_all_in_a_run(2, r);
         other.join().unwrap();
         got
     });

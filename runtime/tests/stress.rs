@@ -466,18 +466,23 @@ fn check_stats(label: &str, stats: &RunStats, exp: &Expect, workers: usize) {
     assert_eq!(stats.messages, exp.writes, "{label}: messages written");
 }
 
+/// A runtime of `workers` unpinned workers under `mapping`.
+fn runtime(workers: usize, mapping: rill::Mapping) -> Runtime {
+    Runtime::builder()
+        .workers(workers)
+        .pin(false)
+        .mapping(mapping)
+        .build()
+        .unwrap()
+}
+
 fn run_plan(label: &str, plan: &Plan, workers: usize, mapping: rill::Mapping) {
     let exp = plan.expect();
     let plan = Arc::new(plan.clone());
     let sources = plan.sources as usize;
     let label2 = label.to_string();
     let (stats, got) = with_timeout(label, RUN_GUARD_S, move || {
-        let mut rt = Runtime::builder()
-            .workers(workers)
-            .pin(false)
-            .mapping(mapping)
-            .build()
-            .unwrap();
+        let mut rt = runtime(workers, mapping);
         let got = Arc::new(Mutex::new(None));
         let g = got.clone();
         let stats = rt
@@ -640,12 +645,7 @@ fn reader_replace_on(workers: &[usize]) {
             let label = format!("reader replace, {workers} workers, {mname}");
             let l2 = label.clone();
             let stats = with_timeout(&label, RUN_GUARD_S, move || {
-                let mut rt = Runtime::builder()
-                    .workers(workers)
-                    .pin(false)
-                    .mapping(mapping)
-                    .build()
-                    .unwrap();
+                let mut rt = runtime(workers, mapping);
                 rt.run_main_stats(|| {
                     let mut readers = Vec::new();
                     for src in 0..3u32 {
@@ -703,12 +703,7 @@ fn placement_follows_the_mapping() {
             let label = format!("placement, {workers} workers, {mname}");
             let m2 = mapping.clone();
             let placed = with_timeout(&label, RUN_GUARD_S, move || {
-                let mut rt = Runtime::builder()
-                    .workers(workers)
-                    .pin(false)
-                    .mapping(m2)
-                    .build()
-                    .unwrap();
+                let mut rt = runtime(workers, m2);
                 let got = Arc::new(Mutex::new(Vec::new()));
                 let g = got.clone();
                 // The tasks report through a mutex, not streams: nothing
@@ -804,7 +799,7 @@ fn outside_source(how: Outside, src: u32, n: u64, w: Writer<Msg>) -> std::thread
             })
         }
         Outside::Runtime => std::thread::spawn(move || {
-            let mut rt = Runtime::builder().workers(1).pin(false).build().unwrap();
+            let mut rt = runtime(1, rill::Mapping::RoundRobin);
             rt.spawn_with(format!("other/src/{src}"), w, move |w| source(src, n, w));
             rt.run().expect("the feeding runtime");
         }),
@@ -844,12 +839,7 @@ fn pipelines_fed_from_outside_the_run() {
                         feeders.push(outside_source(how, s as u32, n, w));
                         firsts.push(r);
                     }
-                    let mut rt = Runtime::builder()
-                        .workers(workers)
-                        .pin(false)
-                        .mapping(mapping)
-                        .build()
-                        .unwrap();
+                    let mut rt = runtime(workers, mapping);
                     let (got, _) = rt
                         .run_main(move || {
                             let mut sinks = Vec::new();
@@ -886,12 +876,7 @@ fn pipelines_with_runs_nested_in_their_sources() {
                 let exp = plan.expect();
                 let per = exp.per_source.clone();
                 let got = with_timeout(&label, RUN_GUARD_S, move || {
-                    let mut rt = Runtime::builder()
-                        .workers(workers)
-                        .pin(false)
-                        .mapping(mapping)
-                        .build()
-                        .unwrap();
+                    let mut rt = runtime(workers, mapping);
                     let (got, stats) = rt
                         .run_main(move || {
                             let mut sinks = Vec::new();
@@ -925,7 +910,7 @@ fn per_len(v: &[u64]) -> u64 {
 /// The messages of source `src`, made by a pipeline in a run of its own
 /// (one worker of its own) and checked on the way.
 fn nested_sequence(src: u32, n: u64) -> Vec<Msg> {
-    let mut inner = Runtime::builder().workers(1).pin(false).build().unwrap();
+    let mut inner = runtime(1, rill::Mapping::RoundRobin);
     let (out, stats) = inner
         .run_main(move || {
             let (w, r) = rill::stream::<Msg>(3);

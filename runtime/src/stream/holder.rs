@@ -24,6 +24,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::slot::Slot;
 use crate::sync::AtomicU64;
 use crate::task::TaskId;
 
@@ -95,19 +96,21 @@ impl Holder {
     }
 
     /// Notes the caller as the holder: the running task, or outside every
-    /// run on a thread where no task runs. Returns true when the side has
-    /// just become held outside (the caller then wakes the peer's waiter,
-    /// so that it counts the side as outside from its next block on). A
-    /// run's teardown, dropping a task's ends on its own thread, notes
-    /// nothing.
+    /// run on a thread where no task runs. When the side has just become
+    /// held outside, wakes the peer's waiter (in `peer`, the slot the other
+    /// side waits in), so that it counts the side as outside from its next
+    /// block on. A run's teardown, dropping a task's ends on its own thread,
+    /// notes nothing.
     #[inline]
-    pub(crate) fn note(&self) -> bool {
+    pub(crate) fn note(&self, peer: &Slot) {
         let me = crate::context::current_holder();
         if me == 0 || self.0.load(Ordering::Relaxed) == me {
-            return false;
+            return;
         }
         self.0.store(me, Ordering::Relaxed);
-        me == OUTSIDE
+        if me == OUTSIDE {
+            peer.wake_unreported();
+        }
     }
 
     /// Records `task`, spawned by the caller: a task of the caller's run,
@@ -123,9 +126,11 @@ impl Holder {
         self.0.store(word(run, task), Ordering::Relaxed);
     }
 
-    /// Marks the side as held outside every run.
-    pub(crate) fn hold_outside(&self) {
+    /// Marks the side as held outside every run, and wakes the peer's
+    /// waiter in `peer` (as [`note`](Self::note)).
+    pub(crate) fn hold_outside(&self, peer: &Slot) {
         self.0.store(OUTSIDE, Ordering::Relaxed);
+        peer.wake_unreported();
     }
 
     /// What this side's holder is to the run of `mine`, the holder word of

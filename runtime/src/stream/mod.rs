@@ -288,9 +288,7 @@ impl<T: Send + 'static> Writer<T> {
     /// after the run's tasks have all blocked, or when the end was used
     /// inside the run before it leaves.
     pub fn hold_outside(&self) {
-        self.core.writer.hold_outside();
-        // A reader already waiting blocks again counting this side as outside.
-        self.core.fwd.rslot.wake_unreported();
+        self.core.writer.hold_outside(&self.core.fwd.rslot);
     }
 
     /// Writes `v`, suspending the task while the stream is full. Fails when the
@@ -486,9 +484,7 @@ impl<T: Send + 'static> Reader<T> {
     /// after the run's tasks have all blocked, or when the end was used
     /// inside the run before it leaves.
     pub fn hold_outside(&self) {
-        self.core.reader.hold_outside();
-        // As in `Writer::hold_outside`.
-        self.core.back.wslot.wake_unreported();
+        self.core.reader.hold_outside(&self.core.back.wslot);
     }
 
     /// Reads the next message, suspending the task while the stream is empty.
@@ -751,9 +747,7 @@ impl<T: Send + 'static> Waits for Writer<T> {
         leave(&self.mon);
     }
     fn note_owner(&self) {
-        if self.core.writer.note() {
-            self.core.fwd.rslot.wake_unreported();
-        }
+        self.core.writer.note(&self.core.fwd.rslot);
     }
 
     #[inline(always)]
@@ -775,9 +769,7 @@ impl<T: Send + 'static> Waits for Reader<T> {
         leave(&self.mon);
     }
     fn note_owner(&self) {
-        if self.core.reader.note() {
-            self.core.back.wslot.wake_unreported();
-        }
+        self.core.reader.note(&self.core.back.wslot);
     }
 
     #[inline(always)]
@@ -855,11 +847,9 @@ fn bind_end(
     label: &names::Label,
 ) {
     mon.stamp = 0;
-    if owner.note() {
-        // First used outside every run: a peer already waiting counted this
-        // side as not known; woken, it blocks again counting it as outside.
-        peer_slot.wake_unreported();
-    }
+    // First used outside every run, the side wakes a peer already waiting,
+    // which counted it as not known and now counts it as outside.
+    owner.note(peer_slot);
     // A stream made before a monitored run (or outside any) has no opening
     // in the logs yet: log it at its first use, with its capacity and name.
     if crate::hooks::on() && label.take_open() {

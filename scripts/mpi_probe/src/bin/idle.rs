@@ -25,41 +25,38 @@ fn main() {
     if rank == 0 {
         println!("asked Multiple, provided {provided:?}");
     }
-    let wait = Duration::from_secs(2);
-    // 1. blocking receive on rank 1 while rank 0 sleeps
-    world.barrier();
-    if rank == 0 {
-        std::thread::sleep(wait);
-        p.send(&[1u8][..]);
-    } else {
-        let (c0, t0) = (cpu_s(), Instant::now());
-        let mut b = [0u8; 1];
-        p.receive_into(&mut b[..]);
-        println!(
-            "blocking receive: {:.0}% of a core over {:.1} s",
-            (cpu_s() - c0) / t0.elapsed().as_secs_f64() * 100.0,
-            t0.elapsed().as_secs_f64()
-        );
-    }
-    // 2. probe, with a sleep between looks
-    for nap in [Duration::from_micros(100), Duration::from_millis(1)] {
+    // Rank 0 sends one byte two seconds after the barrier; rank 1 waits for
+    // it with `nap` between probes (none: a blocking receive) and says what
+    // the wait cost it in CPU.
+    let naps = [
+        None,
+        Some(Duration::from_micros(100)),
+        Some(Duration::from_millis(1)),
+    ];
+    for nap in naps {
         world.barrier();
         if rank == 0 {
-            std::thread::sleep(wait);
+            std::thread::sleep(Duration::from_secs(2));
             p.send(&[1u8][..]);
-        } else {
-            let (c0, t0) = (cpu_s(), Instant::now());
+            continue;
+        }
+        let (c0, t0) = (cpu_s(), Instant::now());
+        if let Some(nap) = nap {
             while p.immediate_probe().is_none() {
                 std::thread::sleep(nap);
             }
-            let mut b = [0u8; 1];
-            p.receive_into(&mut b[..]);
-            println!(
-                "probe every {nap:?}: {:.1}% of a core over {:.1} s",
-                (cpu_s() - c0) / t0.elapsed().as_secs_f64() * 100.0,
-                t0.elapsed().as_secs_f64()
-            );
         }
+        let mut b = [0u8; 1];
+        p.receive_into(&mut b[..]);
+        let how = match nap {
+            None => "blocking receive".to_string(),
+            Some(nap) => format!("probe every {nap:?}"),
+        };
+        println!(
+            "{how}: {:.1}% of a core over {:.1} s",
+            (cpu_s() - c0) / t0.elapsed().as_secs_f64() * 100.0,
+            t0.elapsed().as_secs_f64()
+        );
     }
     world.barrier();
 }
