@@ -21,6 +21,7 @@
 
 mod barrier;
 mod context;
+pub mod dist;
 pub mod error;
 mod monitor;
 pub(crate) use monitor::hooks;

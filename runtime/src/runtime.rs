@@ -206,6 +206,12 @@ impl Default for Builder {
 }
 
 impl Builder {
+    /// The monitoring settings, for a cross-rank network to point each
+    /// rank's logs at its own directory.
+    pub(crate) fn monitor_mut(&mut self) -> &mut MonitorConfig {
+        &mut self.monitor
+    }
+
     /// Number of worker threads (default: the cores available), 1 to
     /// [`MAX_WORKERS`].
     pub fn workers(mut self, n: usize) -> Self {
@@ -653,6 +659,35 @@ impl Runtime {
         ends.hold(self.initial.len() as TaskId + 1);
         words.restore();
         self.spawn(name, move || f(ends))
+    }
+
+    /// [`spawn_with`](Self::spawn_with) on a given worker (a cross-rank
+    /// network's placement).
+    pub(crate) fn try_spawn_with_on<E, F>(
+        &mut self,
+        worker: usize,
+        name: impl Into<Cow<'static, str>>,
+        ends: E,
+        f: F,
+    ) -> Result<TaskId, SpawnError>
+    where
+        E: Ends,
+        F: FnOnce(E) + Send + 'static,
+    {
+        let name = name.into();
+        if worker >= self.cfg.workers {
+            return Err(SpawnError::NoSuchWorker {
+                name: name.into_owned(),
+                worker,
+                workers: self.cfg.workers,
+            });
+        }
+        // As in `spawn_with`.
+        let words = crate::tls::ThreadWords::take();
+        crate::tls::set_holding_for(self.run_id);
+        ends.hold(self.initial.len() as TaskId + 1);
+        words.restore();
+        self.try_spawn_on(worker, name, move || f(ends))
     }
 
     /// Spawns `f` as the task `main`, runs until every task has ended, and

@@ -432,6 +432,18 @@ impl<T: Send + 'static> Writer<T> {
         Ok(())
     }
 
+    /// Whether the reader end is gone (a write would fail).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.core.fwd.rslot.is_closed()
+    }
+
+    /// Messages the reader has taken so far (its position), for the
+    /// cross-rank bridge's credits.
+    pub(crate) fn consumed(&self) -> u64 {
+        // Acquire: pairs with the reader's Release store of head.
+        self.core.back.head.load(Ordering::Acquire) as u64
+    }
+
     /// Closes the stream: the reader drains what is left, then sees the end.
     /// Dropping the writer does the same.
     pub fn close(self) {}
@@ -633,6 +645,33 @@ impl<T: Send + 'static> Reader<T> {
         }
         self.leave();
         Err(TryReadError::Empty)
+    }
+
+    /// The `i`-th unread message, left in the stream (a cross-rank bridge
+    /// encodes a message when it sends it and takes it out only when the
+    /// far reader has consumed it, so the stream's capacity bounds the
+    /// messages between the two tasks). `Err(Empty)` when fewer than `i + 1`
+    /// messages are there now, `Err(Closed)` when the writer is gone and
+    /// no `i`-th message will come.
+    pub(crate) fn peek(&mut self, i: usize) -> Result<&T, TryReadError> {
+        let pos = self.head.wrapping_add(i);
+        if self.tail_cache.wrapping_sub(self.head) <= i && {
+            self.refresh();
+            self.tail_cache.wrapping_sub(self.head) <= i
+        } {
+            if !self.core.back.wslot.is_closed() {
+                return Err(TryReadError::Empty);
+            }
+            // The writer's last tail store happened before its close.
+            self.refresh();
+            if self.tail_cache.wrapping_sub(self.head) <= i {
+                return Err(TryReadError::Closed);
+            }
+        }
+        // SAFETY: this end is the only reader and head <= pos < tail
+        // (checked above); the borrow of `self` keeps head where it is
+        // while the reference lives.
+        Ok(unsafe { self.core.peek(pos) })
     }
 
     /// True when a read would not block: a message is there or the stream ended.

@@ -68,6 +68,11 @@ impl<T: Send + 'static> PollSet<T> {
         self.readers.len()
     }
 
+    /// Takes the readers out of the set.
+    pub(crate) fn into_readers(self) -> Vec<Reader<T>> {
+        self.readers
+    }
+
     /// The readers still in the set.
     pub(crate) fn readers(&self) -> &[Reader<T>] {
         &self.readers

@@ -250,6 +250,20 @@ impl<T> Core<T> {
             .with(|p| unsafe { (*p).assume_init_read() })
     }
 
+    /// The value at position `i`, left in its cell.
+    ///
+    /// # Safety
+    /// Only the reader calls this, with `head <= i < tail`, and the
+    /// reference must not outlive the reader's next move of `head` past `i`
+    /// (after which the writer may reuse the cell).
+    pub(crate) unsafe fn peek(&self, i: usize) -> &T {
+        // SAFETY: `i & mask` is below the buffer's length; by the caller's
+        // contract the cell holds a value published by the writer's Release
+        // store of tail, and the writer does not touch it before the reader
+        // moves head past it.
+        unsafe { self.buf.get_unchecked(i & self.mask) }.with(|p| unsafe { (*p).assume_init_ref() })
+    }
+
     /// Messages in the ring, as the reader sees it.
     pub(crate) fn has_data(&self, head: usize) -> bool {
         self.fwd.tail.load(Ordering::Acquire) != head

@@ -1,0 +1,130 @@
+//! One stream network over several processes: SPMD ranks (under `mpirun`,
+//! with the `mpi` feature; or threads of one process, [`Loopback`], for
+//! tests), each running one rill runtime, the streams between ranks carried
+//! by a bridge thread per rank. The protocols are in this module's README.
+//!
+//! | module | what |
+//! | --- | --- |
+//! | `wire` | [`Wire`]: what a message must be to cross ranks |
+//! | `frame` | the bridge's records and frames |
+//! | `transport` | [`Transport`]: what carries frames; [`Loopback`] |
+//! | `endpoint` | the bridge's halves of cross-rank streams, type-erased |
+//! | `bridge` | the progress loop: flow control, termination, clocks |
+//! | `place` | [`Placement`]: tasks over ranks and workers |
+//! | `net` | [`Net`]: the network API |
+//! | `mpi` | [`World`]: MPI as a transport (feature `mpi`) |
+//!
+//! Imports go down the table's order: `net` uses everything above it,
+//! `bridge` the first four, `endpoint` only `wire` and the streams.
+
+mod bridge;
+mod endpoint;
+mod frame;
+#[cfg(feature = "mpi")]
+mod mpi;
+mod net;
+mod place;
+mod transport;
+mod wire;
+
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::{Arc, Mutex};
+
+pub use bridge::BridgeStats;
+#[cfg(feature = "mpi")]
+pub use mpi::World;
+pub use net::{Bridging, Net, NetEnds, NetStats};
+pub use place::{Placement, RankTable};
+pub use transport::{Loopback, Transport};
+pub use wire::{Wire, WireError};
+
+use crate::runtime::Builder;
+
+/// Why a network could not be built or run.
+#[derive(Debug, thiserror::Error)]
+pub enum DistError {
+    /// The runtime's configuration is not valid.
+    #[error(transparent)]
+    Config(crate::ConfigError),
+    /// The placement does not fit the run.
+    #[error("placement: {0}")]
+    Placement(String),
+    /// The network is not one every rank can build the same way.
+    #[error("network: {0}")]
+    Build(String),
+    /// This rank's run failed.
+    #[error("rank {rank}: {source}")]
+    Run {
+        /// This rank.
+        rank: usize,
+        /// The local run's error.
+        source: crate::RunError,
+    },
+    /// Another rank's run failed, and so this rank's ended.
+    #[error("the run ended on every rank because {message}")]
+    Remote {
+        /// The rank that failed.
+        rank: usize,
+        /// Its error, naming the rank.
+        message: String,
+    },
+    /// The transport failed, or a rank sent what this rank cannot read.
+    #[error("transport: {0}")]
+    Transport(String),
+}
+
+/// What carries this rank's bridge: where its thread runs.
+pub(crate) enum Carrier {
+    Loop(Arc<Mutex<Loopback>>, usize, usize),
+    #[cfg(feature = "mpi")]
+    Mpi(mpi::Handle),
+}
+
+impl Carrier {
+    fn rank_size(&self) -> (usize, usize) {
+        match self {
+            Carrier::Loop(_, r, n) => (*r, *n),
+            #[cfg(feature = "mpi")]
+            Carrier::Mpi(h) => (h.rank, h.size),
+        }
+    }
+
+    /// Under mpirun a rank whose tasks outlive an abort has no one else to
+    /// end it; ranks that are threads of one test must not exit the process.
+    fn exits_when_stuck(&self) -> bool {
+        match self {
+            Carrier::Loop(..) => false,
+            #[cfg(feature = "mpi")]
+            Carrier::Mpi(_) => true,
+        }
+    }
+
+    /// Starts the bridge on the transport's thread.
+    fn start(&self, job: bridge::Job) -> Receiver<bridge::Outcome> {
+        let (tx, rx) = channel();
+        match self {
+            Carrier::Loop(t, rank, _) => {
+                let t = t.clone();
+                std::thread::Builder::new()
+                    .name(format!("rill-bridge-{rank}"))
+                    .spawn(move || {
+                        let mut t = t.lock().unwrap_or_else(|e| e.into_inner());
+                        let _ = tx.send(bridge::serve(&mut *t, job));
+                    })
+                    .expect("a thread for the bridge");
+            }
+            #[cfg(feature = "mpi")]
+            Carrier::Mpi(h) => h.start(job, tx),
+        }
+        rx
+    }
+}
+
+impl Net {
+    /// A network over a [`Loopback`] rank: ranks as threads of one
+    /// process (build one `Net` per rank, each on its own thread).
+    pub fn loopback(t: Loopback, builder: Builder) -> Result<Net, DistError> {
+        let (rank, size) = (t.rank(), t.size());
+        Net::new(Carrier::Loop(Arc::new(Mutex::new(t)), rank, size), builder)
+    }
+}
