@@ -22,6 +22,11 @@
 //!   the part of the window its worker ran no other task (the rest is
 //!   waiting behind other tasks, not for a wake-up), with no bottleneck task
 //!   in S's connected part of the task graph in `w`.
+//!   A **cross-rank stream** (a run across ranks, `ranks/`) is tested the
+//!   same way, but its waits count whole: no logged period wakes its far
+//!   end (the transport does), so a wait on it is not split at a wake-up,
+//!   and the time its ends were blocked on it, their workers otherwise
+//!   idle, counts with the woken time ([`CROSS_RANK_RULE`]).
 //! * A **worker** X is a bottleneck (load imbalance) in `w` when it was busy
 //!   at least α of `w` while another worker was busy at most 1 − β of it,
 //!   and no bottleneck task ran on X in `w`.
@@ -51,6 +56,12 @@ use serde::Serialize;
 
 use crate::activity::{activity, Activity};
 use crate::load::{IdMap, RunLog};
+
+/// The stream rule's version for cross-rank streams, in one sentence (for
+/// the texts that define the findings of a run across ranks).
+pub(crate) const CROSS_RANK_RULE: &str = "Across ranks, a cross-rank stream (⇄) is tested as a \
+    stream between workers, with its ends' blocked time counted with their woken time (the \
+    transport wakes the far end, which no logged period does).";
 
 /// Options of [`bottleneck`].
 #[derive(Clone, Copy, Debug)]
@@ -83,6 +94,10 @@ impl Default for BottleneckOptions {
 pub struct Bottlenecks {
     /// The log directory.
     pub dir: String,
+    /// Whether the run was one across ranks (its texts then define the
+    /// cross-rank stream rule too).
+    #[serde(skip)]
+    pub(crate) across_ranks: bool,
     /// Number of windows.
     pub windows: usize,
     /// Length of a window.
@@ -110,7 +125,8 @@ pub struct Bottlenecks {
 pub struct Finding {
     /// `task`, `stream` or `worker`.
     pub kind: String,
-    /// The task's name, `writer -> reader` for a stream, `worker N`.
+    /// The task's name, `writer -> reader` for a stream (`writer -> reader
+    /// ⇄ r0→r1` for a cross-rank stream), `worker N`.
     pub name: String,
     /// The waiting it accounts for, over all waiting in the run (for a
     /// placement finding, see `predicted_speedup`).
@@ -122,6 +138,9 @@ pub struct Finding {
     /// then the part of the observed mapping's predicted time it saves.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicted_speedup: Option<f64>,
+    /// A stream finding on a cross-rank stream: its halves' ranks and ids.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_rank: Option<crate::CrossStream>,
     /// The verdict's sentence about it.
     #[serde(skip)]
     pub(crate) sentence: String,
@@ -199,6 +218,8 @@ pub(crate) struct Graph {
     pub worker: Vec<Option<u32>>,
     /// Streams with both ends on known, different workers: (id, writer, reader).
     pub crossing: Vec<(u64, usize, usize)>,
+    /// Per entry of `crossing`: whether the stream crosses ranks.
+    pub cross_rank: Vec<bool>,
     /// Streams with both ends known.
     pub streams: usize,
 }
@@ -217,6 +238,7 @@ fn graph(run: &RunLog, act: &Activity) -> Graph {
         part: Vec::new(),
         worker: tasks.iter().map(|&t| act.worker_of(run, t)).collect(),
         crossing: Vec::new(),
+        cross_rank: Vec::new(),
         streams: 0,
         tasks,
     };
@@ -238,6 +260,8 @@ fn graph(run: &RunLog, act: &Activity) -> Graph {
             parts.join(w, r);
             if matches!((g.worker[w], g.worker[r]), (Some(a), Some(b)) if a != b) {
                 g.crossing.push((s, w, r));
+                g.cross_rank
+                    .push(run.ranks.as_ref().is_some_and(|x| x.cross(s).is_some()));
             }
         }
     }
@@ -311,6 +335,7 @@ pub(crate) fn bottleneck_of(run: &RunLog, opts: &BottleneckOptions, act: &Activi
     let grid = &act.grid;
     Bottlenecks {
         dir: run.dir.display().to_string(),
+        across_ranks: run.ranks.is_some(),
         windows: grid.n,
         window_ns: run.ns(grid.span / grid.n as u64),
         alpha: opts.alpha,
@@ -468,8 +493,24 @@ fn detect(act: &Activity, g: &Graph, opts: &BottleneckOptions) -> Vec<(Raw, f64)
                 woken as f64 * (1.0 - (others as f64 / free as f64).min(1.0))
             };
             let a = act.streams.get(&s);
-            let latency = lone(rt, a.map_or(0, |a| a.reader_woken.get(w)))
-                + lone(wt, a.map_or(0, |a| a.writer_woken.get(w)));
+            // Across ranks no period wakes the far end (the transport
+            // does, unlogged), so a wait is not split at its wake-up: its
+            // blocked part counts too.
+            let far = g.cross_rank[k];
+            let side =
+                |woken: &dyn Fn(&crate::activity::StreamAct) -> u64,
+                 blocked: &dyn Fn(&crate::activity::StreamAct) -> u64| {
+                    a.map_or(0, |a| {
+                        woken(a).saturating_add(if far { blocked(a) } else { 0 })
+                    })
+                };
+            let latency = lone(
+                rt,
+                side(&|a| a.reader_woken.get(w), &|a| a.reader_blocked.get(w)),
+            ) + lone(
+                wt,
+                side(&|a| a.writer_woken.get(w), &|a| a.writer_blocked.get(w)),
+            );
             if share(latency) < gamma {
                 continue;
             }

@@ -19,6 +19,12 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 //!
+//! A directory of `rank-R/` directories, each one rank's logs and its
+//! `rank.json` (a run under MPI), loads as one run: clocks aligned to rank
+//! 0's, workers, tasks and streams renumbered apart, the halves of each
+//! cross-rank stream joined ([`Ranks`], the `ranks` module);
+//! [`plan_rank_mapping`] plans over ranks and workers.
+//!
 //! [`load_run`] reads each file once (in parallel) into memory and keeps
 //! totals, not decoded records; the other analyses are streaming passes over
 //! the bytes with the allocation-free [`scan::Scanner`].
@@ -29,6 +35,7 @@ mod activity;
 mod bottleneck;
 #[cfg(test)]
 mod chunky_logs;
+mod crossing;
 mod detail;
 mod diff;
 mod evolution;
@@ -42,6 +49,8 @@ mod perfetto;
 mod pftrace;
 mod placement;
 mod protobuf;
+mod rankmap;
+mod ranks;
 mod report;
 mod sampled;
 pub mod scan;
@@ -54,6 +63,7 @@ mod wakeups;
 pub mod watch;
 
 pub use bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
+pub use crossing::{CrossingDelays, Delays};
 pub use diff::{
     diff, Change, DiffSide, GroupDiff, PairDiff, Ranked, RunDiff, TotalDiff, Unmatched, WorkerDiff,
 };
@@ -75,6 +85,11 @@ pub use partition::{
     PartGraph, CUT_TOLERANCE,
 };
 pub use pftrace::{write_perfetto_trace, PerfettoOptions, PerfettoStats, MAX_BUCKETS};
+pub use rankmap::{
+    plan_rank_mapping, LevelCost, LevelCut, PlaceLoad, RankMapPlan, RankMappedTask,
+    ASSUMED_WORKER_NS, MAX_MAP_PLACES, RANK_OVER_WORKER,
+};
+pub use ranks::{is_run_across_ranks, CrossStream, LocalSide, RankInfo, Ranks};
 pub use report::{report_html, ReportOptions};
 pub use sampled::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
 pub use summary::{

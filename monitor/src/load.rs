@@ -136,6 +136,10 @@ pub struct RunLog {
     /// Sample mode: the sampler's windows and what was estimated from them
     /// (busy and waiting time per worker, busy time per task).
     pub sampled: Option<crate::sampled::Sampled>,
+    /// A run across ranks (`DIR/rank-R/`, see [`Ranks`](crate::Ranks)):
+    /// its ranks, how their ids and workers were renumbered, and its
+    /// cross-rank streams. `None` for one process's run.
+    pub ranks: Option<crate::ranks::Ranks>,
     /// Tasks whose periods lie in more than one log (they migrated): for
     /// them a log's order is not the task's order.
     pub(crate) split_tasks: u64,
@@ -225,8 +229,9 @@ impl Chunk {
     }
 }
 
-/// A log file's bytes: mapped, or (where mapping fails) read.
-enum Bytes {
+/// A log file's bytes: mapped, or (where mapping fails, or the bytes were
+/// made in memory) read.
+pub(crate) enum Bytes {
     Mapped(memmap2::Mmap),
     Read(Vec<u8>),
 }
@@ -580,16 +585,25 @@ pub fn load_run(dir: &Path) -> anyhow::Result<RunLog> {
 }
 
 /// [`load_run`] with options.
+///
+/// A directory holding no logs of its own but `rank-R/` directories that
+/// do is a run across ranks: their logs are merged into one run (see
+/// [`Ranks`](crate::Ranks) and the `ranks` module).
 pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
-    let paths = find_logs(dir)?;
     let cores = match opts.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
-    let threads = cores.clamp(1, paths.len());
-
     // Read every file and check its header first: header errors stop here.
-    let files = parallel(&paths, threads, |p| read_file(p))?;
+    let (files, ranked) = match crate::ranks::load(dir, cores)? {
+        Some(mut r) => (std::mem::take(&mut r.files), Some(r)),
+        None => {
+            let paths = find_logs(dir)?;
+            let threads = cores.clamp(1, paths.len());
+            (parallel(&paths, threads, |p| read_file(p))?, None)
+        }
+    };
+    let threads = cores.clamp(1, files.len());
     let first = &files[0].header;
     let need = MonitorFlags::SCHEDULER | MonitorFlags::STREAM | MonitorFlags::MESSAGE;
     let with_latency = opts.latency && first.flags.contains(need);
@@ -636,8 +650,19 @@ pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
     }
     let mut run = merge(dir, scanned, files)?;
     run.latency = latency;
+    let mut sampler = None;
+    if let Some(r) = ranked {
+        // What was wrong with the ranks comes first, as a log's own
+        // problems do in one process's run.
+        run.warnings.splice(0..0, r.warnings);
+        run.ranks = Some(r.ranks);
+        sampler = r.sampler;
+    }
     if run.flags.is_sampled() {
-        crate::sampled::load(&mut run);
+        match sampler {
+            Some((windows, problems)) => crate::sampled::load_windows(&mut run, windows, problems),
+            None => crate::sampled::load(&mut run),
+        }
     }
     Ok(run)
 }
@@ -670,7 +695,7 @@ pub(crate) fn parallel<T: Sync, R: Send>(
 }
 
 /// The `worker-*.rlog` files in `dir`, sorted by name.
-fn find_logs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn find_logs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let meta = std::fs::metadata(dir).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             anyhow::anyhow!("log directory {} not found", dir.display())
@@ -711,10 +736,21 @@ fn find_logs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
-fn file_label(p: &Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| p.display().to_string())
+/// A log file's name for messages; in a rank's directory (`rank-R/`)
+/// with that directory, since every rank has a `worker-0.rlog`.
+pub(crate) fn file_label(p: &Path) -> String {
+    let Some(name) = p.file_name() else {
+        return p.display().to_string();
+    };
+    let name = name.to_string_lossy();
+    match p
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|d| d.to_string_lossy())
+    {
+        Some(d) if d.starts_with("rank-") => format!("{d}/{name}"),
+        _ => name.into_owned(),
+    }
 }
 
 /// The slowest clock a header may claim, in ticks per second. A rate below
@@ -727,14 +763,27 @@ const MIN_TICKS_PER_SEC: f64 = 1.0;
 const MISSING_LISTED: usize = 16;
 
 /// A log file mapped (or read) into memory, its header checked.
-struct RawFile {
-    path: PathBuf,
-    data: Bytes,
-    header: Header,
-    records_start: usize,
+pub(crate) struct RawFile {
+    pub path: PathBuf,
+    pub data: Bytes,
+    pub header: Header,
+    pub records_start: usize,
 }
 
-fn read_file(path: &Path) -> anyhow::Result<RawFile> {
+impl RawFile {
+    /// A log made in memory (`bytes` starting with `header`, records after
+    /// it), standing for the file at `path`.
+    pub(crate) fn in_memory(path: PathBuf, bytes: Vec<u8>, header: Header) -> Self {
+        RawFile {
+            path,
+            data: Bytes::Read(bytes),
+            header,
+            records_start: rill_log::HEADER_LEN,
+        }
+    }
+}
+
+pub(crate) fn read_file(path: &Path) -> anyhow::Result<RawFile> {
     let label = path.display();
     let data = map_or_read(path).map_err(|e| anyhow::anyhow!("{label}: cannot read: {e}"))?;
     let (header, records_start) =
@@ -1409,6 +1458,7 @@ fn merge(dir: &Path, scanned: Vec<Scanned>, files: Vec<RawFile>) -> anyhow::Resu
         t1,
         latency: None,
         sampled: None,
+        ranks: None,
         split_tasks: ran.values().filter(|r| r.1 > 1).count() as u64,
         open_waits,
         unattributed_polls,
@@ -1430,6 +1480,15 @@ impl RunLog {
     /// The run's span (first to last time stamp), nanoseconds.
     pub fn span_ns(&self) -> u64 {
         self.ns(self.t1.saturating_sub(self.t0))
+    }
+
+    /// Worker `w`'s name: its id, or in a run across ranks `rR/wK` (rank
+    /// R's worker K).
+    pub fn worker_name(&self, w: u32) -> String {
+        match &self.ranks {
+            Some(r) => r.worker_name(w),
+            None => w.to_string(),
+        }
     }
 
     /// A task's display name.

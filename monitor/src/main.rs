@@ -5,13 +5,17 @@
 //! * `rill-mon trace DIR -o FILE.pftrace|FILE.json [--format perfetto|json] [--from MS --to MS] [--detail N] [--buckets N]`
 //! * `rill-mon waits DIR [--json] [--no-group] [--limit N]`
 //! * `rill-mon bottleneck DIR [--json] [--windows N] [--alpha A] [--beta B] [--gamma G]`
-//! * `rill-mon map DIR --workers W -o FILE [--json]`
+//! * `rill-mon map DIR [--ranks R] --workers W -o FILE [--json]`
 //! * `rill-mon evolution DIR [-o FILE.svg|.json|.csv] [--json | --csv] [--from MS --to MS] [--buckets N] [--groups N] [--no-group] [--width PX]`
 //! * `rill-mon diff A B [--json] [--no-group] [--limit N]`
 //! * `rill-mon report DIR [-o FILE.html] [--rows N]`: one self-contained HTML page
 //!   explaining the run (verdict, findings, summary, utilisation, timeline,
 //!   waits, task groups, a proposed mapping); default `DIR/report.html`
 //! * `rill-mon watch DIR [--interval MS] [--window S] [--top N] [--once | --plain | --json] [--exit-at-end]`
+//!
+//! A DIR holding `rank-R/` directories (one rank's logs and `rank.json`
+//! each, a run under MPI) is read as one run; see the README's "Runs across
+//! ranks".
 //!
 //! Errors print one line on stderr and exit with status 2.
 
@@ -24,10 +28,11 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use rill_monitor::watch::{watch, Output, SnapshotOptions, WatchOptions};
 use rill_monitor::{
-    bottleneck, diff, evolution, load_run, load_run_with, plan_mapping, report_html,
-    summarize_grouped, timeline_svg, waits, write_chrome_trace_window, write_perfetto_trace,
-    BottleneckOptions, EvolutionOptions, LoadOptions, PerfettoOptions, ReportOptions, RunLog,
-    TimelineOptions, MAX_BUCKETS, MAX_EVOLUTION_BUCKETS, MAX_EVOLUTION_GROUPS, MAX_MAP_WORKERS,
+    bottleneck, diff, evolution, load_run, load_run_with, plan_mapping, plan_rank_mapping,
+    report_html, summarize_grouped, timeline_svg, waits, write_chrome_trace_window,
+    write_perfetto_trace, BottleneckOptions, EvolutionOptions, LoadOptions, PerfettoOptions,
+    ReportOptions, RunLog, TimelineOptions, MAX_BUCKETS, MAX_EVOLUTION_BUCKETS,
+    MAX_EVOLUTION_GROUPS, MAX_MAP_WORKERS,
 };
 
 /// Analyses the monitoring logs (worker-*.rlog) of a rill run.
@@ -202,13 +207,24 @@ enum Cmd {
     /// From a sample-mode run shorter than 200 ms (busy times from few
     /// samples) the plan carries a warning: record short runs in count mode
     /// (--monitor map,worker,task,stream) to plan from them.
+    ///
+    /// With --ranks R the plan is over R ranks of W workers each (a run
+    /// under mpirun): "name" = RANK:WORKER lines, and a model with a cost
+    /// per wait crossing workers of a rank and one per wait crossing ranks,
+    /// each measured on the run where it shows such waits (the median
+    /// delay from the peer's operation to the waiting end's dispatch) and
+    /// assumed otherwise; the file's header says which.
     #[command(verbatim_doc_comment)]
     Map {
-        /// The directory holding the worker-*.rlog files.
+        /// The directory holding the worker-*.rlog files (or the rank-R/
+        /// directories of a run across ranks).
         dir: PathBuf,
-        /// How many workers to map onto.
+        /// How many workers to map onto (per rank, with --ranks).
         #[arg(short, long)]
         workers: usize,
+        /// Plan over this many ranks (RANK:WORKER lines).
+        #[arg(long)]
+        ranks: Option<usize>,
         /// The mapping file to write.
         #[arg(short, long)]
         output: PathBuf,
@@ -584,6 +600,27 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Map {
             dir,
             workers,
+            ranks: Some(ranks),
+            output,
+            json,
+        } => {
+            let run = load_quietly(&dir)?;
+            let plan = plan_rank_mapping(&run, ranks, workers)?;
+            let mut out = create(&output)?;
+            out.write_all(plan.to_file().as_bytes())
+                .and_then(|()| out.flush())
+                .with_context(|| format!("cannot write {}", output.display()))?;
+            warn_truncated(&run);
+            if json {
+                print_json(&plan)?;
+            } else {
+                print_text(&plan.to_text(&output.display().to_string()))?;
+            }
+        }
+        Cmd::Map {
+            dir,
+            workers,
+            ranks: None,
             output,
             json,
         } => {
@@ -741,6 +778,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "--window must be between 0.1 and 60 seconds, not {window}"
             );
             anyhow::ensure!(top >= 1, "--top must be at least 1");
+            anyhow::ensure!(
+                !rill_monitor::is_run_across_ranks(&dir),
+                "{} holds a run across ranks (rank-R/ directories): watch follows one \
+                 process's logs, so give it DIR/rank-R",
+                dir.display()
+            );
             let output = if once {
                 Output::Once
             } else if json {

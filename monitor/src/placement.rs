@@ -19,7 +19,9 @@
 //!    messages: the gain comes from keeping streams on one worker, not only
 //!    from balancing busy time (which the worker rule covers).
 //!
-//! A run on one worker, or one whose logs name no task, has no such finding.
+//! A run on one worker, or one whose logs name no task, has no such finding;
+//! nor has a run across ranks (its model would price crossing ranks as
+//! crossing workers; `rill-mon map --ranks` plans over ranks).
 //! The finding names the heaviest crossing streams, folded by task group
 //! and one by one; its `share` is the part of the observed mapping's
 //! predicted time the proposed mapping saves. It comes first: the window
@@ -92,7 +94,10 @@ pub(crate) struct Placement {
 /// documentation), with its share.
 pub(crate) fn placement(run: &RunLog, act: &Activity, g: &Graph) -> Option<(Raw, f64)> {
     let workers = run.worker_count as usize;
-    if !(2..=MAX_MAP_WORKERS).contains(&workers) || g.crossing.is_empty() {
+    // Across ranks the model of one process's workers prices a crossing
+    // of ranks as one of workers, and its mapping is not one of ranks:
+    // `rill-mon map --ranks` plans those.
+    if run.ranks.is_some() || !(2..=MAX_MAP_WORKERS).contains(&workers) || g.crossing.is_empty() {
         return None;
     }
     let plan = plan_from(run, workers, act).ok()?;

@@ -185,20 +185,27 @@ pub(crate) fn charge(per: f64, running: u64, sched: u32) -> f64 {
 /// counts stand without it.
 pub(crate) fn load(run: &mut RunLog) {
     let path = run.dir.join(SAMPLER_FILE);
+    match read_windows(&path, run) {
+        Ok((windows, warning)) => load_windows(run, windows, warning.into_iter().collect()),
+        Err(e) => {
+            let problem = format!(
+                "{}: {e}; busy and waiting times are unknown (the counts are exact)",
+                path.display()
+            );
+            load_windows(run, Vec::new(), vec![problem])
+        }
+    }
+}
+
+/// [`load`] from windows read already (a run across ranks: every rank's
+/// sampler's windows), with the problems met reading them.
+pub(crate) fn load_windows(run: &mut RunLog, windows: Vec<SampleWindow>, problems: Vec<String>) {
     let mut sampled = Sampled {
         hz: run.flags.sample_hz(),
+        windows,
         ..Sampled::default()
     };
-    match read_windows(&path, run) {
-        Ok((windows, warning)) => {
-            sampled.windows = windows;
-            run.warnings.extend(warning);
-        }
-        Err(e) => run.warnings.push(format!(
-            "{}: {e}; busy and waiting times are unknown (the counts are exact)",
-            path.display()
-        )),
-    }
+    run.warnings.extend(problems);
     apply(run, &mut sampled);
     run.sampled = Some(sampled);
 }

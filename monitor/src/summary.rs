@@ -15,8 +15,13 @@ pub struct Summary {
     pub dir: String,
     /// The monitoring flags the run recorded.
     pub flags: String,
-    /// Number of workers (from the headers).
+    /// Number of workers (from the headers; in a run across ranks, of all
+    /// ranks).
     pub worker_count: u32,
+    /// A run across ranks: its ranks, their clocks' alignment (the largest
+    /// residual is `clock_residual_ns`) and its cross-rank streams.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<crate::Ranks>,
     /// The run's span: first to last time stamp over all logs.
     pub span_ns: u64,
     /// Monitoring events: a period counts 1 + the messages it read and
@@ -73,6 +78,9 @@ pub struct SamplingSummary {
 pub struct WorkerSummary {
     /// Worker id.
     pub worker: u32,
+    /// In a run across ranks, its name: `rR/wK`, rank R's worker K.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// From the worker's first to its last time stamp.
     pub span_ns: u64,
     /// Sum of its periods (time running tasks).
@@ -173,6 +181,13 @@ pub struct StreamSummary {
     pub reader_blocked: u64,
     /// How often its writer blocked on it (periods ending blocked on output on it).
     pub writer_blocked: u64,
+    /// In a run across ranks, the rank it lives on (absent for a
+    /// cross-rank stream, which lives on two).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// A cross-rank stream: its halves' ranks and ids.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_rank: Option<crate::CrossStream>,
 }
 
 /// Outputs per second.
@@ -361,6 +376,7 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
             let span = s.finish.saturating_sub(s.begin);
             WorkerSummary {
                 worker: w.worker,
+                name: run.ranks.as_ref().map(|r| r.worker_name(w.worker)),
                 span_ns: run.ns(span),
                 busy_ns: run.ns(s.busy),
                 wait_ns: run.ns(s.wait),
@@ -412,6 +428,12 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
             read: s.read,
             reader_blocked: s.reader_blocked,
             writer_blocked: s.writer_blocked,
+            rank: run
+                .ranks
+                .as_ref()
+                .filter(|r| r.cross(s.id).is_none())
+                .map(|r| r.rank_of_id(s.id)),
+            cross_rank: run.ranks.as_ref().and_then(|r| r.cross(s.id)).cloned(),
         })
         .collect();
 
@@ -468,6 +490,7 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
         dir: run.dir.display().to_string(),
         flags: flags.to_string(),
         worker_count: run.worker_count,
+        ranks: run.ranks.clone(),
         span_ns,
         events,
         bytes,
@@ -626,6 +649,14 @@ pub(crate) fn table(out: &mut String, head: &[&str], rows: &[Vec<String>], left:
 }
 
 impl Summary {
+    /// Worker `w`'s name: `rR/wK` in a run across ranks, else its id.
+    fn worker_name(&self, w: u32) -> String {
+        match &self.ranks {
+            Some(r) => r.worker_name(w),
+            None => w.to_string(),
+        }
+    }
+
     /// The human-readable report.
     pub fn to_text(&self) -> String {
         let mut o = String::new();
@@ -637,6 +668,9 @@ impl Summary {
             self.flags,
             fmt_ns(self.span_ns as f64)
         );
+        if let Some(r) = &self.ranks {
+            let _ = writeln!(o, "ranks: {}", r.describe());
+        }
         let _ = writeln!(
             o,
             "log: {} events in {} bytes ({:.2} bytes/event)",
@@ -649,7 +683,7 @@ impl Summary {
             .iter()
             .map(|w| {
                 vec![
-                    w.worker.to_string(),
+                    w.name.clone().unwrap_or_else(|| w.worker.to_string()),
                     fmt_ns(w.span_ns as f64),
                     fmt_ns(w.busy_ns as f64),
                     pct(w.busy_ns, w.span_ns),
@@ -748,7 +782,7 @@ impl Summary {
                     vec![
                         t.task.to_string(),
                         t.name.clone(),
-                        t.worker.map_or_else(|| "-".into(), |w| w.to_string()),
+                        t.worker.map_or_else(|| "-".into(), |w| self.worker_name(w)),
                         fmt_ns(t.total_ns as f64),
                         t.dispatches.to_string(),
                         fmt_ns(t.mean_ns),
@@ -778,11 +812,12 @@ impl Summary {
 
         if !self.streams.is_empty() {
             o.push_str("\nstreams\n");
+            let ranked = self.ranks.is_some();
             let rows: Vec<Vec<String>> = self
                 .streams
                 .iter()
                 .map(|s| {
-                    vec![
+                    let mut row = vec![
                         match &s.name {
                             Some(n) => format!("{n} ({})", s.stream),
                             None => s.stream.to_string(),
@@ -794,24 +829,31 @@ impl Summary {
                         s.written.to_string(),
                         s.writer_blocked.to_string(),
                         s.reader_blocked.to_string(),
-                    ]
+                    ];
+                    if ranked {
+                        row.push(match (&s.cross_rank, s.rank) {
+                            (Some(c), _) => c.marker(),
+                            (None, Some(r)) => format!("r{r}"),
+                            (None, None) => "-".into(),
+                        });
+                    }
+                    row
                 })
                 .collect();
-            table(
-                &mut o,
-                &[
-                    "stream",
-                    "capacity",
-                    "writer",
-                    "reader",
-                    "carried",
-                    "written",
-                    "writer blocked",
-                    "reader blocked",
-                ],
-                &rows,
-                &[2, 3],
-            );
+            let mut head = vec![
+                "stream",
+                "capacity",
+                "writer",
+                "reader",
+                "carried",
+                "written",
+                "writer blocked",
+                "reader blocked",
+            ];
+            if ranked {
+                head.push("rank");
+            }
+            table(&mut o, &head, &rows, &[2, 3, 8]);
         }
 
         if let Some(t) = &self.throughput {

@@ -43,6 +43,9 @@ const LEFT: f64 = 80.0;
 const RIGHT: f64 = 40.0;
 const TOP: f64 = 36.0;
 const LANE_GAP: f64 = 8.0;
+/// Room above each rank's group of lanes, for its label (runs across
+/// ranks).
+const RANK_GAP: f64 = 20.0;
 /// Approximate width of a character of the 11px label font.
 const CHAR_W: f64 = 6.2;
 
@@ -246,10 +249,41 @@ fn add_drawn(ix: &mut IdIndex, drawn: &mut Vec<(u64, u64)>, task: u64, ticks: u6
     drawn[i].1 = drawn[i].1.saturating_add(ticks);
 }
 
+/// The rank of `run.workers[li]`, in a run across ranks.
+fn rank_of_lane(run: &RunLog, li: usize) -> Option<u32> {
+    let ranks = run.ranks.as_ref()?;
+    ranks.worker(run.workers[li].worker).map(|(r, _)| r)
+}
+
+/// How many ranks' groups of lanes start at or above lane `li` (`li` =
+/// the number of lanes: all of them); 0 for one process's run.
+fn rank_groups(run: &RunLog, li: usize) -> usize {
+    if run.ranks.is_none() {
+        return 0;
+    }
+    let mut groups = 0;
+    let mut last = None;
+    for i in 0..(li + 1).min(run.workers.len()) {
+        let r = rank_of_lane(run, i);
+        if i == 0 || r != last {
+            groups += 1;
+        }
+        last = r;
+    }
+    groups
+}
+
+/// Where lane `li` starts: the lanes, one under the other, and the ranks'
+/// labels above their groups.
+fn lane_top(run: &RunLog, li: usize, lane_h: f64) -> f64 {
+    TOP + li as f64 * (lane_h + LANE_GAP) + rank_groups(run, li) as f64 * RANK_GAP
+}
+
 /// A lane being drawn, item by item in its log's order.
 struct LaneDraw<'r> {
     run: &'r RunLog,
-    worker: u32,
+    /// The worker's name (`3`, or `r1/w0` across ranks).
+    worker: String,
     g: LaneGeometry,
     y: f64,
     body: String,
@@ -264,18 +298,25 @@ struct LaneDraw<'r> {
 impl<'r> LaneDraw<'r> {
     /// The lane of `run.workers[li]`: its label and its frame.
     fn new(run: &'r RunLog, li: usize, g: &LaneGeometry) -> Self {
-        let worker = run.workers[li].worker;
+        let worker = run.worker_name(run.workers[li].worker);
         let (plot_w, lane_h) = (g.plot_w, g.lane_h);
-        let y = TOP + li as f64 * (lane_h + LANE_GAP);
+        let y = lane_top(run, li, lane_h);
         let mut body = String::new();
+        // Across ranks the label is the name alone (`r1/w0`): the room on
+        // the left holds no more.
+        let label = if run.ranks.is_some() {
+            worker.clone()
+        } else {
+            format!("worker {worker}")
+        };
         let _ = write!(
             body,
-            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"lane\">worker {}</text>\
+            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"lane\">{}</text>\
              <rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"{plot_w:.1}\" height=\"{lane_h:.1}\" \
              fill=\"#fff\" stroke=\"#bbb\"><title>worker {}: white = unaccounted time</title></rect>",
             LEFT - 8.0,
             y + lane_h / 2.0 + 4.0,
-            worker,
+            xml_escape(&label),
             worker
         );
         LaneDraw {
@@ -483,7 +524,7 @@ fn sampled_lane(
                 x1 - x0,
                 xml_escape(&format!(
                     "worker {} from {} ms for {}: {what}, {k} of {} samples",
-                    w.worker,
+                    run.worker_name(w.worker),
                     fmt_ms(rs * g.npt / 1e6),
                     crate::summary::fmt_ns(win.dur as f64 * g.npt),
                     win.total
@@ -501,6 +542,43 @@ const SAMPLED_KEYS: [(&str, &str); 4] = [
     ("#a0a0a0", "idle"),
     ("#808080", "parked"),
 ];
+
+/// Opens the group of rank `rank`'s lanes (the first at `top`) with its
+/// label: the rank, its workers and how its clock was aligned.
+fn rank_group_head(
+    body: &mut String,
+    run: &RunLog,
+    ranks: &crate::Ranks,
+    rank: Option<u32>,
+    top: f64,
+) {
+    let info = rank.and_then(|r| ranks.ranks.iter().find(|i| i.rank == r));
+    let (name, detail) = match info {
+        Some(i) => (
+            format!("rank {}", i.rank),
+            format!(
+                "{} worker(s); clock offset {} ns{}",
+                i.workers,
+                i.clock_offset_ns,
+                match i.clock_residual_ns {
+                    Some(ns) => format!(", aligned within ±{ns} ns"),
+                    None if i.described => ", residual not stated".to_owned(),
+                    None => ", no rank.json: not aligned".to_owned(),
+                }
+            ),
+        ),
+        None => ("no rank".to_owned(), "workers no rank has".to_owned()),
+    };
+    let _ = write!(
+        body,
+        "<g class=\"rank\" data-rank=\"{}\"><text x=\"{LEFT}\" y=\"{:.1}\" class=\"rank-label\">{}\
+         <title>{}</title></text>",
+        rank.map_or_else(|| "-".to_owned(), |r| r.to_string()),
+        top - 6.0,
+        xml_escape(&format!("{name}: {detail}")),
+        xml_escape(&format!("{} in {}", name, run.dir.display()))
+    );
+}
 
 /// Draws the timeline (one lane per worker; periods coloured per task and
 /// labelled with the task name and end state where wide enough; waits grey;
@@ -531,12 +609,12 @@ impl Frame {
         }
         let width = f64::from(opts.width_px.max(200));
         let lane_h = f64::from(opts.lane_height_px.max(8));
-        let nlanes = run.workers.len() as f64;
+        let nlanes = run.workers.len();
         Frame {
             from_ms,
             to_ms,
             width,
-            axis_y: TOP + nlanes * (lane_h + LANE_GAP),
+            axis_y: lane_top(run, nlanes, lane_h),
             // The window in ticks relative to t0.
             geometry: LaneGeometry {
                 w0: from_ms * 1e6 * tpn,
@@ -581,12 +659,27 @@ pub(crate) fn timeline_svg_with(
     let mut drawn_ix = IdIndex::default();
     let mut drawn: Vec<(u64, u64)> = Vec::new();
     let mut any_narrow = false;
-    for l in drawn_lanes {
+    let mut group = None;
+    for (li, l) in drawn_lanes.iter().enumerate() {
+        if let Some(ranks) = &run.ranks {
+            let r = rank_of_lane(run, li);
+            if li == 0 || r != group {
+                if li > 0 {
+                    body.push_str("</g>");
+                }
+                group = r;
+                rank_group_head(&mut body, run, ranks, r, lane_top(run, li, geometry.lane_h));
+            }
+        }
         body.push_str(&l.svg);
         any_narrow |= l.any_narrow;
         for &(task, ticks) in &l.drawn {
             add_drawn(&mut drawn_ix, &mut drawn, task, ticks);
         }
+    }
+
+    if run.ranks.is_some() && !drawn_lanes.is_empty() {
+        body.push_str("</g>");
     }
 
     // Time axis.
@@ -672,9 +765,12 @@ pub(crate) fn timeline_svg_with(
     let height = ly + 28.0;
 
     let title = format!(
-        "rill run {}: {} worker(s), {} to {} ms",
+        "rill run {}: {} worker(s){}, {} to {} ms",
         run.dir.display(),
         run.workers.len(),
+        run.ranks
+            .as_ref()
+            .map_or_else(String::new, |r| format!(" on {} rank(s)", r.ranks.len())),
         fmt_ms_step(from_ms, step / 10.0),
         fmt_ms_step(to_ms, step / 10.0)
     );
@@ -688,6 +784,7 @@ pub(crate) fn timeline_svg_with(
          patternTransform=\"rotate(45)\"><rect width=\"4\" height=\"4\" fill=\"#c8c8c8\"/>\
          <line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"4\" stroke=\"#777\" stroke-width=\"2\"/></pattern>\
          <style>.lane{{font-size:12px;text-anchor:end}} .label{{font-size:11px;fill:#111}} \
+         .rank-label{{font-size:12px;font-weight:bold;fill:#333}} \
          .tick{{font-size:11px;text-anchor:middle;fill:#333}} .title{{font-size:14px}}</style></defs>\n\
          <rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n\
          <text x=\"{LEFT}\" y=\"20\" class=\"title\">{}</text>\n",

@@ -56,7 +56,7 @@ fn events(
     for w in &run.workers {
         emit(json!({
             "name": "thread_name", "ph": "M", "pid": 1, "tid": w.worker,
-            "args": { "name": format!("worker {}", w.worker) }
+            "args": { "name": format!("worker {}", run.worker_name(w.worker)) }
         }))?;
         emit(json!({
             "name": "thread_sort_index", "ph": "M", "pid": 1, "tid": w.worker,

@@ -45,6 +45,46 @@ fn stream_label(run: &RunLog, s: u64) -> String {
     }
 }
 
+/// A cross-rank stream's finding in words: the time its ends waited on it
+/// with their workers otherwise idle (`latency`, the mean share of the
+/// windows in which it held), on a stream whose two ends are on two ranks.
+fn cross_rank_finding(
+    c: &crate::CrossStream,
+    sname: &str,
+    (w, r): (&str, &str),
+    (a, b): (&str, &str),
+    (k, windows): (usize, usize),
+    latency: f64,
+    share: f64,
+) -> Finding {
+    let mark = c.marker();
+    let evidence = format!(
+        "{sname} ({mark}, net stream {}) from {w} (worker {a}) to {r} (worker {b}): in {k} of \
+         {windows} windows its ends waited on it {} of the time with their workers otherwise \
+         idle (blocked on it, or woken and not yet dispatched), and no task connected to it \
+         was a bottleneck",
+        c.net_stream,
+        pct(latency)
+    );
+    let sentence = format!(
+        "Crossing ranks holds the run back: {sname} carries {w}'s messages to {r} on another \
+         rank ({mark}), and its ends waited on it with their workers otherwise idle {} of the \
+         time in {k} of {windows} windows ({} of all waiting in the run); placing both on one \
+         rank avoids the transport (rill-mon map --ranks plans a mapping).",
+        pct(latency),
+        pct(share)
+    );
+    Finding {
+        kind: "stream".into(),
+        name: format!("{w} -> {r} {mark}"),
+        share,
+        evidence,
+        predicted_speedup: None,
+        cross_rank: Some(c.clone()),
+        sentence,
+    }
+}
+
 /// A finding in words.
 pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Finding {
     let windows = act.grid.n;
@@ -63,7 +103,7 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
             output,
         } => {
             let name = label(task);
-            let x = worker.map_or_else(|| "?".to_owned(), |x| x.to_string());
+            let x = worker.map_or_else(|| "?".to_owned(), |x| run.worker_name(x));
             if act.sampled {
                 // Sample mode: shares of time are estimates, waits are counts.
                 let ev = [
@@ -95,6 +135,7 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
                     share,
                     evidence: ev.join("; "),
                     predicted_speedup: None,
+                    cross_rank: None,
                     sentence,
                 };
             }
@@ -158,6 +199,7 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
                 share,
                 evidence: ev.join("; "),
                 predicted_speedup: None,
+                cross_rank: None,
                 sentence,
             }
         }
@@ -171,6 +213,18 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
         } => {
             let sname = stream_label(run, stream);
             let (w, r) = (label(writer), label(reader));
+            let (a, b) = (run.worker_name(a), run.worker_name(b));
+            if let Some(c) = run.ranks.as_ref().and_then(|x| x.cross(stream)) {
+                return cross_rank_finding(
+                    c,
+                    &sname,
+                    (&w, &r),
+                    (&a, &b),
+                    (k, windows),
+                    latency,
+                    share,
+                );
+            }
             let evidence = format!(
                 "{sname} from {w} (worker {a}) to {r} (worker {b}): in {k} of {windows} windows, \
                  tasks woken on it waited {} of the time for their otherwise idle worker to \
@@ -191,6 +245,7 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
                 share,
                 evidence,
                 predicted_speedup: None,
+                cross_rank: None,
                 sentence,
             }
         }
@@ -203,6 +258,7 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
             idle_worker,
             ref tops,
         } => {
+            let (worker, idle_worker) = (run.worker_name(worker), run.worker_name(idle_worker));
             let tops: Vec<String> = tops
                 .iter()
                 .map(|&(t, b)| format!("{} ({})", label(t), pct(b)))
@@ -232,6 +288,7 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
                 share,
                 evidence,
                 predicted_speedup: None,
+                cross_rank: None,
                 sentence,
             }
         }
@@ -335,6 +392,7 @@ fn placement(run: &RunLog, p: &crate::placement::Placement, share: f64) -> Findi
         share,
         evidence,
         predicted_speedup: Some(gain),
+        cross_rank: None,
         sentence,
     }
 }
@@ -496,7 +554,18 @@ impl Bottlenecks {
         let _ = writeln!(
             o,
             "\n{}",
-            wrap(&format!("{defs} {}", crate::placement::rule_text()), 78)
+            wrap(
+                &format!(
+                    "{defs} {}{}",
+                    if self.across_ranks {
+                        format!("{} ", crate::bottleneck::CROSS_RANK_RULE)
+                    } else {
+                        String::new()
+                    },
+                    crate::placement::rule_text()
+                ),
+                78
+            )
         );
         crate::waits::notes_and_warnings(&mut o, &self.notes, &self.warnings);
         o

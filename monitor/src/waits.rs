@@ -49,6 +49,9 @@ pub struct Waits {
     pub total_wait_ns: u64,
     /// The part of it on streams whose ends ran on different workers.
     pub cross_worker_wait_ns: u64,
+    /// In a run across ranks, the part of it on cross-rank streams.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_rank_wait_ns: Option<u64>,
     /// Per stream (or folded group of streams).
     pub streams: Vec<StreamWaits>,
     /// Per (writer, reader) task pair (or group pair).
@@ -94,6 +97,10 @@ pub struct StreamWaits {
     pub writer_wait_ns: u64,
     /// Whether writer and reader ran on different workers.
     pub cross_worker: bool,
+    /// A cross-rank stream (a folded row: the first of its streams that
+    /// is one): the ranks it goes between, `⇄ r0→r1`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_rank: Option<String>,
 }
 
 fn is_one(n: &u64) -> bool {
@@ -122,6 +129,9 @@ pub struct PairWaits {
     pub writer_wait_ns: u64,
     /// Whether any of the streams crosses workers.
     pub cross_worker: bool,
+    /// The first of the streams that crosses ranks, as `⇄ r0→r1`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_rank: Option<String>,
 }
 
 /// The waits between the tasks of two workers.
@@ -145,6 +155,12 @@ pub struct WorkerPairWaits {
     pub writer_wait_ns: u64,
     /// Whether the two workers differ.
     pub cross_worker: bool,
+    /// In a run across ranks, the writers' worker's name (`r0/w1`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writer_lane: Option<String>,
+    /// In a run across ranks, the readers' worker's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reader_lane: Option<String>,
 }
 
 /// The counts the three tables add up.
@@ -157,6 +173,8 @@ struct Sums {
     writer_waits: u64,
     writer_wait_ns: u64,
     cross: bool,
+    /// The smallest of the streams that crosses ranks.
+    cross_rank: Option<u64>,
 }
 
 impl Sums {
@@ -168,6 +186,10 @@ impl Sums {
         self.writer_waits = self.writer_waits.saturating_add(o.writer_waits);
         self.writer_wait_ns = self.writer_wait_ns.saturating_add(o.writer_wait_ns);
         self.cross |= o.cross;
+        self.cross_rank = match (self.cross_rank, o.cross_rank) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
 
     fn wait_ns(&self) -> u64 {
@@ -228,7 +250,13 @@ fn waits_of(run: &RunLog, group: bool, act: &Activity) -> Waits {
     let mut rows: BTreeMap<Key, (StreamWaits, Sums)> = BTreeMap::new();
     let mut pairs: BTreeMap<(String, String), Sums> = BTreeMap::new();
     let mut workers: BTreeMap<(Option<u32>, Option<u32>), Sums> = BTreeMap::new();
-    let (mut total, mut cross_total) = (0u64, 0u64);
+    let (mut total, mut cross_total, mut rank_total) = (0u64, 0u64, 0u64);
+    let mark = |s: &Sums| {
+        s.cross_rank
+            .and_then(|id| run.ranks.as_ref()?.cross(id))
+            .map(|c| c.marker())
+    };
+    let lane = |w: Option<u32>| Some(run.ranks.as_ref()?.worker_name(w?));
     for id in ids {
         let info = run.streams.get(&id);
         let a = act.streams.get(&id);
@@ -238,6 +266,11 @@ fn waits_of(run: &RunLog, group: bool, act: &Activity) -> Waits {
             r.and_then(|t| act.worker_of(run, t)),
         );
         let cross = matches!((ww, rw), (Some(x), Some(y)) if x != y);
+        let cross_rank = run
+            .ranks
+            .as_ref()
+            .and_then(|r| r.cross(id))
+            .map(|c| c.stream);
         let sums = Sums {
             streams: 1,
             messages: info.map_or(0, |s| s.written.max(s.read)),
@@ -246,10 +279,14 @@ fn waits_of(run: &RunLog, group: bool, act: &Activity) -> Waits {
             writer_waits: a.map_or(0, |a| a.writer_waits),
             writer_wait_ns: a.map_or(0, |a| run.ns(a.writer_wait)),
             cross,
+            cross_rank,
         };
         total = total.saturating_add(sums.wait_ns());
         if cross {
             cross_total = cross_total.saturating_add(sums.wait_ns());
+        }
+        if cross_rank.is_some() {
+            rank_total = rank_total.saturating_add(sums.wait_ns());
         }
         let (wn, rn) = (name(w), name(r));
         let sname = info.and_then(|s| s.name.clone());
@@ -293,6 +330,7 @@ fn waits_of(run: &RunLog, group: bool, act: &Activity) -> Waits {
             writer_waits: s.writer_waits,
             writer_wait_ns: s.writer_wait_ns,
             cross_worker: s.cross,
+            cross_rank: mark(&s),
             ..row
         })
         .collect();
@@ -310,6 +348,7 @@ fn waits_of(run: &RunLog, group: bool, act: &Activity) -> Waits {
             writer_waits: s.writer_waits,
             writer_wait_ns: s.writer_wait_ns,
             cross_worker: s.cross,
+            cross_rank: mark(&s),
         })
         .collect();
     type WorkerKey = (Option<u32>, Option<u32>);
@@ -327,6 +366,8 @@ fn waits_of(run: &RunLog, group: bool, act: &Activity) -> Waits {
             writer_waits: s.writer_waits,
             writer_wait_ns: s.writer_wait_ns,
             cross_worker: s.cross,
+            writer_lane: lane(writer_worker),
+            reader_lane: lane(reader_worker),
         })
         .collect();
 
@@ -336,6 +377,7 @@ fn waits_of(run: &RunLog, group: bool, act: &Activity) -> Waits {
             && crate::groups::any_folds(run.tasks.values().filter_map(|t| t.name.as_deref())),
         total_wait_ns: total,
         cross_worker_wait_ns: cross_total,
+        cross_rank_wait_ns: run.ranks.as_ref().map(|_| rank_total),
         streams,
         task_pairs,
         worker_pairs,
@@ -401,13 +443,24 @@ impl Waits {
              each wait lasts to the task's next dispatch.",
             self.dir
         );
-        let _ = writeln!(
+        let _ = write!(
             o,
             "waiting on streams: {}, of which across workers {} ({})",
             fmt_ns(self.total_wait_ns as f64),
             fmt_ns(self.cross_worker_wait_ns as f64),
             share(self.cross_worker_wait_ns, self.total_wait_ns)
         );
+        match self.cross_rank_wait_ns {
+            Some(r) => {
+                let _ = writeln!(
+                    o,
+                    ", across ranks {} ({}; ⇄ marks cross-rank streams)",
+                    fmt_ns(r as f64),
+                    share(r, self.total_wait_ns)
+                );
+            }
+            None => o.push('\n'),
+        }
         if self.grouped {
             o.push_str(
                 "names differing only in numeric path segments are folded (relay/* for relay/1, \
@@ -432,14 +485,14 @@ impl Waits {
             "writer waited",
             "cross",
         ];
-        let nums = |m: u64, rw: u64, rt: u64, ww: u64, wt: u64, c: bool| {
+        let nums = |m: u64, rw: u64, rt: u64, ww: u64, wt: u64, c: bool, rank: &Option<String>| {
             vec![
                 m.to_string(),
                 rw.to_string(),
                 fmt_ns(rt as f64),
                 ww.to_string(),
                 fmt_ns(wt as f64),
-                yes(c),
+                rank.clone().unwrap_or_else(|| yes(c)),
             ]
         };
 
@@ -462,6 +515,7 @@ impl Waits {
                     s.writer_waits,
                     s.writer_wait_ns,
                     s.cross_worker,
+                    &s.cross_rank,
                 ));
                 r
             })
@@ -483,6 +537,7 @@ impl Waits {
                     p.writer_waits,
                     p.writer_wait_ns,
                     p.cross_worker,
+                    &p.cross_rank,
                 ));
                 r
             })
@@ -497,8 +552,12 @@ impl Waits {
             .iter()
             .map(|p| {
                 let mut r = vec![
-                    worker_label(p.writer_worker),
-                    worker_label(p.reader_worker),
+                    p.writer_lane
+                        .clone()
+                        .unwrap_or_else(|| worker_label(p.writer_worker)),
+                    p.reader_lane
+                        .clone()
+                        .unwrap_or_else(|| worker_label(p.reader_worker)),
                     p.streams.to_string(),
                 ];
                 r.extend(nums(
@@ -508,6 +567,7 @@ impl Waits {
                     p.writer_waits,
                     p.writer_wait_ns,
                     p.cross_worker,
+                    &None,
                 ));
                 r
             })

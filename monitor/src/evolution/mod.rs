@@ -124,6 +124,9 @@ pub struct Series {
 pub struct WorkerSeries {
     /// The worker id.
     pub worker: u32,
+    /// In a run across ranks, its name: `rR/wK`, rank R's worker K.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Its states (`mean` = `share`: the part of the bucket).
     pub states: Vec<Series>,
 }
@@ -689,6 +692,7 @@ fn finish(
         .zip(&sums.worker)
         .map(|(w, states)| WorkerSeries {
             worker: w.worker,
+            name: run.ranks.as_ref().map(|r| r.worker_name(w.worker)),
             states: worker_keys
                 .iter()
                 .zip(states)
@@ -788,7 +792,13 @@ impl Evolution {
         }
         for w in &self.workers {
             for s in &w.states {
-                rows(&format!("worker {}", w.worker), s);
+                rows(
+                    &format!(
+                        "worker {}",
+                        w.name.clone().unwrap_or_else(|| w.worker.to_string())
+                    ),
+                    s,
+                );
             }
         }
         for g in &self.groups {

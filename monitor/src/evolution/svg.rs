@@ -284,7 +284,10 @@ fn panels(ev: &Evolution) -> Vec<Panel<'_>> {
     if nw > 1 && nw <= MAX_WORKER_PANELS {
         for w in &ev.workers {
             out.push(Panel {
-                title: format!("Worker {}", w.worker),
+                title: format!(
+                    "Worker {}",
+                    w.name.clone().unwrap_or_else(|| w.worker.to_string())
+                ),
                 height: 56.0,
                 layers: layers(worker_keys, &w.states),
                 line: None,

@@ -138,7 +138,7 @@ pub fn write_perfetto_trace(
         running_on: run
             .workers
             .iter()
-            .map(|x| w.name(&format!("running on worker {}", x.worker)))
+            .map(|x| w.name(&format!("running on worker {}", run.worker_name(x.worker))))
             .collect(),
     };
     let span_ms = run.ns(hi - lo) as f64 / 1e6;
@@ -156,12 +156,39 @@ pub fn write_perfetto_trace(
         true,
     )?;
     let workers_parent = w.track("workers", None, Some(root), Kind::Slices, 0, true)?;
+    // Across ranks, a group of worker tracks per rank.
+    let mut rank_parents = std::collections::BTreeMap::new();
+    if let Some(ranks) = &run.ranks {
+        for (k, r) in ranks.ranks.iter().enumerate() {
+            let t = w.track(
+                &format!("rank {}", r.rank),
+                Some(&format!(
+                    "{} worker(s); clock offset {} ns{}",
+                    r.workers,
+                    r.clock_offset_ns,
+                    r.clock_residual_ns
+                        .map_or_else(String::new, |ns| format!(", aligned within ±{ns} ns"))
+                )),
+                Some(workers_parent),
+                Kind::Slices,
+                k as i32,
+                true,
+            )?;
+            rank_parents.insert(r.rank, t);
+        }
+    }
     let mut workers = Vec::new();
     for (i, x) in run.workers.iter().enumerate() {
+        let parent = run
+            .ranks
+            .as_ref()
+            .and_then(|r| r.worker(x.worker))
+            .and_then(|(r, _)| rank_parents.get(&r).copied())
+            .unwrap_or(workers_parent);
         let t = w.track(
-            &format!("worker {}", x.worker),
+            &format!("worker {}", run.worker_name(x.worker)),
             None,
-            Some(workers_parent),
+            Some(parent),
             Kind::Slices,
             i as i32,
             false,

@@ -9,6 +9,53 @@ use super::Ctx;
 /// Warnings listed in full; the rest are counted.
 const MAX_WARNINGS: usize = 100;
 
+/// A run across ranks: each rank's directory, workers and clock.
+fn ranks_table(r: &crate::Ranks) -> String {
+    let rows: Vec<Row> = r
+        .ranks
+        .iter()
+        .map(|i| {
+            Row::from(vec![
+                Cell::num(i.rank.to_string()),
+                Cell::text(i.dir.display().to_string()),
+                Cell::num(format!(
+                    "{}..{}",
+                    i.first_worker,
+                    i.first_worker + i.workers.saturating_sub(1)
+                )),
+                Cell::num(format!("{} ns", i.clock_offset_ns)),
+                Cell::num(
+                    i.clock_residual_ns
+                        .map_or_else(|| "-".to_owned(), |ns| format!("±{ns} ns")),
+                ),
+                Cell::text(if i.described {
+                    "rank.json read"
+                } else {
+                    "no rank.json: clock taken as rank 0's"
+                }),
+            ])
+        })
+        .collect();
+    let mut o = String::from("<h3>Ranks</h3>\n");
+    o.push_str(&html::table(
+        &[
+            "rank",
+            "directory",
+            "workers",
+            "clock offset",
+            "residual",
+            "",
+        ],
+        &rows,
+    ));
+    o.push_str(&html::note(
+        "Each rank's times were moved onto rank 0's clock by its offset; rank R's task and \
+         stream ids are R × the id stride + its own id, and the two halves of a cross-rank \
+         stream are one stream (⇄).",
+    ));
+    o
+}
+
 pub(super) fn body(ctx: &Ctx<'_>) -> String {
     let run = ctx.run;
     let mut o = String::new();
@@ -27,7 +74,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
             };
             Row::from(vec![
                 Cell::text(w.file_name()),
-                Cell::num(w.worker.to_string()),
+                Cell::num(run.worker_name(w.worker)),
                 Cell::num(w.valid_len.to_string()),
                 Cell::num(w.stats.events.to_string()),
                 Cell::text(end),
@@ -48,6 +95,9 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         &rows,
     ));
     o.push_str(&ctx.more(run.workers.len(), "logs", "rill-mon summary DIR"));
+    if let Some(r) = &run.ranks {
+        o.push_str(&ranks_table(r));
+    }
     if run.warnings.is_empty() {
         o.push_str(&html::para("No problem was found in the logs."));
     } else {

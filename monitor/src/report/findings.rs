@@ -84,12 +84,17 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
          bottleneck task connected to it; a worker, when it is busy at least α while another \
          is idle at least β. The times are exact to the clock, the causes inferred; a \
          bottleneck that moves within a window can be missed (`rill-mon bottleneck --windows \
-         N`). {}",
+         N`). {}{}",
         b.windows,
         html::ns(b.window_ns),
         b.alpha * 100.0,
         b.beta * 100.0,
         b.gamma * 100.0,
+        if b.across_ranks {
+            format!("{} ", crate::bottleneck::CROSS_RANK_RULE)
+        } else {
+            String::new()
+        },
         crate::placement::rule_text()
     )));
     // Sample mode's note is the table's heading above.

@@ -174,6 +174,9 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
 
 pub(super) fn body(ctx: &Ctx<'_>) -> String {
     let run = ctx.run;
+    if let Some(ranks) = &run.ranks {
+        return super::rankmapping::body(ctx, ranks);
+    }
     let mut o = String::new();
     let w = run.worker_count as usize;
     if w == 0 || w > MAX_MAP_WORKERS {

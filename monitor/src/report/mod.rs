@@ -26,6 +26,7 @@ mod findings;
 mod groups;
 mod html;
 mod mapping;
+mod rankmapping;
 mod summary;
 mod timeline;
 mod waits;
@@ -352,6 +353,13 @@ fn header(ctx: &Ctx<'_>, verdict: Option<&str>) -> String {
         dispatches,
         html::bytes(run.bytes())
     );
+    if let Some(r) = &run.ranks {
+        let _ = writeln!(
+            o,
+            "<div class=\"facts\">across ranks: {}</div>",
+            esc(&r.describe())
+        );
+    }
     let _ = writeln!(
         o,
         "<div class=\"facts\">monitoring: {}</div>",

@@ -94,7 +94,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         .iter()
         .map(|w| {
             Row::from(vec![
-                Cell::num(w.worker.to_string()),
+                Cell::num(w.name.clone().unwrap_or_else(|| w.worker.to_string())),
                 Cell::num(html::ns(w.span_ns)),
                 Cell::num(est(ctx, html::ns(w.busy_ns))),
                 Cell::num(html::pct(w.busy_ns as f64, w.span_ns as f64)),
@@ -175,23 +175,24 @@ pub(super) fn utilisation(ctx: &Ctx<'_>) -> String {
             } else {
                 String::new()
             };
+            let wn = w.name.clone().unwrap_or_else(|| w.worker.to_string());
             BarRow {
-                label: format!("worker {}", w.worker),
+                label: format!("worker {wn}"),
                 parts: vec![
                     (
                         b,
                         BUSY,
-                        format!("worker {}: busy {}{pm} points", w.worker, html::pct(b, 1.0)),
+                        format!("worker {wn}: busy {}{pm} points", html::pct(b, 1.0)),
                     ),
                     (
                         t,
                         WAIT,
-                        format!("worker {}: waiting (WT) {}", w.worker, html::pct(t, 1.0)),
+                        format!("worker {wn}: waiting (WT) {}", html::pct(t, 1.0)),
                     ),
                     (
                         u,
                         OTHER,
-                        format!("worker {}: unaccounted {}", w.worker, html::pct(u, 1.0)),
+                        format!("worker {wn}: unaccounted {}", html::pct(u, 1.0)),
                     ),
                 ],
                 right: format!(

@@ -16,6 +16,18 @@ fn cross_tag(cross: bool) -> Cell {
     }
 }
 
+/// The mark of a row that crosses ranks (`⇄ r0→r1`), else of one across
+/// workers.
+fn rank_tag(cross: bool, rank: &Option<String>) -> Cell {
+    match rank {
+        Some(m) => Cell::html(format!(
+            "<span class=\"tag\">{} across ranks</span>",
+            esc(m)
+        )),
+        None => cross_tag(cross),
+    }
+}
+
 pub(super) fn body(ctx: &Ctx<'_>) -> String {
     let w = ctx.waits();
     let run = ctx.run;
@@ -47,6 +59,14 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
             esc(&html::ns(w.cross_worker_wait_ns)),
             html::pct(w.cross_worker_wait_ns as f64, w.total_wait_ns as f64)
         );
+        if let Some(r) = w.cross_rank_wait_ns {
+            let _ = writeln!(
+                o,
+                "<p>Of it across ranks (on cross-rank streams, marked ⇄): <b>{}</b> ({}).</p>",
+                esc(&html::ns(r)),
+                html::pct(r as f64, w.total_wait_ns as f64)
+            );
+        }
     }
     if w.grouped {
         o.push_str(&html::note(
@@ -76,7 +96,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
                     time(s.reader_wait_ns),
                     Cell::num(s.writer_waits.to_string()),
                     time(s.writer_wait_ns),
-                    cross_tag(s.cross_worker),
+                    rank_tag(s.cross_worker, &s.cross_rank),
                 ],
                 class: s.cross_worker.then_some("cross"),
             }
@@ -106,7 +126,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
 
     if w.worker_pairs.len() > 1 || w.worker_pairs.iter().any(|p| p.cross_worker) {
         o.push_str("<h3>Between workers</h3>\n");
-        let label = |x: Option<u32>| x.map_or_else(|| "-".to_owned(), |x| x.to_string());
+        let label = |x: Option<u32>| x.map_or_else(|| "-".to_owned(), |x| run.worker_name(x));
         let n = ctx.cut(w.worker_pairs.len());
         let rows: Vec<Row> = w.worker_pairs[..n]
             .iter()
