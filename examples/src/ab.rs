@@ -135,9 +135,16 @@ impl Row {
         matches!(self.args[0], "des" | "mc" | "rt" | "ant")
     }
 
+    /// Whether the row is figured by its wall time: an application, or
+    /// the sieve (whose operations, primes, cost ever more as the chain
+    /// grows).
+    fn by_wall(&self) -> bool {
+        self.is_app() || self.args[0] == "sieve"
+    }
+
     /// The JSON field the row is figured by.
     fn figure(&self) -> &'static str {
-        if self.is_app() {
+        if self.by_wall() {
             "wall_ms"
         } else {
             "ns_per_op"
@@ -147,7 +154,7 @@ impl Row {
     /// The unit of the figure.
     pub fn unit(&self) -> &'static str {
         match self.args[0] {
-            _ if self.is_app() => "ms",
+            _ if self.by_wall() => "ms",
             "wordcount" => "ns/word",
             _ => "ns/op",
         }
@@ -155,7 +162,7 @@ impl Row {
 }
 
 /// Every row `--rows` can name.
-pub const ROWS: [Row; 26] = [
+pub const ROWS: [Row; 29] = [
     Row::new("roundtrip", &["micro", "--rows", "cross_worker_roundtrip"]),
     Row::new("yield", &["micro", "--rows", "yield"]),
     Row::new("handoff", &["micro", "--rows", "handoff"]),
@@ -191,6 +198,9 @@ pub const ROWS: [Row; 26] = [
     .on(16),
     Row::new("wordcount", &["wordcount"]),
     Row::new("wordcount-slices", &["wordcount", "--words", "slices"]),
+    Row::new("sieve-rr", &["sieve", "--mapping", "rr"]),
+    Row::new("sieve-parts", &["sieve", "--mapping", "parts"]),
+    Row::new("sieve-manual", &["sieve", "--mapping", "manual"]),
     Row::new("des-rr", &["des", "--mapping", "rr"]),
     Row::new("des-manual", &["des", "--mapping", "manual"]),
     Row::new("mc-rr", &["mc", "--mapping", "rr"]),
@@ -720,6 +730,8 @@ mod tests {
         assert!(row("mc-manual").unwrap().is_app());
         assert_eq!(row("mc-manual").unwrap().unit(), "ms");
         assert_eq!(row("pipe-rr").unwrap().unit(), "ns/op");
+        assert_eq!(row("sieve-rr").unwrap().unit(), "ms");
+        assert_eq!(row("sieve-rr").unwrap().figure(), "wall_ms");
         assert_eq!(row("nope"), None);
     }
 

@@ -3,11 +3,11 @@
 //! claims.
 //!
 //! An engine ([`crate::engines::Engine`]: rill, or a peer baseline) receives a validated [`PipeParams`],
-//! [`RingParams`], [`WordcountParams`] or [`MicroParams`], runs the benchmark,
-//! checks its result with [`SequenceCheck`], [`verify_ring`] or
-//! [`WordcountParams::verify`], and returns a [`Measurement`]. The command line
+//! [`RingParams`], [`WordcountParams`], [`SieveParams`] or [`MicroParams`], runs the benchmark,
+//! checks its result with [`SequenceCheck`], [`verify_ring`],
+//! [`WordcountParams::verify`] or [`SieveParams::measured`], and returns a [`Measurement`]. The command line
 //! turns measurements into `ns_per_op` figures (wall milliseconds for the word
-//! count).
+//! count and the sieve).
 //!
 //! # What `wall` covers
 //!
@@ -22,6 +22,10 @@
 //! counts are in hand; their check against the sequential count comes after.
 //! The text is made or read before any run, and every network reads it from
 //! memory. The `sequential` engine times its counting loop alone.
+//!
+//! For the sieve, `wall` runs from just before the generator, the first
+//! filter and the sink are created until every task (the filters spawned
+//! during the run among them) has ended; the primes are checked after.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -33,6 +37,7 @@ use rill::MonitorFlags;
 use serde::Serialize;
 
 use crate::apps::MappingChoice;
+use crate::kernels::sieve;
 use crate::kernels::wordcount::{self, Corpus, Counts};
 
 /// Default bound of every channel or stream (messages it holds before its writer
@@ -667,6 +672,109 @@ impl WordcountParams {
     }
 }
 
+/// Parameters of the prime sieve: a generator writes 2, 3, 4, ... up to
+/// [`sieve::limit`] (a bound of the last prime) into a chain of filters;
+/// filter `k` takes the first number that reaches it as its prime (the
+/// `k+1`-th), reports it to a sink, and from then on drops the multiples of
+/// its prime and passes the rest on. While a filter is the last of the
+/// chain, the first number it passes spawns the next filter (from inside
+/// the running task), so the chain grows as the primes are found, up to
+/// `primes` filters; the last reads the rest of its input without passing
+/// anything on. When the generator ends, the streams end down the chain and
+/// every task ends. Every run checks the sink's primes against
+/// [`sieve::first_primes`] and the numbers its tasks read against
+/// [`sieve::messages`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SieveParams {
+    /// Primes to find (at least 1, at most [`sieve::MAX_PRIMES`]): the
+    /// filters the chain grows to.
+    pub primes: usize,
+    /// Bound of each channel (at least 1).
+    pub capacity: usize,
+    /// Number of workers (at least 1), for engines that have workers.
+    pub workers: usize,
+    /// Where rill puts the tasks: `rr`, `parts` (the chain cut into W
+    /// blocks of as many filters), `manual` (the sieve's own table: the
+    /// chain cut into W blocks of about equal work), `steal` or a FILE. The
+    /// peers place their own.
+    pub mapping: MappingChoice,
+    /// Monitoring mode asked for on the command line (`--monitor`); only
+    /// rill uses it.
+    pub monitor: Option<MonitorFlags>,
+    /// Directory for monitoring logs (`--logs`); only rill uses it.
+    pub logs: Option<PathBuf>,
+}
+
+impl Default for SieveParams {
+    fn default() -> Self {
+        SieveParams {
+            primes: sieve::DEFAULT_PRIMES,
+            capacity: DEFAULT_CAPACITY,
+            workers: 1,
+            mapping: MappingChoice::Rr,
+            monitor: None,
+            logs: None,
+        }
+    }
+}
+
+impl SieveParams {
+    /// Checks that the benchmark can run with these values.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        check(self.primes >= 1, || {
+            "sieve primes must be at least 1, got 0".to_string()
+        })?;
+        check(self.primes <= sieve::MAX_PRIMES, || {
+            format!(
+                "sieve primes must be at most {}, got {}",
+                sieve::MAX_PRIMES,
+                self.primes
+            )
+        })?;
+        check(self.capacity >= 1, || {
+            "channel capacity must be at least 1, got 0".to_string()
+        })?;
+        check(self.workers >= 1, || {
+            "workers must be at least 1, got 0".to_string()
+        })?;
+        match &self.mapping {
+            MappingChoice::Auto => Err(ParamError(
+                "--mapping auto plans from a pilot run of an application (des, mc, rt, ant, \
+                 wordcount), not the sieve; plan a file with `rill-mon map` and pass it"
+                    .into(),
+            )),
+            MappingChoice::Manual => Ok(()),
+            m => check_net_mapping("sieve", Some(m), self.workers),
+        }
+    }
+
+    /// A measurement of a run that took `wall`, found `got` and whose tasks
+    /// read `messages` numbers in all, checked against the first
+    /// [`primes`](Self::primes) primes and the numbers the sequential count
+    /// says the tasks read (both computed here, after the run): `ops` is the
+    /// primes, and the extra figures are `largest` (the last prime),
+    /// `messages` and `filters`.
+    pub fn measured(
+        &self,
+        wall: Duration,
+        got: &[u64],
+        messages: u64,
+    ) -> Result<Measurement, VerifyError> {
+        let want = sieve::first_primes(self.primes);
+        sieve::compare(got, &want).map_err(|e| VerifyError(format!("sieve: {e}")))?;
+        let reads = sieve::messages(self.primes);
+        if messages != reads {
+            return Err(VerifyError(format!(
+                "sieve: the tasks read {messages} numbers, the sequential count says {reads}"
+            )));
+        }
+        Ok(Measurement::new(wall, got.len() as u64)
+            .with("largest", got.last().copied().unwrap_or(0))
+            .with("messages", messages)
+            .with("filters", got.len() as u64))
+    }
+}
+
 /// What one run of a benchmark on one engine measured.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Measurement {
@@ -1055,6 +1163,57 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn sieve_validation_and_verification() {
+        SieveParams::default().validate().unwrap();
+        let bad = |f: fn(&mut SieveParams)| {
+            let mut p = SieveParams::default();
+            f(&mut p);
+            p.validate().unwrap_err().to_string()
+        };
+        assert!(bad(|p| p.primes = 0).contains("primes must be at least 1"));
+        assert!(bad(|p| p.primes = sieve::MAX_PRIMES + 1).contains("at most"));
+        assert!(bad(|p| p.capacity = 0).contains("capacity"));
+        assert!(bad(|p| p.workers = 0).contains("workers"));
+        assert!(bad(|p| p.mapping = MappingChoice::Auto).contains("not the sieve"));
+        for m in ["rr", "parts", "manual", "steal"] {
+            let p = SieveParams {
+                mapping: m.parse().unwrap(),
+                workers: 2,
+                ..SieveParams::default()
+            };
+            p.validate().unwrap();
+        }
+        let p = SieveParams {
+            primes: 5,
+            ..SieveParams::default()
+        };
+        let m = p
+            .measured(Duration::from_millis(2), &[2, 3, 5, 7, 11], 26)
+            .unwrap();
+        assert_eq!(
+            (m.ops, &m.extra["largest"], &m.extra["messages"]),
+            (5, &11.into(), &26.into())
+        );
+        let e = p
+            .measured(Duration::from_millis(2), &[2, 3, 5, 7, 11], 30)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("the tasks read 30 numbers, the sequential count says 26"),
+            "{e}"
+        );
+        let e = p
+            .measured(Duration::from_millis(2), &[2, 3, 5, 7, 13], 26)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("sieve: prime 5 (counting from 1) is 13, expected 11"),
+            "{e}"
+        );
+        assert!(p.measured(Duration::ZERO, &[2, 3, 5, 7], 26).is_err());
     }
 
     #[test]

@@ -12,7 +12,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use anyhow::{anyhow, Result};
 
-use crate::bench::{Measurement, MicroParams, PipeParams, RingParams, WordcountParams};
+use crate::bench::{
+    Measurement, MicroParams, PipeParams, RingParams, SieveParams, WordcountParams,
+};
 use crate::kernels::wordcount;
 use crate::peers::threads::{panic_text, Threads};
 use crate::peers::tokio_rt::Tokio;
@@ -48,6 +50,11 @@ pub trait Engine: Sync {
     /// The word count ([`WordcountParams`]).
     fn wordcount(&self, _p: &WordcountParams) -> Result<Measurement> {
         Err(lacks(self.name(), "wordcount"))
+    }
+
+    /// The prime sieve ([`SieveParams`]).
+    fn sieve(&self, _p: &SieveParams) -> Result<Measurement> {
+        Err(lacks(self.name(), "sieve"))
     }
 }
 
@@ -117,6 +124,7 @@ pub fn run(engine: &dyn Engine, job: &Job) -> Result<Measurement> {
         Job::Ring(p) => engine.ring(p),
         Job::Micro(p) => engine.micro(p),
         Job::Wordcount(p) => engine.wordcount(p),
+        Job::Sieve(p) => engine.sieve(p),
     }))
     .unwrap_or_else(|p| Err(anyhow!("engine {engine} panicked: {}", panic_text(&*p))))
 }
@@ -221,6 +229,34 @@ mod tests {
         }
         let e = run(&Sequential, &Job::Pipe(PipeParams::default())).unwrap_err();
         assert!(e.to_string().contains("no sequential engine"), "{e}");
+    }
+
+    #[test]
+    fn sieve_of_100_primes_on_every_engine_with_1_and_2_workers() {
+        for workers in [1, 2] {
+            let p = SieveParams {
+                primes: 100,
+                workers,
+                ..SieveParams::default()
+            };
+            for engine in NETWORKS {
+                // Verified inside: the primes are the sequential sieve's.
+                let m = run(engine, &Job::Sieve(p.clone())).unwrap();
+                assert_eq!(m.ops, 100, "{engine} on {workers}");
+                assert_eq!(m.extra["largest"], 541, "{engine} on {workers}");
+            }
+        }
+        let e = run(&Sequential, &Job::Sieve(SieveParams::default())).unwrap_err();
+        assert!(
+            e.to_string().contains("sieve has no sequential engine"),
+            "{e}"
+        );
+        let bad = SieveParams {
+            primes: 0,
+            ..SieveParams::default()
+        };
+        let e = run(&Rill, &Job::Sieve(bad)).unwrap_err();
+        assert!(e.to_string().contains("at least 1"), "{e}");
     }
 
     #[test]

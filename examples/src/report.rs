@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::apps::MappingChoice;
 use crate::bench::{
     work_steps_per_ns, Measurement, MicroParams, MicroRow, ParamError, PipeParams, RingParams,
-    WordcountParams, MICRO_CAPACITY,
+    SieveParams, WordcountParams, MICRO_CAPACITY,
 };
 use crate::cli::Command;
 use crate::engines::Engine;
@@ -40,17 +40,20 @@ pub enum Job {
     Ring(RingParams),
     /// A word count run.
     Wordcount(WordcountParams),
+    /// A prime sieve run.
+    Sieve(SieveParams),
     /// A micro row.
     Micro(MicroParams),
 }
 
 impl Job {
-    /// The benchmark's name: `pipe`, `ring`, `wordcount` or `micro`.
+    /// The benchmark's name: `pipe`, `ring`, `wordcount`, `sieve` or `micro`.
     pub fn bench(&self) -> &'static str {
         match self {
             Job::Pipe(_) => "pipe",
             Job::Ring(_) => "ring",
             Job::Wordcount(_) => "wordcount",
+            Job::Sieve(_) => "sieve",
             Job::Micro(_) => "micro",
         }
     }
@@ -61,14 +64,17 @@ impl Job {
             Job::Pipe(p) => p.validate(),
             Job::Ring(p) => p.validate(),
             Job::Wordcount(p) => p.validate(),
+            Job::Sieve(p) => p.validate(),
             Job::Micro(p) => p.validate(),
         }
     }
 
-    /// What `ops` counts: `word` for the word count, `op` otherwise.
+    /// What `ops` counts: `word` for the word count, `prime` for the
+    /// sieve, `op` otherwise.
     pub fn op_name(&self) -> &'static str {
         match self {
             Job::Wordcount(_) => "word",
+            Job::Sieve(_) => "prime",
             _ => "op",
         }
     }
@@ -136,6 +142,14 @@ impl Job {
                     "logs": p.logs,
                 })
             }
+            Job::Sieve(p) => json!({
+                "workers": p.workers,
+                "mapping": p.mapping.name(),
+                "primes": p.primes,
+                "capacity": p.capacity,
+                "monitor": p.monitor.map(|f| f.to_string()),
+                "logs": p.logs,
+            }),
             Job::Micro(p) => {
                 let mut v = json!({
                     "row": p.row.name(),
@@ -194,6 +208,10 @@ impl Job {
                 p.mapping,
                 p.workers
             ),
+            Job::Sieve(p) => format!(
+                "sieve  primes={} capacity={} mapping={} workers={}",
+                p.primes, p.capacity, p.mapping, p.workers
+            ),
             Job::Micro(p) => format!("micro  workers={}", p.workers),
         }
     }
@@ -221,12 +239,12 @@ pub struct Outcome {
 }
 
 /// The figure a measurement is reported by: ns per operation, for `idle_cpu`
-/// the share of one core in percent, and for the word count the wall time in
-/// milliseconds.
+/// the share of one core in percent, and for the word count and the sieve
+/// the wall time in milliseconds.
 fn figure(job: &Job, m: &Measurement) -> Option<f64> {
     match job {
         _ if job.is_cpu_share() => m.cpu_share().map(|s| s * 100.0),
-        Job::Wordcount(_) => Some(m.wall.as_secs_f64() * 1e3),
+        Job::Wordcount(_) | Job::Sieve(_) => Some(m.wall.as_secs_f64() * 1e3),
         _ => m.ns_per_op(),
     }
 }
@@ -234,7 +252,7 @@ fn figure(job: &Job, m: &Measurement) -> Option<f64> {
 fn unit(job: &Job) -> &'static str {
     match job {
         _ if job.is_cpu_share() => "% core",
-        Job::Wordcount(_) => "ms",
+        Job::Wordcount(_) | Job::Sieve(_) => "ms",
         _ => "ns/op",
     }
 }
@@ -252,9 +270,10 @@ pub fn short_result(job: &Job, result: &Result<Measurement, String>) -> String {
 
 /// The JSON object for one run: `bench`, `engine`, `run`, `allocator`, the
 /// job's parameters (`workers`, `placement`, `depth`, `messages`, `size`,
-/// `hops`, `capacity`, `row`, `batch`, `counters`... as they apply), then
-/// `ops`, `wall_ms`, `ns_per_op` (null for `idle_cpu`, which has `cpu_share`
-/// instead; per word for the word count), `verified` and the engine's extra
+/// `hops`, `capacity`, `row`, `batch`, `counters`, `primes`... as they
+/// apply), then `ops`, `wall_ms`, `ns_per_op` (null for `idle_cpu`, which
+/// has `cpu_share` instead; per word for the word count, per prime for the
+/// sieve), `verified` and the engine's extra
 /// figures. A failed run has `verified: false` and `error` instead of figures.
 pub fn json_line(o: &Outcome) -> Value {
     let mut m = Map::new();
@@ -452,12 +471,13 @@ pub fn write_tables(
     Ok(())
 }
 
-/// Whether the job's rill run may cross workers: a pipe or ring on two
-/// workers or more, or the cross-worker round trip.
+/// Whether the job's rill run may cross workers: a pipe, ring or sieve on
+/// two workers or more, or the cross-worker round trip.
 pub fn crosses_workers(job: &Job) -> bool {
     match job {
         Job::Pipe(p) => p.workers > 1,
         Job::Ring(p) => p.workers > 1,
+        Job::Sieve(p) => p.workers > 1,
         Job::Micro(p) => p.row == crate::bench::MicroRow::CrossWorkerRoundtrip,
         Job::Wordcount(_) => false,
     }

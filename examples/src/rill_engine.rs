@@ -1,5 +1,6 @@
 //! The rill engine: the benchmarks on rill's own tasks and streams
-//! ([`crate::rill_runs`], and [`crate::apps::wordcount`] for the word count),
+//! ([`crate::rill_runs`], [`crate::apps::wordcount`] for the word count and
+//! [`crate::apps::sieve`] for the prime sieve),
 //! their figures turned into the command line's measurements. `wall` covers
 //! the run of the network (the tasks are created just before it) and
 //! excludes building the runtime.
@@ -10,7 +11,9 @@ use anyhow::Result;
 use rill::{MonitorConfig, MonitorFlags};
 
 use crate::apps::{self, auto, MappingChoice};
-use crate::bench::{Measurement, MicroParams, MicroRow, PipeParams, RingParams, WordcountParams};
+use crate::bench::{
+    Measurement, MicroParams, MicroRow, PipeParams, RingParams, SieveParams, WordcountParams,
+};
 use crate::engines::Engine;
 use crate::kernels::wordcount::{self as wc, Corpus};
 use crate::rill_runs::{self, RunInfo};
@@ -113,6 +116,19 @@ impl Engine for Rill {
         let info = RunInfo::of(run.wall, &run.stats);
         let m = p.measured(run.wall, &run.value)?;
         Ok(with_info(m, &info, &mon).with("mapping", p.mapping.name()))
+    }
+
+    /// The prime sieve ([`apps::sieve`]), its primes checked against the
+    /// sequential sieve's after the run; `tasks` counts the tasks the run
+    /// made (the filters, the generator and the sink).
+    fn sieve(&self, p: &SieveParams) -> Result<Measurement> {
+        let mon = monitor_config(p.monitor, p.logs.as_deref(), "sieve");
+        let run = apps::sieve::run(p, &mon)?;
+        let info = RunInfo::of(run.wall, &run.stats);
+        let m = p.measured(run.wall, &run.value.primes, run.value.messages)?;
+        Ok(with_info(m, &info, &mon)
+            .with("mapping", p.mapping.name())
+            .with("tasks", run.stats.tasks_created))
     }
 }
 

@@ -1,7 +1,7 @@
 //! Running the applications from the command line: `rill-bench des|mc|rt|ant`
 //! ([`run_app`]), `rill-bench compare` ([`compare`]) and `rill-bench all`
-//! ([`all`], which also runs the pipe, ring and word count beside their
-//! peers).
+//! ([`all`], which also runs the pipe, ring, word count and prime sieve
+//! beside their peers).
 //!
 //! Every run of an application is an [`AppRun`]; its per-run figures beyond
 //! the application's own come from [`AppRun::extra_columns`], which the
@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::apps::auto::AutoPlan;
 use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice};
-use crate::bench::{ParamError, PipeParams, Placement, RingParams, WordcountParams};
+use crate::bench::{ParamError, PipeParams, Placement, RingParams, SieveParams, WordcountParams};
 use crate::cli::{AllArgs, AppCommand, CliError, CompareArgs, Summary};
 use crate::engines::{self, Engine};
 use crate::kernels::wordcount::{Corpus, TextSource};
@@ -801,13 +801,27 @@ fn param_error(e: impl std::fmt::Display) -> CliError {
 /// The peer benchmarks of `rill-bench all`, each with the engines it runs
 /// on: the pipe and the ring with rr placement (every hand-off crosses
 /// workers, rill's weakest rows) and the ring with its default placement,
-/// beside their peers, and the word count of 2 MB (200 kB with `--quick`)
-/// beside its peers and the sequential loop.
+/// beside their peers, the word count of 2 MB (200 kB with `--quick`)
+/// beside its peers and the sequential loop, and the sieve of
+/// [`ALL_SIEVE_PRIMES`] primes (100 with `--quick`) under rr beside its
+/// peers, then on rill alone under `parts` and `manual` (its chain cut
+/// into blocks of as many filters, and of about equal work).
 fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, CliError> {
-    let (depth, messages, size, hops, bytes) = if quick {
-        (10, 2_000, 10, 2_000, 200_000)
+    let (depth, messages, size, hops, bytes, primes) = if quick {
+        (10, 2_000, 10, 2_000, 200_000, 100)
     } else {
-        (50, 20_000, 100, 20_000, 2_000_000)
+        (50, 20_000, 100, 20_000, 2_000_000, ALL_SIEVE_PRIMES)
+    };
+    let sieve = SieveParams {
+        primes,
+        workers,
+        ..SieveParams::default()
+    };
+    let sieve_on = |mapping| {
+        Job::Sieve(SieveParams {
+            mapping,
+            ..sieve.clone()
+        })
     };
     let pipe = PipeParams {
         depth,
@@ -842,8 +856,16 @@ fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, Cli
             }),
             &engines::WORDCOUNT[..],
         ),
+        (sieve_on(MappingChoice::Rr), &engines::NETWORKS[..]),
+        (sieve_on(MappingChoice::Parts), &engines::NETWORKS[..1]),
+        (sieve_on(MappingChoice::Manual), &engines::NETWORKS[..1]),
     ])
 }
+
+/// The primes of the sieve in `rill-bench all` (without `--quick`): the
+/// OS-threads peer, a thread per filter, takes about a second for them on
+/// two cores, rill and tokio tens of milliseconds.
+const ALL_SIEVE_PRIMES: usize = 500;
 
 /// One `rill-bench all` in progress: its settings, where its output goes,
 /// the runs counted so far and the JSON lines of those runs.
@@ -928,6 +950,7 @@ impl AllRun<'_> {
                     Job::Pipe(p) => format!(" placement={}", p.placement.name()),
                     Job::Ring(p) => format!(" placement={}", p.placement.name()),
                     Job::Wordcount(p) => format!(" words={}", p.words.name()),
+                    Job::Sieve(p) => format!(" mapping={}", p.mapping),
                     Job::Micro(_) => String::new(),
                 };
                 let _ = write!(
@@ -1033,6 +1056,15 @@ fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
         Job::Ring(p) => Some(p.placement.name()),
         // The word count's column says how words travel (`--words`).
         Job::Wordcount(p) => Some(p.words.name()),
+        // The sieve's, where rill's tasks go (`--mapping`).
+        Job::Sieve(p) => Some(match &p.mapping {
+            MappingChoice::Rr => "rr",
+            MappingChoice::Parts => "parts",
+            MappingChoice::Manual => "manual",
+            MappingChoice::Steal => "steal",
+            MappingChoice::Auto => "auto",
+            MappingChoice::File(_) => "file",
+        }),
         _ => None,
     };
     cells
@@ -1057,6 +1089,7 @@ fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
             let mapping = match job {
                 _ if !rill => "-".into(),
                 Job::Wordcount(p) => p.mapping.name(),
+                Job::Sieve(p) => p.mapping.name(),
                 Job::Micro(_) => "-".into(),
                 _ => placement.unwrap_or("-").into(),
             };
@@ -1109,8 +1142,8 @@ fn results_json(run: &AllRun<'_>, title: &str, machine: &str, elapsed: f64, rows
 }
 
 /// `rill-bench all`: every application with rr and manual mapping, with
-/// monitoring off and full, and the pipe, ring and word count against their
-/// peers (the word count also against the sequential loop); one
+/// monitoring off and full, and the pipe, ring, word count and sieve
+/// against their peers (the word count also against the sequential loop); one
 /// table on `out`, progress on `progress`, and `results.json` and
 /// `index.html` in `--out`.
 pub fn all(

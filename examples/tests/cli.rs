@@ -537,13 +537,22 @@ fn all_quick_writes_its_report() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    for bench in ["des", "mc", "rt", "ant", "pipe", "ring", "wordcount"] {
+    for bench in [
+        "des",
+        "mc",
+        "rt",
+        "ant",
+        "pipe",
+        "ring",
+        "wordcount",
+        "sieve",
+    ] {
         assert!(
             stdout.lines().any(|l| l.starts_with(bench)),
             "no {bench} in {stdout}"
         );
     }
-    assert!(stderr.contains("[all 1/33]"), "{stderr}");
+    assert!(stderr.contains("[all 1/38]"), "{stderr}");
     assert!(
         stdout.contains(&format!("allocator {}", allocator())),
         "{stdout}"
@@ -551,7 +560,7 @@ fn all_quick_writes_its_report() {
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
     let rows = results["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 33);
+    assert_eq!(rows.len(), 38);
     assert_eq!(results["failures"], 0);
     assert_eq!(results["allocator"], allocator());
     let wc: Vec<&str> = rows
@@ -595,6 +604,41 @@ fn all_quick_writes_its_report() {
         .iter()
         .filter(|r| r["bench"] == "wordcount")
         .all(|r| r["verified"] == true));
+    // The sieve under rr beside its peers, then on rill under parts and
+    // manual.
+    let sieve: Vec<(&str, &str, bool)> = rows
+        .iter()
+        .filter(|r| r["bench"] == "sieve")
+        .map(|r| {
+            (
+                r["engine"].as_str().unwrap(),
+                r["placement"].as_str().unwrap(),
+                r["verified"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        sieve,
+        [
+            ("rill", "rr", true),
+            ("threads", "rr", true),
+            ("tokio", "rr", true),
+            ("rill", "parts", true),
+            ("rill", "manual", true),
+        ]
+    );
+    let runs = results["runs"].as_array().unwrap();
+    let sieve_runs: Vec<&serde_json::Value> =
+        runs.iter().filter(|r| r["bench"] == "sieve").collect();
+    assert_eq!(sieve_runs.len(), 5);
+    for r in sieve_runs {
+        assert!(r["mapping"].is_string() && r["wall_ms"].is_f64(), "{r}");
+        assert_eq!(
+            (&r["verified"], &r["primes"]),
+            (&true.into(), &100.into()),
+            "{r}"
+        );
+    }
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(html.contains("<table>"), "{html}");
     assert!(
@@ -632,6 +676,47 @@ fn all_quick_writes_its_report() {
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sieve_json_on_every_engine() {
+    let out = rill_bench(&[
+        "sieve",
+        "--primes",
+        "100",
+        "--workers",
+        "2",
+        "--mapping",
+        "manual",
+        "--json",
+    ]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let lines = json_lines(stdout.as_bytes());
+    let engines: Vec<&str> = lines
+        .iter()
+        .map(|v| v["engine"].as_str().unwrap())
+        .collect();
+    assert_eq!(engines, ["rill", "threads", "tokio"]);
+    for v in &lines {
+        assert_eq!(v["bench"], "sieve");
+        assert_eq!(v["verified"], true, "{v}");
+        assert_eq!(v["primes"], 100);
+        assert_eq!(v["capacity"], 16);
+        assert_eq!(v["workers"], 2);
+        assert_eq!(v["mapping"], "manual");
+        assert_eq!(v["ops"], 100);
+        assert_eq!(v["largest"], 541);
+        assert!(v["wall_ms"].as_f64().unwrap() > 0.0, "{v}");
+        assert!(v["ns_per_op"].as_f64().unwrap() > 0.0, "{v}");
+    }
+    // A filter per prime, the generator and the sink.
+    assert_eq!(lines[0]["tasks"], 102);
+    assert_eq!(lines[1]["threads"], 102);
+    assert_eq!(lines[2]["tasks"], 102);
+    let out = rill_bench(&["sieve", "--primes", "0"]);
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]

@@ -16,6 +16,9 @@
 //! - [`wordcount`]: a source, a splitter, counters fed by word hash and a
 //!   merger. Unlike the four above it runs beside its peers (`rill-bench
 //!   wordcount`, with [`crate::peers::wordcount`]) rather than as an [`App`].
+//! - [`sieve`]: the concurrent prime sieve, a chain of filters that grows
+//!   while it runs; like the word count it runs beside its peers
+//!   (`rill-bench sieve`, with [`crate::peers::sieve`]).
 //!
 //! `--mapping auto` ([`auto`]) runs an application first at a reduced size
 //! ([`App::pilot`]) under round-robin mapping with count-mode monitoring,
@@ -34,6 +37,7 @@ pub mod auto;
 pub mod des;
 pub mod mc;
 pub mod rt;
+pub mod sieve;
 pub mod wordcount;
 
 use std::fmt;

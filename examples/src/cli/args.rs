@@ -12,9 +12,9 @@ use crate::ab;
 use crate::apps::auto::{MAX_PILOT_DIVISOR, PILOT_DIVISOR, PILOT_MONITOR};
 use crate::apps::{self, AppOpts, MappingChoice};
 use crate::bench::{
-    MicroParams, MicroRow, ParamError, PipeParams, Placement, RingParams, WordcountParams,
-    DEFAULT_CAPACITY, DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES, DEFAULT_RING_SIZE,
-    DEFAULT_WC_BATCH, DEFAULT_WC_CHUNK, DEFAULT_WC_COUNTERS, MAX_WORK_NS,
+    MicroParams, MicroRow, ParamError, PipeParams, Placement, RingParams, SieveParams,
+    WordcountParams, DEFAULT_CAPACITY, DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES,
+    DEFAULT_RING_SIZE, DEFAULT_WC_BATCH, DEFAULT_WC_CHUNK, DEFAULT_WC_COUNTERS, MAX_WORK_NS,
 };
 use crate::engines::{self, Engine};
 use crate::kernels;
@@ -32,14 +32,16 @@ tasks with bounded mpsc channels (engine `tokio`). By default every engine runs 
 read as ratios to its peers'. Every run verifies its result (the sink saw exactly \
 0..M in order, the token made exactly H hops) and fails otherwise. A word count network \
 (wordcount) runs the same way on the three engines and beside the plain sequential loop \
-(engine `sequential`), every run checked against the sequential count. It also runs the four \
+(engine `sequential`), every run checked against the sequential count; a prime sieve whose \
+chain of filters grows while it runs (sieve) runs on the three engines, every run checked \
+against a sequential sieve. It also runs the four \
 applications as stream networks of named tasks on rill (des, mc, rt, ant), each checking its \
 own result, compares round-robin with manual mapping (compare), and runs everything at small \
 sizes (all). `ab` sets rill-bench builds and monitoring modes against each other, run by run.";
 
 const AFTER_HELP: &str = "\
 Output: a table per benchmark (median, min and max of ns/op over the repeats, wall \
-milliseconds for wordcount, and each peer's ratio to rill), or with --json one JSON \
+milliseconds for wordcount and sieve, and each peer's ratio to rill), or with --json one JSON \
 object per run on stdout (a failed run's object has \"verified\": false and an \
 \"error\" field). Progress goes to stderr.
 
@@ -120,6 +122,16 @@ pub enum Command {
     /// checked against a sequential count; engine `sequential` times that
     /// loop as a row of its own. The table shows wall milliseconds.
     Wordcount(WordcountArgs),
+    /// Prime sieve: a generator writes 2, 3, 4, ... into a chain of filter
+    /// tasks; each filter takes the first number that reaches it as its
+    /// prime, reports it to a sink and drops its multiples from then on,
+    /// and the last filter spawns the next (from inside the task) when a
+    /// number first passes it, so the chain grows while it runs, up to
+    /// PRIMES filters. The generator stops at n (ln n + ln ln n), a bound
+    /// of the n-th prime, and the streams end down the chain. Every run is
+    /// checked against a sequential sieve. The table shows wall
+    /// milliseconds.
+    Sieve(SieveArgs),
     /// The applications as stream networks on rill.
     #[command(flatten)]
     App(AppCommand),
@@ -129,7 +141,7 @@ pub enum Command {
     /// the speedups over round-robin.
     Compare(CompareArgs),
     /// Runs every application (rr and manual mapping, monitoring off and full)
-    /// and the pipe, ring and word count against their peers, on small sizes;
+    /// and the pipe, ring, word count and sieve against their peers, on small sizes;
     /// prints one table and writes results.json and index.html.
     All(AllArgs),
     /// A/B on a shared machine: runs rows on rill with each build (rill-bench
@@ -462,6 +474,53 @@ pub struct WordcountArgs {
     #[arg(long, value_name = "MODE", default_value_t = PILOT_MONITOR,
           value_parser = pilot_monitor)]
     pub pilot_monitor: MonitorFlags,
+
+    /// Options every benchmark takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// The parser of the sieve's `--mapping`: rr, parts, manual, steal or a
+/// FILE (auto belongs to the applications and the word count).
+fn parse_sieve_mapping(s: &str) -> Result<MappingChoice, String> {
+    match s.parse::<MappingChoice>()? {
+        MappingChoice::Auto => Err(
+            "auto plans from a pilot run of an application (des, mc, rt, ant, wordcount); for the \
+             sieve plan a FILE with `rill-mon map DIR --workers W -o FILE` on a monitored run"
+                .into(),
+        ),
+        m => Ok(m),
+    }
+}
+
+/// Arguments of `rill-bench sieve`.
+#[derive(Debug, Args)]
+pub struct SieveArgs {
+    /// Primes to find: the filters the chain grows to (1 to 1000000).
+    #[arg(long, value_name = "N", default_value_t = kernels::sieve::DEFAULT_PRIMES,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=kernels::sieve::MAX_PRIMES as u64))]
+    pub primes: usize,
+
+    /// Bound of each channel, in messages (at least 1).
+    #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
+          value_parser = usize_from(1))]
+    pub capacity: usize,
+
+    /// Where rill puts the tasks (sieve/sink, sieve/gen and
+    /// sieve/filter/00000 made before the run in that order, then
+    /// sieve/filter/00001, 00002, ... spawned by the filters as the chain
+    /// grows): rr (round-robin in that order: on two workers every link of
+    /// the chain crosses workers), parts (the chain, generator first and
+    /// sink last, cut into W blocks of as many filters, with the runtime's
+    /// partitioned mapping over name prefixes), manual (the sieve's own
+    /// table: the chain cut into W blocks of about equal work, counted by a
+    /// sequential sieve: the early filters read most numbers, so the first
+    /// block is short), steal (round-robin, then work stealing), or a FILE
+    /// of `"name" = worker` lines (as `rill-mon map` writes); tasks no line
+    /// matches go round-robin. The peers place their own.
+    #[arg(long, value_name = "rr|parts|manual|steal|FILE", default_value = "rr",
+          value_parser = parse_sieve_mapping)]
+    pub mapping: MappingChoice,
 
     /// Options every benchmark takes.
     #[command(flatten)]
@@ -947,14 +1006,15 @@ The paper's mapping experiments are `rill-bench compare mc --workers 2 --repeat 
 for waiting, `rill-bench compare mc --paths 50 --batch 1 --workers 4 --monitor full`.";
 
 impl Command {
-    /// The subcommand's name: `pipe`, `ring`, `micro`, `wordcount`, `des`, `mc`,
-    /// `rt`, `ant`, `compare`, `all` or `ab`.
+    /// The subcommand's name: `pipe`, `ring`, `micro`, `wordcount`, `sieve`,
+    /// `des`, `mc`, `rt`, `ant`, `compare`, `all` or `ab`.
     pub fn name(&self) -> &'static str {
         match self {
             Command::Pipe(_) => "pipe",
             Command::Ring(_) => "ring",
             Command::Micro(_) => "micro",
             Command::Wordcount(_) => "wordcount",
+            Command::Sieve(_) => "sieve",
             Command::App(a) => a.name(),
             Command::Compare(_) => "compare",
             Command::All(_) => "all",
@@ -962,7 +1022,7 @@ impl Command {
         }
     }
 
-    /// The options every peer benchmark (pipe, ring, micro, wordcount) takes;
+    /// The options every peer benchmark (pipe, ring, micro, wordcount, sieve) takes;
     /// `None` for the applications, `compare` and `all`.
     pub fn common(&self) -> Option<&CommonArgs> {
         match self {
@@ -970,6 +1030,7 @@ impl Command {
             Command::Ring(a) => Some(&a.common),
             Command::Micro(a) => Some(&a.common),
             Command::Wordcount(a) => Some(&a.common),
+            Command::Sieve(a) => Some(&a.common),
             _ => None,
         }
     }
@@ -1070,6 +1131,18 @@ impl Command {
                 };
                 p.validate()?;
                 Ok(vec![Job::Wordcount(p)])
+            }
+            Command::Sieve(a) => {
+                let p = SieveParams {
+                    primes: a.primes,
+                    capacity: a.capacity,
+                    workers,
+                    mapping: a.mapping.clone(),
+                    monitor: common.monitor,
+                    logs: common.logs.clone(),
+                };
+                p.validate()?;
+                Ok(vec![Job::Sieve(p)])
             }
             _ => Ok(Vec::new()),
         }
@@ -1421,6 +1494,95 @@ mod tests {
         ] {
             let e = parse(args).expect_err(&format!("{args:?} should fail"));
             assert_eq!(e.exit_code(), 2, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn sieve_flags() {
+        let cli = parse(&["sieve"]).unwrap();
+        assert_eq!(
+            names(&cli.command.engines().unwrap()),
+            ["rill", "threads", "tokio"]
+        );
+        let Job::Sieve(p) = &cli.command.jobs().unwrap()[0] else {
+            panic!("not sieve")
+        };
+        assert_eq!(
+            *p,
+            SieveParams {
+                workers: p.workers,
+                ..SieveParams::default()
+            }
+        );
+        assert_eq!(
+            (p.primes, p.capacity, &p.mapping),
+            (2000, 16, &MappingChoice::Rr)
+        );
+        let cli = parse(&[
+            "sieve",
+            "--primes",
+            "100",
+            "--capacity",
+            "1",
+            "--mapping",
+            "parts",
+            "--workers",
+            "2",
+            "--engine",
+            "tokio,rill",
+            "--repeat",
+            "3",
+            "--json",
+        ])
+        .unwrap();
+        let Job::Sieve(p) = &cli.command.jobs().unwrap()[0] else {
+            panic!("not sieve")
+        };
+        assert_eq!(
+            (p.primes, p.capacity, &p.mapping, p.workers),
+            (100, 1, &MappingChoice::Parts, 2)
+        );
+        let c = cli.command.common().unwrap();
+        assert_eq!(names(&c.engines()), ["tokio", "rill"]);
+        assert_eq!((c.repeat, c.json), (3, true));
+        let cli = parse(&["sieve", "--mapping", "manual"]).unwrap();
+        let Job::Sieve(p) = &cli.command.jobs().unwrap()[0] else {
+            panic!("not sieve")
+        };
+        assert_eq!(p.mapping, MappingChoice::Manual);
+        let e = parse(&["sieve", "--engine", "sequential"])
+            .unwrap()
+            .command
+            .engines()
+            .unwrap_err();
+        assert!(e.to_string().contains("only wordcount"), "{e}");
+        for args in [
+            &["sieve", "--primes", "0"][..],
+            &["sieve", "--primes", "1000001"],
+            &["sieve", "--primes", "many"],
+            &["sieve", "--capacity", "0"],
+            &["sieve", "--workers", "0"],
+            &["sieve", "--mapping", "auto"],
+            &["sieve", "--mapping", "/no/such/file.map"],
+        ] {
+            let e = parse(args).expect_err(&format!("{args:?} should fail"));
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+        }
+        let mut cmd = Cli::command();
+        let help = cmd
+            .find_subcommand_mut("sieve")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for flag in [
+            "--primes",
+            "--capacity",
+            "--mapping",
+            "--workers",
+            "--engine",
+            "--json",
+        ] {
+            assert!(help.contains(flag), "sieve help lacks {flag}");
         }
     }
 

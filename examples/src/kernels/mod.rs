@@ -15,6 +15,8 @@
 //!   tardiness, split into construction, local search and pheromone update.
 //! * [`wordcount`]: generated text, its cutting into chunks and words, the
 //!   routing of words to counters, and the sequential count.
+//! * [`sieve`]: the first primes by a sequential sieve of Eratosthenes, and
+//!   the numbers each filter of the concurrent prime sieve reads.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -23,6 +25,7 @@ pub mod ant;
 pub mod des;
 pub mod mc;
 pub mod rt;
+pub mod sieve;
 pub mod wordcount;
 
 /// SplitMix64 finaliser: a bijective 64-bit mixing function with good

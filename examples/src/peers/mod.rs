@@ -6,10 +6,14 @@
 //!   `tokio::sync::mpsc` bounded channels.
 //!
 //! - [`wordcount`]: the word count network on both.
+//! - [`sieve`]: the prime sieve, a chain of filters that grows while it
+//!   runs, on both.
 //!
 //! [`threads::Threads`] and [`tokio_rt::Tokio`] are the two peers as
-//! [`crate::engines::Engine`]s; their word count is in [`wordcount`].
+//! [`crate::engines::Engine`]s; their word count is in [`wordcount`], their
+//! sieve in [`sieve`].
 
+pub mod sieve;
 pub mod threads;
 pub mod tokio_rt;
 pub mod wordcount;

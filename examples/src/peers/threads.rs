@@ -12,7 +12,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::bench::{
     busy_work, measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams,
-    RingParams, SequenceCheck, VerifyError, WordcountParams, MICRO_CAPACITY,
+    RingParams, SequenceCheck, SieveParams, VerifyError, WordcountParams, MICRO_CAPACITY,
 };
 use crate::engines::Engine;
 
@@ -25,7 +25,8 @@ pub const HANDOFF_OPS: u64 = 500_000;
 /// Round trips made by the `cross_worker_roundtrip` row.
 pub const ROUNDTRIP_OPS: u64 = 20_000;
 
-fn spawn<T: Send + 'static>(
+/// Spawns a named thread.
+pub(crate) fn spawn<T: Send + 'static>(
     name: String,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<JoinHandle<T>> {
@@ -35,7 +36,8 @@ fn spawn<T: Send + 'static>(
         .with_context(|| format!("spawning thread {name}"))
 }
 
-fn join<T>(h: JoinHandle<T>) -> Result<T> {
+/// Joins a thread, its panic an error naming it.
+pub(crate) fn join<T>(h: JoinHandle<T>) -> Result<T> {
     let name = h.thread().name().unwrap_or("?").to_string();
     h.join()
         .map_err(|p| anyhow!("thread {name} panicked: {}", panic_text(&p)))
@@ -347,6 +349,10 @@ impl Engine for Threads {
 
     fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
         super::wordcount::threads(p)
+    }
+
+    fn sieve(&self, p: &SieveParams) -> Result<Measurement> {
+        super::sieve::threads(p)
     }
 }
 

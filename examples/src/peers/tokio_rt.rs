@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 
 use crate::bench::{
     busy_work, measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams,
-    RingParams, SequenceCheck, VerifyError, WordcountParams, MICRO_CAPACITY,
+    RingParams, SequenceCheck, SieveParams, VerifyError, WordcountParams, MICRO_CAPACITY,
 };
 use crate::engines::Engine;
 
@@ -29,7 +29,7 @@ pub const HANDOFF_OPS: u64 = 1_000_000;
 pub const ROUNDTRIP_OPS: u64 = 100_000;
 
 /// A multi-thread runtime with `workers` workers, as tokio's docs build one.
-fn multi_thread(workers: usize) -> Result<Runtime> {
+pub(crate) fn multi_thread(workers: usize) -> Result<Runtime> {
     Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name("tokio-peer")
@@ -38,7 +38,7 @@ fn multi_thread(workers: usize) -> Result<Runtime> {
 }
 
 /// Awaits a task and turns a panic or cancellation into an error.
-async fn join<T>(what: &str, h: JoinHandle<T>) -> Result<T> {
+pub(crate) async fn join<T>(what: &str, h: JoinHandle<T>) -> Result<T> {
     h.await.map_err(|e| {
         if e.is_panic() {
             anyhow!(
@@ -329,6 +329,10 @@ impl Engine for Tokio {
 
     fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
         super::wordcount::tokio(p)
+    }
+
+    fn sieve(&self, p: &SieveParams) -> Result<Measurement> {
+        super::sieve::tokio(p)
     }
 }
 
