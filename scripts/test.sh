@@ -7,9 +7,14 @@ cd "$(dirname "$0")/.."
 # What the tests need beyond the Rust toolchain, from Debian's packages when
 # missing: valgrind (the memcheck stage) and tmux (the terminal that
 # rill-mon watch's live view is tested in).
+# OpenMPI and libclang: the cross-rank tests (the mpi feature's bindings
+# are generated against mpi.h with libclang).
 missing=()
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
+[[ -n $(find /usr/include /usr/lib -name mpi.h -path '*openmpi*' -print -quit 2>/dev/null) ]] || missing+=(libopenmpi-dev)
+[[ -n $(find /usr/lib /usr/lib64 \( -name 'libclang.so*' -o -name 'libclang-[0-9]*.so*' \) -print -quit 2>/dev/null) ]] || missing+=(libclang-dev)
 if (( ${#missing[@]} )); then
   echo "== installing ${missing[*]} (apt-get)"
   if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
@@ -23,8 +28,9 @@ fi
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "== cargo clippy (all targets, warnings are errors)"
+echo "== cargo clippy (all targets, warnings are errors; and with the mpi features)"
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p rill -p rill-examples --features rill/mpi,rill-examples/mpi --all-targets -- -D warnings
 
 echo "== cargo doc (workspace, warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
@@ -42,6 +48,9 @@ RILL_NO_MEMBARRIER=1 cargo test -p rill --test basic --test stress
 echo "== liveness: the yielding-neighbour network, 100 rounds of 1,000,000 messages, and the outside writer, 20 rounds (release)"
 RILL_LIVENESS_ROUNDS=100 RILL_LIVENESS_MESSAGES=1000000 \
   cargo test -p rill --release --test liveness --test outside_writer
+
+echo "== networks across ranks under mpirun (shared memory and tcp, 2 and 3 ranks)"
+bash scripts/mpi_tests.sh
 
 echo "== soundness and edge tests under valgrind's memcheck"
 if command -v valgrind >/dev/null 2>&1; then

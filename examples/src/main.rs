@@ -24,7 +24,20 @@ const ALLOCATOR: &str = if cfg!(feature = "system-alloc") {
     "mimalloc"
 };
 
+#[cfg(feature = "mpi")]
+mod mpi_bench;
+
 fn main() -> ExitCode {
+    // `rill-bench mpi` runs under mpirun, with a CLI of its own.
+    if std::env::args().nth(1).as_deref() == Some("mpi") {
+        #[cfg(feature = "mpi")]
+        return mpi_bench::main();
+        #[cfg(not(feature = "mpi"))]
+        {
+            eprintln!("rill-bench mpi: this rill-bench was built without MPI; build it with `cargo build --release -p rill-examples --features mpi` (needs openmpi-bin, libopenmpi-dev and libclang-dev)");
+            return ExitCode::FAILURE;
+        }
+    }
     rill_examples::report::set_allocator(ALLOCATOR);
     let args = Cli::parse();
     let stdout = io::stdout();

@@ -239,3 +239,30 @@ fn networks_every_rank_cannot_build_alike_are_refused() {
         assert!(e.to_string().contains("Net::stream"), "{e}");
     }
 }
+
+#[test]
+fn a_wide_stream_and_an_answer_back() {
+    const N: u64 = 100_000;
+    let results = on_ranks(2, 1, |net| {
+        net.placement(table(&[("a", 0, 0), ("b", 1, 0)]));
+        let (ack_w, ack_r) = net.stream::<bool>(1);
+        let (w, r) = net.stream::<u64>(1024);
+        net.spawn_with("a", (w, ack_r), |(mut w, mut ack)| {
+            (0..N).for_each(|i| w.write(i).unwrap());
+            drop(w);
+            assert_eq!(ack.read(), Some(true));
+        });
+        net.spawn_with("b", (r, ack_w), |(r, mut ack)| {
+            let mut k = 0;
+            let mut ok = true;
+            for v in r {
+                ok &= v == k;
+                k += 1;
+            }
+            ack.write(ok && k == N).unwrap();
+        });
+    });
+    for r in results {
+        r.unwrap();
+    }
+}

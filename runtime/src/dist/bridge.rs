@@ -19,9 +19,22 @@ pub(crate) const FRAME_BYTES: usize = 256 << 10;
 /// How long after its last work the bridge polls without sleeping, then
 /// yields, then sleeps; and its longest sleep, which bounds both the idle
 /// cost (one poll of the transport per nap) and the latency of the first
-/// message after a quiet spell.
-const SPIN_FOR: Duration = Duration::from_micros(50);
-const YIELD_FOR: Duration = Duration::from_micros(1000);
+/// message after a quiet spell. A sleep is an eighth of the quiet time so
+/// far (at least `FIRST_NAP`): a message that comes after a quiet spell
+/// waits at most an eighth longer than it would have with polling, so a
+/// slow exchange (a busy host) does not fall into naps that slow it more.
+fn spin_for() -> Duration {
+    static SPIN: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| {
+        Duration::from_micros(
+            std::env::var("RILL_BRIDGE_SPIN_US")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(50),
+        )
+    })
+}
+const YIELD_FOR: Duration = Duration::from_millis(2);
 const FIRST_NAP: Duration = Duration::from_micros(20);
 pub(crate) const LONGEST_NAP: Duration = Duration::from_millis(4);
 
@@ -345,7 +358,6 @@ impl Bridge<'_> {
 
     fn main_loop(&mut self, signals: &Signals, exit_when_stuck: bool) {
         let mut quiet_since: Option<Instant> = None;
-        let mut nap = FIRST_NAP;
         let mut abort_seen: Option<Instant> = None;
         loop {
             let mut work = false;
@@ -432,18 +444,16 @@ impl Bridge<'_> {
             // Back off while nothing happens.
             if work {
                 quiet_since = None;
-                nap = FIRST_NAP;
                 continue;
             }
             let since = *quiet_since.get_or_insert_with(Instant::now);
             let quiet = since.elapsed();
-            if quiet < SPIN_FOR {
+            if quiet < spin_for() {
                 std::hint::spin_loop();
             } else if quiet < YIELD_FOR {
                 std::thread::yield_now();
             } else {
-                std::thread::sleep(nap);
-                nap = (nap * 2).min(LONGEST_NAP);
+                std::thread::sleep((quiet / 8).clamp(FIRST_NAP, LONGEST_NAP));
             }
         }
     }
