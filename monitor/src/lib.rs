@@ -77,8 +77,8 @@ pub use load::{
     PROGRESS_THRESHOLD,
 };
 pub use mapfile::{
-    plan_mapping, plan_mapping_by_pass, quote_name, Basis, Cut, Estimate, MapPlan, MappedTask,
-    WorkerLoad, MAX_MAP_WORKERS, SHORT_SAMPLED_RUN_NS,
+    plan_mapping, plan_mapping_by_pass, profile_planner, quote_name, Basis, Cut, Estimate, MapPlan,
+    MappedTask, WorkerLoad, MAX_MAP_WORKERS, SHORT_SAMPLED_RUN_NS,
 };
 pub use partition::{
     evaluate, partition, partition_from, partition_from_within, partition_within, Evaluation,

@@ -882,6 +882,21 @@ impl MapPlan {
     }
 }
 
+/// The planner of `rill-mon map` as `rill`'s profile hook
+/// (`rill::Builder::profile_planner(rill_monitor::profile_planner)`): the
+/// mapping file planned from the count-mode logs in `dir` for `workers`
+/// workers, or why there is none.
+pub fn profile_planner(dir: &std::path::Path, workers: usize) -> Result<String, String> {
+    let load = crate::LoadOptions {
+        progress: Some(false),
+        latency: false,
+        ..crate::LoadOptions::default()
+    };
+    let run = crate::load_run_with(dir, &load).map_err(|e| format!("{e:#}"))?;
+    let plan = plan_mapping(&run, workers).map_err(|e| format!("{e:#}"))?;
+    Ok(plan.to_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -161,6 +161,23 @@ pub(crate) fn next_stream_id() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+/// The running worker's tag for `Core::writer_worker`: its index plus one,
+/// 0 on a thread that is no worker.
+pub(crate) fn worker_tag() -> u32 {
+    worker().map_or(0, |w| w.id as u32 + 1)
+}
+
+/// A reader dropped on this thread had read `n` messages from a writer
+/// first used on the worker tagged `writer` ([`worker_tag`]): counted as
+/// crossed when both are workers and they differ.
+pub(crate) fn note_received(n: u64, writer: u32) {
+    if let Some(w) = worker() {
+        if writer != 0 && writer != w.id as u32 + 1 {
+            w.add_crossed(n);
+        }
+    }
+}
+
 pub(crate) fn note_sent(n: u64) {
     if let Some(w) = worker() {
         w.add_messages(n);

@@ -27,6 +27,7 @@ mod monitor;
 pub(crate) use monitor::hooks;
 pub mod mapper;
 mod overflow;
+mod profile;
 mod registry;
 mod run_threads;
 mod runtime;
@@ -48,6 +49,7 @@ pub use context::{
 };
 pub use error::{BlockedTask, ConfigError, RunError, SpawnError};
 pub use mapper::{ManualTable, Mapping};
+pub use profile::{PlanFn, ProfilePlanner, PROFILE_MONITOR};
 pub use rill_log::MonitorFlags;
 pub use runtime::{
     Builder, Config, MonitorConfig, RunStats, Runtime, DEFAULT_SPIN, MAX_SPIN, MAX_STACK_SIZE,

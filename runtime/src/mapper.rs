@@ -1,6 +1,12 @@
 //! The mapper: which worker gets a task when it is created.
 //!
-//! - [`Mapping::RoundRobin`] (default): the n-th task goes to worker n mod W.
+//! - [`Mapping::Adaptive`] (default): a task spawned by a running task
+//!   starts on its spawner's worker, so that tasks that talk start
+//!   together; tasks added before the run are cut into W contiguous blocks
+//!   in spawn order (task i of n on worker i·W/n), so that a chain handed
+//!   over whole stays whole; idle workers take tasks that never ran from
+//!   others in contiguous runs (`scheduler.rs`).
+//! - [`Mapping::RoundRobin`]: the n-th task goes to worker n mod W.
 //! - [`Mapping::Manual`]: a table from task-name prefix to worker (the longest
 //!   matching prefix wins; unmatched names fall back to round-robin). Load one
 //!   from a text file with [`ManualTable::load`].
@@ -11,10 +17,12 @@
 //!   every steal is a mapping event. A task that ran stays on its worker;
 //!   why that is needed, and why moving a task that never ran is sound, is
 //!   argued at `TaskRef`'s `Send` impl.
+//! - [`Mapping::Profile`]: a table recorded by an earlier run of the same
+//!   program (`profile.rs`), adaptive for the names it does not know.
 //!
 //! A worker given explicitly at spawn (`spawn_on`) always wins.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{ConfigError, SpawnError};
@@ -22,8 +30,17 @@ use crate::error::{ConfigError, SpawnError};
 /// A mapping policy.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Mapping {
-    /// Tasks go to workers in turn.
+    /// The default: keep tasks that talk together, and use every worker.
+    /// A task spawned inside the run starts on its spawner's worker; the
+    /// tasks added before the run ([`Runtime::spawn`](crate::Runtime::spawn),
+    /// [`Runtime::spawn_with`](crate::Runtime::spawn_with)) are cut into W
+    /// contiguous blocks in the order they were added; a worker with nothing
+    /// to run takes tasks that never ran from another worker, a contiguous
+    /// run of them at a time (about half of what that worker holds). A task
+    /// that ran stays on its worker, as under [`Mapping::Steal`].
     #[default]
+    Adaptive,
+    /// Tasks go to workers in turn.
     RoundRobin,
     /// A table from name prefix to worker.
     Manual(ManualTable),
@@ -35,6 +52,15 @@ pub enum Mapping {
     /// `Rc` also kept in a `thread_local!`), so stealing balances the
     /// placement of new tasks, not the running ones.
     Steal,
+    /// Placement learnt from an earlier run of the program: when the file
+    /// exists and was written for this many workers, tasks go where it says
+    /// (by name prefix, as [`Mapping::Manual`]) and names it does not know
+    /// are placed as [`Mapping::Adaptive`] places them. When it is missing
+    /// (or stale: made for another worker count, or unreadable, which is
+    /// said on stderr) the run is placed adaptively and writes the file at
+    /// its end. What the file is planned from: see
+    /// [`Builder::profile_planner`](crate::Builder::profile_planner).
+    Profile(PathBuf),
 }
 
 /// Prefix → worker table for manual mapping.
@@ -206,6 +232,9 @@ fn parse_quoted_line(raw: &str) -> Option<(String, usize)> {
 /// The mapper of one run.
 pub(crate) struct Mapper {
     mapping: Mapping,
+    /// [`Mapping::Profile`] with a profile loaded: the table (else every
+    /// task is placed adaptively).
+    profile: Option<ManualTable>,
     workers: usize,
     next: AtomicUsize,
 }
@@ -214,34 +243,94 @@ impl Mapper {
     pub(crate) fn new(mapping: Mapping, workers: usize) -> Self {
         Mapper {
             mapping,
+            profile: None,
             workers,
             next: AtomicUsize::new(0),
         }
+    }
+
+    /// [`Mapping::Profile`]'s loaded table (see `profile.rs`).
+    pub(crate) fn with_profile(mut self, table: Option<ManualTable>) -> Self {
+        self.profile = table;
+        self
     }
 
     fn round_robin(&self) -> usize {
         self.next.fetch_add(1, Ordering::Relaxed) % self.workers
     }
 
-    /// Picks the worker for a new task.
+    /// Whether idle workers take tasks that never ran from others, and
+    /// whether in contiguous runs (true) or one at a time (false).
+    pub(crate) fn stealing(&self) -> Option<bool> {
+        if self.workers < 2 {
+            return None;
+        }
+        match &self.mapping {
+            Mapping::Steal => Some(false),
+            Mapping::Adaptive => Some(true),
+            // A loaded profile is a plan: kept as it is.
+            Mapping::Profile(_) if self.profile.is_none() => Some(true),
+            _ => None,
+        }
+    }
+
+    fn check(&self, name: &str, hint: Option<usize>) -> Result<Option<usize>, SpawnError> {
+        match hint {
+            Some(w) if w >= self.workers => Err(SpawnError::NoSuchWorker {
+                name: name.to_string(),
+                worker: w,
+                workers: self.workers,
+            }),
+            h => Ok(h),
+        }
+    }
+
+    /// Picks the worker for a task spawned by a task running on `spawner`.
     pub(crate) fn place(
         &self,
         name: &str,
         hint: Option<usize>,
-        _spawner: usize,
+        spawner: usize,
     ) -> Result<usize, SpawnError> {
-        if let Some(w) = hint {
-            if w >= self.workers {
-                return Err(SpawnError::NoSuchWorker {
-                    name: name.to_string(),
-                    worker: w,
-                    workers: self.workers,
-                });
-            }
+        if let Some(w) = self.check(name, hint)? {
             return Ok(w);
         }
         Ok(match &self.mapping {
-            Mapping::RoundRobin | Mapping::Steal => self.round_robin(),
+            Mapping::Adaptive => spawner,
+            Mapping::Profile(_) => self.profiled(name).unwrap_or(spawner),
+            _ => self.by_policy(name),
+        })
+    }
+
+    /// Picks the worker for task `k` of the `n` added before the run that
+    /// the mapping places (those without a worker of their own).
+    pub(crate) fn place_initial(
+        &self,
+        name: &str,
+        hint: Option<usize>,
+        k: usize,
+        n: usize,
+    ) -> Result<usize, SpawnError> {
+        if let Some(w) = self.check(name, hint)? {
+            return Ok(w);
+        }
+        // k < n, and n * workers fits: both are bounded (tasks by memory,
+        // workers by MAX_WORKERS).
+        let block = k * self.workers / n.max(1);
+        Ok(match &self.mapping {
+            Mapping::Adaptive => block,
+            Mapping::Profile(_) => self.profiled(name).unwrap_or(block),
+            _ => self.by_policy(name),
+        })
+    }
+
+    fn profiled(&self, name: &str) -> Option<usize> {
+        self.profile.as_ref().and_then(|t| t.lookup(name))
+    }
+
+    /// The explicit policies, which place a task by its name alone.
+    fn by_policy(&self, name: &str) -> usize {
+        match &self.mapping {
             Mapping::Manual(t) => match t.lookup(name) {
                 Some(w) => w,
                 None => self.round_robin(),
@@ -257,7 +346,10 @@ impl Mapper {
                     None => self.round_robin(),
                 }
             }
-        })
+            Mapping::RoundRobin | Mapping::Steal | Mapping::Adaptive | Mapping::Profile(_) => {
+                self.round_robin()
+            }
+        }
     }
 }
 
@@ -328,5 +420,30 @@ mod tests {
         let rr = Mapper::new(Mapping::RoundRobin, 3);
         let ws: Vec<usize> = (0..6).map(|_| rr.place("t", None, 0).unwrap()).collect();
         assert_eq!(ws, vec![0, 1, 2, 0, 1, 2]);
+    }
+
+    /// Adaptive: a spawned task goes to its spawner's worker; tasks added
+    /// before the run are cut into W contiguous blocks, so a chain added in
+    /// order is cut W-1 times.
+    #[test]
+    fn adaptive_placement() {
+        let m = Mapper::new(Mapping::Adaptive, 3);
+        assert_eq!(m.place("x", None, 2).unwrap(), 2);
+        assert_eq!(m.place("x", Some(1), 2).unwrap(), 1);
+        let ws: Vec<usize> = (0..7)
+            .map(|k| m.place_initial("c", None, k, 7).unwrap())
+            .collect();
+        assert_eq!(ws, vec![0, 0, 0, 1, 1, 2, 2]);
+        let cuts = ws.windows(2).filter(|p| p[0] != p[1]).count();
+        assert_eq!(cuts, 2);
+        assert!(m.place_initial("c", Some(5), 0, 1).is_err());
+        assert_eq!(Mapper::new(Mapping::Adaptive, 1).stealing(), None);
+        assert_eq!(m.stealing(), Some(true));
+        let p = Mapper::new(Mapping::Profile("p".into()), 2)
+            .with_profile(Some(ManualTable::new().with("a/", 1)));
+        assert_eq!(p.place("a/3", None, 0).unwrap(), 1);
+        assert_eq!(p.place("b", None, 0).unwrap(), 0, "unknown names: adaptive");
+        assert_eq!(p.place_initial("b", None, 1, 2).unwrap(), 1);
+        assert_eq!(p.stealing(), None, "a loaded profile is kept");
     }
 }

@@ -161,7 +161,7 @@ pub(crate) fn start_workers(
                     };
                 };
                 let q = match d {
-                    Some(d) => ReadyQueue::steal(d),
+                    Some(d) => ReadyQueue::steal(d, sh.steals_batches()),
                     None => ReadyQueue::fifo(),
                 };
                 let w = WorkerLocal::new(i, sh.clone(), q, log);

@@ -13,6 +13,7 @@ use rill_log::MonitorFlags;
 use crate::error::{BlockedTask, ConfigError, RunError, SpawnError};
 use crate::mapper::{Mapper, Mapping};
 use crate::monitor::log_dir;
+use crate::profile::{self, ProfilePlanner};
 use crate::registry::Registry;
 use crate::run_threads::{log_handoffs, new_sampler, start_ticker, start_workers};
 use crate::stack::{guarded_budget, GuardPolicy, PageBudget, StackSource};
@@ -75,6 +76,8 @@ pub struct Config {
     /// How long a run waits on ends held outside it, with every task
     /// blocked, before it says so on stderr (0: never).
     pub(crate) stall_report: Duration,
+    /// [`Mapping::Profile`]'s planner (`profile.rs`).
+    pub(crate) planner: Option<ProfilePlanner>,
 }
 
 /// How long a run whose every task is blocked on stream ends held outside
@@ -147,6 +150,7 @@ pub struct Builder {
     monitor: MonitorConfig,
     guards: StackGuards,
     stall_report: Duration,
+    planner: Option<ProfilePlanner>,
 }
 
 /// How long an idle worker spins before it parks, unless the builder or
@@ -195,12 +199,13 @@ impl Default for Builder {
             pin: true,
             stack_size: 256 * 1024,
             capacity: 16,
-            mapping: Mapping::RoundRobin,
+            mapping: Mapping::Adaptive,
             max_tasks: 1 << 22,
             spin: None,
             monitor: MonitorConfig::default(),
             guards: StackGuards::default(),
             stall_report: STALL_REPORT,
+            planner: None,
         }
     }
 }
@@ -322,6 +327,19 @@ impl Builder {
         self
     }
 
+    /// What plans a [`Mapping::Profile`] file at the end of a run that
+    /// records one: `planner(log_dir, workers)` returns the file's text
+    /// from the run's count-mode logs (`rill_monitor::profile_planner` is
+    /// the planner of `rill-mon map`). Without one, the file records where
+    /// each task started (see `Mapping::Profile`).
+    pub fn profile_planner<F>(mut self, planner: F) -> Self
+    where
+        F: Fn(&std::path::Path, usize) -> Result<String, String> + Send + Sync + 'static,
+    {
+        self.planner = Some(ProfilePlanner(Arc::new(planner)));
+        self
+    }
+
     /// Checks the configuration and makes the runtime.
     pub fn build(self) -> Result<Runtime, ConfigError> {
         let cores = std::thread::available_parallelism()
@@ -372,6 +390,7 @@ impl Builder {
                 monitor: self.monitor,
                 guards: self.guards,
                 stall_report: self.stall_report,
+                planner: self.planner,
             },
             initial: Vec::new(),
             run_id: next_run_id(),
@@ -390,6 +409,11 @@ pub struct RunStats {
     pub spins: u64,
     /// Messages written (counted when writers are dropped).
     pub messages: u64,
+    /// Messages that crossed workers (see [`WorkerStats::crossed`]).
+    pub crossed: u64,
+    /// Tasks taken by a worker from another before they started (see
+    /// [`WorkerStats::steals`]).
+    pub steals: u64,
     /// Wall time of the whole run.
     pub wall: Duration,
     /// Per worker.
@@ -449,6 +473,12 @@ pub(crate) struct Shared {
     next_task: AtomicU64,
     pub(crate) stacks: Arc<StackSource>,
     stealing: bool,
+    /// Thieves take contiguous runs of tasks ([`Mapping::Adaptive`]), not
+    /// one task.
+    steal_batches: bool,
+    /// A run that records a [`Mapping::Profile`] without a planner: where
+    /// its tasks started.
+    pub(crate) profile_record: Option<profile::Record>,
     /// Tasks placed before the run: (id, worker, name), logged by their worker.
     pub(crate) initial_assigns: Vec<(TaskId, usize, String)>,
     /// The ticker's shared half (`worker/ticker.rs`).
@@ -503,6 +533,11 @@ impl Shared {
     #[inline]
     pub(crate) fn stealing(&self) -> bool {
         self.stealing
+    }
+
+    /// Whether a thief takes a contiguous run of tasks (`scheduler.rs`).
+    pub(crate) fn steals_batches(&self) -> bool {
+        self.steal_batches
     }
 
     /// Ends the run (first caller wins) and wakes every worker.
@@ -739,17 +774,41 @@ impl Runtime {
     /// [`run`](Self::run) on a thread whose words are a new thread's.
     fn run_here(&mut self) -> Result<RunStats, RunError> {
         let t0 = Instant::now();
-        let cfg = self.cfg.clone();
+        let mut cfg = self.cfg.clone();
         let n = cfg.workers;
+        // Mapping::Profile: load the file, or record this run (`profile.rs`).
+        let (profile_table, recording) = match &cfg.mapping {
+            Mapping::Profile(path) => match profile::start(path, n) {
+                profile::Start::Loaded(t) => (Some(t), None),
+                profile::Start::Record => (None, Some(path.clone())),
+            },
+            _ => (None, None),
+        };
+        let mut profile_logs = None;
+        if let (Some(path), Some(_)) = (&recording, &cfg.planner) {
+            if cfg.monitor.flags.is_off() {
+                let dir = profile::log_dir(path);
+                cfg.monitor = MonitorConfig::new(profile::PROFILE_MONITOR, &dir);
+            }
+            profile_logs = Some(cfg.monitor.log_dir());
+        }
+        let monitor = cfg.monitor.clone();
+        let mapper = Mapper::new(cfg.mapping.clone(), n).with_profile(profile_table);
         crate::barrier::init();
         crate::overflow::install();
         crate::task_panic::install();
-        let stealing = cfg.mapping == Mapping::Steal;
+        let steal_batches = mapper.stealing();
+        let stealing = steal_batches.is_some();
+        let steal_batches = steal_batches == Some(true);
         let mut deques: Vec<Option<Deque<TaskRef>>> = Vec::with_capacity(n);
         let mut workers = Vec::with_capacity(n);
         for _ in 0..n {
             if stealing {
-                let d = Deque::new_fifo();
+                let d = if steal_batches {
+                    Deque::new_lifo()
+                } else {
+                    Deque::new_fifo()
+                };
                 workers.push(WorkerShared::new(Some(d.stealer())));
                 deques.push(Some(d));
             } else {
@@ -772,7 +831,9 @@ impl Runtime {
         };
         let stacks = StackSource::new(cfg.stack_size, stack_cap, policy);
         let mut shared = Arc::new(Shared {
-            mapper: Mapper::new(cfg.mapping.clone(), n),
+            mapper,
+            profile_record: (recording.is_some() && profile_logs.is_none())
+                .then(profile::Record::default),
             cfg,
             workers: workers.into_boxed_slice(),
             live: AtomicUsize::new(0),
@@ -783,6 +844,7 @@ impl Runtime {
             next_task: AtomicU64::new(1),
             stacks,
             stealing,
+            steal_batches,
             initial_assigns: Vec::new(),
             ticker: TickerShared::new(),
             waiter: std::sync::OnceLock::new(),
@@ -801,17 +863,17 @@ impl Runtime {
                 return Err(e);
             }
         };
-        let monitored = !self.cfg.monitor.flags.is_off();
+        let monitored = !monitor.flags.is_off();
         if shared.live.load(Ordering::Acquire) == 0 {
             // Nothing to run; a monitored run still leaves its (empty) logs.
-            log_dir::open(&self.cfg.monitor, n)?;
+            log_dir::open(&monitor, n)?;
             return Ok(RunStats {
                 wall: t0.elapsed(),
                 ..Default::default()
             });
         }
         let _active = monitored.then(ActiveGuard::new);
-        if self.cfg.monitor.flags.is_sampled() {
+        if monitor.flags.is_sampled() {
             let _ = shared.waiter.set(std::thread::current());
         }
         // The sampler's first window begins now; the samples the workers
@@ -823,7 +885,7 @@ impl Runtime {
         // and hands each worker its log (`LogHandoff`).
         let (handoffs, senders) = log_handoffs(n, monitored);
         let handles = start_workers(&shared, deques, handoffs);
-        let run_logs = match log_dir::open(&self.cfg.monitor, n) {
+        let run_logs = match log_dir::open(&monitor, n) {
             Ok(l) => l,
             Err(e) => {
                 // The workers leave without running anything: the phase is
@@ -868,6 +930,8 @@ impl Runtime {
                     stats.dispatches += s.dispatches;
                     stats.spins += s.spins;
                     stats.messages += s.messages;
+                    stats.crossed += s.crossed;
+                    stats.steals += s.steals;
                     stats.log_bytes += s.log_bytes;
                     stats.workers.push(s);
                 }
@@ -894,6 +958,16 @@ impl Runtime {
         let (guarded, unguarded) = shared.stacks.counts();
         stats.guarded_stacks = guarded as u64;
         stats.unguarded_stacks = unguarded as u64;
+        if let (Some(path), Phase::Done) = (&recording, shared.phase()) {
+            let record = shared.profile_record.as_ref();
+            profile::finish(
+                path,
+                n,
+                shared.cfg.planner.as_ref(),
+                profile_logs.as_deref(),
+                record.unwrap_or(&profile::Record::default()),
+            );
+        }
         let result = match shared.phase() {
             Phase::Done => Ok(stats),
             Phase::Deadlock => Err(deadlock_report(&shared)),
@@ -933,6 +1007,10 @@ fn place_initial(
     let n = shared.workers.len();
     let mut created = vec![0u64; n];
     let mut assigns = Vec::new();
+    // The tasks the mapping places, numbered in spawn order for the
+    // adaptive blocks.
+    let placed = initial.iter().filter(|t| t.1.is_none()).count();
+    let mut nth = 0;
     let mut initial = initial.into_iter().enumerate();
     for (k, (name, hint, f)) in initial.by_ref() {
         if k >= shared.cfg.max_tasks {
@@ -944,10 +1022,11 @@ fn place_initial(
                 ),
             });
         }
-        let target = match shared.mapper.place(&name, hint, 0) {
+        let target = match shared.mapper.place_initial(&name, hint, nth, placed) {
             Ok(w) => w,
             Err(e) => return Err(RunError::Start(e.to_string())),
         };
+        nth += usize::from(hint.is_none());
         let label = name.to_string();
         let t = shared.new_task(name, 0, target, Some(f));
         // `Runtime::spawn` promised this id: the run numbers from 1 and

@@ -8,8 +8,22 @@
 //! thread id), and moving it to another thread would be a data race
 //! reachable from safe code. A task that never ran holds nothing but its
 //! closure, which `spawn` requires to be `Send`.
+//!
+//! Two ways to steal. [`Mapping::Steal`](crate::Mapping::Steal): the queue
+//! of new tasks is a FIFO and a thief takes one task. [`Mapping::Adaptive`]
+//! (crate::Mapping::Adaptive): the queue is a LIFO, so its owner runs the
+//! newest task first while thieves take the oldest, and a thief takes a
+//! contiguous run (crossbeam's `steal_batch`: about half the queue) and
+//! keeps it where no other thief takes it again. A chain spawned in order
+//! by one task thus splits at the point where owner and thief meet: with
+//! one thief, it is cut once. (With several thieves on one queue, each
+//! take is contiguous, but takes may alternate between thieves.) Tasks
+//! placed before the run are kept too: they are the mapping's plan. So that the oldest new
+//! task cannot wait forever behind newer ones, every [`OLDEST_EVERY`]-th
+//! pop of a new task takes the oldest instead: a new task waits at most
+//! that many pops of new tasks per task ahead of it.
 
-use crossbeam_deque::Worker as Deque;
+use crossbeam_deque::{Steal, Stealer, Worker as Deque};
 
 use crate::task::TaskRef;
 
@@ -19,6 +33,14 @@ pub(crate) struct ReadyQueue {
     started: Fifo,
     /// Work stealing: tasks that never ran, open to thieves.
     fresh: Option<Deque<TaskRef>>,
+    /// Adaptive stealing: this worker's own stealer on `fresh` (a LIFO),
+    /// to take the oldest new task now and then.
+    oldest: Option<Stealer<TaskRef>>,
+    /// Pops of new tasks since the last one that took the oldest.
+    fresh_pops: u32,
+    /// Adaptive stealing: where a thief's batch lands before it is queued
+    /// with the started tasks (`keep_scratch`).
+    scratch: Option<Deque<TaskRef>>,
     /// Which queue `pop` tries first, alternating, so that neither starves.
     turn: bool,
 }
@@ -29,17 +51,38 @@ impl ReadyQueue {
         ReadyQueue {
             started: Fifo::default(),
             fresh: None,
+            oldest: None,
+            fresh_pops: 0,
+            scratch: None,
             turn: false,
         }
     }
 
     /// A FIFO for started tasks and `fresh` for new ones, which other
-    /// workers steal from.
-    pub(crate) fn steal(fresh: Deque<TaskRef>) -> Self {
+    /// workers steal from; `lifo`: `fresh` is a LIFO (adaptive stealing).
+    pub(crate) fn steal(fresh: Deque<TaskRef>, lifo: bool) -> Self {
         ReadyQueue {
+            oldest: lifo.then(|| fresh.stealer()),
             started: Fifo::default(),
             fresh: Some(fresh),
+            fresh_pops: 0,
+            scratch: lifo.then(Deque::new_fifo),
             turn: false,
+        }
+    }
+
+    /// Where a batch a thief takes lands (adaptive stealing only).
+    pub(crate) fn scratch(&self) -> Option<&Deque<TaskRef>> {
+        self.scratch.as_ref()
+    }
+
+    /// Queues what a batch left in the scratch queue with the started
+    /// tasks, in its order, where no thief takes it again.
+    pub(crate) fn keep_scratch(&mut self) {
+        if let Some(s) = &self.scratch {
+            while let Some(t) = s.pop() {
+                self.started.push(t);
+            }
         }
     }
 
@@ -67,23 +110,46 @@ impl ReadyQueue {
 
     #[inline(always)]
     pub(crate) fn pop(&mut self) -> Option<TaskRef> {
-        match &self.fresh {
-            None => self.started.pop(),
-            Some(d) => {
-                self.turn = !self.turn;
-                if self.turn {
-                    self.started.pop().or_else(|| d.pop())
-                } else {
-                    d.pop().or_else(|| self.started.pop())
+        if self.fresh.is_none() {
+            return self.started.pop();
+        }
+        self.turn = !self.turn;
+        if self.turn {
+            self.started.pop().or_else(|| self.pop_fresh())
+        } else {
+            self.pop_fresh().or_else(|| self.started.pop())
+        }
+    }
+
+    /// A new task: the newest (or, in turn, the oldest) of a LIFO, the
+    /// oldest of a FIFO.
+    #[inline]
+    fn pop_fresh(&mut self) -> Option<TaskRef> {
+        let d = self.fresh.as_ref()?;
+        if let Some(own) = &self.oldest {
+            self.fresh_pops += 1;
+            if self.fresh_pops >= OLDEST_EVERY {
+                self.fresh_pops = 0;
+                loop {
+                    match own.steal() {
+                        Steal::Success(t) => return Some(t),
+                        Steal::Retry => continue,
+                        Steal::Empty => return None,
+                    }
                 }
             }
         }
+        d.pop()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.started.head == self.started.tail && self.fresh.as_ref().is_none_or(|d| d.is_empty())
     }
 }
+
+/// Adaptive stealing: every this many pops of a new task, the oldest is
+/// taken instead of the newest.
+pub(crate) const OLDEST_EVERY: u32 = 64;
 
 /// A growable power-of-two ring: push and pop are a mask, a load and a store
 /// (VecDeque's general wrap-around handling cost four times as many
@@ -154,6 +220,41 @@ impl Fifo {
 mod tests {
     use super::*;
     use crate::task::{Task, TaskRef};
+
+    /// A LIFO queue of new tasks runs the newest first, and the oldest at
+    /// every OLDEST_EVERY-th pop, so none waits forever.
+    #[test]
+    fn lifo_takes_the_oldest_in_turn() {
+        let n = OLDEST_EVERY as usize + 2;
+        let tasks: Vec<TaskRef> = (0..n)
+            .map(|i| {
+                TaskRef::new(Task::new(
+                    std::ptr::null(),
+                    i as u64,
+                    0,
+                    "t".into(),
+                    0,
+                    None,
+                ))
+            })
+            .collect();
+        let mut q = ReadyQueue::steal(Deque::new_lifo(), true);
+        for t in &tasks {
+            assert!(q.push(*t), "a new task is open to thieves");
+        }
+        let out: Vec<TaskRef> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(out.len(), n);
+        assert_eq!(out[0], tasks[n - 1], "newest first");
+        assert_eq!(
+            out[OLDEST_EVERY as usize - 1],
+            tasks[0],
+            "the oldest in turn"
+        );
+        for t in tasks {
+            // SAFETY: test-owned tasks, freed once.
+            unsafe { t.free() };
+        }
+    }
 
     #[test]
     fn fifo_keeps_order_across_growth() {

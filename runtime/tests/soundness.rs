@@ -120,13 +120,7 @@ fn stealing_never_moves_a_started_task() {
                 let moved = moved.clone();
                 // All on worker 0, so worker 1 has only stealing to do.
                 rt.try_spawn_on(0, format!("yielder/{i}"), move || {
-                    let me = std::thread::current().id();
-                    for _ in 0..2_000 {
-                        rill::yield_now();
-                        if std::thread::current().id() != me {
-                            moved.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
+                    yield_and_check(&moved);
                 })
                 .unwrap();
             }
@@ -136,6 +130,51 @@ fn stealing_never_moves_a_started_task() {
                 0,
                 "round {round}: a started task went on on another thread ({} steals)",
                 stats.workers.iter().map(|w| w.steals).sum::<u64>()
+            );
+        }
+    });
+}
+
+/// Yields 2,000 times, counting in `moved` each time it went on on
+/// another thread than the one it started on.
+fn yield_and_check(moved: &AtomicUsize) {
+    let me = std::thread::current().id();
+    for _ in 0..2_000 {
+        rill::yield_now();
+        if std::thread::current().id() != me {
+            moved.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The same under the default mapping (adaptive), whose thieves take runs
+/// of new tasks: tasks spawned from one task, all on its worker, are taken
+/// by the idle worker before they start, never after.
+#[test]
+fn the_default_mapping_never_moves_a_started_task() {
+    with_timeout("adaptive steal", 60, || {
+        for round in 0..5 {
+            let moved = Arc::new(AtomicUsize::new(0));
+            let mut rt = Runtime::builder().workers(2).build().unwrap();
+            assert_eq!(*rt.config().mapping(), Mapping::Adaptive);
+            let m2 = moved.clone();
+            rt.spawn("spawner", move || {
+                for i in 0..32 {
+                    let moved = m2.clone();
+                    rill::spawn(format!("yielder/{i}"), move || yield_and_check(&moved));
+                    if i % 4 == 0 {
+                        // Some of them start here before the others are
+                        // spawned: started tasks in the queue beside new ones.
+                        rill::yield_now();
+                    }
+                }
+            });
+            let stats = rt.run().expect("run");
+            assert_eq!(
+                moved.load(Ordering::Relaxed),
+                0,
+                "round {round}: a started task went on on another thread ({} steals)",
+                stats.steals
             );
         }
     });

@@ -688,7 +688,12 @@ impl<T: Send + 'static> Reader<T> {
 
 impl<T: Send + 'static> Drop for Reader<T> {
     fn drop(&mut self) {
-        crate::hooks::stream_close(self.core.id, Side::Reader, self.received(), self.waits);
+        let received = self.received();
+        if received > 0 {
+            // Relaxed: see `Core::writer_worker` (a message was read).
+            context::note_received(received, self.core.writer_worker.load(Ordering::Relaxed));
+        }
+        crate::hooks::stream_close(self.core.id, Side::Reader, received, self.waits);
         self.core.fwd.rslot.close();
         self.core.back.wslot.wake_unreported();
     }
@@ -865,6 +870,11 @@ fn enter_cold<T: Send + 'static>(
             Side::Writer => (&core.writer, &core.fwd.rslot),
         };
         bind_end(mon, core.id, side, owner, peer_slot, core.cap, &core.label);
+        if side == Side::Writer {
+            // Relaxed: see `Core::writer_worker`.
+            core.writer_worker
+                .store(context::worker_tag(), Ordering::Relaxed);
+        }
     }
     if !mon.is_fast() {
         crate::hooks::enter_slow(mon, core.id, side, at, &|| core.clone());

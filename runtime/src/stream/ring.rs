@@ -113,6 +113,13 @@ pub(crate) struct Core<T> {
     /// The stream's name, for reports (`names.rs`); read only then, so it
     /// sits after the lines the ends use.
     pub(crate) label: super::names::Label,
+    /// The worker (plus one; 0: none) on which the writer was first used,
+    /// so that the reader's drop can count messages that crossed workers
+    /// (`WorkerStats::crossed`). Written once, at the writer's binding,
+    /// before its first message; Relaxed: the reader reads it after it has
+    /// read a message, and the ring's Release store of the tail and the
+    /// reader's Acquire load of it order the two.
+    pub(crate) writer_worker: std::sync::atomic::AtomicU32,
 }
 
 // SAFETY: the ring hands each T from the writer thread to the reader thread
@@ -223,6 +230,7 @@ impl<T> Core<T> {
                 wmark: std::sync::atomic::AtomicU64::new(0),
             }),
             label,
+            writer_worker: std::sync::atomic::AtomicU32::new(0),
         }
     }
 

@@ -54,6 +54,15 @@ pub struct WorkerStats {
     pub tasks_created: u64,
     /// Messages written by writers dropped on this worker.
     pub messages: u64,
+    /// Tasks that the mapping placed on this worker and that started here
+    /// (one placed here and taken by another worker before it started
+    /// counts there, in [`steals`](Self::steals)).
+    pub placed: u64,
+    /// Messages that crossed workers: read by readers dropped on this
+    /// worker from writers first used on another worker (counted when the
+    /// reader is dropped, so a stream whose ends moved between tasks counts
+    /// where its ends were first used and last read).
+    pub crossed: u64,
     /// Time from the worker's start to its end.
     pub wall: Duration,
     /// Time spent idle (spinning or parked).
@@ -62,7 +71,9 @@ pub struct WorkerStats {
     pub idles: u64,
     /// Times the worker parked.
     pub parks: u64,
-    /// Tasks this worker stole from others.
+    /// Tasks this worker took from others before they started (work
+    /// stealing, under [`Mapping::Steal`](crate::Mapping::Steal) and
+    /// [`Mapping::Adaptive`](crate::Mapping::Adaptive)).
     pub steals: u64,
     /// Bytes this worker's monitoring log holds (0 without monitoring).
     pub log_bytes: u64,
@@ -200,6 +211,10 @@ impl WorkerLocal {
         self.stats().messages += n;
     }
 
+    pub(crate) fn add_crossed(&self, n: u64) {
+        self.stats().crossed += n;
+    }
+
     /// Records registrations that a peer on another core may have missed.
     pub(crate) fn note_pending(&self, pend: impl FnOnce(&mut PendingList)) {
         if self.use_barrier {
@@ -283,6 +298,15 @@ impl WorkerLocal {
                     log.task_assign(*id, 0, *worker, name);
                 }
             }
+        }
+        // Under Mapping::Adaptive the tasks placed here before the run are
+        // the mapping's plan (contiguous blocks of the network): kept here,
+        // out of thieves' reach. A task spawned onto this worker by one
+        // that already runs elsewhere may be among them, which is harmless.
+        if self.shared.steals_batches() {
+            self.shared.workers[self.id]
+                .inbox
+                .drain(|t| self.ready().push_kept(t));
         }
         // Sample mode: the worker's timer samples it until the loop is over
         // (dropped, so deleted, right after it, on this thread, also when a
@@ -512,6 +536,9 @@ impl WorkerLocal {
         // Copied before the resume: once the task is suspended as blocked it
         // belongs to its waker.
         let canary_at = task.canary_at.get();
+        if task.never_ran() {
+            self.first_dispatch(task);
+        }
         task.transition_to_running();
         if MON {
             if let Some(log) = self.log() {
@@ -636,6 +663,29 @@ impl WorkerLocal {
         true
     }
 
+    /// A task's first dispatch: counted as placed here, or as taken from
+    /// the worker it was placed on.
+    #[cold]
+    #[inline(never)]
+    fn first_dispatch(&self, task: &crate::task::Task) {
+        // Relaxed: we own the task; the field is read by the task itself
+        // (`current()`), which runs on this thread from now on.
+        let placed_on = task.worker.load(Ordering::Relaxed);
+        if let Some(r) = &self.shared.profile_record {
+            r.started(&task.name, self.id);
+        }
+        if placed_on == self.id {
+            self.stats().placed += 1;
+        } else {
+            // Taken from another worker before it ran (only such tasks are
+            // stealable): it runs here from now on, and its registrations
+            // will name this worker.
+            task.worker.store(self.id, Ordering::Relaxed);
+            self.stats().steals += 1;
+            crate::hooks::task_migrated(task.id, placed_on, self.id);
+        }
+    }
+
     /// Checks the canary of an unguarded stack (`canary_at` 0: guarded).
     #[inline]
     fn check_canary(&self, canary_at: usize, task: &crate::task::Task) {
@@ -746,22 +796,29 @@ impl WorkerLocal {
         !self.ready().is_empty()
     }
 
+    /// Takes tasks that never ran from another worker: one
+    /// ([`Mapping::Steal`](crate::Mapping::Steal)), or a contiguous run of
+    /// about half of its new tasks (`scheduler.rs`), queued here out of
+    /// other thieves' reach. What is taken is counted and logged when it
+    /// starts (`start_task`).
     fn try_steal(&self) -> bool {
         let n = self.shared.workers.len();
+        let batch = self.shared.steals_batches();
         for k in 1..n {
             let victim = (self.id + k) % n;
             if let Some(st) = &self.shared.workers[victim].stealer {
                 loop {
-                    match st.steal() {
+                    let got = match self.ready().scratch() {
+                        Some(scratch) if batch => st.steal_batch_and_pop(scratch),
+                        _ => st.steal(),
+                    };
+                    match got {
                         crossbeam_deque::Steal::Success(t) => {
-                            // The task never ran (only such tasks are
-                            // stealable): it runs here from now on, and its
-                            // registrations will name this worker. Relaxed:
-                            // we own the task; the field is for reports.
-                            t.get().worker.store(self.id, Ordering::Relaxed);
-                            self.stats().steals += 1;
-                            crate::hooks::task_migrated(t.get().id, victim, self.id);
+                            // What was taken stays here (a thief's take is
+                            // not taken again): one thief cuts a chain
+                            // spawned in order once.
                             self.ready().push_kept(t);
+                            self.ready().keep_scratch();
                             return true;
                         }
                         crossbeam_deque::Steal::Retry => continue,

@@ -53,6 +53,7 @@ pub fn mappings(workers: usize, prefixes: &[&str]) -> Vec<(String, Mapping)> {
             Mapping::Partitioned(prefixes.iter().map(|s| s.to_string()).collect()),
         ),
         ("steal".into(), Mapping::Steal),
+        ("adaptive".into(), Mapping::Adaptive),
     ]
 }
 

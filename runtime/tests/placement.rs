@@ -1,0 +1,312 @@
+//! Where the default mapping (`Mapping::Adaptive`) puts tasks, what a run's
+//! statistics say about it, and `Mapping::Profile`'s round trip.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use common::with_timeout;
+use rill::{Mapping, Reader, Runtime, Writer};
+
+/// Where each task (by name) started.
+type Seen = Arc<Mutex<HashMap<String, usize>>>;
+
+fn note(seen: &Seen) {
+    let me = rill::current().expect("in a task");
+    seen.lock().unwrap().insert(me.name, me.worker);
+}
+
+/// A relay: passes every message on, then ends.
+fn relay(seen: Seen, mut r: Reader<u64>, mut w: Writer<u64>) {
+    note(&seen);
+    while let Some(v) = r.read() {
+        if w.write(v + 1).is_err() {
+            return;
+        }
+    }
+}
+
+/// How often neighbours of the chain `names` started on different workers.
+fn cuts(seen: &Seen, names: &[String]) -> usize {
+    let s = seen.lock().unwrap();
+    let ws: Vec<usize> = names.iter().map(|n| s[n]).collect();
+    ws.windows(2).filter(|p| p[0] != p[1]).count()
+}
+
+/// A chain of 40 relays spawned in order by one task on 2 workers: the
+/// idle worker takes a contiguous run of new tasks (never one here and
+/// one there), so the chain is cut at most once (W - 1), and the messages
+/// arrive in order.
+#[test]
+fn a_chain_spawned_by_one_task_is_cut_at_most_w_minus_1_times() {
+    with_timeout("chain cuts", 120, || {
+        for round in 0..10 {
+            let seen: Seen = Arc::default();
+            let s2 = seen.clone();
+            let mut rt = Runtime::builder().workers(2).build().unwrap();
+            let n = 40;
+            let ((), stats) = rt
+                .run_main(move || {
+                    let (mut head, mut r) = rill::stream::<u64>(4);
+                    for i in 0..n {
+                        let (w, next) = rill::stream::<u64>(4);
+                        let s3 = s2.clone();
+                        rill::spawn_with(format!("chain/{i:02}"), (r, w), move |(r, w)| {
+                            relay(s3, r, w)
+                        });
+                        r = next;
+                    }
+                    rill::spawn("chain/source", move || {
+                        for v in 0..1_000u64 {
+                            head.write(v).unwrap();
+                        }
+                    });
+                    let got: Vec<u64> = std::iter::from_fn(|| r.read()).collect();
+                    assert_eq!(got, (n..1_000 + n).collect::<Vec<_>>());
+                })
+                .expect("run");
+            let names: Vec<String> = (0..n).map(|i| format!("chain/{i:02}")).collect();
+            let c = cuts(&seen, &names);
+            assert!(
+                c <= 1,
+                "round {round}: the chain was cut {c} times: {seen:?}"
+            );
+            // Every task started once: placed where it started, or taken.
+            let started: u64 = stats.workers.iter().map(|w| w.placed + w.steals).sum();
+            assert_eq!(started, n + 2, "{stats:?}");
+        }
+    });
+}
+
+/// Tasks handed their ends before the run (`Runtime::spawn_with`) are cut
+/// into W contiguous blocks in the order they were added (task i of n on
+/// worker i·W/n): two chains of a source and 6 relays on 2 workers land
+/// whole, one per worker; a chain of 9 relays on 3 workers is cut exactly
+/// twice. Nothing is taken from these blocks.
+#[test]
+fn a_graph_handed_over_before_the_run_is_partitioned_with_its_chains_whole() {
+    with_timeout("blocks", 120, || {
+        for (workers, chains, len) in [(2usize, 2usize, 6usize), (3, 1, 9)] {
+            let seen: Seen = Arc::default();
+            let mut rt = Runtime::builder().workers(workers).build().unwrap();
+            let mut heads = Vec::new();
+            let mut tails = Vec::new();
+            for _ in 0..chains {
+                let (w, r) = rill::stream::<u64>(4);
+                heads.push((w, r));
+            }
+            let mut chains_io = Vec::new();
+            for (w, r) in heads {
+                let (tw, tr) = rill::stream::<u64>(4);
+                tails.push(tr);
+                chains_io.push((w, r, tw));
+            }
+            // The sink first: task 0.
+            let sums = Arc::new(Mutex::new(Vec::new()));
+            let s2 = sums.clone();
+            rt.spawn_with("g/sink", tails, move |outs| {
+                for mut r in outs {
+                    s2.lock()
+                        .unwrap()
+                        .push(std::iter::from_fn(|| r.read()).sum::<u64>());
+                }
+            });
+            let mut names = Vec::new();
+            for (c, (mut head, mut r, tail)) in chains_io.into_iter().enumerate() {
+                let s = seen.clone();
+                rt.spawn(format!("g/{c}/source"), move || {
+                    note(&s);
+                    for v in 0..100 {
+                        head.write(v).unwrap();
+                    }
+                });
+                let mut chain = vec![format!("g/{c}/source")];
+                let mut tail = Some(tail);
+                for i in 0..len {
+                    let w = if i + 1 == len {
+                        tail.take().unwrap()
+                    } else {
+                        let (w, next) = rill::stream::<u64>(4);
+                        let s = seen.clone();
+                        let name = format!("g/{c}/{i}");
+                        chain.push(name.clone());
+                        rt.spawn_with(name, (r, w), move |(r, w)| relay(s, r, w));
+                        r = next;
+                        continue;
+                    };
+                    let s = seen.clone();
+                    let name = format!("g/{c}/{i}");
+                    chain.push(name.clone());
+                    rt.spawn_with(name, (r, w), move |(r, w)| relay(s, r, w));
+                    break;
+                }
+                names.push(chain);
+            }
+            let stats = rt.run().expect("run");
+            let expect = (0..100).map(|v| v + len as u64).sum::<u64>();
+            assert_eq!(*sums.lock().unwrap(), vec![expect; chains]);
+            assert_eq!(stats.steals, 0, "blocks placed before the run stay");
+            let n = 1 + chains * (len + 1);
+            let s = seen.lock().unwrap();
+            for (c, chain) in names.iter().enumerate() {
+                let ws: Vec<usize> = chain.iter().map(|n| s[n]).collect();
+                let first = 1 + c * (len + 1);
+                let want: Vec<usize> = (first..first + len + 1).map(|k| k * workers / n).collect();
+                assert_eq!(ws, want, "{workers} workers: {chain:?}");
+                let cuts = ws.windows(2).filter(|p| p[0] != p[1]).count();
+                assert_eq!(cuts, if chains > 1 { 0 } else { workers - 1 }, "{ws:?}");
+            }
+            if chains == 2 {
+                assert_ne!(s["g/0/0"], s["g/1/0"], "the two chains share the workers");
+            }
+        }
+    });
+}
+
+/// The statistics say where messages went: a stream between two tasks on
+/// different workers counts every message as crossed, one on a single
+/// worker none.
+#[test]
+fn crossed_messages_are_counted() {
+    with_timeout("crossed", 60, || {
+        for (on, crossed) in [(1usize, 500u64), (0, 0)] {
+            let mut rt = Runtime::builder()
+                .workers(2)
+                .mapping(Mapping::RoundRobin)
+                .build()
+                .unwrap();
+            let (mut w, mut r) = rill::stream::<u64>(8);
+            rt.spawn_on(0, "src", move || {
+                for v in 0..500 {
+                    w.write(v).unwrap();
+                }
+            });
+            rt.spawn_on(on, "dst", move || while r.read().is_some() {});
+            let stats = rt.run().expect("run");
+            assert_eq!(stats.crossed, crossed, "reader on worker {on}");
+            assert_eq!(stats.messages, 500);
+            let placed: Vec<u64> = stats.workers.iter().map(|w| w.placed).collect();
+            assert_eq!(placed, if on == 1 { vec![1, 1] } else { vec![2, 0] });
+        }
+    });
+}
+
+/// A pipeline of named stages, each noting where it started.
+fn pipeline(rt: &mut Runtime, seen: &Seen, stages: usize) {
+    let (mut head, mut r) = rill::stream::<u64>(4);
+    for i in 0..stages {
+        let (w, next) = rill::stream::<u64>(4);
+        let s = seen.clone();
+        rt.spawn_with(format!("p/{i}"), (r, w), move |(r, w)| relay(s, r, w));
+        r = next;
+    }
+    let s = seen.clone();
+    rt.spawn("p/source", move || {
+        note(&s);
+        for v in 0..200 {
+            head.write(v).unwrap();
+        }
+    });
+    let s = seen.clone();
+    rt.spawn_with("p/sink", r, move |mut r| {
+        note(&s);
+        // A task the profile has not seen: placed adaptively (beside its
+        // spawner), also on the second run.
+        let s2 = s.clone();
+        rill::spawn("late/one", move || note(&s2));
+        while r.read().is_some() {}
+    });
+}
+
+fn profiled(path: &Path, seen: &Seen) -> rill::RunStats {
+    let mut rt = Runtime::builder()
+        .workers(2)
+        .mapping(Mapping::Profile(path.to_path_buf()))
+        .build()
+        .unwrap();
+    pipeline(&mut rt, seen, 6);
+    rt.run().expect("run")
+}
+
+/// `Mapping::Profile`: the first run (no file) records where its tasks
+/// started and writes the file; the second loads it, places every task
+/// it names there and steals nothing; names it does not know are placed
+/// beside their spawner; a stale file (made for another worker count) is
+/// replaced by the run that finds it.
+#[test]
+fn a_profile_is_written_then_loaded_and_a_stale_one_replaced() {
+    with_timeout("profile", 120, || {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("net.profile");
+        let first: Seen = Arc::default();
+        profiled(&path, &first);
+        let text = std::fs::read_to_string(&path).expect("the profile was written");
+        assert!(text.starts_with("# rill profile: 2 workers\n"), "{text}");
+        let table = rill::ManualTable::parse(&text).unwrap();
+        for (name, w) in first.lock().unwrap().iter() {
+            assert_eq!(table.lookup(name), Some(*w), "{name}: {text}");
+        }
+        // Edit the plan: the stages to worker 1, the rest to 0.
+        let mut plan = String::from("# rill profile: 2 workers\n\"p/\" = 1\n\"p/source\" = 0\n");
+        plan.push_str("\"p/sink\" = 0\n");
+        std::fs::write(&path, &plan).unwrap();
+        let second: Seen = Arc::default();
+        let stats = profiled(&path, &second);
+        assert_eq!(stats.steals, 0, "a loaded profile is kept");
+        let s = second.lock().unwrap();
+        for i in 0..6 {
+            assert_eq!(s[&format!("p/{i}")], 1);
+        }
+        assert_eq!(s["p/source"], 0);
+        assert_eq!(s["late/one"], s["p/sink"], "unknown: beside its spawner");
+        drop(s);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), plan, "kept");
+        // Stale: made for 3 workers. The run warns (stderr), places
+        // adaptively and writes a profile for 2.
+        std::fs::write(&path, "# rill profile: 3 workers\n\"p/\" = 2\n").unwrap();
+        profiled(&path, &Arc::default());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# rill profile: 2 workers\n"), "{text}");
+    });
+}
+
+/// With a planner, the recording run is monitored in count mode into
+/// `PATH.logs` and the planner's text (under the header) is the profile.
+#[cfg(feature = "monitor")]
+#[test]
+fn a_planner_plans_the_profile_from_the_recording_runs_logs() {
+    with_timeout("planner", 120, || {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("net.profile");
+        let called = Arc::new(Mutex::new(None));
+        let c2 = called.clone();
+        let mut rt = Runtime::builder()
+            .workers(2)
+            .mapping(Mapping::Profile(path.clone()))
+            .profile_planner(move |logs: &Path, workers| {
+                let files = std::fs::read_dir(logs)
+                    .map_err(|e| e.to_string())?
+                    .filter(|e| {
+                        e.as_ref()
+                            .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".rlog"))
+                    })
+                    .count();
+                *c2.lock().unwrap() = Some((logs.to_path_buf(), workers, files));
+                Ok("\"p/\" = 1\n".into())
+            })
+            .build()
+            .unwrap();
+        pipeline(&mut rt, &Arc::default(), 3);
+        let stats = rt.run().expect("run");
+        let (logs, workers, files) = called.lock().unwrap().clone().expect("planner called");
+        assert_eq!(logs, dir.path().join("net.profile.logs"));
+        assert_eq!(stats.log_dir.as_deref(), Some(logs.as_path()));
+        assert_eq!((workers, files), (2, 2), "one log per worker");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "# rill profile: 2 workers\n\"p/\" = 1\n"
+        );
+    });
+}
