@@ -129,7 +129,14 @@ fn check_net_mapping(
     workers: usize,
 ) -> Result<(), ParamError> {
     match mapping {
-        None | Some(MappingChoice::Rr | MappingChoice::Parts | MappingChoice::Steal) => Ok(()),
+        None
+        | Some(
+            MappingChoice::Adaptive
+            | MappingChoice::Rr
+            | MappingChoice::Parts
+            | MappingChoice::Steal
+            | MappingChoice::Profile(_),
+        ) => Ok(()),
         Some(MappingChoice::Manual) => Err(ParamError(format!(
             "--mapping manual: the {bench} has no table of its own (its hand-made \
              placements are --placement const|rr|parts); use rr, parts, steal or a FILE"
@@ -617,7 +624,7 @@ impl WordcountParams {
             chunk: DEFAULT_WC_CHUNK,
             capacity: DEFAULT_CAPACITY,
             workers,
-            mapping: MappingChoice::Rr,
+            mapping: MappingChoice::Adaptive,
             words: wordcount::WordsAs::Owned,
             pilot: crate::apps::auto::PILOT_DIVISOR,
             pilot_monitor: crate::apps::auto::PILOT_MONITOR,
@@ -711,7 +718,7 @@ impl Default for SieveParams {
             primes: sieve::DEFAULT_PRIMES,
             capacity: DEFAULT_CAPACITY,
             workers: 1,
-            mapping: MappingChoice::Rr,
+            mapping: MappingChoice::Adaptive,
             monitor: None,
             logs: None,
         }

@@ -30,6 +30,7 @@ fn mapped_runtime(
         .capacity(capacity)
         .mapping(mapping)
         .monitor(mon.clone())
+        .profile_planner(rill_monitor::profile_planner)
         .build()?)
 }
 

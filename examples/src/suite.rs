@@ -856,6 +856,7 @@ fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, Cli
             }),
             &engines::WORDCOUNT[..],
         ),
+        (sieve_on(MappingChoice::Adaptive), &engines::NETWORKS[..1]),
         (sieve_on(MappingChoice::Rr), &engines::NETWORKS[..]),
         (sieve_on(MappingChoice::Parts), &engines::NETWORKS[..1]),
         (sieve_on(MappingChoice::Manual), &engines::NETWORKS[..1]),
@@ -1058,12 +1059,14 @@ fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
         Job::Wordcount(p) => Some(p.words.name()),
         // The sieve's, where rill's tasks go (`--mapping`).
         Job::Sieve(p) => Some(match &p.mapping {
+            MappingChoice::Adaptive => "adaptive",
             MappingChoice::Rr => "rr",
             MappingChoice::Parts => "parts",
             MappingChoice::Manual => "manual",
             MappingChoice::Steal => "steal",
             MappingChoice::Auto => "auto",
             MappingChoice::File(_) => "file",
+            MappingChoice::Profile(_) => "profile",
         }),
         _ => None,
     };

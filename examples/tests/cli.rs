@@ -117,7 +117,7 @@ fn wordcount_verifies_on_every_engine() {
         assert_eq!(v["batch"], 100);
         assert_eq!(v["counters"], 4);
         assert_eq!(v["workers"], 2);
-        assert_eq!(v["mapping"], "rr");
+        assert_eq!(v["mapping"], "adaptive");
         assert!(v["wall_ms"].as_f64().unwrap() > 0.0, "{v}");
         // Every engine counted the same words.
         assert_eq!(v["words"], lines[0]["words"]);
@@ -552,7 +552,7 @@ fn all_quick_writes_its_report() {
             "no {bench} in {stdout}"
         );
     }
-    assert!(stderr.contains("[all 1/38]"), "{stderr}");
+    assert!(stderr.contains("[all 1/39]"), "{stderr}");
     assert!(
         stdout.contains(&format!("allocator {}", allocator())),
         "{stdout}"
@@ -560,7 +560,7 @@ fn all_quick_writes_its_report() {
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
     let rows = results["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 38);
+    assert_eq!(rows.len(), 39);
     assert_eq!(results["failures"], 0);
     assert_eq!(results["allocator"], allocator());
     let wc: Vec<&str> = rows
@@ -604,8 +604,8 @@ fn all_quick_writes_its_report() {
         .iter()
         .filter(|r| r["bench"] == "wordcount")
         .all(|r| r["verified"] == true));
-    // The sieve under rr beside its peers, then on rill under parts and
-    // manual.
+    // The sieve on rill under the default (adaptive), under rr beside its
+    // peers, then on rill under parts and manual.
     let sieve: Vec<(&str, &str, bool)> = rows
         .iter()
         .filter(|r| r["bench"] == "sieve")
@@ -620,6 +620,7 @@ fn all_quick_writes_its_report() {
     assert_eq!(
         sieve,
         [
+            ("rill", "adaptive", true),
             ("rill", "rr", true),
             ("threads", "rr", true),
             ("tokio", "rr", true),
@@ -630,7 +631,7 @@ fn all_quick_writes_its_report() {
     let runs = results["runs"].as_array().unwrap();
     let sieve_runs: Vec<&serde_json::Value> =
         runs.iter().filter(|r| r["bench"] == "sieve").collect();
-    assert_eq!(sieve_runs.len(), 5);
+    assert_eq!(sieve_runs.len(), 6);
     for r in sieve_runs {
         assert!(r["mapping"].is_string() && r["wall_ms"].is_f64(), "{r}");
         assert_eq!(

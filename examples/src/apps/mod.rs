@@ -53,8 +53,12 @@ use serde_json::{json, Map, Value};
 /// How tasks are placed on workers, as the command line names it.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub enum MappingChoice {
-    /// `rr`: the n-th task created goes to worker n mod W.
+    /// `adaptive`: the runtime's default ([`rill::Mapping::Adaptive`]): a
+    /// task starts on its spawner's worker, tasks made before the run are
+    /// cut into contiguous blocks, idle workers take runs of new tasks.
     #[default]
+    Adaptive,
+    /// `rr`: the n-th task created goes to worker n mod W.
     Rr,
     /// `manual`: the application's own placement table (see each app's
     /// `manual_table`).
@@ -72,6 +76,10 @@ pub enum MappingChoice {
     Auto,
     /// A `prefix = worker` table file, loaded with [`ManualTable::load`].
     File(PathBuf),
+    /// `profile:PATH`: [`rill::Mapping::Profile`]: the first run (no file)
+    /// is placed adaptively, monitored in count mode into `PATH.logs`, and
+    /// writes the plan of rill-mon's planner to PATH; later runs load it.
+    Profile(PathBuf),
 }
 
 impl MappingChoice {
@@ -79,12 +87,14 @@ impl MappingChoice {
     /// choice is its path).
     pub fn name(&self) -> String {
         match self {
+            MappingChoice::Adaptive => "adaptive".into(),
             MappingChoice::Rr => "rr".into(),
             MappingChoice::Manual => "manual".into(),
             MappingChoice::Parts => "parts".into(),
             MappingChoice::Steal => "steal".into(),
             MappingChoice::Auto => "auto".into(),
             MappingChoice::File(p) => p.display().to_string(),
+            MappingChoice::Profile(p) => format!("profile:{}", p.display()),
         }
     }
 }
@@ -102,17 +112,21 @@ impl FromStr for MappingChoice {
     /// table file (a file named like a choice: `./auto`).
     fn from_str(s: &str) -> Result<Self, String> {
         Ok(match s.trim() {
+            "adaptive" => MappingChoice::Adaptive,
+            p if p.starts_with("profile:") && p.len() > "profile:".len() => {
+                MappingChoice::Profile(PathBuf::from(&p["profile:".len()..]))
+            }
             "rr" | "round-robin" => MappingChoice::Rr,
             "manual" => MappingChoice::Manual,
             "parts" => MappingChoice::Parts,
             "steal" => MappingChoice::Steal,
             "auto" => MappingChoice::Auto,
-            "" => return Err("empty mapping: use rr, manual, parts, steal, auto or a FILE".into()),
+            "" => return Err("empty mapping: use adaptive, rr, manual, parts, steal, auto, profile:PATH or a FILE".into()),
             path => {
                 let p = PathBuf::from(path);
                 if !p.is_file() {
                     return Err(format!(
-                        "'{path}' is neither rr, manual, parts, steal nor auto, and no such mapping file exists"
+                        "'{path}' is neither adaptive, rr, manual, parts, steal, auto nor profile:PATH, and no such mapping file exists"
                     ));
                 }
                 // Parse now, so a bad file is an argument error, not a failed run.
@@ -154,7 +168,7 @@ impl Default for AppOpts {
             workers: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
-            mapping: MappingChoice::Rr,
+            mapping: MappingChoice::Adaptive,
             monitor: MonitorFlags::OFF,
             logs: None,
             capacity: None,
@@ -200,6 +214,8 @@ pub fn mapping_for(
     parts: Vec<String>,
 ) -> Result<Mapping> {
     Ok(match choice {
+        MappingChoice::Adaptive => Mapping::Adaptive,
+        MappingChoice::Profile(p) => Mapping::Profile(p.clone()),
         MappingChoice::Rr => Mapping::RoundRobin,
         MappingChoice::Manual => Mapping::Manual(manual),
         MappingChoice::Parts => Mapping::Partitioned(parts),
@@ -227,7 +243,8 @@ pub fn runtime_for(opts: &AppOpts, manual: ManualTable, parts: Vec<String>) -> R
     let mut builder = Runtime::builder()
         .workers(opts.workers)
         .mapping(mapping)
-        .capacity(opts.capacity_or(16));
+        .capacity(opts.capacity_or(16))
+        .profile_planner(rill_monitor::profile_planner);
     if let Some(bytes) = opts.stack_size {
         builder = builder.stack_size(bytes);
     }

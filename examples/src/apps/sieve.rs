@@ -240,6 +240,7 @@ pub fn run(p: &SieveParams, mon: &MonitorConfig) -> Result<NetRun<SieveOut>> {
         .mapping(mapping)
         .capacity(p.capacity)
         .monitor(mon.clone())
+        .profile_planner(rill_monitor::profile_planner)
         .build()?;
     let chain = Arc::new(Chain {
         primes: n,

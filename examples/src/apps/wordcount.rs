@@ -71,6 +71,7 @@ pub fn run(p: &WordcountParams, mon: &MonitorConfig) -> Result<NetRun<Counts>> {
         .mapping(mapping)
         .capacity(p.capacity)
         .monitor(mon.clone())
+        .profile_planner(rill_monitor::profile_planner)
         .build()?;
 
     let (k, batch) = (p.counters, p.batch);

@@ -329,7 +329,8 @@ pub struct PipeArgs {
     /// lines (as `rill-mon map` writes) read with ManualTable::load; tasks
     /// no line matches go round-robin. The tasks are then spawned without a
     /// worker, so the mapping alone places them. The peers ignore it.
-    #[arg(long, value_name = "rr|parts|steal|FILE", value_parser = parse_net_mapping)]
+    #[arg(long, value_name = "adaptive|rr|parts|steal|profile:PATH|FILE",
+          value_parser = parse_net_mapping)]
     pub mapping: Option<MappingChoice>,
 
     /// Busy work every relay does per message before passing it on, in
@@ -391,7 +392,8 @@ pub struct RingArgs {
     /// (round-robin, then work stealing), or a FILE of `"name" = worker`
     /// lines (as `rill-mon map` writes); tasks no line matches go
     /// round-robin. The peers ignore it.
-    #[arg(long, value_name = "rr|parts|steal|FILE", value_parser = parse_net_mapping)]
+    #[arg(long, value_name = "adaptive|rr|parts|steal|profile:PATH|FILE",
+          value_parser = parse_net_mapping)]
     pub mapping: Option<MappingChoice>,
 
     /// Options every benchmark takes.
@@ -458,7 +460,7 @@ pub struct WordcountArgs {
     /// planned from its logs written to auto.map beside them; then the run
     /// under it; JSON: pilot_ms, total_ms, mapping_file), or a FILE of
     /// `prefix = worker` lines. The peers place their own.
-    #[arg(long, value_name = "MAPPING", default_value = "rr")]
+    #[arg(long, value_name = "MAPPING", default_value = "adaptive")]
     pub mapping: MappingChoice,
 
     /// auto's pilot counts about 1/N of the text (at least 64 KiB). Only
@@ -509,7 +511,9 @@ pub struct SieveArgs {
     /// Where rill puts the tasks (sieve/sink, sieve/gen and
     /// sieve/filter/00000 made before the run in that order, then
     /// sieve/filter/00001, 00002, ... spawned by the filters as the chain
-    /// grows): rr (round-robin in that order: on two workers every link of
+    /// grows): adaptive (the runtime's default: each filter starts beside
+    /// the one that spawned it, an idle worker takes runs of new filters),
+    /// profile:PATH (placed from PATH, written by the first run), rr (round-robin in that order: on two workers every link of
     /// the chain crosses workers), parts (the chain, generator first and
     /// sink last, cut into W blocks of as many filters, with the runtime's
     /// partitioned mapping over name prefixes), manual (the sieve's own
@@ -518,8 +522,8 @@ pub struct SieveArgs {
     /// block is short), steal (round-robin, then work stealing), or a FILE
     /// of `"name" = worker` lines (as `rill-mon map` writes); tasks no line
     /// matches go round-robin. The peers place their own.
-    #[arg(long, value_name = "rr|parts|manual|steal|FILE", default_value = "rr",
-          value_parser = parse_sieve_mapping)]
+    #[arg(long, value_name = "adaptive|rr|parts|manual|steal|profile:PATH|FILE",
+          default_value = "adaptive", value_parser = parse_sieve_mapping)]
     pub mapping: MappingChoice,
 
     /// Options every benchmark takes.
@@ -575,11 +579,14 @@ pub struct AppCommon {
     #[arg(long, value_name = "W", value_parser = usize_from(1))]
     pub workers: Option<usize>,
 
-    /// Task placement: rr (round-robin), manual (the application's own
-    /// table), parts (contiguous blocks of the network), steal (round-robin
+    /// Task placement: adaptive (the runtime's default: a task starts
+    /// beside its spawner, idle workers take runs of new tasks), profile:PATH
+    /// (the first run writes PATH from its count-mode logs with rill-mon's
+    /// planner, later runs load it), rr (round-robin), manual (the
+    /// application's own table), parts (contiguous blocks of the network), steal (round-robin
     /// then work stealing), auto (a pilot run, then the run under a mapping
     /// planned from it; see below), or a FILE of `prefix = worker` lines
-    /// [default: rr; compare runs rr and manual itself, and auto with
+    /// [default: adaptive; compare runs rr and manual itself, and auto with
     /// --auto].
     ///
     /// auto: the pilot is the same network at about 1/N of the size (--pilot
@@ -593,7 +600,10 @@ pub struct AppCommon {
     /// output names it, and the real run uses it. Every auto run makes its
     /// own pilot: pilot_ms (the pilot's wall + the planning) and total_ms
     /// (pilot_ms + the run's wall) are reported beside wall.
-    #[arg(long, value_name = "rr|manual|parts|steal|auto|FILE")]
+    #[arg(
+        long,
+        value_name = "adaptive|rr|manual|parts|steal|auto|profile:PATH|FILE"
+    )]
     pub mapping: Option<MappingChoice>,
 
     /// auto's pilot runs about 1/N of the size (with the floors said under
@@ -1426,7 +1436,7 @@ mod tests {
             (p.batch, p.counters, p.chunk, p.capacity),
             (1024, 4, 65536, 16)
         );
-        assert_eq!(p.mapping, MappingChoice::Rr);
+        assert_eq!(p.mapping, MappingChoice::Adaptive);
         assert_eq!(
             *p.corpus.source(),
             TextSource::Generated {
@@ -1497,6 +1507,24 @@ mod tests {
         }
     }
 
+    /// The default's name and the profile form parse everywhere a mapping
+    /// is taken, and the JSON names them as given.
+    #[test]
+    fn adaptive_and_profile_mappings() {
+        for bench in ["sieve", "wordcount", "mc", "pipe", "ring"] {
+            assert!(parse(&[bench, "--mapping", "adaptive"]).is_ok(), "{bench}");
+        }
+        let m: MappingChoice = "profile:/tmp/x.profile".parse().unwrap();
+        assert_eq!(m, MappingChoice::Profile("/tmp/x.profile".into()));
+        assert_eq!(m.name(), "profile:/tmp/x.profile");
+        assert_eq!(
+            "adaptive".parse::<MappingChoice>().unwrap().name(),
+            "adaptive"
+        );
+        assert!(parse(&["ring", "--mapping", "profile:/tmp/r.profile"]).is_ok());
+        assert!("profile:".parse::<MappingChoice>().is_err());
+    }
+
     #[test]
     fn sieve_flags() {
         let cli = parse(&["sieve"]).unwrap();
@@ -1516,7 +1544,7 @@ mod tests {
         );
         assert_eq!(
             (p.primes, p.capacity, &p.mapping),
-            (2000, 16, &MappingChoice::Rr)
+            (2000, 16, &MappingChoice::Adaptive)
         );
         let cli = parse(&[
             "sieve",
