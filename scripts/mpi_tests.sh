@@ -45,6 +45,14 @@ for n in 2 3; do
   done
 done
 
+echo "-- a deadlock across 3 ranks is reported on every rank"
+timeout 120 "${MPIRUN[@]}" -n 3 "$bin" deadlock >"$out/log" 2>&1 || true
+grep -q "^rank 0: deadlock across ranks.*left" "$out/log" &&
+  grep -q "^rank 2: deadlock across ranks.*right" "$out/log" &&
+  grep -q "^rank 1: deadlock across ranks" "$out/log" || {
+  cat "$out/log" >&2; echo "mpi: the deadlock across ranks was not reported on every rank" >&2; exit 1; }
+grep '^rank 0' "$out/log" | cut -c1-300
+
 echo "-- a killed rank ends the job instead of hanging it"
 timeout 120 "${MPIRUN[@]}" -n 2 "$bin" stuck >"$out/log" 2>&1 &
 job=$!

@@ -15,6 +15,9 @@
 //!   error naming it (exit status 3 when it does, 1 otherwise).
 //! - `idle MS`: a reader waits MS milliseconds for a writer on another
 //!   rank; each rank prints the CPU time it used meanwhile.
+//! - `deadlock`: rank 0's task and the last rank's each wait for the
+//!   other's message first; every rank must end with a deadlock report
+//!   naming its blocked task (exit status 3 when it does).
 //! - `stuck`: the last rank's task never ends; the mpirun job is ended from
 //!   outside (a killed rank), and the others must not hang.
 
@@ -69,6 +72,7 @@ fn main() {
         "panic" => panic_check(&world),
         "idle" => idle(&world, &args),
         "stuck" => stuck(&world),
+        "deadlock" => deadlock(&world),
         other => {
             eprintln!("mpi_net: unknown mode '{other}' (random, panic, idle, stuck)");
             2
@@ -311,6 +315,38 @@ fn idle(world: &World, args: &[String]) -> i32 {
         wall.as_secs_f64() * 1e3
     );
     i32::from(res.is_err())
+}
+
+fn deadlock(world: &World) -> i32 {
+    let last = world.size() - 1;
+    let mut net = world.net(Runtime::builder().workers(1).pin(false)).unwrap();
+    net.placement(Placement::Table(
+        rill::dist::RankTable::new()
+            .with("left", 0, 0)
+            .with("right", last, 0),
+    ));
+    let (w1, r1) = net.stream::<u8>(1);
+    let (w2, r2) = net.stream::<u8>(1);
+    net.spawn_with("left", (r1, w2), |(mut r, mut w)| {
+        if r.read().is_some() {
+            let _ = w.write(1);
+        }
+    });
+    net.spawn_with("right", (r2, w1), |(mut r, mut w)| {
+        if r.read().is_some() {
+            let _ = w.write(1);
+        }
+    });
+    match net.run() {
+        Err(e @ DistError::Deadlock { .. }) => {
+            println!("rank {}: {e}", world.rank());
+            3
+        }
+        other => {
+            println!("rank {}: unexpected {other:?}", world.rank());
+            1
+        }
+    }
 }
 
 fn stuck(world: &World) -> i32 {

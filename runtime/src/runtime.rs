@@ -394,6 +394,7 @@ impl Builder {
             },
             initial: Vec::new(),
             run_id: next_run_id(),
+            watch: None,
         })
     }
 }
@@ -439,6 +440,43 @@ pub struct Runtime {
     /// The number its next run will have (`Shared::run_id`), which ends
     /// handed over by `spawn_with` before the run record.
     run_id: u64,
+    /// Where the run shows itself to a thread outside it (a cross-rank
+    /// bridge), when one asked.
+    watch: Option<Arc<RunWatch>>,
+}
+
+/// A run as a thread outside it sees it: a cross-rank bridge asks whether
+/// every task waits on ends held outside the run, and ends the run as
+/// deadlocked when every rank is so and nothing is in flight.
+#[derive(Default)]
+pub(crate) struct RunWatch {
+    shared: Mutex<Option<Arc<Shared>>>,
+}
+
+impl RunWatch {
+    /// Every worker idle, no task queued, and tasks left that wait on ends
+    /// held outside the run (a snapshot: a wake may follow it at once).
+    pub(crate) fn all_waiting_outside(&self) -> bool {
+        let s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        s.as_ref().is_some_and(|s| {
+            s.phase() == Phase::Running
+                && s.looks_deadlocked()
+                && s.waits_outside.load(Ordering::SeqCst) > 0
+        })
+    }
+
+    /// Ends the run as deadlocked: it returns [`RunError::Deadlock`] with
+    /// its blocked tasks.
+    pub(crate) fn end_deadlocked(&self) {
+        let s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = s.as_ref() {
+            s.end(Phase::Deadlock);
+        }
+    }
+
+    fn publish(&self, s: Option<Arc<Shared>>) {
+        *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = s;
+    }
 }
 
 impl std::fmt::Debug for Runtime {
@@ -696,6 +734,11 @@ impl Runtime {
         self.spawn(name, move || f(ends))
     }
 
+    /// The run's watch, for a thread outside it (made on first call).
+    pub(crate) fn watch(&mut self) -> Arc<RunWatch> {
+        self.watch.get_or_insert_with(Default::default).clone()
+    }
+
     /// [`spawn_with`](Self::spawn_with) on a given worker (a cross-rank
     /// network's placement).
     pub(crate) fn try_spawn_with_on<E, F>(
@@ -872,6 +915,9 @@ impl Runtime {
                 ..Default::default()
             });
         }
+        if let Some(w) = &self.watch {
+            w.publish(Some(shared.clone()));
+        }
         let _active = monitored.then(ActiveGuard::new);
         if monitor.flags.is_sampled() {
             let _ = shared.waiter.set(std::thread::current());
@@ -942,6 +988,9 @@ impl Runtime {
         }
         // Every worker has stopped, so the run is over: the ticker sees it.
         shared.end(Phase::Failed);
+        if let Some(w) = &self.watch {
+            w.publish(None);
+        }
         if let Some(t) = ticker {
             let _ = t.join();
         }

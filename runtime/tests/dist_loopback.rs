@@ -266,3 +266,36 @@ fn a_wide_stream_and_an_answer_back() {
         r.unwrap();
     }
 }
+
+#[test]
+fn a_deadlock_across_ranks_is_reported_on_every_rank_with_its_blocked_tasks() {
+    let results = on_ranks(2, 1, |net| {
+        net.placement(table(&[("left", 0, 0), ("right", 1, 0)]));
+        let (w1, r1) = net.stream::<u8>(1);
+        let (w2, r2) = net.stream::<u8>(1);
+        // Each waits for the other's message before it sends its own.
+        net.spawn_with("left", (r1, w2), |(mut r, mut w)| {
+            if r.read().is_some() {
+                let _ = w.write(1);
+            }
+        });
+        net.spawn_with("right", (r2, w1), |(mut r, mut w)| {
+            if r.read().is_some() {
+                let _ = w.write(1);
+            }
+        });
+    });
+    for (rank, (r, task)) in results.iter().zip(["left", "right"]).enumerate() {
+        match r {
+            Err(e @ DistError::Deadlock { rank: got, .. }) => {
+                assert_eq!(*got, rank);
+                let text = e.to_string();
+                assert!(
+                    text.contains("deadlock across ranks") && text.contains(task),
+                    "{text}"
+                );
+            }
+            other => panic!("rank {rank}: {other:?}"),
+        }
+    }
+}

@@ -43,6 +43,11 @@ pub(crate) const LONGEST_NAP: Duration = Duration::from_millis(4);
 /// them.
 pub(crate) const ABORT_GRACE: Duration = Duration::from_secs(3);
 
+/// How long a rank's tasks must all have waited on other ranks, with its
+/// bridge idle, before it tells rank 0 (so that the brief all-blocked
+/// moments of a busy exchange send nothing).
+const BLOCKED_REPORT: Duration = Duration::from_millis(50);
+
 /// Pings per rank per clock measurement; the fastest round trip counts.
 const PINGS: usize = 8;
 
@@ -75,6 +80,9 @@ pub(crate) struct Job {
     pub(crate) outs: Vec<Out>,
     pub(crate) ins: Vec<In>,
     pub(crate) signals: Arc<Signals>,
+    /// The local run as the bridge sees it (every task waiting on other
+    /// ranks?), and its end as deadlocked.
+    pub(crate) watch: Arc<crate::runtime::RunWatch>,
     /// Leave the process (status 1) when another rank aborted the run and
     /// this rank's tasks do not end within [`ABORT_GRACE`]: under mpirun
     /// there is no one else to end them.
@@ -107,6 +115,9 @@ pub(crate) struct Outcome {
     pub(crate) stats: BridgeStats,
     pub(crate) aborted_by: Option<(u32, String)>,
     pub(crate) protocol_error: Option<String>,
+    /// Rank 0 found every rank blocked with nothing in flight, and ended
+    /// each rank's run as deadlocked.
+    pub(crate) deadlocked: bool,
 }
 
 fn unix_ns() -> u64 {
@@ -127,7 +138,9 @@ fn is_control(frame: &[u8]) -> bool {
             | Record::Ping { .. }
             | Record::Pong { .. }
             | Record::Clock { .. }
-            | Record::Stuck { .. }))
+            | Record::Stuck { .. }
+            | Record::Idle { .. }
+            | Record::Deadlock))
     )
 }
 
@@ -169,6 +182,12 @@ struct Bridge<'t> {
     expect: Option<u64>,
     aborted_by: Option<(u32, String)>,
     protocol_error: Option<String>,
+    /// Rank 0: each rank's last idle report (blocked, sent, received).
+    idles: Vec<Option<(bool, Vec<u64>, u64)>>,
+    /// What this rank last reported: blocked, and its counts then.
+    reported: Option<(bool, Vec<u64>, u64)>,
+    watch: Arc<crate::runtime::RunWatch>,
+    deadlocked: bool,
 }
 
 /// Serves `job` over `t` until the run has ended on every rank (or was
@@ -201,6 +220,10 @@ pub(crate) fn serve(t: &mut dyn Transport, job: Job) -> Outcome {
         expect: None,
         aborted_by: None,
         protocol_error: None,
+        idles: vec![None; n],
+        reported: None,
+        watch: job.watch.clone(),
+        deadlocked: false,
     };
     for o in job.outs {
         b.outs[o.net as usize] = Some(OutState {
@@ -234,6 +257,7 @@ pub(crate) fn serve(t: &mut dyn Transport, job: Job) -> Outcome {
         stats: b.stats,
         aborted_by: b.aborted_by,
         protocol_error: b.protocol_error,
+        deadlocked: b.deadlocked,
     }
 }
 
@@ -348,6 +372,12 @@ impl Bridge<'_> {
                 self.dones[from] = Some(sent);
             }
             Some(Ok(Record::End { expect })) => self.expect = Some(expect),
+            Some(Ok(Record::Idle {
+                blocked,
+                sent,
+                received,
+            })) if from < self.n => self.idles[from] = Some((blocked, sent, received)),
+            Some(Ok(Record::Deadlock)) => self.end_deadlocked(),
             Some(Ok(Record::Ping { t0 })) => {
                 let t1 = unix_ns();
                 self.control(from, &Record::Pong { t0, t1 });
@@ -386,12 +416,18 @@ impl Bridge<'_> {
                     .unwrap_or_else(|e| e.into_inner())
                     .clone();
                 if let Some(text) = err {
-                    if self.aborted_by.is_none() {
+                    if self.aborted_by.is_none() && !self.deadlocked {
                         self.abort_others(&text);
                     }
                     self.drop_ends();
                     return;
                 }
+            }
+            if self.deadlocked && ended {
+                // Every rank's run is ending as deadlocked; nothing more
+                // will cross.
+                self.drop_ends();
+                return;
             }
             if self.aborted_by.is_some() {
                 self.drop_ends();
@@ -444,10 +480,23 @@ impl Bridge<'_> {
             // Back off while nothing happens.
             if work {
                 quiet_since = None;
+                if self.reported.as_ref().is_some_and(|r| r.0) {
+                    self.report_idle(false);
+                }
                 continue;
             }
             let since = *quiet_since.get_or_insert_with(Instant::now);
             let quiet = since.elapsed();
+            if quiet >= BLOCKED_REPORT && !self.deadlocked {
+                let blocked = ended || self.watch.all_waiting_outside();
+                let now = (blocked, self.sent_to.clone(), self.received);
+                if self.reported.as_ref() != Some(&now) {
+                    self.report_idle(blocked);
+                }
+                if self.me == 0 {
+                    self.find_deadlock();
+                }
+            }
             if quiet < spin_for() {
                 std::hint::spin_loop();
             } else if quiet < YIELD_FOR {
@@ -456,6 +505,56 @@ impl Bridge<'_> {
                 std::thread::sleep((quiet / 8).clamp(FIRST_NAP, LONGEST_NAP));
             }
         }
+    }
+
+    /// Tells rank 0 whether this rank is blocked, with its frame counts.
+    fn report_idle(&mut self, blocked: bool) {
+        let now = (blocked, self.sent_to.clone(), self.received);
+        self.reported = Some(now.clone());
+        if self.me == 0 {
+            self.idles[0] = Some(now);
+        } else {
+            let (blocked, sent, received) = now;
+            self.control(
+                0,
+                &Record::Idle {
+                    blocked,
+                    sent,
+                    received,
+                },
+            );
+        }
+    }
+
+    /// Rank 0: every rank reports itself blocked, and every frame any rank
+    /// sent has been received (a blocked rank sends nothing until it
+    /// receives, so the reports cannot all hold while a frame is on its
+    /// way): no rank can move again. Ends every rank's run as deadlocked.
+    fn find_deadlock(&mut self) {
+        let all_blocked = self.idles.iter().all(|i| i.as_ref().is_some_and(|i| i.0));
+        if !all_blocked || self.dones.iter().all(Option::is_some) {
+            return;
+        }
+        let quiet = (0..self.n).all(|to| {
+            let sent: u64 = self
+                .idles
+                .iter()
+                .map(|i| i.as_ref().map_or(0, |i| i.1.get(to).copied().unwrap_or(0)))
+                .sum();
+            self.idles[to].as_ref().is_some_and(|i| i.2 == sent)
+        });
+        if !quiet {
+            return;
+        }
+        for to in 1..self.n {
+            self.control(to, &Record::Deadlock);
+        }
+        self.end_deadlocked();
+    }
+
+    fn end_deadlocked(&mut self) {
+        self.deadlocked = true;
+        self.watch.end_deadlocked();
     }
 
     fn abort_others(&mut self, text: &str) {

@@ -17,6 +17,8 @@
 //! | 9 | `Pong` | the ping's time, the replier's time (u64 each) |
 //! | 10 | `Clock` | offset ns (i64), residual ns (u64) |
 //! | 11 | `Stuck` | rank u32, a report of its blocked tasks (u32 length, UTF-8) |
+//! | 12 | `Idle` | blocked u8, frames sent to each rank (u32 count, u64 each), frames received u64 |
+//! | 13 | `Deadlock` | (none): every rank is blocked and nothing is in flight |
 
 use super::wire::{take, Wire, WireError};
 
@@ -63,6 +65,12 @@ pub(crate) enum Record<'a> {
         rank: u32,
         text: String,
     },
+    Idle {
+        blocked: bool,
+        sent: Vec<u64>,
+        received: u64,
+    },
+    Deadlock,
 }
 
 const DATA: u8 = 1;
@@ -76,6 +84,8 @@ const PING: u8 = 8;
 const PONG: u8 = 9;
 const CLOCK: u8 = 10;
 const STUCK: u8 = 11;
+const IDLE: u8 = 12;
+const DEADLOCK: u8 = 13;
 
 /// The bytes of a `Data` record's header; the messages follow.
 pub(crate) const DATA_HEADER: usize = 13;
@@ -164,6 +174,18 @@ pub(crate) fn put(out: &mut Vec<u8>, r: &Record<'_>) {
             rank.encode(out);
             text(out, t);
         }
+        Record::Idle {
+            blocked,
+            sent,
+            received,
+        } => {
+            out.push(IDLE);
+            blocked.encode(out);
+            (sent.len() as u32).encode(out);
+            sent.iter().for_each(|s| s.encode(out));
+            received.encode(out);
+        }
+        Record::Deadlock => out.push(DEADLOCK),
     }
 }
 
@@ -245,6 +267,17 @@ impl<'a> Records<'a> {
                 rank: u32::decode(i)?,
                 text: read_text(i)?,
             },
+            IDLE => {
+                let blocked = bool::decode(i)?;
+                let n = u32::decode(i)? as usize;
+                let sent = (0..n).map(|_| u64::decode(i)).collect::<Result<_, _>>()?;
+                Record::Idle {
+                    blocked,
+                    sent,
+                    received: u64::decode(i)?,
+                }
+            }
+            DEADLOCK => Record::Deadlock,
             _ => return Err(WireError::Invalid("record tag")),
         })
     }

@@ -60,6 +60,16 @@ pub enum DistError {
         /// The local run's error.
         source: crate::RunError,
     },
+    /// Every task on every rank waits and no message is on its way: the
+    /// run can never end. Each rank reports its own blocked tasks.
+    #[error("deadlock across ranks (every task of every rank is blocked and no message is in flight); on rank {rank}, {part}")]
+    Deadlock {
+        /// This rank.
+        rank: usize,
+        /// This rank's blocked tasks, each with the holder (and rank) of
+        /// what it waits on.
+        part: String,
+    },
     /// Another rank's run failed, and so this rank's ended.
     #[error("the run ended on every rank because {message}")]
     Remote {

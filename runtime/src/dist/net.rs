@@ -286,8 +286,11 @@ impl Net {
         // Every stream's two ends must have gone to tasks: an end kept by
         // the building thread would be a different end on every rank.
         let mut sides: HashMap<u64, (Option<usize>, Option<usize>)> = HashMap::new();
+        // Who holds each end: its task's name and rank (for reports).
+        let mut holders: HashMap<(u64, bool), (String, usize)> = HashMap::new();
         for (p, (_, rank, _)) in self.pending.iter().zip(&plan) {
             for &(id, side) in &p.ends {
+                holders.insert((id, side == Side::Writer), (p.name.clone(), *rank));
                 if !self.streams.contains_key(&id) {
                     return Err(DistError::Build(format!(
                         "task '{}' was handed an end of stream {id}, which was not made with Net::stream",
@@ -358,6 +361,7 @@ impl Net {
             outs,
             ins,
             signals: signals.clone(),
+            watch: self.rt.watch(),
             exit_when_stuck: self.carrier.exits_when_stuck(),
         };
         let outcome = self.carrier.start(job);
@@ -383,6 +387,17 @@ impl Net {
                 &cross,
             );
         }
+        if outcome.deadlocked {
+            let part = match &run {
+                Err(crate::RunError::Deadlock { blocked, .. }) => blocked_text(blocked, &holders),
+                Ok(_) => "no task of this rank is left".into(),
+                Err(e) => e.to_string(),
+            };
+            return Err(DistError::Deadlock {
+                rank: self.rank,
+                part,
+            });
+        }
         let run = run.map_err(|source| DistError::Run {
             rank: self.rank,
             source,
@@ -405,6 +420,46 @@ impl Net {
             cross_streams: cross.len(),
         })
     }
+}
+
+/// A rank's blocked tasks, each with the task (and rank) that holds the
+/// other end of what it waits on.
+fn blocked_text(
+    blocked: &[crate::BlockedTask],
+    holders: &HashMap<(u64, bool), (String, usize)>,
+) -> String {
+    use crate::task::BlockedOn;
+    let peer = |stream: u64, writer: bool| match holders.get(&(stream, writer)) {
+        Some((name, rank)) => format!("task '{name}' on rank {rank}"),
+        None => "a task of this rank's own".into(),
+    };
+    let lines: Vec<String> = blocked
+        .iter()
+        .map(|b| {
+            let what = match &b.on {
+                BlockedOn::Nothing => "ready but never ran".to_string(),
+                BlockedOn::Input { stream, .. } => {
+                    format!("reads stream {stream}, written by {}", peer(*stream, true))
+                }
+                BlockedOn::Output { stream, .. } => {
+                    format!(
+                        "writes full stream {stream}, read by {}",
+                        peer(*stream, false)
+                    )
+                }
+                BlockedOn::Any { streams } => format!(
+                    "polls streams written by {}",
+                    streams
+                        .iter()
+                        .map(|(s, _)| peer(*s, true))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            format!("task '{}' {what}", b.name)
+        })
+        .collect();
+    format!("{} blocked task(s): {}", lines.len(), lines.join("; "))
 }
 
 /// `DIR/rank-R/rank.json`: what `rill-mon` needs to read the ranks' logs

@@ -174,7 +174,7 @@ impl Shared {
     /// left: none can ever run again. The idle count is read before and after
     /// the inbox scan, so a worker that was woken in between is not missed
     /// (a woken worker leaves the idle count before it drains its inbox).
-    fn looks_deadlocked(&self) -> bool {
+    pub(crate) fn looks_deadlocked(&self) -> bool {
         let w = self.workers.len();
         let before = self.idle.load(Ordering::SeqCst);
         if before & (IDLE_GEN - 1) != w {
