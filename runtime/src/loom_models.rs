@@ -369,3 +369,114 @@ fn a_sealed_window_is_covered_even_if_the_ticker_sleeps() {
         ticker.join().unwrap();
     });
 }
+
+/// The cross-rank credit protocol (`dist/README.md`, "Flow control"), on
+/// the real rings: a writer task, the writer rank's bridge (peeks and sends
+/// a message, takes it out of its ring only when a credit says the far
+/// reader has it), the reader rank's bridge (writes what arrives into its
+/// ring, sends the reader's position back as a credit) and the reader task.
+/// Every thread makes a bounded number of attempts instead of spinning (a
+/// spinning model of four threads is beyond loom's reach), so loom explores
+/// every interleaving of those attempts and checks safety: a message that
+/// arrives always finds room in the reader's ring, messages arrive once
+/// and in order, and no more than the capacity are ever written and not
+/// yet read. (Progress is the mpirun and loopback tests' part.)
+#[test]
+fn credits_bound_a_cross_rank_stream_end_to_end() {
+    use loom::sync::atomic::AtomicU64;
+    const N: usize = 3;
+    const CAP: usize = 1;
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(|| {
+        let wring = Arc::new(Core::<u32>::new(1, CAP));
+        let rring = Arc::new(Core::<u32>::new(2, CAP));
+        // The wire, reduced to what the protocol allows in flight: with a
+        // capacity of 1 at most one message (0: none, else value + 1), and
+        // the latest credit (a total, so a later one replaces an earlier).
+        let data = Arc::new(AtomicU64::new(0));
+        let credit = Arc::new(AtomicU64::new(0));
+        let read = Arc::new(AtomicU64::new(0));
+
+        let (w, r) = (wring.clone(), read.clone());
+        let writer = thread::spawn(move || {
+            let mut tail = 0usize;
+            for _ in 0..N {
+                if tail.wrapping_sub(w.back.head.load(Ordering::Acquire)) < CAP {
+                    assert!(tail as u64 - r.load(Ordering::SeqCst) <= CAP as u64);
+                    // SAFETY: the only writer, with room checked above.
+                    unsafe { w.put(tail, tail as u32) };
+                    tail += 1;
+                    w.fwd.tail.store(tail, Ordering::Release);
+                }
+            }
+        });
+
+        let (w, d, c) = (wring.clone(), data.clone(), credit.clone());
+        let out_bridge = thread::spawn(move || {
+            let (mut head, mut ahead, mut released) = (0usize, 0usize, 0u64);
+            for _ in 0..3 {
+                let total = c.load(Ordering::Acquire);
+                while released < total {
+                    // SAFETY: the only reader of this ring; the message at
+                    // head was peeked and sent, so head < tail.
+                    let _ = unsafe { w.take(head) };
+                    head += 1;
+                    w.back.head.store(head, Ordering::Release);
+                    released += 1;
+                    ahead -= 1;
+                }
+                if head + ahead < w.fwd.tail.load(Ordering::Acquire) {
+                    // SAFETY: head <= head + ahead < tail, and this thread
+                    // alone moves head.
+                    let v = unsafe { *w.peek(head + ahead) };
+                    assert_eq!(
+                        d.load(Ordering::Acquire),
+                        0,
+                        "more in flight than the capacity"
+                    );
+                    d.store(u64::from(v) + 1, Ordering::Release);
+                    ahead += 1;
+                }
+            }
+        });
+
+        let (rr, d, c) = (rring.clone(), data.clone(), credit.clone());
+        let in_bridge = thread::spawn(move || {
+            let (mut tail, mut credited) = (0usize, 0u64);
+            for _ in 0..3 {
+                let msg = d.load(Ordering::Acquire);
+                if msg != 0 {
+                    d.store(0, Ordering::Release);
+                    let head = rr.back.head.load(Ordering::Acquire);
+                    assert!(tail - head < CAP, "a message found no room");
+                    // SAFETY: the only writer of this ring, room checked.
+                    unsafe { rr.put(tail, (msg - 1) as u32) };
+                    tail += 1;
+                    rr.fwd.tail.store(tail, Ordering::Release);
+                }
+                let consumed = rr.back.head.load(Ordering::Acquire) as u64;
+                if consumed > credited {
+                    credited = consumed;
+                    c.store(consumed, Ordering::Release);
+                }
+            }
+        });
+
+        // The reader task.
+        let mut head = 0usize;
+        for _ in 0..N {
+            if rring.has_data(head) {
+                // SAFETY: the only reader, head < tail.
+                let v = unsafe { rring.take(head) };
+                assert_eq!(v, head as u32, "in order, once");
+                read.fetch_add(1, Ordering::SeqCst);
+                head += 1;
+                rring.back.head.store(head, Ordering::Release);
+            }
+        }
+        writer.join().unwrap();
+        out_bridge.join().unwrap();
+        in_bridge.join().unwrap();
+    });
+}
