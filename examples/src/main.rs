@@ -26,6 +26,8 @@ const ALLOCATOR: &str = if cfg!(feature = "system-alloc") {
 
 #[cfg(feature = "mpi")]
 mod mpi_bench;
+#[cfg(feature = "mpi")]
+mod mpi_des;
 
 fn main() -> ExitCode {
     // `rill-bench mpi` runs under mpirun, with a CLI of its own.

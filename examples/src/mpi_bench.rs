@@ -181,6 +181,50 @@ fn mpi_round_trip(world: &World, n: u64) -> (f64, bool) {
     })
 }
 
+fn value(args: &[String], name: &str) -> Option<usize> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.replace('_', "").parse().ok())
+}
+
+/// `rill-bench mpi des`: the DES network across the ranks beside one rank
+/// with as many workers in all, alternating.
+fn des_main(world: &World, args: &[String], json: bool) -> ExitCode {
+    let bytes = value(args, "--bytes").unwrap_or(20_000_000);
+    let workers = value(args, "--workers").unwrap_or(1);
+    let rounds = value(args, "--rounds").unwrap_or(5);
+    let rows = match crate::mpi_des::rows(world, bytes, workers, rounds) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rank {}: {e}", world.rank());
+            return ExitCode::FAILURE;
+        }
+    };
+    let ok = rows.iter().all(|r| r.2);
+    if world.rank() == 0 {
+        let base = rows.get(1).map_or(f64::NAN, |r| r.1);
+        for (label, ms, verified) in &rows {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"row": "des", "run": label, "bytes": bytes, "wall_ms": ms, "ratio": ms / base, "verified": verified})
+                );
+            } else {
+                println!(
+                    "des {bytes} B  {label:<24} {ms:>9.1} ms  {:>5.2}x  verified {verified}",
+                    ms / base
+                );
+            }
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 /// Runs the rows; rank 0 prints them.
 pub fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(2).collect();
@@ -197,6 +241,9 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.first().map(String::as_str) == Some("des") {
+        return des_main(&world, &args, json);
+    }
     if world.size() != 2 {
         if world.rank() == 0 {
             eprintln!(

@@ -1,0 +1,174 @@
+//! `rill-bench mpi des`: the DES network (split, pipelines of initial
+//! permutation, round stages and final permutation, an ordering collector)
+//! built with `rill::dist::Net`, run on every rank of the mpirun job
+//! (2 ranks x W workers) and, in the same job, on one rank with 2·W
+//! workers (a one-rank network of the same code, on rank 0 alone); the
+//! output of each is checked byte for byte against the sequential cipher.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rill::dist::{Loopback, Net, World};
+use rill::{PollSet, Runtime};
+use rill_examples::apps::des::{DEFAULT_BATCH, DEFAULT_CAPACITY, DEFAULT_KEY, DEFAULT_STAGES};
+use rill_examples::kernels::des as k;
+
+type Msg<T> = (u64, Vec<T>);
+
+/// Builds the network on `net`; the collector's output lands in `out` on
+/// the collector's rank.
+fn build(
+    net: &mut Net,
+    ks: Arc<k::KeySchedule>,
+    data: Arc<Vec<u8>>,
+    out: Arc<Mutex<Option<Vec<u8>>>>,
+) {
+    let p = (net.ranks() * net.workers()).max(2);
+    let per_stage = 16 / DEFAULT_STAGES;
+    let cap = DEFAULT_CAPACITY;
+    let mut to_pipes = Vec::new();
+    let mut from_pipes = PollSet::new();
+    // The split first and the collector last: contiguous placement puts
+    // them at the two ends, the pipelines between.
+    let mut pipes = Vec::new();
+    for _ in 0..p {
+        let (w_in, r_in) = net.stream::<Msg<u64>>(cap);
+        to_pipes.push(w_in);
+        pipes.push(r_in);
+    }
+    net.spawn_with("des/split", to_pipes, move |mut to_pipes| {
+        let padded = k::pkcs7_pad(&data);
+        for (seq, chunk) in padded.chunks(DEFAULT_BATCH * k::BLOCK_BYTES).enumerate() {
+            let n = to_pipes.len();
+            if to_pipes[seq % n]
+                .write((seq as u64, k::bytes_to_blocks(chunk)))
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    for (i, r_in) in pipes.into_iter().enumerate() {
+        let (w, mut r_lr) = net.stream::<Msg<(u32, u32)>>(cap);
+        net.spawn_with(format!("des/ip/{i}"), (r_in, w), |(r, mut w)| {
+            for (seq, blocks) in r {
+                if w.write((seq, k::initial_permutation_batch(&blocks)))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+        for s in 0..DEFAULT_STAGES {
+            let (w, r_next) = net.stream::<Msg<(u32, u32)>>(cap);
+            let r = std::mem::replace(&mut r_lr, r_next);
+            let ks = ks.clone();
+            let rounds = s * per_stage..(s + 1) * per_stage;
+            net.spawn_with(format!("des/round/{i}/{s}"), (r, w), move |(r, mut w)| {
+                for (seq, mut lrs) in r {
+                    k::rounds_batch(&ks, rounds.clone(), &mut lrs, false);
+                    if w.write((seq, lrs)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        let (w, r_out) = net.stream::<Msg<u64>>(cap);
+        net.spawn_with(format!("des/fp/{i}"), (r_lr, w), |(r, mut w)| {
+            for (seq, lrs) in r {
+                if w.write((seq, k::final_permutation_batch(&lrs))).is_err() {
+                    return;
+                }
+            }
+        });
+        from_pipes.push(r_out);
+    }
+    net.spawn_with("des/collect", from_pipes, move |from_pipes| {
+        let mut bytes = Vec::new();
+        let mut pending: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        let mut next = 0u64;
+        for (_, (seq, blocks)) in from_pipes {
+            pending.insert(seq, blocks);
+            while let Some(blocks) = pending.remove(&next) {
+                bytes.extend_from_slice(&k::blocks_to_bytes(&blocks));
+                next += 1;
+            }
+        }
+        *out.lock().unwrap() = Some(bytes);
+    });
+}
+
+/// One run of the network on `net`: wall ms on this rank and the output
+/// if the collector ran here.
+fn run(
+    mut net: Net,
+    ks: &Arc<k::KeySchedule>,
+    data: &Arc<Vec<u8>>,
+) -> Result<(f64, Option<Vec<u8>>), String> {
+    let out = Arc::new(Mutex::new(None));
+    build(&mut net, ks.clone(), data.clone(), out.clone());
+    let t0 = Instant::now();
+    net.run().map_err(|e| e.to_string())?;
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    let v = out.lock().unwrap().take();
+    Ok((ms, v))
+}
+
+/// The DES rows: (label, wall ms, verified) on rank 0; rank 1 gets empty.
+pub fn rows(
+    world: &World,
+    bytes: usize,
+    workers: usize,
+    rounds: usize,
+) -> Result<Vec<(String, f64, bool)>, String> {
+    let ks = Arc::new(k::KeySchedule::from_hex(DEFAULT_KEY).map_err(|e| e.to_string())?);
+    let data = Arc::new(k::generate_input(bytes, 1));
+    let reference = k::encrypt_ecb(&ks, &data);
+    let mut across = Vec::new();
+    let mut local = Vec::new();
+    let mut ok = true;
+    for _ in 0..rounds {
+        // Alternating: across the ranks, then on rank 0 alone.
+        let net = world
+            .net(Runtime::builder().workers(workers).pin(false))
+            .map_err(|e| e.to_string())?;
+        let (ms, out) = run(net, &ks, &data)?;
+        if let Some(out) = out {
+            ok &= out == reference;
+        }
+        across.push(ms);
+        if world.rank() == 0 {
+            let t = Loopback::ranks(1).pop().expect("one rank");
+            let net = Net::loopback(t, Runtime::builder().workers(2 * workers).pin(false))
+                .map_err(|e| e.to_string())?;
+            let (ms, out) = run(net, &ks, &data)?;
+            ok &= out.as_deref() == Some(&reference[..]);
+            local.push(ms);
+        }
+        // Rank 1 waits for rank 0's one-rank run before the next round.
+        world.with_mpi(|w| {
+            use mpi::collective::CommunicatorCollectives;
+            w.barrier();
+        });
+    }
+    if world.rank() != 0 {
+        return Ok(Vec::new());
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Ok(vec![
+        (
+            format!("2 ranks x {workers} worker(s)"),
+            median(&mut across),
+            ok,
+        ),
+        (
+            format!("1 rank x {} workers", 2 * workers),
+            median(&mut local),
+            ok,
+        ),
+    ])
+}
