@@ -53,6 +53,16 @@ grep -q "^rank 0: deadlock across ranks.*left" "$out/log" &&
   cat "$out/log" >&2; echo "mpi: the deadlock across ranks was not reported on every rank" >&2; exit 1; }
 grep '^rank 0' "$out/log" | cut -c1-300
 
+echo "-- rill-bench mpi: the stream rows beside raw MPI, DES and Monte Carlo across 2 ranks (each checks its results)"
+cargo build --release -q -p rill-examples --features mpi --bin rill-bench
+bench=target/release/rill-bench
+for args in "mpi --quick --json" "mpi des --bytes 2000000 --rounds 1" "mpi mc --paths 60000 --rounds 1"; do
+  # shellcheck disable=SC2086
+  timeout 300 "${MPIRUN[@]}" -n 2 "$bench" $args >"$out/log" 2>&1 || {
+    cat "$out/log" >&2; echo "mpi: rill-bench $args failed" >&2; exit 1; }
+  grep -E '^\{|^(des|mc) ' "$out/log"
+done
+
 echo "-- a killed rank ends the job instead of hanging it"
 timeout 120 "${MPIRUN[@]}" -n 2 "$bin" stuck >"$out/log" 2>&1 &
 job=$!

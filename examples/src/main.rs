@@ -28,6 +28,8 @@ const ALLOCATOR: &str = if cfg!(feature = "system-alloc") {
 mod mpi_bench;
 #[cfg(feature = "mpi")]
 mod mpi_des;
+#[cfg(feature = "mpi")]
+mod mpi_mc;
 
 fn main() -> ExitCode {
     // `rill-bench mpi` runs under mpirun, with a CLI of its own.

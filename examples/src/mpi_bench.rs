@@ -188,13 +188,23 @@ fn value(args: &[String], name: &str) -> Option<usize> {
         .and_then(|v| v.replace('_', "").parse().ok())
 }
 
-/// `rill-bench mpi des`: the DES network across the ranks beside one rank
-/// with as many workers in all, alternating.
-fn des_main(world: &World, args: &[String], json: bool) -> ExitCode {
-    let bytes = value(args, "--bytes").unwrap_or(20_000_000);
+/// `rill-bench mpi des|mc`: the application's network across the ranks
+/// beside one rank with as many workers in all, alternating.
+fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
     let workers = value(args, "--workers").unwrap_or(1);
     let rounds = value(args, "--rounds").unwrap_or(5);
-    let rows = match crate::mpi_des::rows(world, bytes, workers, rounds) {
+    let (size, rows) = if app == "des" {
+        let bytes = value(args, "--bytes").unwrap_or(20_000_000);
+        (bytes, crate::mpi_des::rows(world, bytes, workers, rounds))
+    } else {
+        let paths = value(args, "--paths").unwrap_or(300_000);
+        (
+            paths,
+            crate::mpi_mc::rows(world, paths as u64, workers, rounds),
+        )
+    };
+    let unit = if app == "des" { "bytes" } else { "paths" };
+    let rows = match rows {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rank {}: {e}", world.rank());
@@ -208,11 +218,11 @@ fn des_main(world: &World, args: &[String], json: bool) -> ExitCode {
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({"row": "des", "run": label, "bytes": bytes, "wall_ms": ms, "ratio": ms / base, "verified": verified})
+                    serde_json::json!({"row": app, "run": label, unit: size, "wall_ms": ms, "ratio": ms / base, "verified": verified})
                 );
             } else {
                 println!(
-                    "des {bytes} B  {label:<24} {ms:>9.1} ms  {:>5.2}x  verified {verified}",
+                    "{app} {size} {unit}  {label:<24} {ms:>9.1} ms  {:>5.2}x  verified {verified}",
                     ms / base
                 );
             }
@@ -241,8 +251,10 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if args.first().map(String::as_str) == Some("des") {
-        return des_main(&world, &args, json);
+    match args.first().map(String::as_str) {
+        Some("des") => return app_main(&world, &args, json, "des"),
+        Some("mc") => return app_main(&world, &args, json, "mc"),
+        _ => {}
     }
     if world.size() != 2 {
         if world.rank() == 0 {

@@ -1,0 +1,234 @@
+//! `rill-bench mpi mc`: the Monte Carlo network (a dispatcher dealing path
+//! records to chains that unfold at run time, a collector merging their
+//! payoff sums exactly) built with `rill::dist::Net`. A chain's first
+//! stage is a network task placed on a rank (chain c on global worker
+//! c mod R·W), and the chain unfolds from there on its own rank: a spawn
+//! from a running task stays on its rank, so every hop inside a chain is
+//! local and only a record's way in and its sums' way out cross ranks.
+//! Run on 2 ranks x W workers and, in the same job, alternating, on rank 0
+//! alone with 2·W workers; both sums must be the same bits and account for
+//! every path.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rill::dist::{Loopback, Net, Placement, RankTable, Wire, WireError, World};
+use rill::{PollSet, Reader, Runtime, Writer};
+use rill_examples::apps::mc::{DEFAULT_BATCH, DEFAULT_CAPACITY, FEED_CAPACITY};
+use rill_examples::kernels::mc::{self as k, McParams, Partial, PathBatch};
+
+/// A record travelling down a chain, as it crosses ranks.
+enum Rec {
+    Paths(PathBatch),
+    Done(Partial),
+}
+
+impl Wire for Rec {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Rec::Paths(b) => {
+                out.push(0);
+                b.first_path.encode(out);
+                b.log_s.encode(out);
+                b.steps_done.encode(out);
+            }
+            Rec::Done(p) => {
+                out.push(1);
+                p.paths.encode(out);
+                p.sum_call.encode(out);
+                p.sumsq_call.encode(out);
+                p.sum_put.encode(out);
+                p.sumsq_put.encode(out);
+            }
+        }
+    }
+
+    fn decode(input: &mut &[u8]) -> Result<Self, WireError> {
+        Ok(match u8::decode(input)? {
+            0 => Rec::Paths(PathBatch {
+                first_path: u64::decode(input)?,
+                log_s: Vec::decode(input)?,
+                steps_done: u32::decode(input)?,
+            }),
+            1 => Rec::Done(Partial {
+                paths: u64::decode(input)?,
+                sum_call: u128::decode(input)?,
+                sumsq_call: u128::decode(input)?,
+                sum_put: u128::decode(input)?,
+                sumsq_put: u128::decode(input)?,
+            }),
+            _ => return Err(WireError::Invalid("Rec")),
+        })
+    }
+}
+
+/// Stage `j` of chain `chain`, unfolding the chain on its own rank.
+fn stage(params: Arc<McParams>, chain: usize, j: u32, input: Reader<Rec>, mut out: Writer<Rec>) {
+    let mut unfolded = false;
+    for rec in input {
+        let msg = match rec {
+            Rec::Paths(mut b) => {
+                k::step(&params, &mut b, j);
+                if b.steps_done == params.steps {
+                    Rec::Done(k::payoff(&params, &b))
+                } else {
+                    if !unfolded {
+                        unfolded = true;
+                        let (w, r) = rill::stream(DEFAULT_CAPACITY);
+                        let exit = out.replace(w);
+                        let p = params.clone();
+                        rill::spawn(format!("mc/star/{chain}/step/{}", j + 1), move || {
+                            stage(p, chain, j + 1, r, exit)
+                        });
+                    }
+                    Rec::Paths(b)
+                }
+            }
+            done @ Rec::Done(_) => done,
+        };
+        if out.write(msg).is_err() {
+            return;
+        }
+    }
+}
+
+/// Builds the network on `net`; the collector's (sums, records) land in
+/// `out` on rank 0.
+fn build(
+    net: &mut Net,
+    params: Arc<McParams>,
+    paths: u64,
+    out: Arc<Mutex<Option<(Partial, u64)>>>,
+) {
+    let g = net.ranks() * net.workers();
+    let chains = g.max(2);
+    let records = k::batch_count(paths, DEFAULT_BATCH);
+    let mut table = RankTable::new()
+        .with("mc/dispatch", 0, 0)
+        .with("mc/collect", 0, 0);
+    for c in 0..chains {
+        let gw = c % g;
+        table = table.with(
+            format!("mc/star/{c}/"),
+            gw / net.workers(),
+            gw % net.workers(),
+        );
+    }
+    net.placement(Placement::Table(table));
+    let mut heads = Vec::new();
+    let mut exits = PollSet::new();
+    let mut roots = Vec::new();
+    for _ in 0..chains {
+        let (w, r) = net.stream::<Rec>(FEED_CAPACITY);
+        heads.push(w);
+        let (xw, xr) = net.stream::<Rec>(FEED_CAPACITY);
+        exits.push(xr);
+        roots.push((r, xw));
+    }
+    let p = params.clone();
+    net.spawn_with("mc/dispatch", heads, move |mut heads| {
+        for b in 0..records {
+            let c = (b % heads.len() as u64) as usize;
+            let (first, n) = k::batch_bounds(paths, DEFAULT_BATCH, b);
+            if heads[c]
+                .write(Rec::Paths(k::new_batch(&p, first, n)))
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    for (c, ends) in roots.into_iter().enumerate() {
+        let p = params.clone();
+        net.spawn_with(format!("mc/star/{c}/step/0"), ends, move |(r, x)| {
+            stage(p, c, 0, r, x)
+        });
+    }
+    net.spawn_with("mc/collect", exits, move |exits| {
+        let mut total = Partial::default();
+        let mut n = 0u64;
+        for (_, rec) in exits {
+            if let Rec::Done(part) = rec {
+                total.merge(&part);
+                n += 1;
+            }
+        }
+        *out.lock().unwrap() = Some((total, n));
+    });
+}
+
+fn run(
+    mut net: Net,
+    params: &Arc<McParams>,
+    paths: u64,
+) -> Result<(f64, Option<(Partial, u64)>), String> {
+    let out = Arc::new(Mutex::new(None));
+    build(&mut net, params.clone(), paths, out.clone());
+    let t0 = Instant::now();
+    net.run().map_err(|e| e.to_string())?;
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    let v = out.lock().unwrap().take();
+    Ok((ms, v))
+}
+
+/// The MC rows: (label, wall ms, verified) on rank 0; rank 1 gets none.
+pub fn rows(
+    world: &World,
+    paths: u64,
+    workers: usize,
+    rounds: usize,
+) -> Result<Vec<(String, f64, bool)>, String> {
+    let params = Arc::new(McParams::default());
+    let records = k::batch_count(paths, DEFAULT_BATCH);
+    let mut across = Vec::new();
+    let mut local = Vec::new();
+    let mut ok = true;
+    let mut first: Option<Partial> = None;
+    let mut check = |v: Option<(Partial, u64)>, ok: &mut bool| {
+        if let Some((total, n)) = v {
+            *ok &= n == records && total.paths == paths;
+            // The merge is exact: every run gives the same bits.
+            *ok &= *first.get_or_insert(total) == total;
+        }
+    };
+    for _ in 0..rounds {
+        let net = world
+            .net(Runtime::builder().workers(workers).pin(false))
+            .map_err(|e| e.to_string())?;
+        let (ms, v) = run(net, &params, paths)?;
+        check(v, &mut ok);
+        across.push(ms);
+        if world.rank() == 0 {
+            let t = Loopback::ranks(1).pop().expect("one rank");
+            let net = Net::loopback(t, Runtime::builder().workers(2 * workers).pin(false))
+                .map_err(|e| e.to_string())?;
+            let (ms, v) = run(net, &params, paths)?;
+            ok &= v.is_some();
+            check(v, &mut ok);
+            local.push(ms);
+        }
+        world.with_mpi(|w| {
+            use mpi::collective::CommunicatorCollectives;
+            w.barrier();
+        });
+    }
+    if world.rank() != 0 {
+        return Ok(Vec::new());
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Ok(vec![
+        (
+            format!("2 ranks x {workers} worker(s)"),
+            median(&mut across),
+            ok,
+        ),
+        (
+            format!("1 rank x {} workers", 2 * workers),
+            median(&mut local),
+            ok,
+        ),
+    ])
+}
