@@ -20,6 +20,7 @@
 //! | `space.rs` | reserving a log file's disk space before it is written (private) |
 //! | `sigbus.rs` | the net under a log's mapping: [`rescue_fault`], for a SIGBUS handler |
 //! | `writer.rs` | [`LogWriter`], a memory-mapped log file that is a [`Sink`]; [`log_file_name`], [`set_header_rate`] |
+//! | `retire.rs` | a log directory's files set aside when a new run takes it ([`retire`], [`sweep_retired`], [`RETIRED_PREFIX`]) |
 //!
 //! Imports go one way: each module imports only modules above it in this
 //! table. `scan` and `decode` share their error types through `error`, so

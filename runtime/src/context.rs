@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
 use crate::error::SpawnError;
-use crate::monitor::sampler::state as sampler_state;
+use crate::monitor::sample_state as sampler_state;
 use crate::stream::Ends;
 use crate::task::{BlockedOn, Suspend, Task, TaskId, TaskRef};
 use crate::worker::{PendingList, WorkerLocal, WorkerShared};

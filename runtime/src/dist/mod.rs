@@ -12,7 +12,7 @@
 //! | `bridge` | the progress loop: flow control, termination, clocks |
 //! | `place` | [`Placement`]: tasks over ranks and workers |
 //! | `net` | [`Net`]: the network API |
-//! | `mpi` | [`World`]: MPI as a transport (feature `mpi`) |
+//! | `mpi` | `World`: MPI as a transport (feature `mpi`) |
 //!
 //! Imports go down the table's order: `net` uses everything above it,
 //! `bridge` the first four, `endpoint` only `wire` and the streams.

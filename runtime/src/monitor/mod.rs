@@ -13,6 +13,8 @@
 //! * `log_dir`: the run's log directory: taking it for the run (one live
 //!   run per directory), creating the workers' logs, and the warning when
 //!   a log stops early (a full disk).
+//! * `sample_state`: the word that says what a worker is doing (sample mode).
+//! * `self_sample`: the workers' signal-driven samples of their own word.
 //! * `sampler`: sample mode's sampler (run on the thread that called `run`) and its log.
 //! * `hooks`: what the rest of the runtime calls. Without the `monitor`
 //!   cargo feature `hooks_off.rs` stands in for `hooks.rs`, with the same
@@ -45,6 +47,7 @@ pub(crate) mod hint;
 pub(crate) mod hooks;
 pub(crate) mod log_dir;
 pub(crate) mod period;
+pub(crate) mod sample_state;
 pub(crate) mod sampler;
 pub(crate) mod self_sample;
 pub(crate) mod task_entries;

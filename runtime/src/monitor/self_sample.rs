@@ -40,7 +40,7 @@ use std::sync::Once;
 
 use crossbeam_utils::CachePadded;
 
-use crate::monitor::sampler::state;
+use crate::monitor::sample_state as state;
 use crate::task::Task;
 use crate::worker::WorkerShared;
 

@@ -59,7 +59,7 @@ pub(crate) struct Fwd {
     /// on every write.
     pub(crate) whint: Hint,
     pub(crate) rslot: Slot,
-    /// The reader side's settle-window mark (see `context::note_pending`),
+    /// The reader side's settle-window mark (see `worker::settle::note_pending`),
     /// not part of any protocol: written when the reader blocks, beside the
     /// slot it registers in.
     rmark: std::sync::atomic::AtomicU64,

@@ -23,7 +23,7 @@ pub(crate) use settle::{note_pending, PendingList};
 
 use crate::context;
 use crate::error::RunError;
-use crate::monitor::sampler::state;
+use crate::monitor::sample_state as state;
 use crate::monitor::worker_log::WorkerLog;
 use crate::runtime::{Phase, Shared};
 use crate::scheduler::ReadyQueue;
