@@ -211,6 +211,15 @@ impl Default for Builder {
 }
 
 impl Builder {
+    /// Threads this builder's runtime will run (its workers), and whether
+    /// its idle spin was set (by the builder or `RILL_SPIN_US`), for a
+    /// cross-rank network that shares the machine with other ranks.
+    pub(crate) fn workers_and_spin_set(&self) -> (usize, bool) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let spin_set = self.spin.is_some() || std::env::var_os("RILL_SPIN_US").is_some();
+        (self.workers.unwrap_or(cores), spin_set)
+    }
+
     /// The monitoring settings, for a cross-rank network to point each
     /// rank's logs at its own directory.
     pub(crate) fn monitor_mut(&mut self) -> &mut MonitorConfig {

@@ -23,17 +23,25 @@ pub(crate) const FRAME_BYTES: usize = 256 << 10;
 /// far (at least `FIRST_NAP`): a message that comes after a quiet spell
 /// waits at most an eighth longer than it would have with polling, so a
 /// slow exchange (a busy host) does not fall into naps that slow it more.
-fn spin_for() -> Duration {
-    static SPIN: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *SPIN.get_or_init(|| {
-        Duration::from_micros(
-            std::env::var("RILL_BRIDGE_SPIN_US")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(50),
-        )
+/// The poll before yielding when the ranks' threads fit the machine's
+/// cores; none when they do not (`Job::crowded`): a bridge that spins on a
+/// shared core takes it from the worker whose reply it waits for.
+/// `RILL_BRIDGE_SPIN_US` sets it.
+fn spin_for(crowded: bool) -> Duration {
+    static SPIN: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
+    let set = *SPIN.get_or_init(|| {
+        std::env::var("RILL_BRIDGE_SPIN_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_micros)
+    });
+    set.unwrap_or(if crowded {
+        Duration::ZERO
+    } else {
+        Duration::from_micros(50)
     })
 }
+
 const YIELD_FOR: Duration = Duration::from_millis(2);
 const FIRST_NAP: Duration = Duration::from_micros(20);
 pub(crate) const LONGEST_NAP: Duration = Duration::from_millis(4);
@@ -83,6 +91,9 @@ pub(crate) struct Job {
     /// The local run as the bridge sees it (every task waiting on other
     /// ranks?), and its end as deadlocked.
     pub(crate) watch: Arc<crate::runtime::RunWatch>,
+    /// The ranks on this machine have more threads (workers and bridges)
+    /// than it has cores: the bridge does not spin.
+    pub(crate) crowded: bool,
     /// Leave the process (status 1) when another rank aborted the run and
     /// this rank's tasks do not end within [`ABORT_GRACE`]: under mpirun
     /// there is no one else to end them.
@@ -241,7 +252,7 @@ pub(crate) fn serve(t: &mut dyn Transport, job: Job) -> Outcome {
         });
     }
     let start = b.clock_phase();
-    b.main_loop(&job.signals, job.exit_when_stuck);
+    b.main_loop(&job.signals, job.exit_when_stuck, spin_for(job.crowded));
     if b.aborted_by.is_none() && b.protocol_error.is_none() && b.finished_cleanly() {
         let end = b.clock_phase();
         b.stats.clock_offset_ns = (start.0 + end.0) / 2;
@@ -386,7 +397,7 @@ impl Bridge<'_> {
         }
     }
 
-    fn main_loop(&mut self, signals: &Signals, exit_when_stuck: bool) {
+    fn main_loop(&mut self, signals: &Signals, exit_when_stuck: bool, spin: Duration) {
         let mut quiet_since: Option<Instant> = None;
         let mut abort_seen: Option<Instant> = None;
         loop {
@@ -497,7 +508,7 @@ impl Bridge<'_> {
                     self.find_deadlock();
                 }
             }
-            if quiet < spin_for() {
+            if quiet < spin {
                 std::hint::spin_loop();
             } else if quiet < YIELD_FOR {
                 std::thread::yield_now();

@@ -99,6 +99,20 @@ impl Carrier {
         }
     }
 
+    /// Ranks on this machine: every rank of a loopback run; under mpirun
+    /// what the launcher says (`OMPI_COMM_WORLD_LOCAL_SIZE`, or MPICH's
+    /// `MPI_LOCALNRANKS`), else 1.
+    fn ranks_here(&self) -> usize {
+        match self {
+            Carrier::Loop(_, _, n) => *n,
+            #[cfg(feature = "mpi")]
+            Carrier::Mpi(_) => ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
+                .iter()
+                .find_map(|v| std::env::var(v).ok()?.parse().ok())
+                .unwrap_or(1),
+        }
+    }
+
     /// Under mpirun a rank whose tasks outlive an abort has no one else to
     /// end it; ranks that are threads of one test must not exit the process.
     fn exits_when_stuck(&self) -> bool {

@@ -164,6 +164,8 @@ pub struct Net {
     ranks: usize,
     rt: Runtime,
     placement: Placement,
+    /// This machine's ranks have more threads than it has cores.
+    crowded: bool,
     /// Stream id → network-wide number, for streams made here.
     streams: HashMap<u64, u32>,
     pending: Vec<Pending>,
@@ -173,6 +175,16 @@ pub struct Net {
 impl Net {
     pub(crate) fn new(carrier: Carrier, mut builder: Builder) -> Result<Net, DistError> {
         let (rank, ranks) = carrier.rank_size();
+        // The ranks on this machine, each with its workers and a bridge,
+        // against its cores: when they do not fit, a spinning thread takes
+        // the core its peer needs, so idle workers park at once (unless the
+        // spin was set) and the bridge does not spin.
+        let (workers, spin_set) = builder.workers_and_spin_set();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let crowded = carrier.ranks_here() * (workers + 1) > cores;
+        if crowded && !spin_set {
+            builder = builder.spin(std::time::Duration::ZERO);
+        }
         let mon = builder.monitor_mut();
         let log_dir = if !mon.flags.is_off() {
             let dir = mon.log_dir().join(format!("rank-{rank}"));
@@ -188,6 +200,7 @@ impl Net {
             ranks,
             rt,
             placement: Placement::default(),
+            crowded,
             streams: HashMap::new(),
             pending: Vec::new(),
             log_dir,
@@ -362,6 +375,7 @@ impl Net {
             ins,
             signals: signals.clone(),
             watch: self.rt.watch(),
+            crowded: self.crowded,
             exit_when_stuck: self.carrier.exits_when_stuck(),
         };
         let outcome = self.carrier.start(job);
