@@ -327,6 +327,8 @@ where
     let id = shared.next_task_id();
     let body = make(id);
     let task = shared.new_task_as(id, name, current_task_id(), target, None);
+    // A worker given at spawn always wins: never stolen.
+    task.get().pinned.set(worker_hint.is_some());
     w.install_coroutine(task, stack, body);
     w.note_spawn(task);
     if target == w.id {

@@ -1087,6 +1087,7 @@ fn place_initial(
         nth += usize::from(hint.is_none());
         let label = name.to_string();
         let t = shared.new_task(name, 0, target, Some(f));
+        t.get().pinned.set(hint.is_some());
         // `Runtime::spawn` promised this id: the run numbers from 1 and
         // makes the tasks added before it first, in order.
         debug_assert_eq!(t.get().id, k as TaskId + 1);

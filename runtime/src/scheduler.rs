@@ -90,7 +90,7 @@ impl ReadyQueue {
     #[inline(always)]
     pub(crate) fn push(&mut self, t: TaskRef) -> bool {
         match &self.fresh {
-            Some(d) if t.get().never_ran() => {
+            Some(d) if t.get().never_ran() && !t.get().pinned.get() => {
                 d.push(t);
                 true
             }

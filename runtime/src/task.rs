@@ -162,6 +162,10 @@ pub(crate) struct Task {
     pub name: std::borrow::Cow<'static, str>,
     /// Slot in the runtime's task registry.
     pub slot: Cell<usize>,
+    /// Placed on its worker explicitly (`spawn_on`): thieves never take it,
+    /// even before it first runs. Set by the spawner before the task is
+    /// queued anywhere (a post's Release/Acquire publishes it with the task).
+    pub pinned: Cell<bool>,
     /// The task's stack range `[lo, lo + guard)` is its guard page, for the
     /// overflow handler (0 when not started).
     pub stack_lo: Cell<usize>,
@@ -200,6 +204,7 @@ impl Task {
             yielder: Cell::new(std::ptr::null()),
             blocked_on: UnsafeCell::new(BlockedOn::Nothing),
             slot: Cell::new(usize::MAX),
+            pinned: Cell::new(false),
         }
     }
 

@@ -310,3 +310,38 @@ fn a_planner_plans_the_profile_from_the_recording_runs_logs() {
         );
     });
 }
+
+/// A worker given at spawn always wins under the default: idle workers
+/// take never-started tasks from busy ones, but not one placed with
+/// `spawn_on` (a program that places two tasks together on purpose, one
+/// waiting for the other without blocking, would hang if a thief split
+/// them).
+#[test]
+fn tasks_placed_with_spawn_on_are_never_taken_by_another_worker() {
+    with_timeout("spawn_on under the default", 60, || {
+        for _ in 0..20 {
+            let mut rt = Runtime::builder().workers(2).pin(false).build().unwrap();
+            let wrong = Arc::new(Mutex::new(Vec::new()));
+            let w = wrong.clone();
+            rt.spawn_on(0, "parent", move || {
+                for i in 0..64 {
+                    let w = w.clone();
+                    rill::spawn_on(0, format!("child/{i}"), move || {
+                        let at = rill::current().map(|t| t.worker);
+                        if at != Some(0) {
+                            w.lock().unwrap().push((i, at));
+                        }
+                    });
+                }
+                // Keep worker 0 busy while worker 1 idles, hungry for work.
+                let t0 = std::time::Instant::now();
+                while t0.elapsed() < std::time::Duration::from_millis(2) {
+                    std::hint::spin_loop();
+                }
+            });
+            rt.run().unwrap();
+            let wrong = wrong.lock().unwrap();
+            assert!(wrong.is_empty(), "ran elsewhere: {wrong:?}");
+        }
+    });
+}
