@@ -327,8 +327,11 @@ where
     let id = shared.next_task_id();
     let body = make(id);
     let task = shared.new_task_as(id, name, current_task_id(), target, None);
-    // A worker given at spawn always wins: never stolen.
-    task.get().pinned.set(worker_hint.is_some());
+    // A worker given at spawn wins: never stolen (except under
+    // `Mapping::Steal`, whose thieves may take any task that never ran).
+    task.get()
+        .pinned
+        .set(worker_hint.is_some() && !shared.cfg.mapping_steals_all());
     w.install_coroutine(task, stack, body);
     w.note_spawn(task);
     if target == w.id {

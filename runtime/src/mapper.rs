@@ -20,7 +20,9 @@
 //! - [`Mapping::Profile`]: a table recorded by an earlier run of the same
 //!   program (`profile.rs`), adaptive for the names it does not know.
 //!
-//! A worker given explicitly at spawn (`spawn_on`) always wins.
+//! A worker given explicitly at spawn (`spawn_on`) always wins, and such a
+//! task is never taken by a thief; only under [`Mapping::Steal`] may an idle
+//! worker take it before it first runs (that mode's purpose).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

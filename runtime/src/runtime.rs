@@ -115,6 +115,13 @@ impl Config {
     pub fn capacity(&self) -> usize {
         self.capacity
     }
+    /// `Mapping::Steal`: thieves may take any task that never ran, one
+    /// placed with `spawn_on` too (the mode's purpose); under every other
+    /// mapping a worker given at spawn always wins.
+    pub(crate) fn mapping_steals_all(&self) -> bool {
+        matches!(self.mapping, Mapping::Steal)
+    }
+
     /// The mapping policy.
     pub fn mapping(&self) -> &Mapping {
         &self.mapping
@@ -1087,7 +1094,9 @@ fn place_initial(
         nth += usize::from(hint.is_none());
         let label = name.to_string();
         let t = shared.new_task(name, 0, target, Some(f));
-        t.get().pinned.set(hint.is_some());
+        t.get()
+            .pinned
+            .set(hint.is_some() && !shared.cfg.mapping_steals_all());
         // `Runtime::spawn` promised this id: the run numbers from 1 and
         // makes the tasks added before it first, in order.
         debug_assert_eq!(t.get().id, k as TaskId + 1);
