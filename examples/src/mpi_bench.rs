@@ -181,6 +181,65 @@ fn mpi_round_trip(world: &World, n: u64) -> (f64, bool) {
     })
 }
 
+/// A row of an application across ranks: label, median wall ms, verified.
+pub(crate) type AppRow = (String, f64, bool);
+
+/// Runs an application's network `rounds` times across the ranks (W
+/// workers each) and, alternating, on rank 0 alone with 2·W workers (a
+/// one-rank network of the same code). `run` builds and runs one network
+/// and returns its wall ms and, on the rank that collected it, its output;
+/// `check` says whether an output is right (an output the one-rank run
+/// lacks is wrong). Rank 0 gets the two rows (medians); the others none.
+pub(crate) fn alternate<T>(
+    world: &World,
+    workers: usize,
+    rounds: usize,
+    mut run: impl FnMut(rill::dist::Net) -> Result<(f64, Option<T>), String>,
+    mut check: impl FnMut(T) -> bool,
+) -> Result<Vec<AppRow>, String> {
+    let (mut across, mut local, mut ok) = (Vec::new(), Vec::new(), true);
+    for _ in 0..rounds {
+        let net = world
+            .net(Runtime::builder().workers(workers).pin(false))
+            .map_err(|e| e.to_string())?;
+        let (ms, out) = run(net)?;
+        ok &= out.is_none_or(&mut check);
+        across.push(ms);
+        if world.rank() == 0 {
+            let t = rill::dist::Loopback::ranks(1).pop().expect("one rank");
+            let b = Runtime::builder().workers(2 * workers).pin(false);
+            let net = rill::dist::Net::loopback(t, b).map_err(|e| e.to_string())?;
+            let (ms, out) = run(net)?;
+            ok &= out.is_some_and(&mut check);
+            local.push(ms);
+        }
+        // The other ranks wait for rank 0's one-rank run before the next round.
+        world.with_mpi(|w| {
+            use mpi::collective::CommunicatorCollectives;
+            w.barrier();
+        });
+    }
+    if world.rank() != 0 {
+        return Ok(Vec::new());
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Ok(vec![
+        (
+            format!("2 ranks x {workers} worker(s)"),
+            median(&mut across),
+            ok,
+        ),
+        (
+            format!("1 rank x {} workers", 2 * workers),
+            median(&mut local),
+            ok,
+        ),
+    ])
+}
+
 fn value(args: &[String], name: &str) -> Option<usize> {
     args.iter()
         .position(|a| a == name)

@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rill::dist::{Loopback, Net, World};
-use rill::{PollSet, Runtime};
+use crate::mpi_bench::{alternate, AppRow};
+use rill::dist::{Net, World};
+use rill::PollSet;
 use rill_examples::apps::des::{DEFAULT_BATCH, DEFAULT_CAPACITY, DEFAULT_KEY, DEFAULT_STAGES};
 use rill_examples::kernels::des as k;
 
@@ -115,60 +116,22 @@ fn run(
     Ok((ms, v))
 }
 
-/// The DES rows: (label, wall ms, verified) on rank 0; rank 1 gets empty.
+/// The DES rows (see [`crate::mpi_bench::alternate`]): the output checked
+/// byte for byte against the sequential cipher.
 pub fn rows(
     world: &World,
     bytes: usize,
     workers: usize,
     rounds: usize,
-) -> Result<Vec<(String, f64, bool)>, String> {
+) -> Result<Vec<AppRow>, String> {
     let ks = Arc::new(k::KeySchedule::from_hex(DEFAULT_KEY).map_err(|e| e.to_string())?);
     let data = Arc::new(k::generate_input(bytes, 1));
     let reference = k::encrypt_ecb(&ks, &data);
-    let mut across = Vec::new();
-    let mut local = Vec::new();
-    let mut ok = true;
-    for _ in 0..rounds {
-        // Alternating: across the ranks, then on rank 0 alone.
-        let net = world
-            .net(Runtime::builder().workers(workers).pin(false))
-            .map_err(|e| e.to_string())?;
-        let (ms, out) = run(net, &ks, &data)?;
-        if let Some(out) = out {
-            ok &= out == reference;
-        }
-        across.push(ms);
-        if world.rank() == 0 {
-            let t = Loopback::ranks(1).pop().expect("one rank");
-            let net = Net::loopback(t, Runtime::builder().workers(2 * workers).pin(false))
-                .map_err(|e| e.to_string())?;
-            let (ms, out) = run(net, &ks, &data)?;
-            ok &= out.as_deref() == Some(&reference[..]);
-            local.push(ms);
-        }
-        // Rank 1 waits for rank 0's one-rank run before the next round.
-        world.with_mpi(|w| {
-            use mpi::collective::CommunicatorCollectives;
-            w.barrier();
-        });
-    }
-    if world.rank() != 0 {
-        return Ok(Vec::new());
-    }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    Ok(vec![
-        (
-            format!("2 ranks x {workers} worker(s)"),
-            median(&mut across),
-            ok,
-        ),
-        (
-            format!("1 rank x {} workers", 2 * workers),
-            median(&mut local),
-            ok,
-        ),
-    ])
+    alternate(
+        world,
+        workers,
+        rounds,
+        |net| run(net, &ks, &data),
+        |out| out == reference,
+    )
 }

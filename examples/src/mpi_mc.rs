@@ -12,8 +12,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rill::dist::{Loopback, Net, Placement, RankTable, Wire, WireError, World};
-use rill::{PollSet, Reader, Runtime, Writer};
+use crate::mpi_bench::{alternate, AppRow};
+use rill::dist::{Net, Placement, RankTable, Wire, WireError, World};
+use rill::{PollSet, Reader, Writer};
 use rill_examples::apps::mc::{DEFAULT_BATCH, DEFAULT_CAPACITY, FEED_CAPACITY};
 use rill_examples::kernels::mc::{self as k, McParams, Partial, PathBatch};
 
@@ -171,64 +172,22 @@ fn run(
     Ok((ms, v))
 }
 
-/// The MC rows: (label, wall ms, verified) on rank 0; rank 1 gets none.
+/// The MC rows (see [`crate::mpi_bench::alternate`]): every path counted,
+/// and the sums the same bits in every run (the merge is exact).
 pub fn rows(
     world: &World,
     paths: u64,
     workers: usize,
     rounds: usize,
-) -> Result<Vec<(String, f64, bool)>, String> {
+) -> Result<Vec<AppRow>, String> {
     let params = Arc::new(McParams::default());
     let records = k::batch_count(paths, DEFAULT_BATCH);
-    let mut across = Vec::new();
-    let mut local = Vec::new();
-    let mut ok = true;
     let mut first: Option<Partial> = None;
-    let mut check = |v: Option<(Partial, u64)>, ok: &mut bool| {
-        if let Some((total, n)) = v {
-            *ok &= n == records && total.paths == paths;
-            // The merge is exact: every run gives the same bits.
-            *ok &= *first.get_or_insert(total) == total;
-        }
-    };
-    for _ in 0..rounds {
-        let net = world
-            .net(Runtime::builder().workers(workers).pin(false))
-            .map_err(|e| e.to_string())?;
-        let (ms, v) = run(net, &params, paths)?;
-        check(v, &mut ok);
-        across.push(ms);
-        if world.rank() == 0 {
-            let t = Loopback::ranks(1).pop().expect("one rank");
-            let net = Net::loopback(t, Runtime::builder().workers(2 * workers).pin(false))
-                .map_err(|e| e.to_string())?;
-            let (ms, v) = run(net, &params, paths)?;
-            ok &= v.is_some();
-            check(v, &mut ok);
-            local.push(ms);
-        }
-        world.with_mpi(|w| {
-            use mpi::collective::CommunicatorCollectives;
-            w.barrier();
-        });
-    }
-    if world.rank() != 0 {
-        return Ok(Vec::new());
-    }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    Ok(vec![
-        (
-            format!("2 ranks x {workers} worker(s)"),
-            median(&mut across),
-            ok,
-        ),
-        (
-            format!("1 rank x {} workers", 2 * workers),
-            median(&mut local),
-            ok,
-        ),
-    ])
+    alternate(
+        world,
+        workers,
+        rounds,
+        |net| run(net, &params, paths),
+        |(total, n)| n == records && total.paths == paths && *first.get_or_insert(total) == total,
+    )
 }
