@@ -240,6 +240,37 @@ pub(crate) fn alternate<T>(
     ])
 }
 
+/// Refuses what `rill-bench mpi` does not take, before MPI starts: an
+/// unknown row or flag, or a number flag without a whole number.
+fn check_args(args: &[String]) -> Result<(), String> {
+    let (app, rest) = match args.first().map(String::as_str) {
+        Some(a @ ("des" | "mc")) => (Some(a), &args[1..]),
+        _ => (None, args),
+    };
+    let numbers: &[&str] = match app {
+        Some("des") => &["--bytes", "--workers", "--rounds"],
+        Some(_) => &["--paths", "--workers", "--rounds"],
+        None => &[],
+    };
+    let mut i = 0;
+    while i < rest.len() {
+        let a = rest[i].as_str();
+        if numbers.contains(&a) {
+            let v = rest.get(i + 1).ok_or(format!("{a} needs a number"))?;
+            match v.replace('_', "").parse::<usize>() {
+                Ok(n) if n > 0 => {}
+                _ => return Err(format!("{a} takes a whole number above 0, not '{v}'")),
+            }
+            i += 2;
+        } else if a == "--json" || (a == "--quick" && app.is_none()) {
+            i += 1;
+        } else {
+            return Err(format!("unexpected argument '{a}'"));
+        }
+    }
+    Ok(())
+}
+
 fn value(args: &[String], name: &str) -> Option<usize> {
     args.iter()
         .position(|a| a == name)
@@ -300,6 +331,10 @@ pub fn main() -> ExitCode {
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!("{}", include_str!("mpi_bench_help.txt"));
         return ExitCode::SUCCESS;
+    }
+    if let Err(e) = check_args(&args) {
+        eprintln!("rill-bench mpi: {e} (see rill-bench mpi --help)");
+        return ExitCode::from(2);
     }
     let json = args.iter().any(|a| a == "--json");
     let quick = args.iter().any(|a| a == "--quick");
