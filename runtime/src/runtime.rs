@@ -411,6 +411,7 @@ impl Builder {
             initial: Vec::new(),
             run_id: next_run_id(),
             watch: None,
+            idle_work: None,
         })
     }
 }
@@ -459,6 +460,8 @@ pub struct Runtime {
     /// Where the run shows itself to a thread outside it (a cross-rank
     /// bridge), when one asked.
     watch: Option<Arc<RunWatch>>,
+    /// What idle workers do between tasks (a cross-rank bridge's passes).
+    idle_work: Option<Arc<dyn crate::worker::idle_work::IdleWork>>,
 }
 
 /// A run as a thread outside it sees it: a cross-rank bridge asks whether
@@ -557,6 +560,8 @@ pub(crate) struct Shared {
     /// Whether the run has said that it waits on the outside
     /// (`Shared::wait_for_outside`).
     pub(crate) stall_reported: std::sync::atomic::AtomicBool,
+    /// What idle workers do between tasks (`worker/idle_work.rs`).
+    pub(crate) idle_work: Option<Arc<dyn crate::worker::idle_work::IdleWork>>,
 }
 
 /// How long a run whose every task is blocked waits before it reports a
@@ -755,6 +760,12 @@ impl Runtime {
         self.watch.get_or_insert_with(Default::default).clone()
     }
 
+    /// Gives the run's idle workers `work` to do between their tasks (a
+    /// cross-rank bridge's passes, `worker/idle_work.rs`).
+    pub(crate) fn set_idle_work(&mut self, work: Arc<dyn crate::worker::idle_work::IdleWork>) {
+        self.idle_work = Some(work);
+    }
+
     /// [`spawn_with`](Self::spawn_with) on a given worker (a cross-rank
     /// network's placement).
     pub(crate) fn try_spawn_with_on<E, F>(
@@ -912,6 +923,7 @@ impl Runtime {
             waits_outside: std::sync::atomic::AtomicUsize::new(0),
             waits_unknown: std::sync::atomic::AtomicUsize::new(0),
             stall_reported: std::sync::atomic::AtomicBool::new(false),
+            idle_work: self.idle_work.clone(),
         });
         let initial: Vec<_> = self.initial.drain(..).collect();
         let created = match place_initial(&mut shared, initial) {

@@ -299,3 +299,42 @@ fn a_deadlock_across_ranks_is_reported_on_every_rank_with_its_blocked_tasks() {
         }
     }
 }
+
+/// A ping-pong across two ranks: every ping is answered once and in order,
+/// and the ranks' idle workers carried traffic themselves (the bridge lends
+/// its state to a worker that has nothing to run), so that an answer does
+/// not wait for a hand-over between the bridge's thread and the worker.
+#[test]
+fn idle_workers_carry_a_ping_pong_between_ranks() {
+    const N: u64 = 2_000;
+    let results = on_ranks(2, 1, |net| {
+        net.placement(table(&[("ping", 0, 0), ("pong", 1, 0)]));
+        let (to_w, to_r) = net.stream::<u64>(1);
+        let (back_w, back_r) = net.stream::<u64>(1);
+        net.spawn_with("ping", (to_w, back_r), |(mut to, mut back)| {
+            for i in 0..N {
+                to.write(i).unwrap();
+                assert_eq!(back.read(), Some(i + 1), "the answer to ping {i}");
+            }
+        });
+        net.spawn_with("pong", (to_r, back_w), |(to, mut back)| {
+            let mut k = 0;
+            for v in to {
+                assert_eq!(v, k, "pings arrive once and in order");
+                back.write(v + 1).unwrap();
+                k += 1;
+            }
+            assert_eq!(k, N);
+        });
+    });
+    for (rank, r) in results.into_iter().enumerate() {
+        let stats = r.unwrap();
+        assert_eq!(stats.bridge.messages_sent, N, "rank {rank}");
+        assert_eq!(stats.bridge.messages_received, N, "rank {rank}");
+        assert!(
+            stats.bridge.carried_by_workers > 0,
+            "rank {rank}: no idle worker carried the bridge's traffic: {:?}",
+            stats.bridge
+        );
+    }
+}

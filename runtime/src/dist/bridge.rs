@@ -4,13 +4,14 @@
 //! are in this module's README.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::endpoint::{InEnd, OutEnd};
 use super::frame::{self, Record};
 use super::transport::Transport;
+use crate::worker::idle_work::IdlePass;
 
 /// A frame grows to about this before it is sent within an iteration; a
 /// larger message goes in a frame of its own.
@@ -45,6 +46,8 @@ fn spin_for(crowded: bool) -> Duration {
 const YIELD_FOR: Duration = Duration::from_millis(2);
 const FIRST_NAP: Duration = Duration::from_micros(20);
 pub(crate) const LONGEST_NAP: Duration = Duration::from_millis(4);
+/// The bridge thread's nap while a worker of its rank carries the traffic.
+const WORKERS_LOOK_NAP: Duration = Duration::from_micros(500);
 
 /// How long a rank whose run was aborted by another waits for its own
 /// tasks to end (their cross-rank ends are closed) before it gives up on
@@ -98,6 +101,104 @@ pub(crate) struct Job {
     /// this rank's tasks do not end within [`ABORT_GRACE`]: under mpirun
     /// there is no one else to end them.
     pub(crate) exit_when_stuck: bool,
+    /// Where the run's idle workers find the bridge, when they may carry
+    /// its traffic (the transport may be used from any thread, one at a
+    /// time).
+    pub(crate) pump: Option<Arc<Pump>>,
+}
+
+/// The bridge as the run's idle workers reach it (`worker/idle_work.rs`):
+/// after the clock phase the bridge's thread puts its state here and from
+/// then on reaches it only through this lock, as the workers do; before
+/// the end's clock phase it takes the state back.
+///
+/// Why: a message from another rank then reaches the task that waits for
+/// it on the thread that runs that task. With a bridge thread alone, each
+/// message crosses from the bridge to the worker (a post, and a wake when
+/// the worker is parked) and each reply back; where the ranks' threads
+/// outnumber the cores every such hand-over is a trip through the
+/// scheduler.
+#[derive(Default)]
+pub(crate) struct Pump {
+    bridge: Mutex<Option<BridgePtr>>,
+    /// Workers now in their looking loop: the bridge's thread naps
+    /// meanwhile instead of polling beside them.
+    looking: AtomicUsize,
+    /// A worker's pass moved something since the bridge's thread last
+    /// looked (it counts as work for the bridge's quiet time).
+    worked: AtomicBool,
+}
+
+/// The bridge's state, its lifetime erased while it is lent to the workers.
+struct BridgePtr(*mut Bridge<'static>);
+
+// SAFETY: the pointer is used only while `Pump::bridge`'s lock is held, so
+// one thread at a time reaches the bridge (its thread or a worker). What the
+// bridge holds may move between threads: its ends are `Send`, and its
+// transport is either `Send` (the loopback's channels) or MPI initialised
+// with `MPI_THREAD_SERIALIZED` (any thread may call, one at a time: the
+// lock). The bridge's thread takes the pointer out (`Pump::take`) before
+// the state it points to is used directly again or goes away.
+unsafe impl Send for BridgePtr {}
+
+impl Pump {
+    /// Lends `b` to the workers. `b` must not be used but through
+    /// [`Pump::with`] until [`Pump::take`].
+    fn lend(&self, b: &mut Bridge<'_>) {
+        let p: *mut Bridge<'_> = b;
+        *self.bridge.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(BridgePtr(p.cast::<Bridge<'static>>()));
+    }
+
+    /// Ends the loan: once this returns no worker is in a pass, and none
+    /// will start one.
+    fn take(&self) {
+        *self.bridge.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Runs `f` on the lent bridge (the bridge's own thread).
+    fn with<R>(&self, f: impl FnOnce(&mut Bridge<'_>) -> R) -> R {
+        let g = self.bridge.lock().unwrap_or_else(|e| e.into_inner());
+        let p = g
+            .as_ref()
+            .expect("the bridge is lent while its thread runs its loop");
+        // SAFETY: the lock is held (see `BridgePtr`), and the bridge lives
+        // until `take`, which waits for this lock.
+        f(unsafe { &mut *p.0 })
+    }
+}
+
+impl crate::worker::idle_work::IdleWork for Pump {
+    fn pass(&self) -> IdlePass {
+        let Ok(g) = self.bridge.try_lock() else {
+            return IdlePass::Busy;
+        };
+        let Some(p) = g.as_ref() else {
+            return IdlePass::Closed;
+        };
+        // SAFETY: as in `Pump::with`.
+        let b = unsafe { &mut *p.0 };
+        if b.closing() {
+            return IdlePass::Closed;
+        }
+        if b.pass() {
+            b.stats.carried_by_workers += 1;
+            self.worked.store(true, Ordering::Relaxed);
+            IdlePass::Worked
+        } else {
+            IdlePass::Nothing
+        }
+    }
+
+    fn looking(&self, on: bool) {
+        // Relaxed: a hint for the bridge thread's back-off; nothing is
+        // published through it.
+        if on {
+            self.looking.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.looking.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// How a bridge's run went.
@@ -113,6 +214,9 @@ pub struct BridgeStats {
     pub messages_received: u64,
     /// Bytes of messages sent.
     pub bytes_sent: u64,
+    /// Passes over the bridge that idle workers made and that moved
+    /// something (the rest were the bridge thread's).
+    pub carried_by_workers: u64,
     /// Add to this rank's wall-clock nanoseconds to read them on rank 0's
     /// clock (measured at the start and the end of the run).
     pub clock_offset_ns: i64,
@@ -153,6 +257,35 @@ fn is_control(frame: &[u8]) -> bool {
             | Record::Idle { .. }
             | Record::Deadlock))
     )
+}
+
+/// What the bridge's thread does after a turn of its loop.
+enum Step {
+    /// Something moved: turn again at once.
+    Again,
+    /// Nothing moved for this long: back off by it (`back_off`).
+    Quiet(Duration),
+    /// Sleep this long, then turn again.
+    Nap(Duration),
+    /// The run has ended on this rank.
+    Finished,
+}
+
+/// The bridge thread's pause after a quiet turn: poll for `spin`, then
+/// yield until [`YIELD_FOR`], then sleep an eighth of the quiet time so far
+/// (from [`FIRST_NAP`] to [`LONGEST_NAP`]). While workers carry the
+/// traffic (`looking`) the thread only naps: it is the net for the moments
+/// when every worker is busy or parked.
+fn back_off(quiet: Duration, spin: Duration, looking: bool) {
+    if looking {
+        std::thread::sleep((quiet / 8).clamp(WORKERS_LOOK_NAP, LONGEST_NAP));
+    } else if quiet < spin {
+        std::hint::spin_loop();
+    } else if quiet < YIELD_FOR {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep((quiet / 8).clamp(FIRST_NAP, LONGEST_NAP));
+    }
 }
 
 struct OutState {
@@ -199,6 +332,10 @@ struct Bridge<'t> {
     reported: Option<(bool, Vec<u64>, u64)>,
     watch: Arc<crate::runtime::RunWatch>,
     deadlocked: bool,
+    /// Since when nothing has moved (the bridge thread's back-off).
+    quiet_since: Option<Instant>,
+    /// When another rank's abort arrived.
+    abort_seen: Option<Instant>,
 }
 
 /// Serves `job` over `t` until the run has ended on every rank (or was
@@ -235,6 +372,8 @@ pub(crate) fn serve(t: &mut dyn Transport, job: Job) -> Outcome {
         reported: None,
         watch: job.watch.clone(),
         deadlocked: false,
+        quiet_since: None,
+        abort_seen: None,
     };
     for o in job.outs {
         b.outs[o.net as usize] = Some(OutState {
@@ -252,7 +391,30 @@ pub(crate) fn serve(t: &mut dyn Transport, job: Job) -> Outcome {
         });
     }
     let start = b.clock_phase();
-    b.main_loop(&job.signals, job.exit_when_stuck, spin_for(job.crowded));
+    let spin = spin_for(job.crowded);
+    match &job.pump {
+        Some(pump) => {
+            pump.lend(&mut b);
+            loop {
+                let elsewhere = pump.worked.swap(false, Ordering::Relaxed);
+                match pump.with(|b| b.step(&job.signals, job.exit_when_stuck, elsewhere)) {
+                    Step::Again => {}
+                    Step::Quiet(q) => back_off(q, spin, pump.looking.load(Ordering::Relaxed) > 0),
+                    Step::Nap(d) => std::thread::sleep(d),
+                    Step::Finished => break,
+                }
+            }
+            pump.take();
+        }
+        None => loop {
+            match b.step(&job.signals, job.exit_when_stuck, false) {
+                Step::Again => {}
+                Step::Quiet(q) => back_off(q, spin, false),
+                Step::Nap(d) => std::thread::sleep(d),
+                Step::Finished => break,
+            }
+        },
+    }
     if b.aborted_by.is_none() && b.protocol_error.is_none() && b.finished_cleanly() {
         let end = b.clock_phase();
         b.stats.clock_offset_ns = (start.0 + end.0) / 2;
@@ -397,125 +559,141 @@ impl Bridge<'_> {
         }
     }
 
-    fn main_loop(&mut self, signals: &Signals, exit_when_stuck: bool, spin: Duration) {
-        let mut quiet_since: Option<Instant> = None;
-        let mut abort_seen: Option<Instant> = None;
-        loop {
-            let mut work = false;
-            // Everything that has arrived.
-            while let Some((from, f)) = self.stash.pop_front().or_else(|| self.recv()) {
-                work = true;
-                if is_control(&f) {
-                    self.note_control(from, &f);
-                } else {
-                    self.received += 1;
-                    self.stats.frames_received += 1;
-                    self.take_frame(from, &f);
-                }
-            }
-            if self.protocol_error.is_some() {
-                let text = self.protocol_error.clone().unwrap_or_default();
-                self.abort_others(&text);
-                self.drop_ends();
-                return;
-            }
-            let ended = signals.local_ended.load(Ordering::Acquire);
-            if ended {
-                let err = signals
-                    .local_error
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone();
-                if let Some(text) = err {
-                    if self.aborted_by.is_none() && !self.deadlocked {
-                        self.abort_others(&text);
-                    }
-                    self.drop_ends();
-                    return;
-                }
-            }
-            if self.deadlocked && ended {
-                // Every rank's run is ending as deadlocked; nothing more
-                // will cross.
-                self.drop_ends();
-                return;
-            }
-            if self.aborted_by.is_some() {
-                self.drop_ends();
-                if ended {
-                    return;
-                }
-                let since = *abort_seen.get_or_insert_with(Instant::now);
-                if exit_when_stuck && since.elapsed() > ABORT_GRACE {
-                    let (rank, text) = self.aborted_by.clone().unwrap_or_default();
-                    eprintln!(
-                        "rill: rank {rank} ended the run ({text}); rank {}'s tasks did not end within {:?} of it, so this process exits",
-                        self.me, ABORT_GRACE
-                    );
-                    std::process::exit(1);
-                }
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
-            }
-            work |= self.pump();
-            for to in 0..self.n {
-                self.flush(to);
-            }
-            if ended && !self.done_sent && self.live_outs == 0 && self.live_ins == 0 {
-                self.done_sent = true;
-                let sent = self.sent_to.clone();
-                if self.me == 0 {
-                    self.dones[0] = Some(sent);
-                } else {
-                    self.control(0, &Record::Done { sent });
-                }
-                work = true;
-            }
-            if self.me == 0 && self.expect.is_none() && self.dones.iter().all(Option::is_some) {
-                for to in 0..self.n {
-                    let expect: u64 = self
-                        .dones
-                        .iter()
-                        .map(|d| d.as_ref().map_or(0, |s| s.get(to).copied().unwrap_or(0)))
-                        .sum();
-                    if to == 0 {
-                        self.expect = Some(expect);
-                    } else {
-                        self.control(to, &Record::End { expect });
-                    }
-                }
-            }
-            if self.done_sent && self.finished_cleanly() {
-                return;
-            }
-            // Back off while nothing happens.
-            if work {
-                quiet_since = None;
-                if self.reported.as_ref().is_some_and(|r| r.0) {
-                    self.report_idle(false);
-                }
-                continue;
-            }
-            let since = *quiet_since.get_or_insert_with(Instant::now);
-            let quiet = since.elapsed();
-            if quiet >= BLOCKED_REPORT && !self.deadlocked {
-                let blocked = ended || self.watch.all_waiting_outside();
-                let now = (blocked, self.sent_to.clone(), self.received);
-                if self.reported.as_ref() != Some(&now) {
-                    self.report_idle(blocked);
-                }
-                if self.me == 0 {
-                    self.find_deadlock();
-                }
-            }
-            if quiet < spin {
-                std::hint::spin_loop();
-            } else if quiet < YIELD_FOR {
-                std::thread::yield_now();
+    /// Everything that has arrived: frames applied, control noted. True
+    /// when anything came.
+    fn receive_all(&mut self) -> bool {
+        let mut work = false;
+        while let Some((from, f)) = self.stash.pop_front().or_else(|| self.recv()) {
+            work = true;
+            if is_control(&f) {
+                self.note_control(from, &f);
             } else {
-                std::thread::sleep((quiet / 8).clamp(FIRST_NAP, LONGEST_NAP));
+                self.received += 1;
+                self.stats.frames_received += 1;
+                self.take_frame(from, &f);
             }
         }
+        work
+    }
+
+    /// The run is ending abnormally: only the bridge's thread acts now.
+    fn closing(&self) -> bool {
+        self.protocol_error.is_some() || self.aborted_by.is_some() || self.deadlocked
+    }
+
+    /// One pass as an idle worker makes it: what arrived in, what the local
+    /// ends have out. True when anything moved.
+    fn pass(&mut self) -> bool {
+        let mut work = self.receive_all();
+        if self.closing() {
+            return work;
+        }
+        work |= self.pump();
+        for to in 0..self.n {
+            self.flush(to);
+        }
+        work
+    }
+
+    /// One turn of the bridge thread's loop: a pass, and the run's end on
+    /// every rank (done, end, abort, deadlock). `elsewhere`: a worker's pass
+    /// moved something since the last turn.
+    fn step(&mut self, signals: &Signals, exit_when_stuck: bool, elsewhere: bool) -> Step {
+        let mut work = self.receive_all() || elsewhere;
+        if self.protocol_error.is_some() {
+            let text = self.protocol_error.clone().unwrap_or_default();
+            self.abort_others(&text);
+            self.drop_ends();
+            return Step::Finished;
+        }
+        let ended = signals.local_ended.load(Ordering::Acquire);
+        if ended {
+            let err = signals
+                .local_error
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if let Some(text) = err {
+                if self.aborted_by.is_none() && !self.deadlocked {
+                    self.abort_others(&text);
+                }
+                self.drop_ends();
+                return Step::Finished;
+            }
+        }
+        if self.deadlocked && ended {
+            // Every rank's run is ending as deadlocked; nothing more will
+            // cross.
+            self.drop_ends();
+            return Step::Finished;
+        }
+        if self.aborted_by.is_some() {
+            self.drop_ends();
+            if ended {
+                return Step::Finished;
+            }
+            let since = *self.abort_seen.get_or_insert_with(Instant::now);
+            if exit_when_stuck && since.elapsed() > ABORT_GRACE {
+                let (rank, text) = self.aborted_by.clone().unwrap_or_default();
+                eprintln!(
+                    "rill: rank {rank} ended the run ({text}); rank {}'s tasks did not end within {:?} of it, so this process exits",
+                    self.me, ABORT_GRACE
+                );
+                std::process::exit(1);
+            }
+            return Step::Nap(Duration::from_millis(1));
+        }
+        work |= self.pump();
+        for to in 0..self.n {
+            self.flush(to);
+        }
+        if ended && !self.done_sent && self.live_outs == 0 && self.live_ins == 0 {
+            self.done_sent = true;
+            let sent = self.sent_to.clone();
+            if self.me == 0 {
+                self.dones[0] = Some(sent);
+            } else {
+                self.control(0, &Record::Done { sent });
+            }
+            work = true;
+        }
+        if self.me == 0 && self.expect.is_none() && self.dones.iter().all(Option::is_some) {
+            for to in 0..self.n {
+                let expect: u64 = self
+                    .dones
+                    .iter()
+                    .map(|d| d.as_ref().map_or(0, |s| s.get(to).copied().unwrap_or(0)))
+                    .sum();
+                if to == 0 {
+                    self.expect = Some(expect);
+                } else {
+                    self.control(to, &Record::End { expect });
+                }
+            }
+        }
+        if self.done_sent && self.finished_cleanly() {
+            return Step::Finished;
+        }
+        if work {
+            self.quiet_since = None;
+            if self.reported.as_ref().is_some_and(|r| r.0) {
+                self.report_idle(false);
+            }
+            return Step::Again;
+        }
+        let since = *self.quiet_since.get_or_insert_with(Instant::now);
+        let quiet = since.elapsed();
+        if quiet >= BLOCKED_REPORT && !self.deadlocked {
+            let blocked = ended || self.watch.all_waiting_outside();
+            let now = (blocked, self.sent_to.clone(), self.received);
+            if self.reported.as_ref() != Some(&now) {
+                self.report_idle(blocked);
+            }
+            if self.me == 0 {
+                self.find_deadlock();
+            }
+        }
+        Step::Quiet(quiet)
     }
 
     /// Tells rank 0 whether this rank is blocked, with its frame counts.

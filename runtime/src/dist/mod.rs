@@ -123,6 +123,20 @@ impl Carrier {
         }
     }
 
+    /// Whether idle workers may carry the bridge's traffic themselves
+    /// (`bridge::Pump`): the transport may be used from any thread, one at
+    /// a time (MPI gave `MPI_THREAD_SERIALIZED` or more), and
+    /// `RILL_WORKERS_CARRY` is not `0` (which leaves it to the bridge's
+    /// thread alone, to measure one against the other).
+    fn workers_may_carry(&self) -> bool {
+        let allowed = match self {
+            Carrier::Loop(..) => true,
+            #[cfg(feature = "mpi")]
+            Carrier::Mpi(h) => h.serialized,
+        };
+        allowed && std::env::var("RILL_WORKERS_CARRY").map_or(true, |v| v.trim() != "0")
+    }
+
     /// Starts the bridge on the transport's thread.
     fn start(&self, job: bridge::Job) -> Receiver<bridge::Outcome> {
         let (tx, rx) = channel();

@@ -1,7 +1,9 @@
 //! MPI as the bridge's transport: [`World`] starts one thread per process
-//! that initialises MPI (`MPI_THREAD_FUNNELED`: only that thread ever calls
-//! MPI), serves each run's bridge, and finalises MPI when the `World` is
-//! dropped.
+//! that initialises MPI, serves each run's bridge, and finalises MPI when
+//! the `World` is dropped. It asks for `MPI_THREAD_SERIALIZED`, so that the
+//! run's idle workers may make the bridge's MPI calls too, one thread at a
+//! time (`bridge::Pump`'s lock); with only `MPI_THREAD_FUNNELED` the
+//! bridge's thread alone calls MPI.
 
 use std::sync::mpsc::{channel, Sender};
 use std::thread::JoinHandle;
@@ -28,6 +30,8 @@ enum Cmd {
 pub(crate) struct Handle {
     pub(crate) rank: usize,
     pub(crate) size: usize,
+    /// MPI gave `MPI_THREAD_SERIALIZED` or more.
+    pub(crate) serialized: bool,
     tx: Sender<Cmd>,
 }
 
@@ -49,14 +53,15 @@ pub struct World {
 
 impl World {
     /// Initialises MPI on a thread of its own. Fails when MPI was already
-    /// initialised in this process or cannot give `MPI_THREAD_FUNNELED`.
+    /// initialised in this process or cannot give `MPI_THREAD_FUNNELED`
+    /// (it asks for `MPI_THREAD_SERIALIZED`, and uses it when given).
     pub fn init() -> Result<World, DistError> {
         let (tx, rx) = channel::<Cmd>();
-        let (ready_tx, ready_rx) = channel::<Result<(usize, usize), String>>();
+        let (ready_tx, ready_rx) = channel::<Result<(usize, usize, bool), String>>();
         let thread = std::thread::Builder::new()
             .name("rill-mpi".into())
             .spawn(move || {
-                let Some((universe, level)) = mpi::initialize_with_threading(Threading::Funneled)
+                let Some((universe, level)) = mpi::initialize_with_threading(Threading::Serialized)
                 else {
                     let _ = ready_tx.send(Err("MPI is already initialised in this process".into()));
                     return;
@@ -68,7 +73,11 @@ impl World {
                     return;
                 }
                 let world = universe.world();
-                let _ = ready_tx.send(Ok((world.rank() as usize, world.size() as usize)));
+                let _ = ready_tx.send(Ok((
+                    world.rank() as usize,
+                    world.size() as usize,
+                    level >= Threading::Serialized,
+                )));
                 let mut t = MpiTransport {
                     world,
                     pending: Vec::new(),
@@ -88,12 +97,17 @@ impl World {
                 }
             })
             .map_err(|e| DistError::Transport(format!("no thread for MPI: {e}")))?;
-        let (rank, size) = ready_rx
+        let (rank, size, serialized) = ready_rx
             .recv()
             .map_err(|_| DistError::Transport("the MPI thread ended while starting".into()))?
             .map_err(DistError::Transport)?;
         Ok(World {
-            handle: Handle { rank, size, tx },
+            handle: Handle {
+                rank,
+                size,
+                serialized,
+                tx,
+            },
             thread: Some(thread),
         })
     }

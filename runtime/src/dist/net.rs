@@ -370,7 +370,13 @@ impl Net {
             })
             .collect();
         let signals = Arc::new(Signals::default());
+        let pump = self.carrier.workers_may_carry().then(|| {
+            let pump = Arc::new(super::bridge::Pump::default());
+            self.rt.set_idle_work(pump.clone());
+            pump
+        });
         let job = Job {
+            pump,
             outs,
             ins,
             signals: signals.clone(),

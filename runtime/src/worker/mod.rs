@@ -3,6 +3,7 @@
 //! this file; `park.rs` holds the shared half of it.
 
 mod idle_spin;
+pub(crate) mod idle_work;
 mod inbox;
 #[cfg(all(test, loom))]
 pub(crate) use inbox::Inbox;
@@ -730,6 +731,16 @@ impl WorkerLocal {
     #[cold]
     fn idle(&self) -> bool {
         let me = &self.shared.workers[self.id];
+        if let Some(work) = self.shared.idle_work.as_deref() {
+            let found = idle_work::look(
+                work,
+                || self.shared.phase() == Phase::Running,
+                || !me.inbox.is_empty() || !self.ready().is_empty(),
+            );
+            if let Some(found) = found {
+                return found;
+            }
+        }
         let idle_from = Instant::now();
         let spin_until = idle_from + self.spin.budget();
         let mut i = 0u32;

@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use rill::{ManualTable, Mapping};
 
+mod host_load;
+pub use host_load::HostLoad;
+
 /// Runs `f` on its own thread and returns its result; fails the test if it
 /// takes longer than `secs` seconds (a hang), and re-raises its panic.
 pub fn with_timeout<T, F>(what: &str, secs: u64, f: F) -> T

@@ -1,0 +1,80 @@
+//! Work an idle worker may do for a layer above the runtime between its
+//! tasks: a network across ranks lets its workers carry the bridge's
+//! traffic (`dist/bridge.rs`, [`IdleWork`]), so that a message from another
+//! rank reaches the task that waits for it on the thread that runs it,
+//! without a hand-over between threads.
+
+use std::time::{Duration, Instant};
+
+/// One look at the layer's work, as a worker that has nothing to run does
+/// it. Called on a worker thread outside any task (the thread's current
+/// worker cleared, so that stream operations inside it are those of a
+/// thread outside the run).
+pub(crate) trait IdleWork: Send + Sync {
+    /// Does what is waiting, if the work is free to be done here.
+    fn pass(&self) -> IdlePass;
+
+    /// A worker starts (`true`) or stops (`false`) looking in a loop, so
+    /// that the layer's own thread can step back meanwhile.
+    fn looking(&self, on: bool);
+}
+
+/// What a [`IdleWork::pass`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IdlePass {
+    /// Something moved.
+    Worked,
+    /// Nothing to do now.
+    Nothing,
+    /// Another thread is doing it.
+    Busy,
+    /// There will be nothing more to do in this run.
+    Closed,
+}
+
+/// How long an idle worker keeps looking after the last pass that moved
+/// something (or after it ran out of tasks) before it goes on to its spin
+/// and park: a message exchange whose replies come within this window is
+/// carried by the worker alone.
+pub(crate) const LOOK_FOR: Duration = Duration::from_millis(2);
+
+/// The idle worker's loop over `work`: passes until a task is ready
+/// (`ready()` true: returns `Some(true)`), the run stops (`Some(false)`),
+/// or nothing moved for [`LOOK_FOR`] or the work closed (`None`: the caller
+/// goes on to spin and park). Between passes that found nothing the thread
+/// yields: on a machine whose cores the ranks share, the peer it waits for
+/// may need this core.
+pub(crate) fn look(
+    work: &dyn IdleWork,
+    running: impl Fn() -> bool,
+    ready: impl Fn() -> bool,
+) -> Option<bool> {
+    let mut last = Instant::now();
+    work.looking(true);
+    let found = loop {
+        if !running() {
+            break Some(false);
+        }
+        if ready() {
+            break Some(true);
+        }
+        let was = crate::context::current_worker_ptr();
+        crate::context::set_current_worker(std::ptr::null());
+        let pass = work.pass();
+        crate::context::set_current_worker(was);
+        match pass {
+            IdlePass::Worked => {
+                last = Instant::now();
+                continue;
+            }
+            IdlePass::Closed => break None,
+            IdlePass::Nothing | IdlePass::Busy => {}
+        }
+        if last.elapsed() >= LOOK_FOR {
+            break None;
+        }
+        std::thread::yield_now();
+    };
+    work.looking(false);
+    found
+}
