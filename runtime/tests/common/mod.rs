@@ -8,6 +8,7 @@ use std::time::Duration;
 use rill::{ManualTable, Mapping};
 
 mod host_load;
+#[allow(unused_imports)]
 pub use host_load::HostLoad;
 
 /// Runs `f` on its own thread and returns its result; fails the test if it
