@@ -345,3 +345,42 @@ fn tasks_placed_with_spawn_on_are_never_taken_by_another_worker() {
         }
     });
 }
+
+/// No worker stays idle while another holds unstarted tasks: a task on
+/// worker 0 spawns 16 tasks that each compute for 3 ms without yielding,
+/// so all 16 wait in worker 0's queue. The spawn that queues a task wakes
+/// a parked worker (`notify_thief`), which takes a contiguous run of them
+/// at its next idle turn: worker 1 starts some, and the run takes about
+/// half the 48 ms one worker would need. The bound stated: an idle worker
+/// is woken by the spawn itself, so it waits at most one park and wake
+/// (tens of microseconds), not a tick; the test checks the behaviour (the
+/// idle worker took tasks), not the time, which a loaded host decides.
+#[test]
+fn an_idle_worker_takes_unstarted_tasks_from_a_busy_one() {
+    with_timeout("idle worker takes tasks", 120, || {
+        let mut rt = Runtime::builder().workers(2).pin(false).build().unwrap();
+        let seen: Seen = Arc::default();
+        let s = seen.clone();
+        rt.spawn_on(0, "parent", move || {
+            for i in 0..16 {
+                let s = s.clone();
+                rill::spawn(format!("work/{i}"), move || {
+                    note(&s);
+                    let t0 = std::time::Instant::now();
+                    while t0.elapsed() < std::time::Duration::from_millis(3) {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+        });
+        let stats = rt.run().unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 16, "every task ran: {seen:?}");
+        let on_1 = seen.values().filter(|&&w| w == 1).count();
+        assert!(
+            on_1 >= 1,
+            "worker 1 started none of the 16 unstarted tasks worker 0 held: {seen:?}"
+        );
+        assert!(stats.steals >= 1, "{stats:?}");
+    });
+}
