@@ -1,6 +1,6 @@
 //! Errors a user can meet: bad configuration, spawning, and a run that failed.
 
-use crate::task::{BlockedOn, TaskId};
+use crate::vocab::{BlockedOn, TaskId};
 
 /// A configuration the runtime cannot run with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
