@@ -369,7 +369,15 @@ impl Runtime {
         }
         let result = match shared.phase() {
             Phase::Done => Ok(stats),
-            Phase::Deadlock => Err(deadlock::report(&shared.registry)),
+            Phase::Deadlock => {
+                let r = deadlock::report(&shared.registry, &shared.initial_assigns);
+                Err(RunError::Deadlock {
+                    blocked: r.blocked,
+                    cycle: r.cycle,
+                    stream_names: r.stream_names,
+                    ended: r.ended,
+                })
+            }
             Phase::Failed | Phase::Running => Err(shared
                 .failure
                 .lock()
