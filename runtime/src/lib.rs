@@ -82,7 +82,7 @@ pub use stream::{
     named_stream, poll, stream, stream_default, try_stream, CapacityError, Ends, PollSet, Reader,
     StreamClosed, TryReadError, TryWriteError, Writer, MAX_CAPACITY,
 };
-pub use vocab::{BlockedOn, TaskId};
+pub use task::{BlockedOn, TaskId};
 pub use worker::WorkerStats;
 
 /// Whether this kernel guards task stacks with guard markers
