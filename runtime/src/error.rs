@@ -1,6 +1,7 @@
 //! Errors a user can meet: bad configuration, spawning, and a run that failed.
 
-use crate::task::{BlockedOn, TaskId};
+pub use crate::run::deadlock::BlockedTask;
+use crate::vocab::TaskId;
 
 /// A configuration the runtime cannot run with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -103,17 +104,6 @@ pub enum SpawnError {
     },
 }
 
-/// A blocked task, as listed in a deadlock report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BlockedTask {
-    /// Its id.
-    pub id: TaskId,
-    /// Its name.
-    pub name: String,
-    /// What it waits for.
-    pub on: BlockedOn,
-}
-
 /// Why a run ended without finishing its tasks.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RunError {
@@ -128,7 +118,7 @@ pub enum RunError {
         message: String,
     },
     /// Tasks remain but none can ever run again.
-    #[error("{}", deadlock_text(.blocked, .cycle, .stream_names))]
+    #[error("{}", crate::run::deadlock::text(.blocked, .cycle, .stream_names, .ended))]
     Deadlock {
         /// Every task that was left, with what it waits for.
         blocked: Vec<BlockedTask>,
@@ -137,6 +127,12 @@ pub enum RunError {
         /// The names of the named streams among those the tasks wait on
         /// (see [`named_stream`](crate::named_stream)), by stream id.
         stream_names: Vec<(u64, String)>,
+        /// The names of the tasks that held an end some task waits on and
+        /// have ended (the end outlived them: leaked, or moved out of the
+        /// task), by task id, where the run still knew them: the tasks it
+        /// started with. A task spawned in the run that has ended is named
+        /// by its id alone.
+        ended: Vec<(TaskId, String)>,
     },
     /// A task could not get a stack.
     #[error("task '{name}' could not start: {reason}")]
@@ -171,81 +167,4 @@ pub enum RunError {
     /// The configuration is not usable.
     #[error(transparent)]
     Config(#[from] ConfigError),
-}
-
-fn deadlock_text(blocked: &[BlockedTask], cycle: &[String], names: &[(u64, String)]) -> String {
-    let label = |id: u64| match names.iter().find(|(s, _)| *s == id) {
-        Some((_, n)) => format!("'{n}' ({id})"),
-        None => id.to_string(),
-    };
-    use std::fmt::Write;
-    let mut s = format!(
-        "deadlock: {} task(s) are blocked and none can run",
-        blocked.len()
-    );
-    if !cycle.is_empty() {
-        let _ = write!(s, "; waiting cycle: {}", cycle.join(" -> "));
-    } else if blocked.iter().any(|b| has_unknown_peer(&b.on)) {
-        s.push_str(
-            "; no waiting cycle is known: some ends were never used, so their holders are \
-             not known (hand a task its ends with spawn_with to name them)",
-        );
-    }
-    for b in blocked.iter().take(20) {
-        let what = match &b.on {
-            BlockedOn::Nothing => "ready but never ran".to_string(),
-            BlockedOn::Input { stream, peer } => format!(
-                "reading empty stream {} (writer: {})",
-                label(*stream),
-                peer_text(*peer, blocked)
-            ),
-            BlockedOn::Output { stream, peer } => format!(
-                "writing full stream {} (reader: {})",
-                label(*stream),
-                peer_text(*peer, blocked)
-            ),
-            BlockedOn::Any { streams } => format!(
-                "polling streams {}",
-                streams
-                    .iter()
-                    .map(|(s, _)| label(*s))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
-        let _ = write!(s, "\n  task '{}' (id {}): {}", b.name, b.id, what);
-    }
-    if blocked.len() > 20 {
-        let _ = write!(s, "\n  ... and {} more", blocked.len() - 20);
-    }
-    s
-}
-
-fn has_unknown_peer(on: &BlockedOn) -> bool {
-    match on {
-        BlockedOn::Input { peer, .. } | BlockedOn::Output { peer, .. } => peer.is_none(),
-        BlockedOn::Any { streams } => streams.iter().any(|(_, p)| p.is_none()),
-        BlockedOn::Nothing => false,
-    }
-}
-
-/// The holder of the other end, named: a task left in the run (every
-/// task left is in `blocked`), or one that has ended while its end lives on
-/// (leaked with `mem::forget`, or moved out of the task before it ended).
-fn peer_text(p: Option<TaskId>, blocked: &[BlockedTask]) -> String {
-    match p {
-        Some(id) => match blocked.iter().find(|b| b.id == id) {
-            Some(b) => format!("task '{}' (id {id})", b.name),
-            None => format!(
-                "task {id}, which has ended; its end outlived it (leaked, or moved out of \
-                 the task) and nobody can use it now"
-            ),
-        },
-        None => {
-            "not known: its end was never used (spawn_with names the holder in advance; an end \
-                 that a thread outside the run holds counts from its first use there, or from \
-                 hold_outside)"
-                .into()
-        }
-    }
 }

@@ -2,7 +2,7 @@
 //! `RUSTFLAGS="--cfg loom" cargo test -p rill --lib --release loom_models`.
 //!
 //! Each model drives the real `Slot`, `Core` and `Task` code through the
-//! same steps as `Writer::push`, `Reader::read_empty` / `context::block`, and
+//! same steps as `Writer::push`, `Reader::read_empty` / `stream::block::block`, and
 //! the worker's post and fall-asleep steps, with loom exploring every
 //! interleaving. Under loom, `barrier::light` is a full fence: that is what the
 //! heavy barrier (membarrier) guarantees for the fast side at the moment the
@@ -15,7 +15,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::barrier;
-use crate::stream::slot_api::{IDLE, WAITING};
+use crate::stream::slot::{IDLE, WAITING};
 use crate::stream::Core;
 use crate::sync::{fence, AtomicBool};
 use crate::task::{state, Task, TaskRef};
@@ -33,14 +33,7 @@ fn new_task() -> SendTask {
 }
 
 fn task_with_id(id: u64) -> SendTask {
-    SendTask(TaskRef::new(Task::new(
-        std::ptr::null(),
-        id,
-        0,
-        "reader".into(),
-        0,
-        None,
-    )))
+    SendTask(TaskRef::new(Task::new(id, 0, "reader".into(), 0, None)))
 }
 
 /// The writer's fast path (Writer::push) on an empty ring against the

@@ -26,8 +26,6 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
-use crate::context;
-
 const ALT_STACK: usize = 64 * 1024;
 
 static INSTALL: Once = Once::new();
@@ -152,9 +150,10 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
     }
     // The task whose stack this thread runs on: the running task, or the
     // task whose stack a run's teardown is unwinding here
-    // (`context::drop_suspended`).
-    let running = context::current_task_ptr();
-    let unwinding = context::unwinding_task_ptr();
+    // (`context::drop_suspended`), read from their thread-local words as
+    // `context::current_task_ptr` and `context::unwinding_task_ptr` read them.
+    let running: *const crate::task::Task = crate::tls::task().cast();
+    let unwinding = crate::tls::forced_unwind() as *const crate::task::Task;
     let t = if running.is_null() {
         unwinding
     } else {

@@ -227,16 +227,7 @@ mod tests {
     fn lifo_takes_the_oldest_in_turn() {
         let n = OLDEST_EVERY as usize + 2;
         let tasks: Vec<TaskRef> = (0..n)
-            .map(|i| {
-                TaskRef::new(Task::new(
-                    std::ptr::null(),
-                    i as u64,
-                    0,
-                    "t".into(),
-                    0,
-                    None,
-                ))
-            })
+            .map(|i| TaskRef::new(Task::new(i as u64, 0, "t".into(), 0, None)))
             .collect();
         let mut q = ReadyQueue::steal(Deque::new_lifo(), true);
         for t in &tasks {
@@ -259,7 +250,7 @@ mod tests {
     #[test]
     fn fifo_keeps_order_across_growth() {
         let tasks: Vec<TaskRef> = (0..300)
-            .map(|i| TaskRef::new(Task::new(std::ptr::null(), i, 0, "t".into(), 0, None)))
+            .map(|i| TaskRef::new(Task::new(i, 0, "t".into(), 0, None)))
             .collect();
         let mut q = Fifo::default();
         let mut out = Vec::new();

@@ -26,6 +26,7 @@
 //! a task that polls several streams, in this word, by compare-exchange.
 
 use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
@@ -33,9 +34,7 @@ use corosensei::{Coroutine, Yielder};
 
 use crate::stack::TaskStack;
 use crate::sync::{AtomicU8, AtomicUsize, UnsafeCell};
-
-/// Identifies a task within one run. 0 is never used.
-pub type TaskId = u64;
+pub use crate::vocab::{BlockedOn, TaskId};
 
 /// What a task hands back to its worker when it stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,19 +73,19 @@ pub(crate) type TaskFn = Box<dyn Start>;
 
 /// A task's closure waiting for its stack (see [`TaskFn`]).
 pub(crate) trait Start: Send {
-    /// Makes `t`'s coroutine on `stack` on worker `w`, moving the closure
-    /// onto that stack.
-    fn install(self: Box<Self>, w: &crate::worker::WorkerLocal, t: TaskRef, stack: TaskStack);
+    /// Makes `t`'s coroutine on `stack`, moving the closure onto that
+    /// stack; a panic of the closure is reported with `report`.
+    fn install(self: Box<Self>, t: TaskRef, stack: TaskStack, report: PanicReport);
 }
 
 struct Pending<F>(F);
 
 impl<F: FnOnce() + Send + 'static> Start for Pending<F> {
-    fn install(self: Box<Self>, w: &crate::worker::WorkerLocal, t: TaskRef, stack: TaskStack) {
+    fn install(self: Box<Self>, t: TaskRef, stack: TaskStack, report: PanicReport) {
         // Moved out by value: the box is freed, the closure goes into the
         // coroutine, whose start copies it onto `stack`.
         let Pending(f) = *self;
-        w.install_coroutine(t, stack, f);
+        install(t, stack, f, report);
     }
 }
 
@@ -95,31 +94,57 @@ pub(crate) fn task_fn<F: FnOnce() + Send + 'static>(f: F) -> TaskFn {
     Box::new(Pending(f))
 }
 
-/// What a blocked task waits for (kept for deadlock reports and monitoring).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum BlockedOn {
-    /// Not blocked.
-    #[default]
-    Nothing,
-    /// Reading an empty stream.
-    Input {
-        /// The stream's id.
-        stream: u64,
-        /// The task holding its writer end, when known.
-        peer: Option<TaskId>,
-    },
-    /// Writing a full stream.
-    Output {
-        /// The stream's id.
-        stream: u64,
-        /// The task holding its reader end, when known.
-        peer: Option<TaskId>,
-    },
-    /// Polling several streams.
-    Any {
-        /// The streams' ids and their writers, when known.
-        streams: Vec<(u64, Option<TaskId>)>,
-    },
+/// What a task's boundary hands the panic of the task's body to
+/// ([`make_coroutine`]): the worker's report, which ends the run with an
+/// error naming the task.
+pub(crate) type PanicReport = fn(&Task, Box<dyn std::any::Any + Send>);
+
+/// Creates a task's coroutine on `stack`, running `f`; a panic of `f` is
+/// handed to `report`.
+#[inline]
+pub(crate) fn install<F, R>(t: TaskRef, stack: TaskStack, f: F, report: R)
+where
+    F: FnOnce() + Send + 'static,
+    R: FnOnce(&Task, Box<dyn std::any::Any + Send>) + 'static,
+{
+    let task = t.get();
+    task.stack_lo.set(stack.lo());
+    task.stack_guard.set(stack.guard());
+    if stack.guard() == 0 {
+        task.canary_at.set(stack.lo());
+    }
+    let coro = make_coroutine(t, stack, f, report);
+    // SAFETY: the caller owns the task and it is not running.
+    task.coro.with_mut(|p| unsafe { *p = Some(coro) });
+}
+
+/// The coroutine of task `t`: it publishes its yielder, runs `f`, and catches
+/// a panic of `f` at the task's boundary, ending the run with an error that
+/// names the task (`report`); it returns whether `f` panicked. The forced
+/// unwind with which a suspended coroutine is dropped is passed on (see
+/// `context::drop_suspended`; its word is read here from `tls`, as
+/// `context::forced_unwinding` reads it).
+fn make_coroutine<F, R>(t: TaskRef, stack: TaskStack, f: F, report: R) -> Coro
+where
+    F: FnOnce() + Send + 'static,
+    R: FnOnce(&Task, Box<dyn std::any::Any + Send>) + 'static,
+{
+    let tp = t.as_ptr();
+    Coroutine::with_stack(stack, move |y: &TaskYielder, ()| -> TaskOutcome {
+        // SAFETY: the task outlives its coroutine (it is freed after the
+        // coroutine is dropped), and only the thread running the coroutine
+        // touches `yielder`.
+        unsafe { (*tp).yielder.set(y) };
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(()) => false,
+            Err(p) if crate::tls::forced_unwind() != 0 => std::panic::resume_unwind(p),
+            Err(p) => {
+                // SAFETY: as above.
+                report(unsafe { &*tp }, p);
+                true
+            }
+        }
+    })
 }
 
 pub(crate) mod state {
@@ -142,8 +167,6 @@ pub(crate) struct Task {
     state: AtomicU8,
     /// The worker that owns the task now.
     pub worker: AtomicUsize,
-    /// The runtime the task belongs to; it outlives the task.
-    pub shared: *const crate::runtime::Shared,
     pub id: TaskId,
     /// The task as a stream side's holder (`stream/holder.rs`): its run and
     /// its id in one word, noted in the ends it blocks on.
@@ -180,7 +203,6 @@ const _: () = assert!(std::mem::offset_of!(Task, dispatches) + 8 <= 64);
 
 impl Task {
     pub(crate) fn new(
-        shared: *const crate::runtime::Shared,
         id: TaskId,
         _parent: TaskId,
         name: std::borrow::Cow<'static, str>,
@@ -188,7 +210,6 @@ impl Task {
         f: Option<TaskFn>,
     ) -> Task {
         Task {
-            shared,
             canary_at: Cell::new(0),
             stack_lo: Cell::new(0),
             stack_guard: Cell::new(0),
@@ -400,43 +421,5 @@ impl TaskRef {
                 std::alloc::dealloc(self.0.as_ptr().cast(), std::alloc::Layout::new::<Task>())
             };
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-
-    /// The state a task added before the run captured lives on the task's
-    /// own stack while it runs (see [`super::TaskFn`]), not in a heap block
-    /// of the thread that spawned it.
-    #[test]
-    fn an_initial_task_keeps_its_captures_on_its_stack() {
-        let mut rt = crate::Runtime::builder().workers(1).build().unwrap();
-        let on_stack = Arc::new(AtomicBool::new(false));
-        let seen = on_stack.clone();
-        let captured = [7u8; 256];
-        rt.spawn("captures", move || {
-            let at = std::hint::black_box(&captured) as *const [u8; 256] as usize;
-            let t = crate::context::current_task_ptr();
-            assert!(!t.is_null());
-            // SAFETY: the running task's block is alive while it runs.
-            let task = unsafe { &*t };
-            // SAFETY: the runtime outlives its tasks.
-            let size = unsafe { &*task.shared }.cfg.stack_size;
-            let lo = task.stack_lo.get();
-            // The usable stack, its guard page and the colour span above it.
-            let hi = lo + size + 3 * 4096;
-            seen.store(
-                (lo..hi).contains(&at) && captured[255] == 7,
-                Ordering::Relaxed,
-            );
-        });
-        rt.run().unwrap();
-        assert!(
-            on_stack.load(Ordering::Relaxed),
-            "the closure ran from the heap"
-        );
     }
 }

@@ -642,7 +642,7 @@ fn a_deadlock_report_names_holders_and_says_when_one_has_ended() {
     let text = err.to_string();
     assert!(
         text.contains("task 'waiter' (id 2): reading empty stream")
-            && text.contains("(writer: task 1, which has ended; its end outlived it"),
+            && text.contains("(writer: task 'leaker' (id 1), which has ended; its end outlived it"),
         "{text}"
     );
     assert!(text.contains("(writer: task 'cycle/a' (id 3))"), "{text}");

@@ -93,7 +93,7 @@ pub(crate) struct Job {
     pub(crate) signals: Arc<Signals>,
     /// The local run as the bridge sees it (every task waiting on other
     /// ranks?), and its end as deadlocked.
-    pub(crate) watch: Arc<crate::runtime::RunWatch>,
+    pub(crate) watch: Arc<crate::run::watch::RunWatch>,
     /// The ranks on this machine have more threads (workers and bridges)
     /// than it has cores: the bridge does not spin.
     pub(crate) crowded: bool,
@@ -330,7 +330,7 @@ struct Bridge<'t> {
     idles: Vec<Option<(bool, Vec<u64>, u64)>>,
     /// What this rank last reported: blocked, and its counts then.
     reported: Option<(bool, Vec<u64>, u64)>,
-    watch: Arc<crate::runtime::RunWatch>,
+    watch: Arc<crate::run::watch::RunWatch>,
     deadlocked: bool,
     /// Since when nothing has moved (the bridge thread's back-off).
     quiet_since: Option<Instant>,

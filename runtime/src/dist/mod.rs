@@ -38,7 +38,7 @@ pub use place::{Placement, RankTable};
 pub use transport::{Loopback, Transport};
 pub use wire::{Wire, WireError};
 
-use crate::runtime::Builder;
+use crate::builder::Builder;
 
 /// Why a network could not be built or run.
 #[derive(Debug, thiserror::Error)]

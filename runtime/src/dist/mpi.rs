@@ -16,7 +16,7 @@ use mpi::Threading;
 use super::bridge::{self, Job, Outcome};
 use super::transport::Transport;
 use super::{Carrier, DistError, Net};
-use crate::runtime::Builder;
+use crate::builder::Builder;
 
 type Call = Box<dyn FnOnce(&SimpleCommunicator) + Send>;
 

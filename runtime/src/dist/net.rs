@@ -13,7 +13,8 @@ use super::endpoint::{InEnd, OutEnd};
 use super::place::{self, Placement};
 use super::wire::Wire;
 use super::{Carrier, DistError};
-use crate::runtime::{Builder, RunStats, Runtime};
+use crate::builder::Builder;
+use crate::run::{RunStats, Runtime};
 use crate::stream::{self, Ends, PollSet, Reader, Side, Writer};
 
 /// Stream ends a task of a cross-rank network is handed at spawn: the
@@ -448,7 +449,7 @@ fn blocked_text(
     blocked: &[crate::BlockedTask],
     holders: &HashMap<(u64, bool), (String, usize)>,
 ) -> String {
-    use crate::task::BlockedOn;
+    use crate::vocab::BlockedOn;
     let peer = |stream: u64, writer: bool| match holders.get(&(stream, writer)) {
         Some((name, rank)) => format!("task '{name}' on rank {rank}"),
         None => "a task of this rank's own".into(),

@@ -40,8 +40,8 @@ use std::sync::Arc;
 use rill_log::EndIo;
 
 use super::hint::Hint;
-use crate::stream::{Recheck, Side};
 use crate::sync::AtomicUsize;
+use crate::vocab::{Recheck, Side};
 
 /// An end's cut position while it has none.
 const NO_CUT: usize = usize::MAX;

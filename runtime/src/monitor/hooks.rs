@@ -17,9 +17,8 @@ use super::period::{self, kind, EndMon};
 pub(crate) use super::worker_log::end_state_of;
 use super::worker_log::WorkerLog;
 use crate::context;
-use crate::stream::{Recheck, Side};
-use crate::task::BlockedOn;
 use crate::tls;
+use crate::vocab::{BlockedOn, Recheck, Side};
 
 /// Runs in this process that monitor; hooks do nothing while it is 0.
 pub(crate) static ACTIVE: AtomicUsize = AtomicUsize::new(0);
@@ -301,7 +300,7 @@ pub(crate) fn task_migrated(id: u64, from: usize, to: usize) {
 }
 
 /// A task of a monitored worker is about to spin before blocking on
-/// `blocked` (`context::spin_worker`): its period ends here, as it would if it
+/// `blocked` (`stream::block::spin_worker`): its period ends here, as it would if it
 /// blocked.
 #[cold]
 #[inline(never)]

@@ -23,8 +23,7 @@ use std::sync::Arc;
 use super::hint::Hint;
 use super::period::EndMon;
 pub(crate) use super::worker_log::end_state_of;
-use crate::stream::{Recheck, Side};
-use crate::task::BlockedOn;
+use crate::vocab::{BlockedOn, Recheck, Side};
 
 /// Runs in this process that monitor: counted, never read.
 pub(crate) static ACTIVE: AtomicUsize = AtomicUsize::new(0);

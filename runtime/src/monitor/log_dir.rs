@@ -19,8 +19,8 @@ use rill_log::{DirLock, DirLockError, Header};
 
 use super::clock::RunClock;
 use super::worker_log::WorkerLog;
+use crate::config::MonitorConfig;
 use crate::error::{ConfigError, RunError};
-use crate::runtime::MonitorConfig;
 
 /// The logs of a run, opened: one per worker when monitoring is on.
 pub(crate) struct RunLogs {

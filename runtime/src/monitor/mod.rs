@@ -25,12 +25,13 @@
 //! beside this file.
 //!
 //! Imports go one way inside this module, in the order of the list above.
-//! With the rest of the runtime they go both ways: the stream ends, tasks
-//! and workers hold this module's state and call its hooks, and the hooks
-//! and bindings name their types (the stream side and its re-check, a
-//! task's blocking state, the current task and worker). Those are callbacks
-//! by nature; cutting the circle would move the stream's and task's types
-//! below both for no gain in what either can see.
+//! With the rest of the runtime: the stream ends, tasks and workers hold
+//! this module's state and call its hooks; the hooks and bindings name the
+//! types they share from `vocab` (the stream side and its re-check, a
+//! task's blocking state) and read the current task and worker
+//! (`context`), so the hooks are callbacks inside the runtime's one circle
+//! (`lib.rs`), and so is `self_sample`, whose signal handler reads the
+//! worker's shared half.
 //!
 //! [`LogWriter`]: rill_log::LogWriter
 //! [`MonitorFlags`]: rill_log::MonitorFlags

@@ -21,6 +21,9 @@ pub(crate) const SPIN: u64 = 2;
 pub(crate) const IDLE: u64 = 3;
 /// Asleep.
 pub(crate) const PARK: u64 = 4;
+/// The default sampling rate (see the README for why).
+pub(crate) const DEFAULT_HZ: u32 = 1000;
+
 /// Bits of the state; a task id is shifted past them.
 pub(crate) const STATE_BITS: u32 = 3;
 /// The word of a worker running (or spinning in) task `id`.

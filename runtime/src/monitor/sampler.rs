@@ -32,13 +32,12 @@ use rill_log::{Encoder, Header, SampleWindow, VecSink};
 
 use super::clock;
 use super::sample_state as state;
-use crate::runtime::Shared;
+use crate::run::shared::Shared;
 
 /// The sampler's log in the run's log directory.
 pub(crate) const SAMPLER_FILE: &str = "sampler.rlog";
 
-/// The default sampling rate (see the README for why).
-pub(crate) const DEFAULT_HZ: u32 = 1000;
+pub(crate) use super::sample_state::DEFAULT_HZ;
 
 /// How long a window lasts at most.
 const WINDOW: Duration = Duration::from_millis(10);

@@ -478,7 +478,7 @@ mod tests {
 
     #[test]
     fn a_sample_names_the_running_task_from_the_current_task_word() {
-        let t = Task::new(std::ptr::null(), 42, 0, "t".into(), 0, None);
+        let t = Task::new(42, 0, "t".into(), 0, None);
         let idle = state::IDLE;
         assert_eq!(
             sampled_word(idle, std::ptr::null()),

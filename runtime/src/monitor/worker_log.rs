@@ -18,8 +18,8 @@ use super::clock;
 pub(crate) use super::period::EndMon;
 use super::period::{self, kind, Recorder, MAX_IO};
 use super::task_entries;
-use crate::stream::Side;
-use crate::task::{BlockedOn, Task};
+use crate::task::Task;
+use crate::vocab::{BlockedOn, Side};
 
 /// Logs created in this process so far; each takes the next as the top bits
 /// of its epochs, so that no two dispatches in the process share an epoch

@@ -4,7 +4,7 @@
 //! with its waiting cycle.
 
 use super::{PollSet, Reader, Writer};
-use crate::task::TaskId;
+use crate::vocab::TaskId;
 
 /// Stream ends handed to a task when it is spawned: a [`Reader`], a
 /// [`Writer`], a [`PollSet`], or tuples, arrays, `Vec`s, `Option`s and

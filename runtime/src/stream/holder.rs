@@ -5,8 +5,8 @@
 //! reporting a deadlock (`worker/README.md`, termination and deadlock).
 //!
 //! A side's holder is one word: the holder's run in the high
-//! [`RUN_BITS`] bits and its task id in the low ones (a task's own word,
-//! `Task::holder`, is made with [`word`] when the task is), so that noting
+//! [`RUN_BITS`](crate::vocab::RUN_BITS) bits and its task id in the low ones (a task's own word,
+//! `Task::holder`, is made with [`holder_word`] when the task is), so that noting
 //! the holder at a block is a load and a compare, as it was when the word
 //! held the task id alone. The word is noted when an end is first used
 //! (bound), at every block, and by `Ends::hold` (`spawn_with`);
@@ -26,36 +26,7 @@ use std::sync::atomic::Ordering;
 
 use super::slot::Slot;
 use crate::sync::AtomicU64;
-use crate::task::TaskId;
-
-/// Bits of a holder word that hold the run.
-pub(crate) const RUN_BITS: u32 = 24;
-const TASK_BITS: u32 = 64 - RUN_BITS;
-const TASK_MASK: u64 = (1 << TASK_BITS) - 1;
-/// The run of a side used from outside every run (a plain thread); no run
-/// has this number.
-pub(crate) const OUTSIDE_RUN: u64 = (1 << RUN_BITS) - 1;
-/// The word of a side used from outside every run: no task.
-pub(crate) const OUTSIDE: u64 = OUTSIDE_RUN << TASK_BITS;
-
-/// The holder word of task `task` of run `run` (`run` below
-/// [`OUTSIDE_RUN`]; a task id past 2^40 keeps only its low bits, which
-/// only a report would show).
-pub(crate) fn word(run: u64, task: TaskId) -> u64 {
-    (run << TASK_BITS) | (task & TASK_MASK)
-}
-
-/// The run part of a holder word.
-#[inline(always)]
-pub(crate) fn run_of(word: u64) -> u64 {
-    word >> TASK_BITS
-}
-
-/// The task part of a holder word, 0 when not a task.
-#[inline(always)]
-pub(crate) fn task_of(word: u64) -> TaskId {
-    word & TASK_MASK
-}
+use crate::vocab::{holder_word, run_of, task_of, TaskId, OUTSIDE, TASK_BITS};
 
 /// A stream side's holder.
 pub(crate) struct Holder(AtomicU64);
@@ -123,7 +94,7 @@ impl Holder {
             0 | OUTSIDE => 0,
             me => run_of(me),
         };
-        self.0.store(word(run, task), Ordering::Relaxed);
+        self.0.store(holder_word(run, task), Ordering::Relaxed);
     }
 
     /// Marks the side as held outside every run, and wakes the peer's

@@ -31,6 +31,7 @@
 //! `scripts/instructions.sh` lists the blocking sites where the suspend
 //! stayed a call.
 
+mod block;
 mod ends;
 mod holder;
 pub mod names;
@@ -38,23 +39,22 @@ mod poll;
 mod poll_set;
 mod ring;
 pub(crate) mod slot;
-pub(crate) use slot as slot_api;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+pub(crate) use crate::vocab::Recheck;
+pub use crate::vocab::Side;
 pub use ends::Ends;
-pub(crate) use holder::{word as holder_word, Peer, OUTSIDE, OUTSIDE_RUN};
 pub use poll::poll;
 pub use poll_set::PollSet;
-pub use ring::Side;
-pub(crate) use ring::{Core, Recheck};
+pub(crate) use ring::Core;
 use slot::{CLOSED, IDLE, WAITING};
 
 use crate::barrier;
 use crate::context;
 use crate::monitor::worker_log::EndMon;
-use crate::task::BlockedOn;
+use crate::vocab::BlockedOn;
 
 /// The stream's reader is gone; the message was not delivered. Holds the
 /// stream's id; its message names the stream when it has a name
@@ -397,7 +397,7 @@ impl<T: Send + 'static> Writer<T> {
             self.leave();
             let on = self.blocked_on();
             let core = &self.core;
-            if !context::block(
+            if !block::block(
                 &[&core.back.wslot],
                 on,
                 |mine| core.reader.peer_of(mine),
@@ -596,7 +596,7 @@ impl<T: Send + 'static> Reader<T> {
             }
             // Nothing else to run here means the message can only come from
             // another thread: look again for a while before paying for a
-            // block, a wake and a dispatch (see `context::spin_worker`).
+            // block, a wake and a dispatch (see `block::spin_worker`).
             self.waits += 1;
             if spin_first(self, |e| {
                 e.core.has_data(head) || e.core.back.wslot.is_closed()
@@ -608,7 +608,7 @@ impl<T: Send + 'static> Reader<T> {
             self.leave();
             let on = self.blocked_on();
             let core = &self.core;
-            if !context::block(
+            if !block::block(
                 &[&core.fwd.rslot],
                 on,
                 |mine| core.writer.peer_of(mine),
@@ -825,14 +825,14 @@ impl<T: Send + 'static> Waits for Reader<T> {
     }
 }
 
-/// The spin before a block (`context::spin_worker`): true when `ready` came
+/// The spin before a block (`block::spin_worker`): true when `ready` came
 /// true. Nothing else to run on this worker means what the task waits for can
 /// only come from another thread, so looking again for a while saves a block,
 /// a wake and a dispatch. On a monitored worker the spin is bracketed so that
 /// the log shows it as the block and wait it stands for.
 #[inline(always)]
 fn spin_first<W: Waits>(on: &mut W, ready: impl Fn(&W) -> bool) -> bool {
-    let Some(w) = context::spin_worker() else {
+    let Some(w) = block::spin_worker() else {
         return false;
     };
     let mon = w.is_monitored();
@@ -841,7 +841,7 @@ fn spin_first<W: Waits>(on: &mut W, ready: impl Fn(&W) -> bool) -> bool {
         on.leave();
         crate::hooks::spin_begin(&on.blocked_on());
     }
-    let got = context::spin_on(w, || ready(on));
+    let got = block::spin_on(w, || ready(on));
     if mon {
         crate::hooks::spin_end();
         on.enter();

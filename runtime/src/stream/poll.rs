@@ -1,9 +1,8 @@
 //! Waiting on several readers at once (LPEL's stream poll; blocked-by-any).
 
 use super::holder::Peer;
-use super::{nonzero, spin_first, Reader, Recheck, Side, Waits};
-use crate::context;
-use crate::task::BlockedOn;
+use super::{block, nonzero, spin_first, Reader, Recheck, Side, Waits};
+use crate::vocab::BlockedOn;
 
 /// Waits until one of `readers` has a message or has ended, and returns its
 /// index; `None` for an empty slice, or while the run that owned the task
@@ -36,7 +35,7 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
         let on = polled.blocked_on();
         let slots: Vec<&super::slot::Slot> = readers.iter().map(|r| &r.core.fwd.rslot).collect();
         let heads: Vec<usize> = readers.iter().map(|r| r.head).collect();
-        if !context::block(
+        if !block::block(
             &slots,
             on,
             |mine| {

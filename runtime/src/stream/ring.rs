@@ -10,6 +10,7 @@ use super::slot::{Slot, WAITING};
 use crate::monitor::hint::hint_lets;
 pub(crate) use crate::monitor::hint::Hint;
 use crate::sync::{AtomicUsize, UnsafeCell};
+use crate::vocab::{Recheck, Side};
 
 /// A ring's cells.
 pub(crate) type Buffer<T> = Box<[UnsafeCell<MaybeUninit<T>>]>;
@@ -36,15 +37,6 @@ pub(crate) fn buffer<T>(cap: usize) -> Option<Buffer<T>> {
     #[cfg(loom)]
     v.extend((0..n).map(|_| UnsafeCell::new(MaybeUninit::uninit())));
     Some(v.into_boxed_slice())
-}
-
-/// Which end of a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// The reading end.
-    Reader,
-    /// The writing end.
-    Writer,
 }
 
 /// What the writer moves and where the reader waits for it to move, on one
@@ -296,23 +288,6 @@ impl<T> Drop for Core<T> {
             i = i.wrapping_add(1);
         }
     }
-}
-
-/// A stream side that a worker re-checks after a barrier, in case its peer
-/// missed the registration (see `barrier.rs`).
-pub(crate) trait Recheck: Send + Sync {
-    /// Wakes the side's waiter if what it waits for is there now.
-    fn recheck(&self, side: Side);
-    /// The side's settle-window mark.
-    fn pend_mark(&self, side: Side) -> &std::sync::atomic::AtomicU64;
-    /// The side's position: messages written (`tail`) or read (`head`)
-    /// so far, as its end last published them. (Count mode's bindings read
-    /// it and the hint; with the hooks compiled out nothing does.)
-    #[cfg_attr(not(feature = "monitor"), allow(dead_code))]
-    fn position(&self, side: Side) -> &AtomicUsize;
-    /// The side's monitoring hint.
-    #[cfg_attr(not(feature = "monitor"), allow(dead_code))]
-    fn hint(&self, side: Side) -> &Hint;
 }
 
 impl<T: Send> Recheck for Core<T> {

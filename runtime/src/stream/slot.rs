@@ -156,7 +156,7 @@ impl Slot {
             // and its state word needs no compare-exchange.
             // SAFETY: winning the slot made us the task's only owner.
             let t = unsafe { TaskRef::from_ptr(task) };
-            if let Some(w) = crate::context::worker_if_mine(worker) {
+            if let Some(w) = crate::worker::worker_if_mine(worker) {
                 // It registered while running on this worker, whose thread
                 // now runs us: it is suspended.
                 t.get().transition_to_ready_uncontended();
@@ -167,7 +167,7 @@ impl Slot {
                 // Another worker's task: into its inbox, without touching the
                 // task (the line stays in its worker's cache; the worker marks
                 // it running when it dispatches it).
-                crate::context::post(worker, t);
+                crate::worker::post(worker, t);
                 // Release: as below, after the post (see below).
                 self.state.store(IDLE, Ordering::Release);
             }
@@ -180,7 +180,7 @@ impl Slot {
         let won = unsafe { &*task }.transition_to_ready_from_blocked();
         if won {
             // SAFETY: winning BLOCKED→READY made us the task's only owner.
-            crate::context::hand_to(worker, unsafe { TaskRef::from_ptr(task) });
+            crate::worker::hand_to(worker, unsafe { TaskRef::from_ptr(task) });
         }
         // Release: after this the owner may reuse the slot. Stored only
         // after the task was queued: until then the owner's `unregister`

@@ -44,10 +44,13 @@ pub(crate) const LOOK_FOR: Duration = Duration::from_millis(2);
 /// goes on to spin and park). Between passes that found nothing the thread
 /// yields: on a machine whose cores the ranks share, the peer it waits for
 /// may need this core.
+/// `outside` runs a pass as a thread outside the run (the caller clears the
+/// thread's current worker around it).
 pub(crate) fn look(
     work: &dyn IdleWork,
     running: impl Fn() -> bool,
     ready: impl Fn() -> bool,
+    outside: impl Fn(&dyn Fn() -> IdlePass) -> IdlePass,
 ) -> Option<bool> {
     let mut last = Instant::now();
     work.looking(true);
@@ -58,11 +61,7 @@ pub(crate) fn look(
         if ready() {
             break Some(true);
         }
-        let was = crate::context::current_worker_ptr();
-        crate::context::set_current_worker(std::ptr::null());
-        let pass = work.pass();
-        crate::context::set_current_worker(was);
-        match pass {
+        match outside(&|| work.pass()) {
             IdlePass::Worked => {
                 last = Instant::now();
                 continue;

@@ -110,7 +110,7 @@ mod tests {
     fn every_post_is_drained_once() {
         let inbox = Inbox::new();
         let tasks: Vec<TaskRef> = (0..5)
-            .map(|i| TaskRef::new(Task::new(ptr::null(), i, 0, "t".into(), 0, None)))
+            .map(|i| TaskRef::new(Task::new(i, 0, "t".into(), 0, None)))
             .collect();
         assert!(inbox.is_empty());
         for t in &tasks {

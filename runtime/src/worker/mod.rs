@@ -8,29 +8,30 @@ mod inbox;
 #[cfg(all(test, loom))]
 pub(crate) use inbox::Inbox;
 mod park;
+mod post;
 pub(crate) mod settle;
 pub(crate) mod ticker;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use corosensei::{Coroutine, CoroutineResult};
+use corosensei::CoroutineResult;
 use rill_log::EndState;
 
 pub(crate) use park::WorkerShared;
+pub(crate) use post::{hand_to, post, worker_if_mine};
 pub(crate) use settle::{note_pending, PendingList};
 
 use crate::context;
 use crate::error::RunError;
 use crate::monitor::sample_state as state;
 use crate::monitor::worker_log::WorkerLog;
-use crate::runtime::{Phase, Shared};
+use crate::run::shared::{Phase, Shared};
 use crate::scheduler::ReadyQueue;
 use crate::stack::{StackError, StackPool, TaskStack};
 use crate::sync::UnsafeCell;
-use crate::task::{Coro, Suspend, TaskOutcome, TaskRef, TaskYielder};
+use crate::task::{Suspend, TaskOutcome, TaskRef};
 
 /// How often (in dispatches) a busy worker looks at its inbox and takes its
 /// settle step (`settle.rs`).
@@ -47,7 +48,7 @@ pub struct WorkerStats {
     /// Task dispatches (resumptions).
     pub dispatches: u64,
     /// Times a task about to block spun first, its worker having nothing else
-    /// to run (`context::spin_worker`). On a monitored worker each one is
+    /// to run (`stream::block::spin_worker`). On a monitored worker each one is
     /// logged as a period that ended blocked, a wait, and a new period, so
     /// such a log holds `dispatches + spins` periods.
     pub spins: u64,
@@ -416,7 +417,7 @@ impl WorkerLocal {
         let flags = self.shared.cfg.monitor.flags;
         let hz = flags
             .sample_hz()
-            .unwrap_or(crate::monitor::sampler::DEFAULT_HZ);
+            .unwrap_or(crate::monitor::sample_state::DEFAULT_HZ);
         // SAFETY: `me` points into the run's `Shared`, which the worker's
         // `shared` keeps alive.
         let me = unsafe { &*self.me };
@@ -472,7 +473,7 @@ impl WorkerLocal {
         !self.ready().is_empty() || !self.shared.workers[self.id].inbox.is_empty()
     }
 
-    /// Whether a task about to block may spin first (`context::spin_on`):
+    /// Whether a task about to block may spin first (`stream::block::spin_on`):
     /// not where workers share cores (`idle_spin.rs`).
     #[inline(always)]
     pub(crate) fn may_spin(&self) -> bool {
@@ -554,7 +555,7 @@ impl WorkerLocal {
         }
         context::set_current_task(task);
         // No unwind guard here: the task body catches its own panic (see
-        // `make_coroutine`), so a dispatch is a plain resume.
+        // `task::make_coroutine`), so a dispatch is a plain resume.
         let res = match coro.as_mut() {
             Some(c) => c.resume(()),
             None => unreachable!("a started task has a coroutine"),
@@ -584,7 +585,7 @@ impl WorkerLocal {
                 self.finish(t)
             }
             CoroutineResult::Return(true) => {
-                // The panic was reported where it was caught (make_coroutine).
+                // The panic was reported where it was caught (task::make_coroutine).
                 self.finish(t);
             }
         }
@@ -596,7 +597,8 @@ impl WorkerLocal {
         self.pool.with_mut(|p| unsafe { &mut *p }).take()
     }
 
-    /// Creates a task's coroutine on `stack`, running `f`.
+    /// Creates a task's coroutine on `stack`, running `f` (`task::install`;
+    /// a panic of `f` ends the run, [`report_panic`]).
     #[inline]
     pub(crate) fn install_coroutine<F: FnOnce() + Send + 'static>(
         &self,
@@ -604,15 +606,7 @@ impl WorkerLocal {
         stack: TaskStack,
         f: F,
     ) {
-        let task = t.get();
-        task.stack_lo.set(stack.lo());
-        task.stack_guard.set(stack.guard());
-        if stack.guard() == 0 {
-            task.canary_at.set(stack.lo());
-        }
-        let coro = make_coroutine(t, stack, f);
-        // SAFETY: the caller owns the task and it is not running.
-        task.coro.with_mut(|p| unsafe { *p = Some(coro) });
+        crate::task::install(t, stack, f, report_panic);
     }
 
     /// Writes the record of the dispatch that just ended.
@@ -660,7 +654,7 @@ impl WorkerLocal {
             .start
             .with_mut(|p| unsafe { (*p).take() })
             .expect("a new task has its closure");
-        f.install(self, t, stack);
+        f.install(t, stack, report_panic);
         true
     }
 
@@ -736,6 +730,14 @@ impl WorkerLocal {
                 work,
                 || self.shared.phase() == Phase::Running,
                 || !me.inbox.is_empty() || !self.ready().is_empty(),
+                |pass| {
+                    // The pass's stream operations are those of a thread
+                    // outside the run (no current worker or task here).
+                    context::set_current_worker(std::ptr::null());
+                    let r = pass();
+                    context::set_current_worker(self);
+                    r
+                },
             );
             if let Some(found) = found {
                 return found;
@@ -842,34 +844,17 @@ impl WorkerLocal {
     }
 }
 
-/// The coroutine of task `t`: it publishes its yielder, runs `f`, and catches
-/// a panic of `f` at the task's boundary, ending the run with an error that
-/// names the task; it returns whether `f` panicked. The forced unwind with
-/// which a suspended coroutine is dropped is passed on (see
-/// `context::drop_suspended`).
-fn make_coroutine<F: FnOnce() + Send + 'static>(t: TaskRef, stack: TaskStack, f: F) -> Coro {
-    let tp = t.as_ptr();
-    Coroutine::with_stack(stack, move |y: &TaskYielder, ()| -> TaskOutcome {
-        // SAFETY: the task outlives its coroutine (it is freed after the
-        // coroutine is dropped), and only the thread running the coroutine
-        // touches `yielder`.
-        unsafe { (*tp).yielder.set(y) };
-        match catch_unwind(AssertUnwindSafe(f)) {
-            Ok(()) => false,
-            Err(p) if context::forced_unwinding() => std::panic::resume_unwind(p),
-            Err(p) => {
-                // SAFETY: as above; `shared` outlives every task of the run.
-                let task = unsafe { &*tp };
-                let shared = unsafe { &*task.shared };
-                shared.fail(RunError::TaskPanicked {
-                    id: task.id,
-                    name: task.name.to_string(),
-                    message: panic_message(p.as_ref()),
-                });
-                true
-            }
-        }
-    })
+/// Reports the panic of a task's body, caught at the task's boundary
+/// (`task::make_coroutine`): ends the run with an error that names the
+/// task. It runs in the task's coroutine, so on the worker that runs the
+/// task, whose run is the task's.
+fn report_panic(task: &crate::task::Task, p: Box<dyn std::any::Any + Send>) {
+    let w = context::worker().expect("a task's body runs on a worker of its run");
+    w.shared.fail(RunError::TaskPanicked {
+        id: task.id,
+        name: task.name.to_string(),
+        message: panic_message(p.as_ref()),
+    });
 }
 
 pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {

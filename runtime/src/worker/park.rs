@@ -10,7 +10,7 @@ use crossbeam_deque::Stealer;
 use super::inbox::Inbox;
 use super::settle::SettleWords;
 
-use crate::runtime::{Phase, Shared};
+use crate::run::shared::{Phase, Shared};
 use crate::sync::{fence, AtomicBool, AtomicU64};
 use crate::task::TaskRef;
 
@@ -110,7 +110,7 @@ impl Shared {
                     let now = std::time::Instant::now();
                     let until = match grace {
                         Some((w, until)) if w == seen => until,
-                        _ => now + crate::runtime::UNKNOWN_PEER_GRACE,
+                        _ => now + crate::run::shared::UNKNOWN_PEER_GRACE,
                     };
                     grace = Some((seen, until));
                     if now < until {

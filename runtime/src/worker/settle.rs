@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
-use crate::stream::{Recheck, Side};
 use crate::sync::{fence, AtomicU64};
+use crate::vocab::{Recheck, Side};
 
 /// A noted stream side: what to re-check, and which side.
 type Noted = (Arc<dyn Recheck>, Side);

@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 use std::time::Duration;
 
-use crate::runtime::{Phase, Shared};
+use crate::run::shared::{Phase, Shared};
 use crate::sync::{fence, AtomicBool};
 
 /// How often the ticker looks for sealed windows.

@@ -13,7 +13,7 @@ use crossbeam_deque::Worker as Deque;
 
 use crate::error::RunError;
 use crate::monitor::worker_log::WorkerLog;
-use crate::runtime::Shared;
+use crate::run::shared::Shared;
 use crate::scheduler::ReadyQueue;
 use crate::task::TaskRef;
 use crate::worker::{WorkerLocal, WorkerStats};
