@@ -599,7 +599,7 @@ impl Bridge<'_> {
     /// every rank (done, end, abort, deadlock). `elsewhere`: a worker's pass
     /// moved something since the last turn.
     fn step(&mut self, signals: &Signals, exit_when_stuck: bool, elsewhere: bool) -> Step {
-        let mut work = self.receive_all() || elsewhere;
+        let mut work = self.receive_all();
         if self.protocol_error.is_some() {
             let text = self.protocol_error.clone().unwrap_or_default();
             self.abort_others(&text);
@@ -674,12 +674,19 @@ impl Bridge<'_> {
         if self.done_sent && self.finished_cleanly() {
             return Step::Finished;
         }
-        if work {
+        if work || elsewhere {
             self.quiet_since = None;
             if self.reported.as_ref().is_some_and(|r| r.0) {
                 self.report_idle(false);
             }
-            return Step::Again;
+            // Work the workers did resets the quiet time but is theirs to
+            // go on with: the thread turns again at once only after work
+            // of its own.
+            return if work {
+                Step::Again
+            } else {
+                Step::Quiet(Duration::ZERO)
+            };
         }
         let since = *self.quiet_since.get_or_insert_with(Instant::now);
         let quiet = since.elapsed();
