@@ -31,39 +31,19 @@
 
 #![warn(missing_docs)]
 
-mod activity;
-mod bottleneck;
-#[cfg(test)]
-mod chunky_logs;
-mod crossing;
-mod detail;
 mod diff;
 mod evolution;
-mod groups;
-mod latency;
+mod explain;
 mod load;
-mod mapfile;
-mod merge;
-mod partition;
-mod perfetto;
-mod pftrace;
-mod placement;
-mod protobuf;
-mod rankmap;
-mod ranks;
+mod plan;
+mod replay;
 mod report;
-mod sampled;
-pub mod scan;
 mod summary;
-mod timeline;
 mod trace;
-mod verdict;
-mod waits;
-mod wakeups;
 pub mod watch;
 
-pub use bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
-pub use crossing::{CrossingDelays, Delays};
+pub use load::scan;
+
 pub use diff::{
     diff, Change, DiffSide, GroupDiff, PairDiff, Ranked, RunDiff, TotalDiff, Unmatched, WorkerDiff,
 };
@@ -71,32 +51,34 @@ pub use evolution::{
     evolution, Evolution, EvolutionOptions, EvolutionSampling, EvolutionSource, GroupSeries,
     Series, WorkerSeries, MAX_EVOLUTION_BUCKETS, MAX_EVOLUTION_GROUPS,
 };
-pub use groups::group_of;
-pub use load::{
+pub use explain::bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
+pub use explain::waits::{waits, waits_by_pass, PairWaits, StreamWaits, Waits, WorkerPairWaits};
+pub use load::groups::group_of;
+pub use load::ranks::{is_run_across_ranks, CrossStream, LocalSide, RankInfo, Ranks};
+pub use load::run_log::{
     load_run, load_run_with, LoadOptions, RunLog, StreamInfo, TaskInfo, WorkerLog, WorkerStats,
     PROGRESS_THRESHOLD,
 };
-pub use mapfile::{
+pub use load::sampled::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
+pub use plan::mapfile::{
     plan_mapping, plan_mapping_by_pass, profile_planner, quote_name, Basis, Cut, Estimate, MapPlan,
     MappedTask, WorkerLoad, MAX_MAP_WORKERS, SHORT_SAMPLED_RUN_NS,
 };
-pub use partition::{
+pub use plan::partition::{
     evaluate, partition, partition_from, partition_from_within, partition_within, Evaluation,
     PartGraph, CUT_TOLERANCE,
 };
-pub use pftrace::{write_perfetto_trace, PerfettoOptions, PerfettoStats, MAX_BUCKETS};
-pub use rankmap::{
+pub use plan::rankmap::{
     plan_rank_mapping, LevelCost, LevelCut, PlaceLoad, RankMapPlan, RankMappedTask,
     ASSUMED_WORKER_NS, MAX_MAP_PLACES, RANK_OVER_WORKER,
 };
-pub use ranks::{is_run_across_ranks, CrossStream, LocalSide, RankInfo, Ranks};
+pub use replay::crossing::{CrossingDelays, Delays};
 pub use report::{report_html, ReportOptions};
-pub use sampled::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
-pub use summary::{
+pub use summary::summarize::{
     end_state_name, fmt_ns, summarize, summarize_grouped, summarize_totals, GroupSummary,
     LatencyStats, LatencySummary, SinkLatency, StreamSummary, Summary, TaskSummary, Throughput,
     WorkerSummary,
 };
-pub use timeline::{task_colour, timeline_svg, xml_escape, TimelineOptions};
-pub use trace::{chrome_trace, write_chrome_trace, write_chrome_trace_window, TraceStats};
-pub use waits::{waits, waits_by_pass, PairWaits, StreamWaits, Waits, WorkerPairWaits};
+pub use trace::chrome::{chrome_trace, write_chrome_trace, write_chrome_trace_window, TraceStats};
+pub use trace::perfetto::{write_perfetto_trace, PerfettoOptions, PerfettoStats, MAX_BUCKETS};
+pub use trace::timeline::{task_colour, timeline_svg, xml_escape, TimelineOptions};

@@ -47,10 +47,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::activity::{Grid, Near};
-use crate::groups::group_of;
-use crate::load::RunLog;
-use crate::merge::Events;
+use crate::load::groups::group_of;
+use crate::load::run_log::RunLog;
+use crate::replay::activity::{Grid, Near};
+use crate::replay::merge::Events;
 
 mod replay;
 mod samples;
@@ -434,7 +434,7 @@ pub(crate) fn evolution_from(
     let sampled = run
         .sampled
         .as_ref()
-        .filter(|_| crate::sampled::is_sample_only(run));
+        .filter(|_| crate::load::sampled::is_sample_only(run));
     let source = if sampled.is_some() {
         EvolutionSource::Samples
     } else if flags.contains(MonitorFlags::SCHEDULER) {
@@ -449,7 +449,7 @@ pub(crate) fn evolution_from(
             run.dir.display()
         );
     };
-    let (lo, hi) = crate::pftrace::window(run, opts.from_ms, opts.to_ms);
+    let (lo, hi) = crate::trace::perfetto::window(run, opts.from_ms, opts.to_ms);
     let mut notes = Vec::new();
     let mut buckets = opts.buckets;
     if let Some(sm) = sampled {
@@ -470,7 +470,7 @@ pub(crate) fn evolution_from(
                     "{} buckets asked for, {buckets} drawn: a bucket is at least one window of \
                      samples long ({})",
                     opts.buckets,
-                    crate::summary::fmt_ns(run.ns(median) as f64)
+                    crate::summary::summarize::fmt_ns(run.ns(median) as f64)
                 ));
             }
         }

@@ -7,11 +7,11 @@
 use rill_log::EndState;
 
 use super::{Groups, Sums, BLOCKED_READ, BLOCKED_WRITE, NEW, READY, RUNNING};
-use crate::activity::{Grid, Near};
-use crate::load::{Behind, IdIndex, IdMap, RunLog};
-use crate::merge::{Event, Events, Period};
-use crate::scan::Item;
-use crate::wakeups::{offer, take_before, StreamEnds, Wake};
+use crate::load::run_log::{Behind, IdIndex, IdMap, RunLog};
+use crate::load::scan::Item;
+use crate::replay::activity::{Grid, Near};
+use crate::replay::merge::{Event, Events, Period};
+use crate::replay::wakeups::{offer, take_before, StreamEnds, Wake};
 
 /// What one log's own scan finds.
 struct LogScan {
@@ -28,7 +28,7 @@ struct LogScan {
 fn scan_logs(run: &RunLog, grid: &Grid) -> Vec<LogScan> {
     let logs: Vec<usize> = (0..run.workers.len()).collect();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    crate::load::parallel(&logs, cores, |&i| {
+    crate::load::run_log::parallel(&logs, cores, |&i| {
         let w = &run.workers[i];
         let mut s = LogScan {
             busy: vec![0.0; grid.n],

@@ -3,8 +3,8 @@
 //! records.
 
 use super::{Groups, Sums};
-use crate::load::{IdMap, RunLog};
-use crate::sampled::Sampled;
+use crate::load::run_log::{IdMap, RunLog};
+use crate::load::sampled::Sampled;
 
 /// Task states in [`Sums::task`] (the third, not running, is derived).
 const RUNNING: usize = 0;

@@ -7,14 +7,14 @@ use std::fmt::Write as _;
 
 use super::html::{self, esc, sh, Cell, Row};
 use super::Ctx;
-use crate::rankmap::{plan_rank_mapping, RankMapPlan};
+use crate::plan::rankmap::{plan_rank_mapping, RankMapPlan};
 
 fn plan_section(ctx: &Ctx<'_>, plan: &RankMapPlan) -> String {
     let run = ctx.run;
     let (r, w) = (plan.ranks, plan.workers);
     let mut o = String::new();
     let _ = writeln!(o, "<h3>On {r} rank(s) of {w} worker(s)</h3>");
-    let cut = |c: &crate::rankmap::LevelCut| {
+    let cut = |c: &crate::plan::rankmap::LevelCut| {
         format!(
             "{} stream(s) between ranks ({} waits), {} between workers of a rank ({} waits)",
             c.rank_streams, c.rank_waits, c.worker_streams, c.worker_waits

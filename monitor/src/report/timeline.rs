@@ -6,8 +6,8 @@ use rill_log::MonitorFlags;
 
 use super::html;
 use super::Ctx;
-use crate::load::RunLog;
-use crate::timeline::{timeline_svg, TimelineOptions};
+use crate::load::run_log::RunLog;
+use crate::trace::timeline::{timeline_svg, TimelineOptions};
 
 /// Periods per worker lane the detail window aims at.
 const DETAIL_PERIODS: f64 = 120.0;

@@ -39,8 +39,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use rill_log::{Calibration, EndState, Header, MonitorFlags, ScannedPeriod, ScannedSamples, Side};
 use serde::Serialize;
 
-use crate::load::IdMap;
-use crate::scan::Item;
+use crate::load::run_log::IdMap;
+use crate::load::scan::Item;
 
 /// The length of a bin, ms.
 pub const BIN_MS: u64 = 100;
@@ -533,7 +533,7 @@ impl Model {
         self.saw(b);
         let per = s.dur as f64 / f64::from(s.total);
         let running: u64 = tasks.iter().map(|&(_, k)| u64::from(k)).sum();
-        let charge = crate::sampled::charge(per, running, s.sched);
+        let charge = crate::load::sampled::charge(per, running, s.sched);
         let busy = running as f64 * charge;
         let wait = f64::from(s.spin) + f64::from(s.idle) + f64::from(s.parked);
         let wait = wait * per;

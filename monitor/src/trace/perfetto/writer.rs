@@ -28,7 +28,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::protobuf::{put_varint, Message};
+use crate::trace::protobuf::{put_varint, Message};
 
 /// Field numbers and enum values from Perfetto's protos.
 mod field {

@@ -32,10 +32,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::activity::{activity, whole_run, Activity};
-use crate::groups::group_of;
-use crate::load::RunLog;
-use crate::summary::{fmt_ns, table};
+use crate::load::groups::group_of;
+use crate::load::run_log::RunLog;
+use crate::replay::activity::{activity, whole_run, Activity};
+use crate::summary::summarize::{fmt_ns, table};
 
 /// What `rill-mon waits` prints. Times are nanoseconds; tables heaviest
 /// (most waiting) first.
@@ -374,7 +374,7 @@ fn waits_of(run: &RunLog, group: bool, act: &Activity) -> Waits {
     Waits {
         dir: run.dir.display().to_string(),
         grouped: group
-            && crate::groups::any_folds(run.tasks.values().filter_map(|t| t.name.as_deref())),
+            && crate::load::groups::any_folds(run.tasks.values().filter_map(|t| t.name.as_deref())),
         total_wait_ns: total,
         cross_worker_wait_ns: cross_total,
         cross_rank_wait_ns: run.ranks.as_ref().map(|_| rank_total),
@@ -393,7 +393,7 @@ fn waits_of(run: &RunLog, group: bool, act: &Activity) -> Waits {
 pub(crate) fn needs(run: &RunLog) -> Vec<String> {
     use rill_log::MonitorFlags as F;
     let mut notes = Vec::new();
-    if crate::sampled::is_sample_only(run) {
+    if crate::load::sampled::is_sample_only(run) {
         notes.push(
             "sample mode: busy times are estimates from samples; waits are exact counts, but \
              their durations were not measured (shown as 0)"

@@ -32,8 +32,8 @@ use std::collections::BTreeMap;
 
 use rill_log::EndState;
 
-use crate::load::{IdIndex, IdMap, RunLog};
-use crate::merge::{Event, Events, Period};
+use crate::load::run_log::{IdIndex, IdMap, RunLog};
+use crate::replay::merge::{Event, Events, Period};
 
 /// The run's span, `[t0, t0 + span]` in ticks, cut into `n` equal windows
 /// (the last tick belongs to the last window).
@@ -622,7 +622,7 @@ fn book_gap(
 /// neither.
 pub(crate) fn activity_from_totals(run: &RunLog) -> Option<Activity> {
     // A sample-mode run's activity comes from its windows.
-    if run.split_tasks > 0 || crate::sampled::is_sample_only(run) {
+    if run.split_tasks > 0 || crate::load::sampled::is_sample_only(run) {
         return None;
     }
     let unbound = run.streams.values().any(|s| {
@@ -693,9 +693,9 @@ pub(crate) fn activity_from(run: &RunLog, windows: usize, events: Events<'_>) ->
     if let Some(sm) = run
         .sampled
         .as_ref()
-        .filter(|_| crate::sampled::is_sample_only(run))
+        .filter(|_| crate::load::sampled::is_sample_only(run))
     {
-        return crate::sampled::activity(run, sm, Grid::new(run.t0, run.t1, windows));
+        return crate::load::sampled::activity(run, sm, Grid::new(run.t0, run.t1, windows));
     }
     let mut pass = Pass {
         grid: Grid::new(run.t0, run.t1, windows),

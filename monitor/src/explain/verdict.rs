@@ -3,10 +3,10 @@
 
 use std::fmt::Write as _;
 
-use crate::activity::Activity;
-use crate::bottleneck::{BottleneckOptions, Bottlenecks, Finding, Graph, Raw};
-use crate::load::RunLog;
-use crate::summary::fmt_ns;
+use crate::explain::bottleneck::{BottleneckOptions, Bottlenecks, Finding, Graph, Raw};
+use crate::load::run_log::RunLog;
+use crate::replay::activity::Activity;
+use crate::summary::summarize::fmt_ns;
 
 /// Findings below this share are listed in the JSON only (the text counts
 /// them).
@@ -296,7 +296,7 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
 }
 
 /// The placement finding in words (`placement.rs`).
-fn placement(run: &RunLog, p: &crate::placement::Placement, share: f64) -> Finding {
+fn placement(run: &RunLog, p: &crate::explain::placement::Placement, share: f64) -> Finding {
     let ms = |ns: u64| fmt_ns(ns as f64);
     let gain = p.observed_ns as f64 / p.proposed_ns.max(1) as f64;
     let pairs: Vec<String> = p
@@ -558,16 +558,16 @@ impl Bottlenecks {
                 &format!(
                     "{defs} {}{}",
                     if self.across_ranks {
-                        format!("{} ", crate::bottleneck::CROSS_RANK_RULE)
+                        format!("{} ", crate::explain::bottleneck::CROSS_RANK_RULE)
                     } else {
                         String::new()
                     },
-                    crate::placement::rule_text()
+                    crate::explain::placement::rule_text()
                 ),
                 78
             )
         );
-        crate::waits::notes_and_warnings(&mut o, &self.notes, &self.warnings);
+        crate::explain::waits::notes_and_warnings(&mut o, &self.notes, &self.warnings);
         o
     }
 }

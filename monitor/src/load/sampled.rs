@@ -31,8 +31,8 @@ use std::path::Path;
 
 use rill_log::{Header, Item, SampleWindow, Scanner};
 
-use crate::activity::{Activity, Grid};
-use crate::load::{RunLog, TaskInfo};
+use crate::load::run_log::{RunLog, TaskInfo};
+use crate::replay::activity::{Activity, Grid};
 
 /// The sampler log's file name in a log directory.
 pub const SAMPLER_FILE: &str = "sampler.rlog";

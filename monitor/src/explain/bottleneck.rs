@@ -54,8 +54,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::activity::{activity, Activity};
-use crate::load::{IdMap, RunLog};
+use crate::load::run_log::{IdMap, RunLog};
+use crate::replay::activity::{activity, Activity};
 
 /// The stream rule's version for cross-rank streams, in one sentence (for
 /// the texts that define the findings of a run across ranks).
@@ -182,7 +182,7 @@ pub(crate) enum Raw {
     },
     /// Streams across workers cost more than a mapping that keeps them on
     /// one (`placement.rs`).
-    Placement(crate::placement::Placement),
+    Placement(crate::explain::placement::Placement),
 }
 
 /// Union-find over dense indices.
@@ -302,7 +302,7 @@ pub fn bottleneck(run: &RunLog, opts: &BottleneckOptions) -> Bottlenecks {
 pub(crate) fn bottleneck_of(run: &RunLog, opts: &BottleneckOptions, act: &Activity) -> Bottlenecks {
     let g = graph(run, act);
     let raw = detect(act, &g, opts);
-    let placement = crate::placement::placement(run, act, &g);
+    let placement = crate::explain::placement::placement(run, act, &g);
     let waiting = total_waiting(act);
     let mut found: Vec<Finding> = raw
         .into_iter()
@@ -312,7 +312,7 @@ pub(crate) fn bottleneck_of(run: &RunLog, opts: &BottleneckOptions, act: &Activi
             } else {
                 0.0
             };
-            crate::verdict::finding(run, act, &r, share)
+            crate::explain::verdict::finding(run, act, &r, share)
         })
         .collect();
     let kind_rank = |k: &str| match k {
@@ -329,9 +329,9 @@ pub(crate) fn bottleneck_of(run: &RunLog, opts: &BottleneckOptions, act: &Activi
     // The placement finding comes first: its share is of time saved, not
     // of waiting (`placement.rs`).
     if let Some((r, share)) = placement {
-        found.insert(0, crate::verdict::finding(run, act, &r, share));
+        found.insert(0, crate::explain::verdict::finding(run, act, &r, share));
     }
-    let verdict = crate::verdict::verdict(run, act, &g, &found, opts);
+    let verdict = crate::explain::verdict::verdict(run, act, &g, &found, opts);
     let grid = &act.grid;
     Bottlenecks {
         dir: run.dir.display().to_string(),
@@ -344,7 +344,7 @@ pub(crate) fn bottleneck_of(run: &RunLog, opts: &BottleneckOptions, act: &Activi
         waiting_ns: run.ns(waiting),
         bottlenecks: found,
         verdict,
-        notes: crate::waits::needs(run),
+        notes: crate::explain::waits::needs(run),
         warnings: run.warnings.clone(),
     }
 }
@@ -356,7 +356,7 @@ pub(crate) fn bottleneck_of(run: &RunLog, opts: &BottleneckOptions, act: &Activi
 /// worker that it mostly keeps busy, holds the run back.
 fn sampled_waits_on(act: &Activity, g: &Graph, i: usize) -> (u64, u64, u64, u64) {
     let side = |s: &u64| act.streams.get(s);
-    let sum = |v: &[u64], f: fn(&crate::activity::StreamAct) -> u64| -> u64 {
+    let sum = |v: &[u64], f: fn(&crate::replay::activity::StreamAct) -> u64| -> u64 {
         v.iter().filter_map(side).map(f).sum()
     };
     let full = sum(&g.inputs[i], |a| a.writer_waits);
@@ -371,7 +371,8 @@ fn sampled_waits_on(act: &Activity, g: &Graph, i: usize) -> (u64, u64, u64, u64)
 /// while it held.
 fn total_waiting(act: &Activity) -> u64 {
     let n = act.grid.n;
-    let sum = |s: &crate::activity::Strip| (0..n).fold(0u64, |t, w| t.saturating_add(s.get(w)));
+    let sum =
+        |s: &crate::replay::activity::Strip| (0..n).fold(0u64, |t, w| t.saturating_add(s.get(w)));
     if act.sampled {
         return act
             .workers
@@ -498,8 +499,8 @@ fn detect(act: &Activity, g: &Graph, opts: &BottleneckOptions) -> Vec<(Raw, f64)
             // blocked part counts too.
             let far = g.cross_rank[k];
             let side =
-                |woken: &dyn Fn(&crate::activity::StreamAct) -> u64,
-                 blocked: &dyn Fn(&crate::activity::StreamAct) -> u64| {
+                |woken: &dyn Fn(&crate::replay::activity::StreamAct) -> u64,
+                 blocked: &dyn Fn(&crate::replay::activity::StreamAct) -> u64| {
                     a.map_or(0, |a| {
                         woken(a).saturating_add(if far { blocked(a) } else { 0 })
                     })

@@ -9,13 +9,13 @@ use rill_log::EndState;
 
 use super::layout::{BLOCKED_READ, BLOCKED_WRITE, BUSY, CROSS, READY};
 use super::PerfettoStats;
-use crate::activity::Near;
-use crate::detail::{Buckets, DetailPlan};
-use crate::groups::group_of;
-use crate::load::{IdIndex, IdMap, RunLog};
-use crate::perfetto::{Arg, Kind, Name, Track, Value, Writer};
-use crate::scan::ScannedPeriod;
-use crate::wakeups::{self, StreamEnds};
+use crate::load::groups::group_of;
+use crate::load::run_log::{IdIndex, IdMap, RunLog};
+use crate::load::scan::ScannedPeriod;
+use crate::replay::activity::Near;
+use crate::replay::wakeups::{self, StreamEnds};
+use crate::trace::detail::{Buckets, DetailPlan};
+use crate::trace::perfetto::writer::{Arg, Kind, Name, Track, Value, Writer};
 use rill_log::StreamIo;
 
 /// A wake-up (`wakeups.rs`): when (the waking period's end), by which

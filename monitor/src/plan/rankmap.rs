@@ -35,12 +35,12 @@ use std::fmt::Write as _;
 use anyhow::bail;
 use serde::Serialize;
 
-use crate::activity::{whole_run, Activity};
-use crate::crossing::{measure, CrossingDelays};
-use crate::load::RunLog;
-use crate::mapfile::quote_name;
-use crate::partition::{partition_within, PartGraph, CUT_TOLERANCE};
-use crate::summary::fmt_ns;
+use crate::load::run_log::RunLog;
+use crate::plan::mapfile::quote_name;
+use crate::plan::partition::{partition_within, PartGraph, CUT_TOLERANCE};
+use crate::replay::activity::{whole_run, Activity};
+use crate::replay::crossing::{measure, CrossingDelays};
+use crate::summary::summarize::fmt_ns;
 
 /// The cost of a wait crossing workers when the run shows none: a wake-up
 /// of an idle worker (the README measures under a microsecond to tens of
@@ -270,7 +270,7 @@ fn model(g: &Names, places: &Places, cw: f64, cr: f64) -> (f64, LevelCut, Loads)
 /// The costs per wait at each level: measured where the run shows waits
 /// at that level, else assumed (see the module documentation).
 fn costs(d: &CrossingDelays) -> (LevelCost, LevelCost) {
-    let measured = |x: &crate::crossing::Delays, what: &str| {
+    let measured = |x: &crate::replay::crossing::Delays, what: &str| {
         x.median_ns.map(|m| LevelCost {
             cost_ns: m as f64,
             measured: true,

@@ -5,10 +5,10 @@ use std::collections::VecDeque;
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use crate::load::{IdIndex, RunLog};
-use crate::scan::{Item, OpsKind, ScannedPeriod, Scanner};
+use crate::load::run_log::{IdIndex, RunLog};
+use crate::load::scan::{Item, OpsKind, ScannedPeriod, Scanner};
 
-use crate::summary::{LatencyStats, LatencySummary, SinkLatency};
+use crate::summary::summarize::{LatencyStats, LatencySummary, SinkLatency};
 
 /// Streaming count / mean / variance / min / max / jitter over latencies in ticks.
 #[derive(Clone, Debug, Default)]

@@ -1,7 +1,7 @@
 //! `rill-mon trace` in Perfetto's protobuf format: what the trace shows
 //! (tracks, slices, counters, flows) and how long runs are bounded. The
-//! encoding is in [`crate::perfetto`]; the choice of detailed buckets in
-//! [`crate::detail`]; `monitor/README.md` describes the trace for users.
+//! encoding is in [`crate::trace::perfetto::writer`]; the choice of detailed buckets in
+//! [`crate::trace::detail`]; `monitor/README.md` describes the trace for users.
 //!
 //! `pass.rs` makes the one pass over the periods that writes the workers'
 //! and tasks' slices and sums the counters; `layout.rs` declares the group
@@ -11,13 +11,14 @@ use std::io::{self, Write};
 
 use rill_log::EndState;
 
-mod layout;
-mod pass;
+pub(crate) mod layout;
+pub(crate) mod pass;
+pub(crate) mod writer;
 
-use crate::detail::{plan_detail, Buckets};
-use crate::load::{IdIndex, IdMap, RunLog};
-use crate::merge::{for_each_event, Event};
-use crate::perfetto::{Kind, Writer};
+use crate::load::run_log::{IdIndex, IdMap, RunLog};
+use crate::replay::merge::{for_each_event, Event};
+use crate::trace::detail::{plan_detail, Buckets};
+use crate::trace::perfetto::writer::{Kind, Writer};
 use layout::RUN_COUNTERS;
 use pass::{Names, Pass, WorkerSt};
 
@@ -235,7 +236,7 @@ pub fn write_perfetto_trace(
         groups: Vec::new(),
         group_ix: std::collections::HashMap::new(),
         workers,
-        streams: crate::wakeups::StreamEnds::default(),
+        streams: crate::replay::wakeups::StreamEnds::default(),
         wait_names: IdMap::default(),
         sums: Default::default(),
         near: Default::default(),

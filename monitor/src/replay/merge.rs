@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use rill_log::StreamIo;
 
-use crate::load::{Behind, RunLog, WorkerLog};
-use crate::scan::{Item, ScannedPeriod, Scanner};
+use crate::load::run_log::{Behind, RunLog, WorkerLog};
+use crate::load::scan::{Item, ScannedPeriod, Scanner};
 
 /// A period as a pass sees it.
 pub(crate) struct Period<'a> {

@@ -13,8 +13,8 @@ use rill_log::{
     Calibration, EndReason, EndState, Header, LogError, MonitorFlags, Side, Truncation,
 };
 
-use crate::latency::{feed, message_budget, replay, FeedTx, RawLatency};
-use crate::scan::{Item, ScannedPeriod, Scanner};
+use crate::load::scan::{Item, ScannedPeriod, Scanner};
+use crate::replay::latency::{feed, message_budget, replay, FeedTx, RawLatency};
 
 /// Logs larger than this in total (bytes) get a progress bar on stderr.
 pub const PROGRESS_THRESHOLD: u64 = 64 << 20;
@@ -135,11 +135,11 @@ pub struct RunLog {
     pub(crate) latency: Option<RawLatency>,
     /// Sample mode: the sampler's windows and what was estimated from them
     /// (busy and waiting time per worker, busy time per task).
-    pub sampled: Option<crate::sampled::Sampled>,
+    pub sampled: Option<crate::load::sampled::Sampled>,
     /// A run across ranks (`DIR/rank-R/`, see [`Ranks`](crate::Ranks)):
     /// its ranks, how their ids and workers were renumbered, and its
     /// cross-rank streams. `None` for one process's run.
-    pub ranks: Option<crate::ranks::Ranks>,
+    pub ranks: Option<crate::load::ranks::Ranks>,
     /// Tasks whose periods lie in more than one log (they migrated): for
     /// them a log's order is not the task's order.
     pub(crate) split_tasks: u64,
@@ -595,7 +595,7 @@ pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
         n => n,
     };
     // Read every file and check its header first: header errors stop here.
-    let (files, ranked) = match crate::ranks::load(dir, cores)? {
+    let (files, ranked) = match crate::load::ranks::load(dir, cores)? {
         Some(mut r) => (std::mem::take(&mut r.files), Some(r)),
         None => {
             let paths = find_logs(dir)?;
@@ -660,8 +660,10 @@ pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
     }
     if run.flags.is_sampled() {
         match sampler {
-            Some((windows, problems)) => crate::sampled::load_windows(&mut run, windows, problems),
-            None => crate::sampled::load(&mut run),
+            Some((windows, problems)) => {
+                crate::load::sampled::load_windows(&mut run, windows, problems)
+            }
+            None => crate::load::sampled::load(&mut run),
         }
     }
     Ok(run)
@@ -1093,7 +1095,7 @@ impl Agg {
                 s.writer_wait = s.writer_wait.saturating_add(ticks);
             }
             // A poll wait goes to the first stream the next period reads.
-            EndState::BlockedAny => match crate::merge::first_read(sc) {
+            EndState::BlockedAny => match crate::replay::merge::first_read(sc) {
                 Some(stream) => {
                     let s = self.stream(stream);
                     s.poll_waits += 1;

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use rill_log::{EndState, MonitorFlags};
 use serde::Serialize;
 
-use crate::load::RunLog;
+use crate::load::run_log::RunLog;
 
 /// Everything `rill-mon summary` prints. Times are nanoseconds.
 #[derive(Clone, Debug, Serialize)]
@@ -70,7 +70,7 @@ pub struct SamplingSummary {
     pub share_error_pp: f64,
     /// A run that recorded periods as well: how far the samples are from
     /// them.
-    pub check: Option<crate::sampled::SamplerCheck>,
+    pub check: Option<crate::load::sampled::SamplerCheck>,
 }
 
 /// One worker's time budget (the paper's Table III: WE and WT).
@@ -478,7 +478,7 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
     } else if has(MonitorFlags::STREAM) && has(MonitorFlags::SCHEDULER) {
         Some(match &run.latency {
             Some(raw) => raw.finish(run),
-            None => crate::latency::replay_run(run).finish(run),
+            None => crate::replay::latency::replay_run(run).finish(run),
         })
     } else {
         None
@@ -522,7 +522,7 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
     let sampled = run
         .sampled
         .as_ref()
-        .is_some_and(|_| crate::sampled::is_sample_only(run));
+        .is_some_and(|_| crate::load::sampled::is_sample_only(run));
     let mut waits: HashMap<u64, (u64, u64)> = HashMap::new();
     for s in run.streams.values() {
         if let Some(r) = s.reader {

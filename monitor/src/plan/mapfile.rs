@@ -11,7 +11,7 @@
 //! Unnamed tasks cannot be listed: the runtime places them round-robin
 //! among the tasks no line matches, so in spawn (id) order they go to
 //! workers 0, 1, 2, ...; the estimate pins them there. The partition is
-//! [`partition`](crate::partition()). Where its result is predicted slower
+//! [`partition`](crate::plan::partition()). Where its result is predicted slower
 //! than the observed mapping, and that mapping is one of names (each name's
 //! tasks ran on one worker, on no more workers than planned for), the plan
 //! is the observed mapping refined by the same single-name moves instead
@@ -101,12 +101,12 @@ use std::fmt::Write as _;
 use anyhow::bail;
 use serde::Serialize;
 
-use crate::activity::{activity, whole_run, Activity};
-use crate::load::{IdMap, RunLog};
-use crate::partition::{
+use crate::load::run_log::{IdMap, RunLog};
+use crate::plan::partition::{
     evaluate, partition_from_within, partition_within, PartGraph, CUT_TOLERANCE,
 };
-use crate::summary::fmt_ns;
+use crate::replay::activity::{activity, whole_run, Activity};
+use crate::summary::summarize::fmt_ns;
 
 /// The most workers `map` plans for.
 pub const MAX_MAP_WORKERS: usize = 4096;
@@ -476,7 +476,7 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
         .iter()
         .map(|&t| {
             let key = match named(t) {
-                Some(name) => (Some(crate::groups::group_of(name).into_owned()), 0),
+                Some(name) => (Some(crate::load::groups::group_of(name).into_owned()), 0),
                 None => (None, t),
             };
             let k = groups.len();
@@ -497,7 +497,7 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
             *b = (*b as f64 - c_busy * x as f64).max(0.0).round() as u64;
         }
     }
-    if crate::sampled::is_sample_only(run) {
+    if crate::load::sampled::is_sample_only(run) {
         if let Some(sm) = &run.sampled {
             let (dur, total) = sm.windows.iter().fold((0u64, 0u64), |(d, t), w| {
                 (
@@ -706,7 +706,7 @@ pub const SHORT_SAMPLED_RUN_NS: u64 = 200_000_000;
 
 /// The warning for a sample-only run shorter than [`SHORT_SAMPLED_RUN_NS`].
 fn few_samples_warning(run: &RunLog) -> Option<String> {
-    if !crate::sampled::is_sample_only(run) || run.span_ns() >= SHORT_SAMPLED_RUN_NS {
+    if !crate::load::sampled::is_sample_only(run) || run.span_ns() >= SHORT_SAMPLED_RUN_NS {
         return None;
     }
     let sm = run.sampled.as_ref()?;
@@ -716,7 +716,7 @@ fn few_samples_warning(run: &RunLog) -> Option<String> {
          (a busy share within {:.0} points at 95%), and runs this short were found further off; \
          for a plan from a short run, record it in count mode (--monitor map,worker,task,stream)",
         fmt_ns(run.span_ns() as f64),
-        100.0 * crate::sampled::Sampled::share_error(fewest)
+        100.0 * crate::load::sampled::Sampled::share_error(fewest)
     ))
 }
 

@@ -27,11 +27,11 @@
 //! predicted time the proposed mapping saves. It comes first: the window
 //! findings say who waited, this one what the placement costs.
 
-use crate::activity::Activity;
-use crate::bottleneck::{Graph, Raw};
-use crate::groups::group_of;
-use crate::load::RunLog;
-use crate::mapfile::{plan_from, MAX_MAP_WORKERS};
+use crate::explain::bottleneck::{Graph, Raw};
+use crate::load::groups::group_of;
+use crate::load::run_log::RunLog;
+use crate::plan::mapfile::{plan_from, MAX_MAP_WORKERS};
+use crate::replay::activity::Activity;
 
 /// The least predicted speed-up (observed mapping's time over the
 /// proposed one's) for a placement finding.

@@ -1,7 +1,7 @@
 //! `rill-mon trace -o FILE.json`: Chrome trace-event JSON (opens in
 //! Perfetto and chrome://tracing), every period an event: for small runs
 //! (about 190 bytes a period); Perfetto's protobuf format is in
-//! [`crate::pftrace`].
+//! [`crate::trace::perfetto`].
 
 use std::io::{self, Write};
 
@@ -9,10 +9,10 @@ use rill_log::EndState;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::load::RunLog;
-use crate::pftrace::window;
-use crate::scan::Item;
-use crate::summary::end_state_name;
+use crate::load::run_log::RunLog;
+use crate::load::scan::Item;
+use crate::summary::summarize::end_state_name;
+use crate::trace::perfetto::window;
 
 /// One trace event as written.
 #[derive(Serialize)]

@@ -4,7 +4,7 @@
 use std::io;
 
 use super::pass::Pass;
-use crate::perfetto::{Kind, Track};
+use crate::trace::perfetto::writer::{Kind, Track};
 
 /// Groups with counters of their own, heaviest first (each holds three
 /// sums per bucket: memory).

@@ -5,10 +5,10 @@ use std::fmt::Write as _;
 
 use rill_log::EndState;
 
-use crate::load::{Behind, IdIndex, RunLog};
-use crate::merge::{Event, Events};
-use crate::scan::{Item, ScannedPeriod};
-use crate::summary::end_state_name;
+use crate::load::run_log::{Behind, IdIndex, RunLog};
+use crate::load::scan::{Item, ScannedPeriod};
+use crate::replay::merge::{Event, Events};
+use crate::summary::summarize::end_state_name;
 
 /// What to draw.
 #[derive(Clone, Debug)]
@@ -145,7 +145,7 @@ impl Lane<'_> {
                 "<rect x=\"{col}\" y=\"{y:.1}\" width=\"1\" height=\"{h:.1}\" fill=\"{fill}\">\
                  <title>{} {what} ({} in all)</title></rect>",
                 c.count,
-                crate::summary::fmt_ns(c.ticks as f64 * npt)
+                crate::summary::summarize::fmt_ns(c.ticks as f64 * npt)
             );
             c.count = 0;
             c.ticks = 0;
@@ -185,7 +185,7 @@ fn lane_reading(run: &RunLog, li: usize, g: &LaneGeometry, skip: bool) -> LaneSv
     if let Some(sm) = run
         .sampled
         .as_ref()
-        .filter(|_| crate::sampled::is_sample_only(run))
+        .filter(|_| crate::load::sampled::is_sample_only(run))
     {
         let mut lane = Lane {
             out: &mut d.body,
@@ -203,7 +203,7 @@ fn lane_reading(run: &RunLog, li: usize, g: &LaneGeometry, skip: bool) -> LaneSv
     // the rest hold nothing drawn. (Every time in a log is at or after
     // `t0`, where the offset from it grows with the time.)
     let rel = |t: u64| t.wrapping_sub(run.t0) as i64 as f64;
-    let outside = |c: &crate::load::Chunk| {
+    let outside = |c: &crate::load::run_log::Chunk| {
         c.min_t <= c.max_t && c.min_t >= run.t0 && (rel(c.max_t) < g.w0 || rel(c.min_t) > g.w1)
     };
     let stretches = w.stretches(|c| !(skip && outside(c)));
@@ -414,7 +414,7 @@ impl<'r> LaneDraw<'r> {
                     p.task,
                     self.worker,
                     fmt_ms(rs * npt / 1e6),
-                    crate::summary::fmt_ns(ticks as f64 * npt)
+                    crate::summary::summarize::fmt_ns(ticks as f64 * npt)
                 );
                 let full = format!("{name} ({state})");
                 let room = x1 - x0 - 4.0;
@@ -434,7 +434,7 @@ impl<'r> LaneDraw<'r> {
                     "worker {} waiting: {} ms + {}",
                     self.worker,
                     fmt_ms(rs * npt / 1e6),
-                    crate::summary::fmt_ns(ticks as f64 * npt)
+                    crate::summary::summarize::fmt_ns(ticks as f64 * npt)
                 ),
             ),
         };
@@ -526,7 +526,7 @@ fn sampled_lane(
                     "worker {} from {} ms for {}: {what}, {k} of {} samples",
                     run.worker_name(w.worker),
                     fmt_ms(rs * g.npt / 1e6),
-                    crate::summary::fmt_ns(win.dur as f64 * g.npt),
+                    crate::summary::summarize::fmt_ns(win.dur as f64 * g.npt),
                     win.total
                 ))
             );
@@ -649,7 +649,7 @@ pub(crate) fn timeline_svg_with(
         None => {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             let lis: Vec<usize> = (0..run.workers.len()).collect();
-            own = crate::load::parallel(&lis, cores, |&li| Ok(lane(run, li, &geometry)))
+            own = crate::load::run_log::parallel(&lis, cores, |&li| Ok(lane(run, li, &geometry)))
                 .unwrap_or_default();
             &own
         }
@@ -728,7 +728,7 @@ pub(crate) fn timeline_svg_with(
             format!("… {} more tasks", tasks.len() - opts.legend_max),
         ));
     }
-    if run.sampled.is_some() && crate::sampled::is_sample_only(run) {
+    if run.sampled.is_some() && crate::load::sampled::is_sample_only(run) {
         for (fill, what) in SAMPLED_KEYS {
             entries.push((fill.to_owned(), what.to_owned()));
         }
@@ -808,7 +808,7 @@ mod tests {
     /// each log, for the whole run and for a window.
     #[test]
     fn lanes_from_merged_events_are_the_lanes_read_from_the_logs() {
-        let (_dir, run) = crate::chunky_logs::run();
+        let (_dir, run) = crate::load::chunky_logs::run();
         for (from_ms, to_ms) in [(None, None), (Some(0.007), Some(0.0072))] {
             let opts = TimelineOptions {
                 from_ms,
@@ -834,7 +834,7 @@ mod tests {
     /// edges and past them.
     #[test]
     fn skipping_chunks_draws_the_same_lanes() {
-        let (_dir, run) = crate::chunky_logs::run();
+        let (_dir, run) = crate::load::chunky_logs::run();
         let end = (run.t1 - run.t0) as f64;
         for (w0, w1) in [
             (0.0, end),

@@ -27,9 +27,9 @@ use std::collections::VecDeque;
 use rill_log::EndState;
 use serde::Serialize;
 
-use crate::activity::Activity;
-use crate::load::{IdMap, RunLog};
-use crate::merge::{for_each_event, Event};
+use crate::load::run_log::{IdMap, RunLog};
+use crate::replay::activity::Activity;
+use crate::replay::merge::{for_each_event, Event};
 
 /// Operation times kept per stream end.
 const RECENT: usize = 64;

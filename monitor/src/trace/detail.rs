@@ -9,8 +9,8 @@
 //! dense buckets on one side instead of detailing a scattered few that
 //! happen to hold a period less than their neighbours.
 
-use crate::activity::Near;
-use crate::load::{parallel, RunLog};
+use crate::load::run_log::{parallel, RunLog};
+use crate::replay::activity::Near;
 
 /// The window `[t0, t0 + span]` (ticks) cut into `n` buckets of `width`
 /// ticks (the last one shorter): `width = ceil(span / asked)`, so `n` is at
@@ -97,7 +97,7 @@ impl Buckets {
     }
 
     /// [`split`](Self::split), with `near` the bucket met last (see
-    /// [`Grid::split_near`](crate::activity::Grid::split_near)).
+    /// [`Grid::split_near`](crate::replay::activity::Grid::split_near)).
     #[inline]
     pub fn split_near(&self, near: &mut Near, a: u64, b: u64, f: impl FnMut(usize, u64)) {
         near.split(
@@ -202,16 +202,16 @@ pub(crate) fn choose(grid: Buckets, counts: Vec<u32>, budget: u64) -> DetailPlan
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scan::Item;
+    use crate::load::scan::Item;
 
     /// Counting by chunks gives what a decode of every period gives, for
     /// grids whose edges cut chunks anywhere, windows that cut the run, and
     /// a log whose starts go back in time now and then.
     #[test]
     fn chunks_count_what_a_full_decode_counts() {
-        let (_dir, run) = crate::chunky_logs::run();
+        let (_dir, run) = crate::load::chunky_logs::run();
         // Every period decoded.
-        let count_from = |counts: &mut [u32], g: &Buckets, w: &crate::load::WorkerLog| {
+        let count_from = |counts: &mut [u32], g: &Buckets, w: &crate::load::run_log::WorkerLog| {
             let mut sc = w.scanner();
             while let Some(item) = sc.next() {
                 if let Item::Period(p) = item {

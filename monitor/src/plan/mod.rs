@@ -1,0 +1,5 @@
+//! Planning.
+
+pub(crate) mod mapfile;
+pub(crate) mod partition;
+pub(crate) mod rankmap;

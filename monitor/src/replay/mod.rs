@@ -1,0 +1,7 @@
+//! Replays.
+
+pub(crate) mod activity;
+pub(crate) mod crossing;
+pub(crate) mod latency;
+pub(crate) mod merge;
+pub(crate) mod wakeups;

@@ -1,0 +1,3 @@
+//! Summary.
+
+pub(crate) mod summarize;
