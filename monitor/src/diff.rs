@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use crate::explain::waits::{notes_and_warnings, waits, Waits};
 use crate::load::groups::group_of;
-use crate::load::run_log::RunLog;
+use crate::load::model::RunLog;
 use crate::summary::summarize::{fmt_ns, summarize_totals, table, Summary};
 
 /// A figure in A and in B. Times are nanoseconds.

@@ -54,12 +54,11 @@ pub use evolution::{
 pub use explain::bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
 pub use explain::waits::{waits, waits_by_pass, PairWaits, StreamWaits, Waits, WorkerPairWaits};
 pub use load::groups::group_of;
+pub use load::model::{RunLog, StreamInfo, TaskInfo};
+pub use load::open::{LoadOptions, PROGRESS_THRESHOLD};
 pub use load::ranks::{is_run_across_ranks, CrossStream, LocalSide, RankInfo, Ranks};
-pub use load::run_log::{
-    load_run, load_run_with, LoadOptions, RunLog, StreamInfo, TaskInfo, WorkerLog, WorkerStats,
-    PROGRESS_THRESHOLD,
-};
 pub use load::sampled::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
+pub use load::worker_log::{WorkerLog, WorkerStats};
 pub use plan::mapfile::{
     plan_mapping, plan_mapping_by_pass, profile_planner, quote_name, Basis, Cut, Estimate, MapPlan,
     MappedTask, WorkerLoad, MAX_MAP_WORKERS, SHORT_SAMPLED_RUN_NS,
@@ -73,11 +72,12 @@ pub use plan::rankmap::{
     ASSUMED_WORKER_NS, MAX_MAP_PLACES, RANK_OVER_WORKER,
 };
 pub use replay::crossing::{CrossingDelays, Delays};
+pub use replay::load_run::{load_run, load_run_with};
 pub use report::{report_html, ReportOptions};
+pub use summary::latency::{LatencyStats, LatencySummary, SinkLatency};
 pub use summary::summarize::{
     end_state_name, fmt_ns, summarize, summarize_grouped, summarize_totals, GroupSummary,
-    LatencyStats, LatencySummary, SinkLatency, StreamSummary, Summary, TaskSummary, Throughput,
-    WorkerSummary,
+    StreamSummary, Summary, TaskSummary, Throughput, WorkerSummary,
 };
 pub use trace::chrome::{chrome_trace, write_chrome_trace, write_chrome_trace_window, TraceStats};
 pub use trace::perfetto::{write_perfetto_trace, PerfettoOptions, PerfettoStats, MAX_BUCKETS};

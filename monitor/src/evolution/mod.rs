@@ -48,7 +48,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::load::groups::group_of;
-use crate::load::run_log::RunLog;
+use crate::load::model::RunLog;
 use crate::replay::activity::{Grid, Near};
 use crate::replay::merge::Events;
 

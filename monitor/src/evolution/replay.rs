@@ -7,7 +7,9 @@
 use rill_log::EndState;
 
 use super::{Groups, Sums, BLOCKED_READ, BLOCKED_WRITE, NEW, READY, RUNNING};
-use crate::load::run_log::{Behind, IdIndex, IdMap, RunLog};
+use crate::load::bytes::Behind;
+use crate::load::ids::{IdIndex, IdMap};
+use crate::load::model::RunLog;
 use crate::load::scan::Item;
 use crate::replay::activity::{Grid, Near};
 use crate::replay::merge::{Event, Events, Period};
@@ -28,7 +30,7 @@ struct LogScan {
 fn scan_logs(run: &RunLog, grid: &Grid) -> Vec<LogScan> {
     let logs: Vec<usize> = (0..run.workers.len()).collect();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    crate::load::run_log::parallel(&logs, cores, |&i| {
+    crate::load::pool::parallel(&logs, cores, |&i| {
         let w = &run.workers[i];
         let mut s = LogScan {
             busy: vec![0.0; grid.n],

@@ -3,7 +3,8 @@
 //! records.
 
 use super::{Groups, Sums};
-use crate::load::run_log::{IdMap, RunLog};
+use crate::load::ids::IdMap;
+use crate::load::model::RunLog;
 use crate::load::sampled::Sampled;
 
 /// Task states in [`Sums::task`] (the third, not running, is derived).

@@ -54,7 +54,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::load::run_log::{IdMap, RunLog};
+use crate::load::ids::IdMap;
+
+use crate::load::model::RunLog;
 use crate::replay::activity::{activity, Activity};
 
 /// The stream rule's version for cross-rank streams, in one sentence (for

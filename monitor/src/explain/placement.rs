@@ -29,7 +29,7 @@
 
 use crate::explain::bottleneck::{Graph, Raw};
 use crate::load::groups::group_of;
-use crate::load::run_log::RunLog;
+use crate::load::model::RunLog;
 use crate::plan::mapfile::{plan_from, MAX_MAP_WORKERS};
 use crate::replay::activity::Activity;
 

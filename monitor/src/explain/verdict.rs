@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::explain::bottleneck::{BottleneckOptions, Bottlenecks, Finding, Graph, Raw};
-use crate::load::run_log::RunLog;
+use crate::load::model::RunLog;
 use crate::replay::activity::Activity;
 use crate::summary::summarize::fmt_ns;
 

@@ -33,7 +33,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::load::groups::group_of;
-use crate::load::run_log::RunLog;
+use crate::load::model::RunLog;
 use crate::replay::activity::{activity, whole_run, Activity};
 use crate::summary::summarize::{fmt_ns, table};
 

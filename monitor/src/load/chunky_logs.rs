@@ -8,11 +8,11 @@ use std::path::Path;
 use rill_log::{Calibration, Encoder, EndState, Header, LogWriter, MonitorFlags, PeriodRef};
 
 /// Periods per log.
-pub(crate) const PERIODS: u64 = 5 * crate::load::run_log::CHUNK_PERIODS as u64 + 123;
+pub(crate) const PERIODS: u64 = 5 * crate::load::chunks::CHUNK_PERIODS as u64 + 123;
 
 /// The run of [`write`]'s logs, loaded, with the directory that holds them
 /// (removed when it is dropped), each log cut into six chunks.
-pub(crate) fn run() -> (tempfile::TempDir, crate::load::run_log::RunLog) {
+pub(crate) fn run() -> (tempfile::TempDir, crate::load::model::RunLog) {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path());
     let run = crate::load_run(dir.path()).unwrap();

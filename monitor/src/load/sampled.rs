@@ -31,7 +31,7 @@ use std::path::Path;
 
 use rill_log::{Header, Item, SampleWindow, Scanner};
 
-use crate::load::run_log::{RunLog, TaskInfo};
+use crate::load::model::{RunLog, TaskInfo};
 use crate::replay::activity::{Activity, Grid};
 
 /// The sampler log's file name in a log directory.

@@ -101,7 +101,9 @@ use std::fmt::Write as _;
 use anyhow::bail;
 use serde::Serialize;
 
-use crate::load::run_log::{IdMap, RunLog};
+use crate::load::ids::IdMap;
+
+use crate::load::model::RunLog;
 use crate::plan::partition::{
     evaluate, partition_from_within, partition_within, PartGraph, CUT_TOLERANCE,
 };

@@ -35,7 +35,7 @@ use std::fmt::Write as _;
 use anyhow::bail;
 use serde::Serialize;
 
-use crate::load::run_log::RunLog;
+use crate::load::model::RunLog;
 use crate::plan::mapfile::quote_name;
 use crate::plan::partition::{partition_within, PartGraph, CUT_TOLERANCE};
 use crate::replay::activity::{whole_run, Activity};

@@ -32,7 +32,9 @@ use std::collections::BTreeMap;
 
 use rill_log::EndState;
 
-use crate::load::run_log::{IdIndex, IdMap, RunLog};
+use crate::load::ids::{IdIndex, IdMap};
+
+use crate::load::model::RunLog;
 use crate::replay::merge::{Event, Events, Period};
 
 /// The run's span, `[t0, t0 + span]` in ticks, cut into `n` equal windows

@@ -27,7 +27,9 @@ use std::collections::VecDeque;
 use rill_log::EndState;
 use serde::Serialize;
 
-use crate::load::run_log::{IdMap, RunLog};
+use crate::load::ids::IdMap;
+
+use crate::load::model::RunLog;
 use crate::replay::activity::Activity;
 use crate::replay::merge::{for_each_event, Event};
 

@@ -5,130 +5,12 @@ use std::collections::VecDeque;
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use crate::load::run_log::{IdIndex, RunLog};
+use crate::load::ids::IdIndex;
+
+use crate::load::model::RunLog;
 use crate::load::scan::{Item, OpsKind, ScannedPeriod, Scanner};
 
-use crate::summary::summarize::{LatencyStats, LatencySummary, SinkLatency};
-
-/// Streaming count / mean / variance / min / max / jitter over latencies in ticks.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Acc {
-    n: u64,
-    mean: f64,
-    m2: f64,
-    min: u64,
-    max: u64,
-    jitter_sum: f64,
-    last: u64,
-}
-
-impl Acc {
-    #[inline]
-    fn add(&mut self, v: u64) {
-        self.n += 1;
-        let x = v as f64;
-        let d = x - self.mean;
-        self.mean += d / self.n as f64;
-        self.m2 += d * (x - self.mean);
-        if self.n == 1 {
-            self.min = v;
-            self.max = v;
-        } else {
-            self.min = self.min.min(v);
-            self.max = self.max.max(v);
-            self.jitter_sum += v.abs_diff(self.last) as f64;
-        }
-        self.last = v;
-    }
-
-    /// Combines two accumulators' count, mean, variance, min and max
-    /// (Chan et al.); the jitters are added (see [`LatencySummary::all`]).
-    fn merge(&mut self, o: &Acc) {
-        if o.n == 0 {
-            return;
-        }
-        if self.n == 0 {
-            *self = o.clone();
-            return;
-        }
-        let n = self.n + o.n;
-        let d = o.mean - self.mean;
-        self.m2 += o.m2 + d * d * self.n as f64 * o.n as f64 / n as f64;
-        self.mean += d * o.n as f64 / n as f64;
-        self.min = self.min.min(o.min);
-        self.max = self.max.max(o.max);
-        self.jitter_sum += o.jitter_sum;
-        self.n = n;
-    }
-
-    fn stats(&self, ns_per_tick: f64, jitter_pairs: u64) -> LatencyStats {
-        if self.n == 0 {
-            return LatencyStats::default();
-        }
-        LatencyStats {
-            outputs: self.n,
-            mean_ns: self.mean * ns_per_tick,
-            stddev_ns: (self.m2 / self.n as f64).sqrt() * ns_per_tick,
-            min_ns: self.min as f64 * ns_per_tick,
-            max_ns: self.max as f64 * ns_per_tick,
-            jitter_ns: if jitter_pairs > 0 {
-                self.jitter_sum / jitter_pairs as f64 * ns_per_tick
-            } else {
-                0.0
-            },
-        }
-    }
-}
-
-/// The replay's result before the sink tasks are known.
-#[derive(Clone, Debug, Default)]
-pub struct RawLatency {
-    /// Per task that read messages and never wrote one (so far), its reads' latencies.
-    readers: Vec<(u64, Acc)>,
-    unmatched: u64,
-    unread: u64,
-    timed_periods: u64,
-    message_periods: u64,
-    skipped_periods: u64,
-}
-
-impl RawLatency {
-    /// The summary, with the run's sink tasks as outputs.
-    pub(crate) fn finish(&self, run: &RunLog) -> LatencySummary {
-        let npt = run.calibration.ns_per_tick();
-        let mut all = Acc::default();
-        let mut pairs = 0;
-        let mut sinks: Vec<SinkLatency> = Vec::new();
-        for (id, acc) in &self.readers {
-            if !run.tasks.get(id).is_some_and(|t| t.is_sink()) || acc.n == 0 {
-                continue;
-            }
-            all.merge(acc);
-            pairs += acc.n - 1;
-            sinks.push(SinkLatency {
-                task: *id,
-                name: run.task_label(*id),
-                stats: acc.stats(npt, acc.n - 1),
-            });
-        }
-        sinks.sort_by_key(|s| s.task);
-        let timing = if self.message_periods > 0 && self.timed_periods == self.message_periods {
-            "message times"
-        } else if self.timed_periods > 0 {
-            "message times where recorded, apportioned elsewhere"
-        } else {
-            "apportioned"
-        };
-        LatencySummary {
-            timing: timing.to_owned(),
-            all: all.stats(npt, pairs),
-            sinks,
-            unmatched_reads: self.unmatched,
-            unread_messages: self.unread,
-            skipped_periods: self.skipped_periods,
-        }
-    }
-}
+use crate::load::raw_latency::{Acc, RawLatency};
 
 /// A message read or write waiting for its task to be resumed.
 #[derive(Clone, Copy, Debug)]
@@ -579,6 +461,15 @@ pub(crate) fn feed() -> (FeedTx, FeedRx) {
             pos: 0,
         },
     )
+}
+
+impl crate::load::scan_file::PeriodFeed for FeedTx {
+    fn period(&mut self, p: &ScannedPeriod, sc: &Scanner<'_>) {
+        FeedTx::period(self, p, sc);
+    }
+    fn finish(self) {
+        FeedTx::finish(self);
+    }
 }
 
 impl FeedTx {

@@ -22,8 +22,12 @@ use std::sync::Arc;
 
 use rill_log::StreamIo;
 
-use crate::load::run_log::{Behind, RunLog, WorkerLog};
+use crate::load::bytes::Behind;
+
+use crate::load::model::RunLog;
+
 use crate::load::scan::{Item, ScannedPeriod, Scanner};
+use crate::load::worker_log::WorkerLog;
 
 /// A period as a pass sees it.
 pub(crate) struct Period<'a> {

@@ -18,7 +18,7 @@
 
 use rill_log::StreamIo;
 
-use crate::load::run_log::IdIndex;
+use crate::load::ids::IdIndex;
 
 /// Each stream's writer and reader task, as far as known.
 #[derive(Debug, Default)]

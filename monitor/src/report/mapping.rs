@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::html::{self, esc, sh, Cell, Row};
 use super::Ctx;
-use crate::load::run_log::RunLog;
+use crate::load::model::RunLog;
 use crate::plan::mapfile::{plan_mapping, MapPlan, MAX_MAP_WORKERS};
 
 /// The `rill-bench` application the run's task names point to (their most

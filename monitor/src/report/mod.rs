@@ -37,7 +37,7 @@ use std::sync::OnceLock;
 use crate::evolution::{evolution, evolution_from, Evolution, EvolutionOptions};
 use crate::explain::bottleneck::{bottleneck, bottleneck_of, BottleneckOptions, Bottlenecks};
 use crate::explain::waits::{waits, Waits};
-use crate::load::run_log::RunLog;
+use crate::load::model::RunLog;
 use crate::replay::activity::{activity_from, Activity};
 use crate::summary::summarize::{summarize_totals, Summary};
 use crate::trace::timeline::{lanes_from, timeline_svg_with, LaneSvg, TimelineOptions};

@@ -6,7 +6,7 @@ use rill_log::MonitorFlags;
 
 use super::html;
 use super::Ctx;
-use crate::load::run_log::RunLog;
+use crate::load::model::RunLog;
 use crate::trace::timeline::{timeline_svg, TimelineOptions};
 
 /// Periods per worker lane the detail window aims at.

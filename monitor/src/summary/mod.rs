@@ -1,3 +1,4 @@
 //! Summary.
 
+pub(crate) mod latency;
 pub(crate) mod summarize;

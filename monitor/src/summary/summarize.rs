@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use rill_log::{EndState, MonitorFlags};
 use serde::Serialize;
 
-use crate::load::run_log::RunLog;
+use crate::load::model::RunLog;
+use crate::summary::latency::{LatencyStats, LatencySummary};
 
 /// Everything `rill-mon summary` prints. Times are nanoseconds.
 #[derive(Clone, Debug, Serialize)]
@@ -200,59 +201,6 @@ pub struct Throughput {
     pub count: u64,
     /// Per second of the run's span.
     pub per_sec: f64,
-}
-
-/// Latency statistics of a set of outputs.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct LatencyStats {
-    /// Number of outputs.
-    pub outputs: u64,
-    /// Mean latency.
-    pub mean_ns: f64,
-    /// Standard deviation of the latency.
-    pub stddev_ns: f64,
-    /// Smallest latency.
-    pub min_ns: f64,
-    /// Largest latency.
-    pub max_ns: f64,
-    /// Jitter: mean absolute difference of consecutive outputs' latencies.
-    pub jitter_ns: f64,
-}
-
-/// Per-input latency (the paper's Equations 1 to 3, see [`summarize`]).
-#[derive(Clone, Debug, Serialize)]
-pub struct LatencySummary {
-    /// `"message times"` (MESSAGE_TIME recorded) or `"apportioned"` (each
-    /// period's duration split evenly over its messages).
-    pub timing: String,
-    /// Over all outputs. With several sinks, `jitter_ns` is the mean of the
-    /// sinks' jitters weighted by their outputs (consecutive outputs of one sink).
-    pub all: LatencyStats,
-    /// Per sink task.
-    pub sinks: Vec<SinkLatency>,
-    /// Reads whose message was never logged as written (damaged or missing logs).
-    pub unmatched_reads: u64,
-    /// Messages written but never read in the logs (including any the
-    /// replay gave up to bound its memory: see `skipped_periods`' note on
-    /// damaged logs).
-    pub unread_messages: u64,
-    /// Periods left out because they claim implausibly many messages (over
-    /// 16 Mi in one period, or more in all than the logs' size makes
-    /// plausible: damaged or forged records); the latencies are unreliable
-    /// when nonzero.
-    pub skipped_periods: u64,
-}
-
-/// Latency of one sink task's outputs.
-#[derive(Clone, Debug, Serialize)]
-pub struct SinkLatency {
-    /// Task id.
-    pub task: u64,
-    /// Task name.
-    pub name: String,
-    /// Its statistics.
-    #[serde(flatten)]
-    pub stats: LatencyStats,
 }
 
 /// The short name of an end state (`yield`, `input`, `output`, `any`, `end`, `panic`).

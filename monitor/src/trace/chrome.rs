@@ -9,7 +9,7 @@ use rill_log::EndState;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::load::run_log::RunLog;
+use crate::load::model::RunLog;
 use crate::load::scan::Item;
 use crate::summary::summarize::end_state_name;
 use crate::trace::perfetto::window;

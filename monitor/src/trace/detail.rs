@@ -9,7 +9,9 @@
 //! dense buckets on one side instead of detailing a scattered few that
 //! happen to hold a period less than their neighbours.
 
-use crate::load::run_log::{parallel, RunLog};
+use crate::load::model::RunLog;
+
+use crate::load::pool::parallel;
 use crate::replay::activity::Near;
 
 /// The window `[t0, t0 + span]` (ticks) cut into `n` buckets of `width`
@@ -211,16 +213,17 @@ mod tests {
     fn chunks_count_what_a_full_decode_counts() {
         let (_dir, run) = crate::load::chunky_logs::run();
         // Every period decoded.
-        let count_from = |counts: &mut [u32], g: &Buckets, w: &crate::load::run_log::WorkerLog| {
-            let mut sc = w.scanner();
-            while let Some(item) = sc.next() {
-                if let Item::Period(p) = item {
-                    if p.start >= g.t0 && p.start <= g.t0 + g.span {
-                        counts[g.index(p.start)] += 1;
+        let count_from =
+            |counts: &mut [u32], g: &Buckets, w: &crate::load::worker_log::WorkerLog| {
+                let mut sc = w.scanner();
+                while let Some(item) = sc.next() {
+                    if let Item::Period(p) = item {
+                        if p.start >= g.t0 && p.start <= g.t0 + g.span {
+                            counts[g.index(p.start)] += 1;
+                        }
                     }
                 }
-            }
-        };
+            };
         for (lo, hi, n) in [
             (0, 40_000, 1),
             (0, 40_000, 7),

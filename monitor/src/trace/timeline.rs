@@ -5,7 +5,11 @@ use std::fmt::Write as _;
 
 use rill_log::EndState;
 
-use crate::load::run_log::{Behind, IdIndex, RunLog};
+use crate::load::bytes::Behind;
+
+use crate::load::ids::IdIndex;
+
+use crate::load::model::RunLog;
 use crate::load::scan::{Item, ScannedPeriod};
 use crate::replay::merge::{Event, Events};
 use crate::summary::summarize::end_state_name;
@@ -203,7 +207,7 @@ fn lane_reading(run: &RunLog, li: usize, g: &LaneGeometry, skip: bool) -> LaneSv
     // the rest hold nothing drawn. (Every time in a log is at or after
     // `t0`, where the offset from it grows with the time.)
     let rel = |t: u64| t.wrapping_sub(run.t0) as i64 as f64;
-    let outside = |c: &crate::load::run_log::Chunk| {
+    let outside = |c: &crate::load::chunks::Chunk| {
         c.min_t <= c.max_t && c.min_t >= run.t0 && (rel(c.max_t) < g.w0 || rel(c.min_t) > g.w1)
     };
     let stretches = w.stretches(|c| !(skip && outside(c)));
@@ -649,7 +653,7 @@ pub(crate) fn timeline_svg_with(
         None => {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             let lis: Vec<usize> = (0..run.workers.len()).collect();
-            own = crate::load::run_log::parallel(&lis, cores, |&li| Ok(lane(run, li, &geometry)))
+            own = crate::load::pool::parallel(&lis, cores, |&li| Ok(lane(run, li, &geometry)))
                 .unwrap_or_default();
             &own
         }

@@ -39,7 +39,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use rill_log::{Calibration, EndState, Header, MonitorFlags, ScannedPeriod, ScannedSamples, Side};
 use serde::Serialize;
 
-use crate::load::run_log::IdMap;
+use crate::load::ids::IdMap;
 use crate::load::scan::Item;
 
 /// The length of a bin, ms.

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use rill_log::{DecodeErrorKind, EndReason, Header, Scanner};
 
-use crate::load::run_log::may_be_live;
+use crate::load::files::may_be_live;
 use crate::load::scan::Item;
 
 /// Bytes read per step while looking for the end of a live log's records.

@@ -74,7 +74,9 @@ use serde::Serialize;
 
 pub use meta::LocalSide;
 
-use crate::load::run_log::{parallel, RawFile};
+use crate::load::files::RawFile;
+
+use crate::load::pool::parallel;
 use meta::RankMeta;
 use rewrite::{Clock, Extent, Ids};
 
@@ -229,7 +231,7 @@ fn rank_dirs(dir: &Path) -> Vec<(u32, PathBuf)> {
             continue;
         };
         let path = entry.path();
-        if path.is_dir() && crate::load::run_log::find_logs(&path).is_ok() {
+        if path.is_dir() && crate::load::files::find_logs(&path).is_ok() {
             found.push((rank, path));
         }
     }
@@ -262,9 +264,9 @@ pub(crate) fn load(dir: &Path, threads: usize) -> anyhow::Result<Option<Loaded>>
     let mut warnings = Vec::new();
     let mut ranks = Vec::new();
     for (rank, rdir) in dirs {
-        let paths = crate::load::run_log::find_logs(&rdir)?;
+        let paths = crate::load::files::find_logs(&rdir)?;
         let files = parallel(&paths, threads.clamp(1, paths.len()), |p| {
-            crate::load::run_log::read_file(p)
+            crate::load::files::read_file(p)
         })?;
         let first = &files[0];
         for f in &files[1..] {
@@ -402,7 +404,7 @@ pub(crate) fn load(dir: &Path, threads: usize) -> anyhow::Result<Option<Loaded>>
     let rewritten: Vec<(RawFile, Option<String>)> = parallel(&all, threads, |&(i, k)| {
         let r = &ranks[i];
         let f = &r.files[k];
-        let label = crate::load::run_log::file_label(&f.path);
+        let label = crate::load::files::file_label(&f.path);
         let header = Header {
             version: FORMAT_VERSION,
             worker: first_worker[i].saturating_add(f.header.worker),
@@ -612,7 +614,7 @@ fn sampler_of(
     ids: &Ids,
 ) -> anyhow::Result<(Vec<SampleWindow>, Option<String>)> {
     let path = r.dir.join(crate::SAMPLER_FILE);
-    let label = crate::load::run_log::file_label(&path);
+    let label = crate::load::files::file_label(&path);
     let data = std::fs::read(&path).map_err(|e| anyhow::anyhow!("{label}: cannot read: {e}"))?;
     let (header, start) = Header::parse(&data).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     if header.calibration != clock.cal {

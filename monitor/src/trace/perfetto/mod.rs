@@ -15,7 +15,9 @@ pub(crate) mod layout;
 pub(crate) mod pass;
 pub(crate) mod writer;
 
-use crate::load::run_log::{IdIndex, IdMap, RunLog};
+use crate::load::ids::{IdIndex, IdMap};
+
+use crate::load::model::RunLog;
 use crate::replay::merge::{for_each_event, Event};
 use crate::trace::detail::{plan_detail, Buckets};
 use crate::trace::perfetto::writer::{Kind, Writer};
