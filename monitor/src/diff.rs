@@ -30,7 +30,9 @@ use serde::Serialize;
 use crate::explain::waits::{notes_and_warnings, waits, Waits};
 use crate::load::groups::group_of;
 use crate::load::model::RunLog;
-use crate::summary::summarize::{fmt_ns, summarize_totals, table, Summary};
+use crate::render::number::fmt_ns;
+use crate::render::table::table;
+use crate::summary::summarize::{summarize_totals, Summary};
 
 /// A figure in A and in B. Times are nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]

@@ -36,6 +36,7 @@ mod evolution;
 mod explain;
 mod load;
 mod plan;
+mod render;
 mod replay;
 mod report;
 mod summary;
@@ -51,13 +52,14 @@ pub use evolution::{
     evolution, Evolution, EvolutionOptions, EvolutionSampling, EvolutionSource, GroupSeries,
     Series, WorkerSeries, MAX_EVOLUTION_BUCKETS, MAX_EVOLUTION_GROUPS,
 };
-pub use explain::bottleneck::{bottleneck, BottleneckOptions, Bottlenecks, Finding};
+pub use explain::bottleneck::bottleneck;
+pub use explain::findings::{BottleneckOptions, Bottlenecks, Finding};
 pub use explain::waits::{waits, waits_by_pass, PairWaits, StreamWaits, Waits, WorkerPairWaits};
 pub use load::groups::group_of;
 pub use load::model::{RunLog, StreamInfo, TaskInfo};
 pub use load::open::{LoadOptions, PROGRESS_THRESHOLD};
 pub use load::ranks::{is_run_across_ranks, CrossStream, LocalSide, RankInfo, Ranks};
-pub use load::sampled::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
+pub use load::samples::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
 pub use load::worker_log::{WorkerLog, WorkerStats};
 pub use plan::mapfile::{
     plan_mapping, plan_mapping_by_pass, profile_planner, quote_name, Basis, Cut, Estimate, MapPlan,
@@ -71,14 +73,16 @@ pub use plan::rankmap::{
     plan_rank_mapping, LevelCost, LevelCut, PlaceLoad, RankMapPlan, RankMappedTask,
     ASSUMED_WORKER_NS, MAX_MAP_PLACES, RANK_OVER_WORKER,
 };
+pub use render::number::fmt_ns;
+pub use render::svg::{task_colour, xml_escape};
 pub use replay::crossing::{CrossingDelays, Delays};
 pub use replay::load_run::{load_run, load_run_with};
 pub use report::{report_html, ReportOptions};
 pub use summary::latency::{LatencyStats, LatencySummary, SinkLatency};
 pub use summary::summarize::{
-    end_state_name, fmt_ns, summarize, summarize_grouped, summarize_totals, GroupSummary,
-    StreamSummary, Summary, TaskSummary, Throughput, WorkerSummary,
+    end_state_name, summarize, summarize_grouped, summarize_totals, GroupSummary, StreamSummary,
+    Summary, TaskSummary, Throughput, WorkerSummary,
 };
 pub use trace::chrome::{chrome_trace, write_chrome_trace, write_chrome_trace_window, TraceStats};
 pub use trace::perfetto::{write_perfetto_trace, PerfettoOptions, PerfettoStats, MAX_BUCKETS};
-pub use trace::timeline::{task_colour, timeline_svg, xml_escape, TimelineOptions};
+pub use trace::timeline::{timeline_svg, TimelineOptions};

@@ -49,7 +49,7 @@ use serde::Serialize;
 
 use crate::load::groups::group_of;
 use crate::load::model::RunLog;
-use crate::replay::activity::{Grid, Near};
+use crate::replay::grid::{Grid, Near};
 use crate::replay::merge::Events;
 
 mod replay;
@@ -470,7 +470,7 @@ pub(crate) fn evolution_from(
                     "{} buckets asked for, {buckets} drawn: a bucket is at least one window of \
                      samples long ({})",
                     opts.buckets,
-                    crate::summary::summarize::fmt_ns(run.ns(median) as f64)
+                    crate::render::number::fmt_ns(run.ns(median) as f64)
                 ));
             }
         }
@@ -601,7 +601,7 @@ fn sampling_bounds(samples: &[Vec<f64>], hz: Option<u32>) -> EvolutionSampling {
     counts.sort_by(f64::total_cmp);
     let min = counts.first().copied().unwrap_or(0.0);
     let median = counts.get(counts.len() / 2).copied().unwrap_or(0.0);
-    let err = |n: f64| 100.0 * crate::Sampled::share_error(n.round() as u64);
+    let err = |n: f64| 100.0 * crate::load::samples::Sampled::share_error(n.round() as u64);
     EvolutionSampling {
         hz,
         min_per_bucket: round6(min),

@@ -11,7 +11,7 @@ use crate::load::bytes::Behind;
 use crate::load::ids::{IdIndex, IdMap};
 use crate::load::model::RunLog;
 use crate::load::scan::Item;
-use crate::replay::activity::{Grid, Near};
+use crate::replay::grid::{Grid, Near};
 use crate::replay::merge::{Event, Events, Period};
 use crate::replay::wakeups::{offer, take_before, StreamEnds, Wake};
 

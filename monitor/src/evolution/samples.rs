@@ -5,7 +5,7 @@
 use super::{Groups, Sums};
 use crate::load::ids::IdMap;
 use crate::load::model::RunLog;
-use crate::load::sampled::Sampled;
+use crate::load::samples::Sampled;
 
 /// Task states in [`Sums::task`] (the third, not running, is derived).
 const RUNNING: usize = 0;

@@ -52,224 +52,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
-use crate::load::ids::IdMap;
+use crate::explain::findings::{BottleneckOptions, Bottlenecks, Finding, Raw};
+use crate::explain::task_graph::{graph, Graph};
 
 use crate::load::model::RunLog;
-use crate::replay::activity::{activity, Activity};
-
-/// The stream rule's version for cross-rank streams, in one sentence (for
-/// the texts that define the findings of a run across ranks).
-pub(crate) const CROSS_RANK_RULE: &str = "Across ranks, a cross-rank stream (⇄) is tested as a \
-    stream between workers, with its ends' blocked time counted with their woken time (the \
-    transport wakes the far end, which no logged period does).";
-
-/// Options of [`bottleneck`].
-#[derive(Clone, Copy, Debug)]
-pub struct BottleneckOptions {
-    /// Number of equal time windows (at least 1).
-    pub windows: usize,
-    /// α: the busy share of a window that saturates a worker.
-    pub alpha: f64,
-    /// β: the share of a window that others must wait on a task for it to
-    /// be a bottleneck, and the idle share of an idle worker.
-    pub beta: f64,
-    /// γ: the share of a window that wake-ups across workers on one stream
-    /// must cost for it to be a bottleneck.
-    pub gamma: f64,
-}
-
-impl Default for BottleneckOptions {
-    fn default() -> Self {
-        BottleneckOptions {
-            windows: 20,
-            alpha: 0.9,
-            beta: 0.5,
-            gamma: 0.1,
-        }
-    }
-}
-
-/// What `rill-mon bottleneck` prints.
-#[derive(Clone, Debug, Serialize)]
-pub struct Bottlenecks {
-    /// The log directory.
-    pub dir: String,
-    /// Whether the run was one across ranks (its texts then define the
-    /// cross-rank stream rule too).
-    #[serde(skip)]
-    pub(crate) across_ranks: bool,
-    /// Number of windows.
-    pub windows: usize,
-    /// Length of a window.
-    pub window_ns: u64,
-    /// α.
-    pub alpha: f64,
-    /// β.
-    pub beta: f64,
-    /// γ.
-    pub gamma: f64,
-    /// All waiting in the run (the base of the shares).
-    pub waiting_ns: u64,
-    /// Findings, strongest (largest share) first.
-    pub bottlenecks: Vec<Finding>,
-    /// A short paragraph: what holds the run back.
-    pub verdict: String,
-    /// Analyses left out because the run did not record what they need.
-    pub notes: Vec<String>,
-    /// Problems with the logs.
-    pub warnings: Vec<String>,
-}
-
-/// One thing that held the run back.
-#[derive(Clone, Debug, Serialize)]
-pub struct Finding {
-    /// `task`, `stream` or `worker`.
-    pub kind: String,
-    /// The task's name, `writer -> reader` for a stream (`writer -> reader
-    /// ⇄ r0→r1` for a cross-rank stream), `worker N`.
-    pub name: String,
-    /// The waiting it accounts for, over all waiting in the run (for a
-    /// placement finding, see `predicted_speedup`).
-    pub share: f64,
-    /// The numbers behind it.
-    pub evidence: String,
-    /// A placement finding only (`placement.rs`): the speed-up the model
-    /// predicts for the mapping `rill-mon map` proposes; its `share` is
-    /// then the part of the observed mapping's predicted time it saves.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted_speedup: Option<f64>,
-    /// A stream finding on a cross-rank stream: its halves' ranks and ids.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cross_rank: Option<crate::CrossStream>,
-    /// The verdict's sentence about it.
-    #[serde(skip)]
-    pub(crate) sentence: String,
-}
-
-/// A finding's numbers, before they are put in words (`verdict.rs`).
-/// Shares are means over the windows in which it held.
-pub(crate) enum Raw {
-    Task {
-        task: u64,
-        worker: Option<u32>,
-        windows: usize,
-        busy: f64,
-        worker_busy: f64,
-        full: f64,
-        empty: f64,
-        behind: f64,
-        /// The input its writer waited on most, and the output its reader
-        /// waited on most.
-        input: Option<u64>,
-        output: Option<u64>,
-    },
-    Stream {
-        stream: u64,
-        writer: u64,
-        reader: u64,
-        workers: (u32, u32),
-        windows: usize,
-        latency: f64,
-    },
-    Worker {
-        worker: u32,
-        windows: usize,
-        busy: f64,
-        idle: f64,
-        idle_worker: u32,
-        /// Its busiest tasks in those windows, with their busy shares.
-        tops: Vec<(u64, f64)>,
-    },
-    /// Streams across workers cost more than a mapping that keeps them on
-    /// one (`placement.rs`).
-    Placement(crate::explain::placement::Placement),
-}
-
-/// Union-find over dense indices.
-struct Parts(Vec<usize>);
-
-impl Parts {
-    fn find(&mut self, mut x: usize) -> usize {
-        while self.0[x] != x {
-            self.0[x] = self.0[self.0[x]];
-            x = self.0[x];
-        }
-        x
-    }
-
-    fn join(&mut self, a: usize, b: usize) {
-        let (a, b) = (self.find(a), self.find(b));
-        if a != b {
-            self.0[a.max(b)] = a.min(b);
-        }
-    }
-}
-
-/// The task graph as the windows need it.
-pub(crate) struct Graph {
-    /// Task ids, dense.
-    pub tasks: Vec<u64>,
-    /// Per task: input and output streams.
-    inputs: Vec<Vec<u64>>,
-    outputs: Vec<Vec<u64>>,
-    /// Per task: its connected part.
-    part: Vec<usize>,
-    /// Per task: its worker.
-    pub worker: Vec<Option<u32>>,
-    /// Streams with both ends on known, different workers: (id, writer, reader).
-    pub crossing: Vec<(u64, usize, usize)>,
-    /// Per entry of `crossing`: whether the stream crosses ranks.
-    pub cross_rank: Vec<bool>,
-    /// Streams with both ends known.
-    pub streams: usize,
-}
-
-fn graph(run: &RunLog, act: &Activity) -> Graph {
-    let mut tasks: Vec<u64> = act.tasks.keys().copied().collect();
-    tasks.sort_unstable();
-    let mut index: IdMap<u64, usize> = IdMap::default();
-    for (i, &t) in tasks.iter().enumerate() {
-        index.insert(t, i);
-    }
-    let n = tasks.len();
-    let mut g = Graph {
-        inputs: vec![Vec::new(); n],
-        outputs: vec![Vec::new(); n],
-        part: Vec::new(),
-        worker: tasks.iter().map(|&t| act.worker_of(run, t)).collect(),
-        crossing: Vec::new(),
-        cross_rank: Vec::new(),
-        streams: 0,
-        tasks,
-    };
-    let mut parts = Parts((0..n).collect());
-    let mut ids: Vec<u64> = act.streams.keys().copied().collect();
-    ids.sort_unstable();
-    for s in ids {
-        let (w, r) = act.ends(run, s);
-        let w = w.and_then(|t| index.get(&t).copied());
-        let r = r.and_then(|t| index.get(&t).copied());
-        if let Some(w) = w {
-            g.outputs[w].push(s);
-        }
-        if let Some(r) = r {
-            g.inputs[r].push(s);
-        }
-        if let (Some(w), Some(r)) = (w, r) {
-            g.streams += 1;
-            parts.join(w, r);
-            if matches!((g.worker[w], g.worker[r]), (Some(a), Some(b)) if a != b) {
-                g.crossing.push((s, w, r));
-                g.cross_rank
-                    .push(run.ranks.as_ref().is_some_and(|x| x.cross(s).is_some()));
-            }
-        }
-    }
-    g.part = (0..n).map(|i| parts.find(i)).collect();
-    g
-}
+use crate::replay::activity::activity;
+use crate::replay::activity_model::Activity;
 
 /// Sums over the windows in which a finding held.
 #[derive(Default, Clone)]
@@ -358,7 +146,7 @@ pub(crate) fn bottleneck_of(run: &RunLog, opts: &BottleneckOptions, act: &Activi
 /// worker that it mostly keeps busy, holds the run back.
 fn sampled_waits_on(act: &Activity, g: &Graph, i: usize) -> (u64, u64, u64, u64) {
     let side = |s: &u64| act.streams.get(s);
-    let sum = |v: &[u64], f: fn(&crate::replay::activity::StreamAct) -> u64| -> u64 {
+    let sum = |v: &[u64], f: fn(&crate::replay::activity_model::StreamAct) -> u64| -> u64 {
         v.iter().filter_map(side).map(f).sum()
     };
     let full = sum(&g.inputs[i], |a| a.writer_waits);
@@ -373,8 +161,7 @@ fn sampled_waits_on(act: &Activity, g: &Graph, i: usize) -> (u64, u64, u64, u64)
 /// while it held.
 fn total_waiting(act: &Activity) -> u64 {
     let n = act.grid.n;
-    let sum =
-        |s: &crate::replay::activity::Strip| (0..n).fold(0u64, |t, w| t.saturating_add(s.get(w)));
+    let sum = |s: &crate::replay::grid::Strip| (0..n).fold(0u64, |t, w| t.saturating_add(s.get(w)));
     if act.sampled {
         return act
             .workers
@@ -501,8 +288,8 @@ fn detect(act: &Activity, g: &Graph, opts: &BottleneckOptions) -> Vec<(Raw, f64)
             // blocked part counts too.
             let far = g.cross_rank[k];
             let side =
-                |woken: &dyn Fn(&crate::replay::activity::StreamAct) -> u64,
-                 blocked: &dyn Fn(&crate::replay::activity::StreamAct) -> u64| {
+                |woken: &dyn Fn(&crate::replay::activity_model::StreamAct) -> u64,
+                 blocked: &dyn Fn(&crate::replay::activity_model::StreamAct) -> u64| {
                     a.map_or(0, |a| {
                         woken(a).saturating_add(if far { blocked(a) } else { 0 })
                     })

@@ -27,11 +27,12 @@
 //! predicted time the proposed mapping saves. It comes first: the window
 //! findings say who waited, this one what the placement costs.
 
-use crate::explain::bottleneck::{Graph, Raw};
+use crate::explain::findings::{Placement, Raw};
+use crate::explain::task_graph::Graph;
 use crate::load::groups::group_of;
 use crate::load::model::RunLog;
 use crate::plan::mapfile::{plan_from, MAX_MAP_WORKERS};
-use crate::replay::activity::Activity;
+use crate::replay::activity_model::Activity;
 
 /// The least predicted speed-up (observed mapping's time over the
 /// proposed one's) for a placement finding.
@@ -60,35 +61,6 @@ pub(crate) fn rule_text() -> String {
 
 /// How many streams and group pairs the finding names.
 const NAMED: usize = 3;
-
-/// The model's figures behind a placement finding.
-pub(crate) struct Placement {
-    /// Workers (the run's, and the proposal's).
-    pub workers: usize,
-    /// The model's time under the observed and under the proposed mapping.
-    pub observed_ns: u64,
-    pub proposed_ns: u64,
-    /// The observed span.
-    pub span_ns: u64,
-    /// Crossing cost per message in busy time, and per message or wait in
-    /// the span.
-    pub busy_cost_ns: f64,
-    pub span_cost_ns: f64,
-    /// Streams with known ends, and those across workers (observed).
-    pub streams: u64,
-    pub crossing: u64,
-    /// All messages, and those on crossing streams (observed).
-    pub messages: u64,
-    pub crossing_messages: u64,
-    /// The proposed mapping's crossing streams and their messages.
-    pub proposed_crossing: u64,
-    pub proposed_messages: u64,
-    /// The heaviest crossing group pairs: writer group, reader group,
-    /// streams, messages.
-    pub pairs: Vec<(String, String, u64, u64)>,
-    /// The heaviest crossing streams: stream, writer, reader, messages.
-    pub heaviest: Vec<(u64, u64, u64, u64)>,
-}
 
 /// The placement finding, if its rule holds (see the module
 /// documentation), with its share.

@@ -3,10 +3,11 @@
 
 use std::fmt::Write as _;
 
-use crate::explain::bottleneck::{BottleneckOptions, Bottlenecks, Finding, Graph, Raw};
+use crate::explain::findings::{BottleneckOptions, Bottlenecks, Finding, Placement, Raw};
+use crate::explain::task_graph::Graph;
 use crate::load::model::RunLog;
-use crate::replay::activity::Activity;
-use crate::summary::summarize::fmt_ns;
+use crate::render::number::fmt_ns;
+use crate::replay::activity_model::Activity;
 
 /// Findings below this share are listed in the JSON only (the text counts
 /// them).
@@ -49,7 +50,7 @@ fn stream_label(run: &RunLog, s: u64) -> String {
 /// with their workers otherwise idle (`latency`, the mean share of the
 /// windows in which it held), on a stream whose two ends are on two ranks.
 fn cross_rank_finding(
-    c: &crate::CrossStream,
+    c: &crate::load::ranks::CrossStream,
     sname: &str,
     (w, r): (&str, &str),
     (a, b): (&str, &str),
@@ -296,7 +297,7 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
 }
 
 /// The placement finding in words (`placement.rs`).
-fn placement(run: &RunLog, p: &crate::explain::placement::Placement, share: f64) -> Finding {
+fn placement(run: &RunLog, p: &Placement, share: f64) -> Finding {
     let ms = |ns: u64| fmt_ns(ns as f64);
     let gain = p.observed_ns as f64 / p.proposed_ns.max(1) as f64;
     let pairs: Vec<String> = p
@@ -558,7 +559,7 @@ impl Bottlenecks {
                 &format!(
                     "{defs} {}{}",
                     if self.across_ranks {
-                        format!("{} ", crate::explain::bottleneck::CROSS_RANK_RULE)
+                        format!("{} ", crate::explain::findings::CROSS_RANK_RULE)
                     } else {
                         String::new()
                     },

@@ -34,8 +34,10 @@ use serde::Serialize;
 
 use crate::load::groups::group_of;
 use crate::load::model::RunLog;
-use crate::replay::activity::{activity, whole_run, Activity};
-use crate::summary::summarize::{fmt_ns, table};
+use crate::render::number::fmt_ns;
+use crate::render::table::table;
+use crate::replay::activity::{activity, whole_run};
+use crate::replay::activity_model::Activity;
 
 /// What `rill-mon waits` prints. Times are nanoseconds; tables heaviest
 /// (most waiting) first.

@@ -135,7 +135,7 @@ impl Agg {
                 s.writer_wait = s.writer_wait.saturating_add(ticks);
             }
             // A poll wait goes to the first stream the next period reads.
-            EndState::BlockedAny => match crate::replay::merge::first_read(sc) {
+            EndState::BlockedAny => match crate::load::scan::first_read(sc) {
                 Some(stream) => {
                     let s = self.stream(stream);
                     s.poll_waits += 1;

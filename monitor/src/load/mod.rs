@@ -15,6 +15,7 @@ pub(crate) mod pool;
 pub(crate) mod ranks;
 pub(crate) mod raw_latency;
 pub(crate) mod sampled;
+pub(crate) mod samples;
 pub mod scan;
 pub(crate) mod scan_file;
 pub(crate) mod worker_log;

@@ -41,7 +41,7 @@ pub struct RunLog {
     pub(crate) latency: Option<RawLatency>,
     /// Sample mode: the sampler's windows and what was estimated from them
     /// (busy and waiting time per worker, busy time per task).
-    pub sampled: Option<crate::load::sampled::Sampled>,
+    pub sampled: Option<crate::load::samples::Sampled>,
     /// A run across ranks (`DIR/rank-R/`, see [`Ranks`](crate::Ranks)):
     /// its ranks, how their ids and workers were renumbered, and its
     /// cross-rank streams. `None` for one process's run.

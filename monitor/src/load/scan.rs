@@ -20,3 +20,12 @@ pub fn damage_reason(data: &[u8], offset: u64) -> Option<DecodeErrorKind> {
         _ => None,
     }
 }
+
+/// The stream of the first read in the scanner's current period.
+pub(crate) fn first_read(sc: &Scanner<'_>) -> Option<u64> {
+    let io = sc.io();
+    sc.first_read_op()
+        .and_then(|op| io.get(usize::from(op.io_index)))
+        .or_else(|| io.iter().find(|s| s.reads > 0))
+        .map(|s| s.stream)
+}

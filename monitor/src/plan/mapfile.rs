@@ -107,8 +107,9 @@ use crate::load::model::RunLog;
 use crate::plan::partition::{
     evaluate, partition_from_within, partition_within, PartGraph, CUT_TOLERANCE,
 };
-use crate::replay::activity::{activity, whole_run, Activity};
-use crate::summary::summarize::fmt_ns;
+use crate::render::number::fmt_ns;
+use crate::replay::activity::{activity, whole_run};
+use crate::replay::activity_model::Activity;
 
 /// The most workers `map` plans for.
 pub const MAX_MAP_WORKERS: usize = 4096;
@@ -718,7 +719,7 @@ fn few_samples_warning(run: &RunLog) -> Option<String> {
          (a busy share within {:.0} points at 95%), and runs this short were found further off; \
          for a plan from a short run, record it in count mode (--monitor map,worker,task,stream)",
         fmt_ns(run.span_ns() as f64),
-        100.0 * crate::load::sampled::Sampled::share_error(fewest)
+        100.0 * crate::load::samples::Sampled::share_error(fewest)
     ))
 }
 

@@ -38,9 +38,10 @@ use serde::Serialize;
 use crate::load::model::RunLog;
 use crate::plan::mapfile::quote_name;
 use crate::plan::partition::{partition_within, PartGraph, CUT_TOLERANCE};
-use crate::replay::activity::{whole_run, Activity};
+use crate::render::number::fmt_ns;
+use crate::replay::activity::whole_run;
+use crate::replay::activity_model::Activity;
 use crate::replay::crossing::{measure, CrossingDelays};
-use crate::summary::summarize::fmt_ns;
 
 /// The cost of a wait crossing workers when the run shows none: a wake-up
 /// of an idle worker (the README measures under a microsecond to tens of

@@ -30,7 +30,7 @@ use serde::Serialize;
 use crate::load::ids::IdMap;
 
 use crate::load::model::RunLog;
-use crate::replay::activity::Activity;
+use crate::replay::activity_model::Activity;
 use crate::replay::merge::{for_each_event, Event};
 
 /// Operation times kept per stream end.

@@ -26,7 +26,7 @@ use crate::load::bytes::Behind;
 
 use crate::load::model::RunLog;
 
-use crate::load::scan::{Item, ScannedPeriod, Scanner};
+use crate::load::scan::{first_read, Item, ScannedPeriod, Scanner};
 use crate::load::worker_log::WorkerLog;
 
 /// A period as a pass sees it.
@@ -84,15 +84,6 @@ impl Entry {
 struct Batch {
     periods: Vec<Entry>,
     io: Vec<StreamIo>,
-}
-
-/// The stream of the first read in the scanner's current period.
-pub(crate) fn first_read(sc: &Scanner<'_>) -> Option<u64> {
-    let io = sc.io();
-    sc.first_read_op()
-        .and_then(|op| io.get(usize::from(op.io_index)))
-        .or_else(|| io.iter().find(|s| s.reads > 0))
-        .map(|s| s.stream)
 }
 
 /// Fills `b` with up to [`BATCH`] periods (and worker waits if `waits`);

@@ -91,7 +91,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         b.beta * 100.0,
         b.gamma * 100.0,
         if b.across_ranks {
-            format!("{} ", crate::explain::bottleneck::CROSS_RANK_RULE)
+            format!("{} ", crate::explain::findings::CROSS_RANK_RULE)
         } else {
             String::new()
         },

@@ -80,8 +80,8 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
              times of tasks of one group that cross in different proportions (taken out of the \
              busy times above); c = {} per message or wait across workers, calibrated so that \
              the model under the observed mapping gives the observed span",
-            crate::summary::summarize::fmt_ns(e.busy_crossing_cost_ns),
-            crate::summary::summarize::fmt_ns(e.crossing_cost_ns)
+            crate::render::number::fmt_ns(e.busy_crossing_cost_ns),
+            crate::render::number::fmt_ns(e.crossing_cost_ns)
         )
     } else {
         "c = 0: the observed run left no time to put on crossings (or had none), so both \

@@ -35,10 +35,12 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 use crate::evolution::{evolution, evolution_from, Evolution, EvolutionOptions};
-use crate::explain::bottleneck::{bottleneck, bottleneck_of, BottleneckOptions, Bottlenecks};
+use crate::explain::bottleneck::{bottleneck, bottleneck_of};
+use crate::explain::findings::{BottleneckOptions, Bottlenecks};
 use crate::explain::waits::{waits, Waits};
 use crate::load::model::RunLog;
-use crate::replay::activity::{activity_from, Activity};
+use crate::replay::activity::activity_from;
+use crate::replay::activity_model::Activity;
 use crate::summary::summarize::{summarize_totals, Summary};
 use crate::trace::timeline::{lanes_from, timeline_svg_with, LaneSvg, TimelineOptions};
 
@@ -179,7 +181,9 @@ impl Ctx<'_> {
     /// fraction (sample mode), else 0.
     pub fn share_error(&self) -> f64 {
         match &self.run.sampled {
-            Some(sm) if self.sampled() => crate::Sampled::share_error(sm.min_samples()),
+            Some(sm) if self.sampled() => {
+                crate::load::samples::Sampled::share_error(sm.min_samples())
+            }
             _ => 0.0,
         }
     }

@@ -51,9 +51,9 @@ fn plan_section(ctx: &Ctx<'_>, plan: &RankMapPlan) -> String {
          on its streams to other workers of its rank + c_r × waits on its streams to other \
          ranks). c_w = {} per wait, {}; c_r = {} per wait, {}. It ignores dependencies and the \
          busy time crossing adds.",
-        crate::fmt_ns(plan.worker_cost.cost_ns),
+        crate::render::number::fmt_ns(plan.worker_cost.cost_ns),
         plan.worker_cost.basis,
-        crate::fmt_ns(plan.rank_cost.cost_ns),
+        crate::render::number::fmt_ns(plan.rank_cost.cost_ns),
         plan.rank_cost.basis
     )));
     let rows: Vec<Row> = plan
@@ -98,7 +98,7 @@ fn plan_section(ctx: &Ctx<'_>, plan: &RankMapPlan) -> String {
 }
 
 /// The section's body for a run across ranks.
-pub(super) fn body(ctx: &Ctx<'_>, ranks: &crate::Ranks) -> String {
+pub(super) fn body(ctx: &Ctx<'_>, ranks: &crate::load::ranks::Ranks) -> String {
     let mut o = String::new();
     o.push_str(&html::para(
         "A partition of the observed task graph over ranks, then over each rank's workers, \

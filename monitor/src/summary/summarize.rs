@@ -7,6 +7,8 @@ use rill_log::{EndState, MonitorFlags};
 use serde::Serialize;
 
 use crate::load::model::RunLog;
+use crate::render::number::fmt_ns;
+use crate::render::table::table;
 use crate::summary::latency::{LatencyStats, LatencySummary};
 
 /// Everything `rill-mon summary` prints. Times are nanoseconds.
@@ -22,7 +24,7 @@ pub struct Summary {
     /// A run across ranks: its ranks, their clocks' alignment (the largest
     /// residual is `clock_residual_ns`) and its cross-rank streams.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ranks: Option<crate::Ranks>,
+    pub ranks: Option<crate::load::ranks::Ranks>,
     /// The run's span: first to last time stamp over all logs.
     pub span_ns: u64,
     /// Monitoring events: a period counts 1 + the messages it read and
@@ -71,7 +73,7 @@ pub struct SamplingSummary {
     pub share_error_pp: f64,
     /// A run that recorded periods as well: how far the samples are from
     /// them.
-    pub check: Option<crate::load::sampled::SamplerCheck>,
+    pub check: Option<crate::load::samples::SamplerCheck>,
 }
 
 /// One worker's time budget (the paper's Table III: WE and WT).
@@ -188,7 +190,7 @@ pub struct StreamSummary {
     pub rank: Option<u32>,
     /// A cross-rank stream: its halves' ranks and ids.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cross_rank: Option<crate::CrossStream>,
+    pub cross_rank: Option<crate::load::ranks::CrossStream>,
 }
 
 /// Outputs per second.
@@ -268,7 +270,7 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
     let sampling = run.sampled.as_ref().map(|sm| SamplingSummary {
         hz: sm.hz,
         min_samples: sm.min_samples(),
-        share_error_pp: 100.0 * crate::Sampled::share_error(sm.min_samples()),
+        share_error_pp: 100.0 * crate::load::samples::Sampled::share_error(sm.min_samples()),
         check: sm.check(run),
     });
     if let Some(c) = sampling.as_ref().and_then(|sm| sm.check) {
@@ -489,7 +491,7 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
     let mut index: HashMap<String, usize> = HashMap::new();
     for t in tasks {
         let name = if group {
-            crate::group_of(&t.name).into_owned()
+            crate::load::groups::group_of(&t.name).into_owned()
         } else {
             t.name.clone()
         };
@@ -540,59 +542,11 @@ const TEXT_TASKS_WITH_GROUPS: usize = 20;
 // ---------------------------------------------------------------------------
 // Text.
 
-/// Formats nanoseconds with a unit (`ns`, `µs`, `ms`, `s`).
-pub fn fmt_ns(ns: f64) -> String {
-    let a = ns.abs();
-    if a < 1e3 {
-        if ns.fract() == 0.0 {
-            format!("{ns:.0} ns")
-        } else {
-            format!("{ns:.1} ns")
-        }
-    } else if a < 1e6 {
-        format!("{:.3} µs", ns / 1e3)
-    } else if a < 1e9 {
-        format!("{:.3} ms", ns / 1e6)
-    } else {
-        format!("{:.3} s", ns / 1e9)
-    }
-}
-
 fn pct(part: u64, whole: u64) -> String {
     if whole == 0 {
         "-".to_owned()
     } else {
         format!("{:.1}%", part as f64 * 100.0 / whole as f64)
-    }
-}
-
-/// A plain-text table: right-aligned columns, except the ones listed in `left`.
-pub(crate) fn table(out: &mut String, head: &[&str], rows: &[Vec<String>], left: &[usize]) {
-    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let line = |out: &mut String, cells: &mut dyn Iterator<Item = String>| {
-        let mut s = String::from(" ");
-        for (i, c) in cells.enumerate() {
-            let pad = w[i].saturating_sub(c.chars().count());
-            s.push_str("  ");
-            if left.contains(&i) {
-                s.push_str(&c);
-                s.extend(std::iter::repeat_n(' ', pad));
-            } else {
-                s.extend(std::iter::repeat_n(' ', pad));
-                s.push_str(&c);
-            }
-        }
-        out.push_str(s.trim_end());
-        out.push('\n');
-    };
-    line(out, &mut head.iter().map(|h| h.to_string()));
-    for r in rows {
-        line(out, &mut r.iter().cloned());
     }
 }
 

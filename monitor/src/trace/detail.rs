@@ -12,7 +12,7 @@
 use crate::load::model::RunLog;
 
 use crate::load::pool::parallel;
-use crate::replay::activity::Near;
+use crate::replay::grid::Near;
 
 /// The window `[t0, t0 + span]` (ticks) cut into `n` buckets of `width`
 /// ticks (the last one shorter): `width = ceil(span / asked)`, so `n` is at
@@ -99,7 +99,7 @@ impl Buckets {
     }
 
     /// [`split`](Self::split), with `near` the bucket met last (see
-    /// [`Grid::split_near`](crate::replay::activity::Grid::split_near)).
+    /// [`Grid::split_near`](crate::replay::grid::Grid::split_near)).
     #[inline]
     pub fn split_near(&self, near: &mut Near, a: u64, b: u64, f: impl FnMut(usize, u64)) {
         near.split(

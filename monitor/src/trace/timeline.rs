@@ -11,6 +11,8 @@ use crate::load::ids::IdIndex;
 
 use crate::load::model::RunLog;
 use crate::load::scan::{Item, ScannedPeriod};
+use crate::render::number::{fmt_ms, fmt_ms_step, nice_step};
+use crate::render::svg::{task_colour, xml_escape};
 use crate::replay::merge::{Event, Events};
 use crate::summary::summarize::end_state_name;
 
@@ -53,73 +55,6 @@ const RANK_GAP: f64 = 20.0;
 /// Approximate width of a character of the 11px label font.
 const CHAR_W: f64 = 6.2;
 
-/// A stable colour for a task, from its id: hues a golden angle apart, so
-/// tasks created one after another get well separated colours (and a task
-/// keeps its colour in every picture of the run).
-pub fn task_colour(id: u64) -> String {
-    let hue = ((id as f64 * 0.618_033_988_75).fract() * 360.0).round() as u32 % 360;
-    let light = [58, 48, 68][(id / 7 % 3) as usize];
-    format!("hsl({hue},65%,{light}%)")
-}
-
-/// Escapes text for SVG content and attributes.
-pub fn xml_escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => o.push(' '),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
-fn fmt_ms(ms: f64) -> String {
-    if ms == 0.0 {
-        "0".to_owned()
-    } else if ms.abs() >= 100.0 {
-        format!("{ms:.0}")
-    } else if ms.abs() >= 1.0 {
-        format!("{ms:.3}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_owned()
-    } else {
-        format!("{ms:.6}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_owned()
-    }
-}
-
-/// `ms` with as many decimals as a tick step of `step` ms needs.
-pub(crate) fn fmt_ms_step(ms: f64, step: f64) -> String {
-    let decimals = (-step.log10()).ceil().clamp(0.0, 12.0) as usize;
-    format!("{ms:.decimals$}")
-}
-
-/// A "nice" tick step (1, 2 or 5 times a power of ten) for about `n` ticks over `span`.
-pub(crate) fn nice_step(span: f64, n: f64) -> f64 {
-    let raw = (span / n.max(1.0)).max(1e-9);
-    let p = 10f64.powf(raw.log10().floor());
-    let m = raw / p;
-    let k = if m <= 1.0 {
-        1.0
-    } else if m <= 2.0 {
-        2.0
-    } else if m <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    k * p
-}
-
 /// Sub-pixel items merged into one block per pixel column.
 #[derive(Default)]
 struct Column {
@@ -149,7 +84,7 @@ impl Lane<'_> {
                 "<rect x=\"{col}\" y=\"{y:.1}\" width=\"1\" height=\"{h:.1}\" fill=\"{fill}\">\
                  <title>{} {what} ({} in all)</title></rect>",
                 c.count,
-                crate::summary::summarize::fmt_ns(c.ticks as f64 * npt)
+                crate::render::number::fmt_ns(c.ticks as f64 * npt)
             );
             c.count = 0;
             c.ticks = 0;
@@ -418,7 +353,7 @@ impl<'r> LaneDraw<'r> {
                     p.task,
                     self.worker,
                     fmt_ms(rs * npt / 1e6),
-                    crate::summary::summarize::fmt_ns(ticks as f64 * npt)
+                    crate::render::number::fmt_ns(ticks as f64 * npt)
                 );
                 let full = format!("{name} ({state})");
                 let room = x1 - x0 - 4.0;
@@ -438,7 +373,7 @@ impl<'r> LaneDraw<'r> {
                     "worker {} waiting: {} ms + {}",
                     self.worker,
                     fmt_ms(rs * npt / 1e6),
-                    crate::summary::summarize::fmt_ns(ticks as f64 * npt)
+                    crate::render::number::fmt_ns(ticks as f64 * npt)
                 ),
             ),
         };
@@ -484,7 +419,7 @@ impl<'r> LaneDraw<'r> {
 /// between tasks, spinning, idle, parked).
 fn sampled_lane(
     run: &RunLog,
-    sm: &crate::Sampled,
+    sm: &crate::load::samples::Sampled,
     li: usize,
     g: &LaneGeometry,
     lane: &mut Lane<'_>,
@@ -530,7 +465,7 @@ fn sampled_lane(
                     "worker {} from {} ms for {}: {what}, {k} of {} samples",
                     run.worker_name(w.worker),
                     fmt_ms(rs * g.npt / 1e6),
-                    crate::summary::summarize::fmt_ns(win.dur as f64 * g.npt),
+                    crate::render::number::fmt_ns(win.dur as f64 * g.npt),
                     win.total
                 ))
             );
@@ -552,7 +487,7 @@ const SAMPLED_KEYS: [(&str, &str); 4] = [
 fn rank_group_head(
     body: &mut String,
     run: &RunLog,
-    ranks: &crate::Ranks,
+    ranks: &crate::load::ranks::Ranks,
     rank: Option<u32>,
     top: f64,
 ) {

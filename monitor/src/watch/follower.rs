@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use super::model::{Figures, Model, SnapshotOptions, Source};
 use super::tail::{file_id, FileId, Kind, Opened, Stop, Tail};
-use crate::load::sampled::SAMPLER_FILE;
+use crate::load::samples::SAMPLER_FILE;
 use crate::load::scan::Item;
 
 /// How long the logs must stay unchanged after every worker ended.

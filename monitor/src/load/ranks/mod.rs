@@ -187,7 +187,7 @@ impl Ranks {
         let clock = match self.clock_residual_ns {
             Some(ns) => format!(
                 "clocks aligned to rank 0's within ±{} (the largest residual any rank states)",
-                crate::fmt_ns(ns as f64)
+                crate::render::number::fmt_ns(ns as f64)
             ),
             None => "clocks not aligned (no rank states a residual)".to_owned(),
         };
@@ -613,7 +613,7 @@ fn sampler_of(
     clock: &Clock,
     ids: &Ids,
 ) -> anyhow::Result<(Vec<SampleWindow>, Option<String>)> {
-    let path = r.dir.join(crate::SAMPLER_FILE);
+    let path = r.dir.join(crate::load::samples::SAMPLER_FILE);
     let label = crate::load::files::file_label(&path);
     let data = std::fs::read(&path).map_err(|e| anyhow::anyhow!("{label}: cannot read: {e}"))?;
     let (header, start) = Header::parse(&data).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;

@@ -13,7 +13,7 @@ use crate::load::groups::group_of;
 use crate::load::ids::{IdIndex, IdMap};
 use crate::load::model::RunLog;
 use crate::load::scan::ScannedPeriod;
-use crate::replay::activity::Near;
+use crate::replay::grid::Near;
 use crate::replay::wakeups::{self, StreamEnds};
 use crate::trace::detail::{Buckets, DetailPlan};
 use crate::trace::perfetto::writer::{Arg, Kind, Name, Track, Value, Writer};
