@@ -2,31 +2,12 @@
 //! [`IdIndex`], a direct table for small ids beside one.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
-/// A fast hasher for integer ids (the analyses look up a task or stream per
-/// period; SipHash would dominate).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
+use rustc_hash::FxBuildHasher;
 
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A hash map keyed by ids.
-pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+/// A hash map keyed by ids, with rustc-hash's Fx hasher (the analyses look
+/// up a task or stream per period; SipHash would dominate).
+pub(crate) type IdMap<K, V> = HashMap<K, V, FxBuildHasher>;
 
 /// Dense indices for ids: a direct table for small ids (the runtime numbers
 /// tasks and streams from 1), a hash map for the rest.
