@@ -61,13 +61,13 @@ pub use load::open::{LoadOptions, PROGRESS_THRESHOLD};
 pub use load::ranks::{is_run_across_ranks, CrossStream, LocalSide, RankInfo, Ranks};
 pub use load::samples::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
 pub use load::worker_log::{WorkerLog, WorkerStats};
-pub use plan::mapfile::{
-    plan_mapping, plan_mapping_by_pass, profile_planner, quote_name, Basis, Cut, Estimate, MapPlan,
-    MappedTask, WorkerLoad, MAX_MAP_WORKERS, SHORT_SAMPLED_RUN_NS,
-};
+pub use plan::mapfile::{quote_name, Basis, Cut, Estimate, MapPlan, MappedTask, WorkerLoad};
 pub use plan::partition::{
     evaluate, partition, partition_from, partition_from_within, partition_within, Evaluation,
     PartGraph, CUT_TOLERANCE,
+};
+pub use plan::planner::{
+    plan_mapping, plan_mapping_by_pass, profile_planner, MAX_MAP_WORKERS, SHORT_SAMPLED_RUN_NS,
 };
 pub use plan::rankmap::{
     plan_rank_mapping, LevelCost, LevelCut, PlaceLoad, RankMapPlan, RankMappedTask,

@@ -10,7 +10,7 @@ pub(crate) const CROSS_RANK_RULE: &str = "Across ranks, a cross-rank stream (⇄
     stream between workers, with its ends' blocked time counted with their woken time (the \
     transport wakes the far end, which no logged period does).";
 
-/// Options of [`bottleneck`].
+/// Options of [`bottleneck`](crate::bottleneck()).
 #[derive(Clone, Copy, Debug)]
 pub struct BottleneckOptions {
     /// Number of equal time windows (at least 1).

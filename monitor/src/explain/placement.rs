@@ -31,7 +31,7 @@ use crate::explain::findings::{Placement, Raw};
 use crate::explain::task_graph::Graph;
 use crate::load::groups::group_of;
 use crate::load::model::RunLog;
-use crate::plan::mapfile::{plan_from, MAX_MAP_WORKERS};
+use crate::plan::planner::{plan_from, MAX_MAP_WORKERS};
 use crate::replay::activity_model::Activity;
 
 /// The least predicted speed-up (observed mapping's time over the

@@ -9,7 +9,7 @@ use rill_log::{Calibration, EndState, MonitorFlags};
 use crate::load::raw_latency::RawLatency;
 use crate::load::worker_log::WorkerLog;
 
-/// A whole run's logs, checked and scanned once (see [`load_run`]).
+/// A whole run's logs, checked and scanned once (see [`load_run`](crate::load_run)).
 ///
 /// Holds each log's bytes (not its decoded records) plus per-worker, per-task
 /// and per-stream totals; the other analyses make their own streaming passes

@@ -55,7 +55,7 @@ pub(crate) fn truncation_warning(name: &str, worker: u32, stop: u64, t: &Truncat
 
 impl WorkerLog {
     /// If the log's writer stopped before its run ended (a full disk), the
-    /// warning that says so (also in [`RunLog::warnings`]).
+    /// warning that says so (also in [`RunLog::warnings`](crate::RunLog::warnings)).
     pub fn truncation(&self) -> Option<String> {
         let t = self.header.truncated?;
         Some(truncation_warning(

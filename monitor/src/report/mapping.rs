@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 use super::html::{self, esc, sh, Cell, Row};
 use super::Ctx;
 use crate::load::model::RunLog;
-use crate::plan::mapfile::{plan_mapping, MapPlan, MAX_MAP_WORKERS};
+use crate::plan::mapfile::MapPlan;
+use crate::plan::planner::{plan_mapping, MAX_MAP_WORKERS};
 
 /// The `rill-bench` application the run's task names point to (their most
 /// common first path segment), if any.

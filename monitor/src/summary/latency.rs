@@ -23,7 +23,7 @@ pub struct LatencyStats {
     pub jitter_ns: f64,
 }
 
-/// Per-input latency (the paper's Equations 1 to 3, see [`summarize`]).
+/// Per-input latency (the paper's Equations 1 to 3, see [`summarize`](crate::summarize)).
 #[derive(Clone, Debug, Serialize)]
 pub struct LatencySummary {
     /// `"message times"` (MESSAGE_TIME recorded) or `"apportioned"` (each
