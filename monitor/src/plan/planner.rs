@@ -94,7 +94,7 @@ use crate::load::ids::IdMap;
 use crate::load::model::RunLog;
 use crate::plan::mapfile::{Basis, Cut, Estimate, MapPlan, MappedTask, WorkerLoad};
 use crate::plan::partition::{
-    evaluate, partition_from_within, partition_within, PartGraph, CUT_TOLERANCE,
+    evaluate, partition_from_within, partition_within, Evaluation, PartGraph, CUT_TOLERANCE,
 };
 use crate::render::number::fmt_ns;
 use crate::replay::activity::{activity, whole_run};
@@ -275,21 +275,80 @@ fn busy_crossing_cost(g: &TaskGraph, part: &[usize], group: &[usize]) -> f64 {
 /// totals, a merged pass, or `bottleneck`'s windows: the totals are the
 /// same).
 pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow::Result<MapPlan> {
+    check_request(run, workers)?;
+    let mut tg = task_graph(run, act);
+    let obs = Observed::of(run, act, &tg);
+    let span = run.span_ns();
+    let crossing = Crossing::calibrate(run, &mut tg, &obs, span);
+    let messages = tg
+        .edges
+        .iter()
+        .fold(0u64, |s, &(_, _, _, m)| s.saturating_add(m));
+    let (weight, c) = crossing.weight();
+    let pg = part_graph(&tg, &weight);
+    let names = Names::of(run, &tg, &crossing.observed_busy, workers, &weight);
+    let obs_c = evaluate(&pg, &obs.part, obs.seen.len().max(1), c);
+    let (node_part, prop, basis) = search(&names, &pg, &obs, &obs_c, workers, c, &crossing);
+    let prop_part = names.expand(&node_part);
+    let mut warnings = run.warnings.clone();
+    warnings.extend(few_samples_warning(run));
+    let tasks = mapped_tasks(&names, &node_part, &obs, &crossing.observed_busy);
+    let loads = (0..workers)
+        .map(|x| WorkerLoad {
+            worker: x,
+            busy_ns: prop.loads[x],
+            crossing_ns: (c * prop.traffic[x] as f64).round() as u64,
+            names: tasks.iter().filter(|t| t.worker == x).count() as u64,
+        })
+        .collect();
+    Ok(MapPlan {
+        dir: run.dir.display().to_string(),
+        workers,
+        tasks,
+        unnamed_tasks: names.unnamed,
+        estimate: Estimate {
+            proposed_ns: prop.time.round() as u64,
+            observed_mapping_ns: obs_c.time.round() as u64,
+            observed_span_ns: span,
+            crossing_cost_ns: crossing.c_span,
+            busy_crossing_cost_ns: crossing.c_busy,
+            calibrated: crossing.calibrated(),
+            messages,
+            basis,
+            proposed_cut: cut_of(&tg, &prop_part),
+            observed_cut: cut_of(&tg, &obs.part),
+        },
+        loads,
+        warnings,
+    })
+}
+
+/// A task's name, if the logs give it a non-empty one.
+fn named(run: &RunLog, t: u64) -> Option<&str> {
+    run.tasks
+        .get(&t)
+        .and_then(|i| i.name.as_deref())
+        .filter(|n| !n.is_empty())
+}
+
+/// Errors: `workers` outside 1..=[`MAX_MAP_WORKERS`], or a run whose logs
+/// name no task.
+fn check_request(run: &RunLog, workers: usize) -> anyhow::Result<()> {
     if workers == 0 || workers > MAX_MAP_WORKERS {
         bail!("--workers must be between 1 and {MAX_MAP_WORKERS}, not {workers}");
     }
-    let named = |t: u64| {
-        run.tasks
-            .get(&t)
-            .and_then(|i| i.name.as_deref())
-            .filter(|n| !n.is_empty())
-    };
-    if !run.tasks.keys().any(|&t| named(t).is_some()) {
+    if !run.tasks.keys().any(|&t| named(run, t).is_some()) {
         bail!(
             "the logs of {} name no task (names are logged with the MAPPING flag): nothing to map",
             run.dir.display()
         );
     }
+    Ok(())
+}
+
+/// The task-level graph: every task the load or the activity knows, each
+/// stream with both ends known an edge of traffic `messages + waits`.
+fn task_graph(run: &RunLog, act: &Activity) -> TaskGraph {
     let mut ids: Vec<u64> = run.tasks.keys().copied().collect();
     ids.extend(act.tasks.keys().filter(|t| !run.tasks.contains_key(t)));
     ids.sort_unstable();
@@ -319,145 +378,239 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
             .map_or(0, |x| x.reader_waits.saturating_add(x.writer_waits));
         edges.push((a, b, messages.saturating_add(waits), messages));
     }
-    let mut tg = TaskGraph { ids, busy, edges };
-    let n = tg.ids.len();
+    TaskGraph { ids, busy, edges }
+}
 
-    // The observed mapping, on dense worker indices.
-    let observed: Vec<Option<u32>> = tg.ids.iter().map(|&t| act.worker_of(run, t)).collect();
-    let mut seen: Vec<u32> = observed.iter().flatten().copied().collect();
-    seen.sort_unstable();
-    seen.dedup();
-    let obs_part: Vec<usize> = observed
-        .iter()
-        .map(|w| w.map_or(0, |w| seen.binary_search(&w).unwrap_or(0)))
-        .collect();
-    let obs = evaluate(
-        &part_graph(&tg, |t, _| t),
-        &obs_part,
-        seen.len().max(1),
-        0.0,
-    );
-    let span = run.span_ns();
-    let c_span = calibrate(&obs.loads, &obs.traffic, span).unwrap_or(0.0);
-    // The part of crossing found in busy time is taken out of the tasks'
-    // weights: the model puts it back for whatever mapping. Unnamed tasks
-    // are groups of their own (keyed by id).
+/// The observed mapping, on dense worker indices.
+struct Observed {
+    /// Per task, the worker it ran on.
+    workers: Vec<Option<u32>>,
+    /// The workers seen, ascending.
+    seen: Vec<u32>,
+    /// Per task, its worker's index in `seen` (0 for none).
+    part: Vec<usize>,
+}
+
+impl Observed {
+    fn of(run: &RunLog, act: &Activity, tg: &TaskGraph) -> Self {
+        let workers: Vec<Option<u32>> = tg.ids.iter().map(|&t| act.worker_of(run, t)).collect();
+        let mut seen: Vec<u32> = workers.iter().flatten().copied().collect();
+        seen.sort_unstable();
+        seen.dedup();
+        let part: Vec<usize> = workers
+            .iter()
+            .map(|w| w.map_or(0, |w| seen.binary_search(&w).unwrap_or(0)))
+            .collect();
+        Observed {
+            workers,
+            seen,
+            part,
+        }
+    }
+}
+
+/// The cost of crossing workers, calibrated on the run.
+struct Crossing {
+    /// Per unit of traffic, in the span.
+    c_span: f64,
+    /// Per message, in busy time.
+    c_busy: f64,
+    /// Each task's busy time as observed (the task graph's weights have the
+    /// busy part of crossing taken out).
+    observed_busy: Vec<u64>,
+}
+
+impl Crossing {
+    /// Calibrates the costs on the observed mapping; takes the part of
+    /// crossing found in busy time out of the tasks' weights (the model
+    /// puts it back for whatever mapping), and in a sample-only run pools
+    /// the groups whose tasks differ within the sampling error.
+    fn calibrate(run: &RunLog, tg: &mut TaskGraph, obs: &Observed, span: u64) -> Self {
+        let n = tg.ids.len();
+        let observed = evaluate(
+            &part_graph(tg, |t, _| t),
+            &obs.part,
+            obs.seen.len().max(1),
+            0.0,
+        );
+        let c_span = calibrate(&observed.loads, &observed.traffic, span).unwrap_or(0.0);
+        let group = task_groups(run, tg);
+        let c_busy = busy_crossing_cost(tg, &obs.part, &group);
+        let observed_busy = tg.busy.clone();
+        if c_busy > 0.0 {
+            let mut x = vec![0u64; n];
+            for &(a, b, _, t) in &tg.edges {
+                if a != b && obs.part[a] != obs.part[b] {
+                    x[a] = x[a].saturating_add(t);
+                    x[b] = x[b].saturating_add(t);
+                }
+            }
+            for (b, &x) in tg.busy.iter_mut().zip(&x) {
+                *b = (*b as f64 - c_busy * x as f64).max(0.0).round() as u64;
+            }
+        }
+        if crate::load::sampled::is_sample_only(run) {
+            if let Some(sm) = &run.sampled {
+                let (dur, total) = sm.windows.iter().fold((0u64, 0u64), |(d, t), w| {
+                    (
+                        d.saturating_add(w.dur),
+                        t.saturating_add(u64::from(w.total)),
+                    )
+                });
+                if total > 0 {
+                    let per_sample = run.ns(dur) as f64 / total as f64;
+                    pool_equal_groups(tg, &group, per_sample);
+                }
+            }
+        }
+        Crossing {
+            c_span,
+            c_busy,
+            observed_busy,
+        }
+    }
+
+    /// Whether crossing costs anything in the model.
+    fn calibrated(&self) -> bool {
+        self.c_busy > 0.0 || self.c_span > 0.0
+    }
+
+    /// An edge's weight: its traffic, each unit costing c_span; with a
+    /// busy part, its crossing time in ns (c_span · traffic + c_busy ·
+    /// messages) at a cost of 1 per unit. The weight and the cost.
+    fn weight(&self) -> (Box<dyn Fn(u64, u64) -> u64>, f64) {
+        let (c_span, c_busy) = (self.c_span, self.c_busy);
+        if c_busy > 0.0 {
+            (
+                Box::new(move |t, m| (c_span * t as f64 + c_busy * m as f64).round() as u64),
+                1.0,
+            )
+        } else {
+            (Box::new(|t, _| t), c_span)
+        }
+    }
+}
+
+/// Each task's group (by [`group_of`](crate::group_of) its name), as dense
+/// indices; unnamed tasks are groups of their own (keyed by id).
+fn task_groups(run: &RunLog, tg: &TaskGraph) -> Vec<usize> {
     let mut groups: BTreeMap<(Option<String>, u64), usize> = BTreeMap::new();
-    let group: Vec<usize> = tg
-        .ids
+    tg.ids
         .iter()
         .map(|&t| {
-            let key = match named(t) {
+            let key = match named(run, t) {
                 Some(name) => (Some(crate::load::groups::group_of(name).into_owned()), 0),
                 None => (None, t),
             };
             let k = groups.len();
             *groups.entry(key).or_insert(k)
         })
-        .collect();
-    let c_busy = busy_crossing_cost(&tg, &obs_part, &group);
-    let observed_busy = tg.busy.clone();
-    if c_busy > 0.0 {
-        let mut x = vec![0u64; n];
-        for &(a, b, _, t) in &tg.edges {
-            if a != b && obs_part[a] != obs_part[b] {
-                x[a] = x[a].saturating_add(t);
-                x[b] = x[b].saturating_add(t);
-            }
-        }
-        for (b, &x) in tg.busy.iter_mut().zip(&x) {
-            *b = (*b as f64 - c_busy * x as f64).max(0.0).round() as u64;
-        }
-    }
-    if crate::load::sampled::is_sample_only(run) {
-        if let Some(sm) = &run.sampled {
-            let (dur, total) = sm.windows.iter().fold((0u64, 0u64), |(d, t), w| {
-                (
-                    d.saturating_add(w.dur),
-                    t.saturating_add(u64::from(w.total)),
-                )
-            });
-            if total > 0 {
-                let per_sample = run.ns(dur) as f64 / total as f64;
-                pool_equal_groups(&mut tg, &group, per_sample);
-            }
-        }
-    }
-    let calibrated = c_busy > 0.0 || c_span > 0.0;
-    let messages = tg
-        .edges
-        .iter()
-        .fold(0u64, |s, &(_, _, _, m)| s.saturating_add(m));
-    // An edge's weight: its traffic, each unit costing c_span; with a busy
-    // part, its crossing time in ns (c_span · traffic + c_busy · messages)
-    // at a cost of 1 per unit.
-    let (weight, c): (Box<dyn Fn(u64, u64) -> u64>, f64) = if c_busy > 0.0 {
-        (
-            Box::new(move |t, m| (c_span * t as f64 + c_busy * m as f64).round() as u64),
-            1.0,
-        )
-    } else {
-        (Box::new(|t, _| t), c_span)
-    };
-    let pg = part_graph(&tg, &weight);
+        .collect()
+}
 
-    // The name-level graph: one node per name, unnamed tasks pinned.
-    let mut node_of = vec![0usize; n];
-    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
-    // name, weight (busy less crossing), tasks, first task, busy
-    let mut nodes: Vec<(Option<&str>, u64, u64, usize, u64)> = Vec::new();
-    let mut unnamed = 0u64;
-    for (i, &id) in tg.ids.iter().enumerate() {
-        let k = match named(id) {
-            Some(name) => *names.entry(name).or_insert_with(|| {
-                nodes.push((Some(name), 0, 0, i, 0));
-                nodes.len() - 1
-            }),
-            None => {
-                nodes.push((None, 0, 0, i, 0));
-                unnamed += 1;
-                nodes.len() - 1
-            }
-        };
-        node_of[i] = k;
-        nodes[k].1 = nodes[k].1.saturating_add(tg.busy[i]);
-        nodes[k].4 = nodes[k].4.saturating_add(observed_busy[i]);
-        nodes[k].2 += 1;
-    }
-    let mut rr = 0usize;
-    let ng = PartGraph {
-        weights: nodes.iter().map(|n| n.1).collect(),
-        edges: tg
-            .edges
-            .iter()
-            .map(|&(a, b, t, m)| (node_of[a], node_of[b], weight(t, m)))
-            .collect(),
-        pinned: nodes
-            .iter()
-            .map(|nd| {
-                nd.0.is_none().then(|| {
-                    rr += 1;
-                    (rr - 1) % workers
+/// A node of the name-level graph: its name (`None`: an unnamed task),
+/// weight (busy time less crossing), tasks, first task and busy time.
+type Node<'r> = (Option<&'r str>, u64, u64, usize, u64);
+
+/// The name-level graph: one node per name, unnamed tasks pinned
+/// round-robin.
+struct Names<'r> {
+    /// Per task, its node.
+    node_of: Vec<usize>,
+    nodes: Vec<Node<'r>>,
+    /// Tasks without a name.
+    unnamed: u64,
+    graph: PartGraph,
+}
+
+impl<'r> Names<'r> {
+    fn of(
+        run: &'r RunLog,
+        tg: &TaskGraph,
+        observed_busy: &[u64],
+        workers: usize,
+        weight: &dyn Fn(u64, u64) -> u64,
+    ) -> Self {
+        let mut node_of = vec![0usize; tg.ids.len()];
+        let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut nodes: Vec<Node<'r>> = Vec::new();
+        let mut unnamed = 0u64;
+        for (i, &id) in tg.ids.iter().enumerate() {
+            let k = match named(run, id) {
+                Some(name) => *names.entry(name).or_insert_with(|| {
+                    nodes.push((Some(name), 0, 0, i, 0));
+                    nodes.len() - 1
+                }),
+                None => {
+                    nodes.push((None, 0, 0, i, 0));
+                    unnamed += 1;
+                    nodes.len() - 1
+                }
+            };
+            node_of[i] = k;
+            nodes[k].1 = nodes[k].1.saturating_add(tg.busy[i]);
+            nodes[k].4 = nodes[k].4.saturating_add(observed_busy[i]);
+            nodes[k].2 += 1;
+        }
+        let mut rr = 0usize;
+        let graph = PartGraph {
+            weights: nodes.iter().map(|n| n.1).collect(),
+            edges: tg
+                .edges
+                .iter()
+                .map(|&(a, b, t, m)| (node_of[a], node_of[b], weight(t, m)))
+                .collect(),
+            pinned: nodes
+                .iter()
+                .map(|nd| {
+                    nd.0.is_none().then(|| {
+                        rr += 1;
+                        (rr - 1) % workers
+                    })
                 })
-            })
-            .collect(),
-    };
-    let expand = |np: &[usize]| -> Vec<usize> { (0..n).map(|i| np[node_of[i]]).collect() };
+                .collect(),
+        };
+        Names {
+            node_of,
+            nodes,
+            unnamed,
+            graph,
+        }
+    }
+
+    /// A mapping of nodes as one of tasks.
+    fn expand(&self, np: &[usize]) -> Vec<usize> {
+        self.node_of.iter().map(|&k| np[k]).collect()
+    }
+}
+
+/// The search's mapping of nodes, and where it is predicted slower than the
+/// observed mapping, that mapping refined by the same moves: the nodes'
+/// workers, the proposal's evaluation and its basis.
+fn search(
+    names: &Names<'_>,
+    pg: &PartGraph,
+    obs: &Observed,
+    obs_c: &Evaluation,
+    workers: usize,
+    c: f64,
+    crossing: &Crossing,
+) -> (Vec<usize>, Evaluation, Basis) {
+    let calibrated = crossing.calibrated();
     // Differences of predicted time below CUT_TOLERANCE are ties, which
     // the partition gives to the smaller cut.
     let tolerance = CUT_TOLERANCE;
-    let obs_c = evaluate(&pg, &obs_part, seen.len().max(1), c);
     // Step 4 of the search stays at or below the observed mapping's time
     // (where that is a mapping onto as many workers), so that its fewer
     // crossings never cost the fallback below.
-    let cap = if seen.len() <= workers && calibrated {
+    let cap = if obs.seen.len() <= workers && calibrated {
         obs_c.time
     } else {
         f64::INFINITY
     };
-    let searched = partition_within(&ng, workers, c, tolerance, cap);
+    let searched = partition_within(&names.graph, workers, c, tolerance, cap);
     let mut node_part = searched;
-    let mut prop = evaluate(&pg, &expand(&node_part), workers, c);
+    let mut prop = evaluate(pg, &names.expand(&node_part), workers, c);
     let mut basis = Basis::Search;
     // The plan must not be predicted slower than the observed mapping.
     // Where the search's result is, and the observed mapping is one of
@@ -467,37 +620,15 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
     // crossing as free, and a round-robin run's mapping refined that way ran
     // Monte Carlo in 410 ms where the search's took 299 (rr itself 330).
     let eps = 1e-9 * obs_c.time.abs().max(1.0);
-    let observed_names = || -> Option<Vec<usize>> {
-        if seen.len() > workers {
-            return None;
-        }
-        let mut np: Vec<Option<usize>> = vec![None; nodes.len()];
-        for i in 0..n {
-            if observed[i].is_none() || nodes[node_of[i]].0.is_none() {
-                continue;
-            }
-            match np[node_of[i]] {
-                None => np[node_of[i]] = Some(obs_part[i]),
-                Some(p) if p != obs_part[i] => return None,
-                Some(_) => {}
-            }
-        }
-        Some(
-            np.iter()
-                .zip(&node_part)
-                .map(|(o, &s)| o.unwrap_or(s))
-                .collect(),
-        )
-    };
     let start = (calibrated && prop.time > obs_c.time + eps)
-        .then(observed_names)
+        .then(|| observed_names(names, obs, workers, &node_part))
         .flatten();
     if let Some(start) = start {
-        let refined = partition_from_within(&ng, workers, c, &start, tolerance);
+        let refined = partition_from_within(&names.graph, workers, c, &start, tolerance);
         let moved = refined
             .iter()
             .zip(&start)
-            .zip(&nodes)
+            .zip(&names.nodes)
             .filter(|((a, b), nd)| a != b && nd.0.is_some())
             .count() as u64;
         basis = if moved == 0 {
@@ -505,22 +636,61 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
         } else {
             Basis::ObservedImproved { moved }
         };
-        prop = evaluate(&pg, &expand(&refined), workers, c);
+        prop = evaluate(pg, &names.expand(&refined), workers, c);
         node_part = refined;
     }
-    let prop_part = expand(&node_part);
-    let mut warnings = run.warnings.clone();
-    warnings.extend(few_samples_warning(run));
+    (node_part, prop, basis)
+}
 
-    // The busiest task of each name gives its observed worker.
-    let mut heaviest: Vec<Option<(u64, usize)>> = vec![None; nodes.len()];
-    for i in 0..n {
-        let h = &mut heaviest[node_of[i]];
+/// The observed mapping as one of names, if it is one (each name's tasks
+/// ran on one worker, on no more workers than `workers`); nodes it does not
+/// place keep their worker in `node_part`.
+fn observed_names(
+    names: &Names<'_>,
+    obs: &Observed,
+    workers: usize,
+    node_part: &[usize],
+) -> Option<Vec<usize>> {
+    if obs.seen.len() > workers {
+        return None;
+    }
+    let mut np: Vec<Option<usize>> = vec![None; names.nodes.len()];
+    for (i, &k) in names.node_of.iter().enumerate() {
+        if obs.workers[i].is_none() || names.nodes[k].0.is_none() {
+            continue;
+        }
+        match np[k] {
+            None => np[k] = Some(obs.part[i]),
+            Some(p) if p != obs.part[i] => return None,
+            Some(_) => {}
+        }
+    }
+    Some(
+        np.iter()
+            .zip(node_part)
+            .map(|(o, &s)| o.unwrap_or(s))
+            .collect(),
+    )
+}
+
+/// The plan's lines: each name with its worker, in worker order and then
+/// the order of the names' first tasks; the busiest task of each name gives
+/// its observed worker.
+fn mapped_tasks(
+    names: &Names<'_>,
+    node_part: &[usize],
+    obs: &Observed,
+    observed_busy: &[u64],
+) -> Vec<MappedTask> {
+    let mut heaviest: Vec<Option<(u64, usize)>> = vec![None; names.nodes.len()];
+    for (i, &k) in names.node_of.iter().enumerate() {
+        let h = &mut heaviest[k];
         if h.is_none_or(|(b, _)| observed_busy[i] > b) {
             *h = Some((observed_busy[i], i));
         }
     }
-    let mut tasks: Vec<MappedTask> = nodes
+    let mut tasks: Vec<MappedTask> = names
+        .nodes
         .iter()
         .enumerate()
         .filter_map(|(k, nd)| {
@@ -530,43 +700,17 @@ pub(crate) fn plan_from(run: &RunLog, workers: usize, act: &Activity) -> anyhow:
                 worker: node_part[k],
                 busy_ns: nd.4,
                 tasks: nd.2,
-                observed_worker: heaviest[k].and_then(|(_, i)| observed[i]),
+                observed_worker: heaviest[k].and_then(|(_, i)| obs.workers[i]),
             })
         })
         .collect();
-    let first: BTreeMap<&str, usize> = nodes
+    let first: BTreeMap<&str, usize> = names
+        .nodes
         .iter()
         .filter_map(|nd| nd.0.map(|name| (name, nd.3)))
         .collect();
     tasks.sort_by_key(|t| (t.worker, first[t.name.as_str()]));
-    let loads = (0..workers)
-        .map(|x| WorkerLoad {
-            worker: x,
-            busy_ns: prop.loads[x],
-            crossing_ns: (c * prop.traffic[x] as f64).round() as u64,
-            names: tasks.iter().filter(|t| t.worker == x).count() as u64,
-        })
-        .collect();
-    Ok(MapPlan {
-        dir: run.dir.display().to_string(),
-        workers,
-        tasks,
-        unnamed_tasks: unnamed,
-        estimate: Estimate {
-            proposed_ns: prop.time.round() as u64,
-            observed_mapping_ns: obs_c.time.round() as u64,
-            observed_span_ns: span,
-            crossing_cost_ns: c_span,
-            busy_crossing_cost_ns: c_busy,
-            calibrated,
-            messages,
-            basis,
-            proposed_cut: cut_of(&tg, &prop_part),
-            observed_cut: cut_of(&tg, &obs_part),
-        },
-        loads,
-        warnings,
-    })
+    tasks
 }
 
 /// A sample-mode run shorter than this gets a warning with its plan: its
