@@ -22,12 +22,39 @@
 //! A directory of `rank-R/` directories, each one rank's logs and its
 //! `rank.json` (a run under MPI), loads as one run: clocks aligned to rank
 //! 0's, workers, tasks and streams renumbered apart, the halves of each
-//! cross-rank stream joined ([`Ranks`], the `ranks` module);
+//! cross-rank stream joined ([`Ranks`], `load/ranks/`);
 //! [`plan_rank_mapping`] plans over ranks and workers.
 //!
 //! [`load_run`] reads each file once (in parallel) into memory and keeps
 //! totals, not decoded records; the other analyses are streaming passes over
 //! the bytes with the allocation-free [`scan::Scanner`].
+//!
+//! # What lives where
+//!
+//! The crate is in layers, lowest first; each layer's modules hold:
+//!
+//! | layer | modules | what |
+//! |-------|---------|------|
+//! | `render/` | `number`, `table`, `svg` | presentation that knows nothing of a run: durations and axis numbers as text ([`fmt_ns`]), plain-text tables, SVG escaping ([`xml_escape`]) and task colours ([`task_colour`]) |
+//! | `load/` | `scan`, `ids`, `bytes`, `chunks`, `groups`, `raw_latency`, `samples`, `ranks/`, `worker_log`, `model`, `files`, `pool`, `aggregate`, `scan_file`, `merge_files`, `sampled`, `open` | a run's logs read once: the record [`scan`]ner, id maps, a log's bytes and page release, the chunk index, task groups ([`group_of`]), the data model ([`RunLog`], [`WorkerLog`], [`TaskInfo`], [`StreamInfo`], [`Sampled`], [`Ranks`] and the latency replay's raw result), finding and reading the files, a thread pool, the per-file scan and its totals, the merge of the scans, sample mode's estimates, runs across ranks, and the loader ([`LoadOptions`]) that hands each log's periods to a pass beside its scans |
+//! | `replay/` | `merge`, `wakeups`, `grid`, `activity_model`, `activity`, `sampled_activity`, `latency`, `crossing`, `load_run` | passes over all workers' periods in time order: the merge, wake-ups, the window grid, the activity (busy, ready, blocked time) of tasks, streams and workers, the latency replay, cross-rank delays ([`CrossingDelays`]), and [`load_run`] (the loader with the latency replay beside it) |
+//! | `summary/` | `latency`, `summarize` | [`summarize`]: the totals, throughput, latency and jitter ([`Summary`]) |
+//! | `trace/` | `detail`, `protobuf`, `perfetto/` (`writer`, `layout`, `pass`), `chrome`, `timeline` | pictures of the run over time: the detail levels, the Perfetto trace ([`write_perfetto_trace`]: the wire format, its writer, the track layout, the pass), Chrome JSON ([`chrome_trace`]) and the SVG timeline ([`timeline_svg`]) |
+//! | `plan/` | `partition`, `mapfile`, `planner`, `rankmap` | where tasks should run: the graph partition ([`partition`]), the mapping file ([`MapPlan`]), the planner ([`plan_mapping`]) and the planner over ranks ([`plan_rank_mapping`]) |
+//! | `explain/` | `waits`, `findings`, `task_graph`, `placement`, `verdict`, `bottleneck` | who waited for whom ([`waits()`]) and what held the run back ([`bottleneck()`]): its findings, the task graph its rules read, the placement rule, the words of the verdict, the window rules |
+//! | `diff` | | two runs compared ([`diff()`]) |
+//! | `evolution/` | | the shares of task and worker states over the run ([`evolution()`]) |
+//! | `report/` | | all of it on one HTML page ([`report_html`]) |
+//! | [`watch`] | | a run followed while it writes its logs |
+//!
+//! Imports go one way: a module imports only layers below its own (in this
+//! table's order) and modules of its own layer; within a layer, no two
+//! modules import each other, directly or through others (there is no
+//! import circle; `scripts/import_cycles.py monitor/src` measures it). The
+//! model does not name the analyses: the loader feeds a pass beside its
+//! scans through a trait (`load::open::Beside`), and what that pass leaves
+//! on the run (`load::raw_latency`) is data that `summary/` reads. Modules
+//! import each other by their own paths, not through this crate's root.
 
 #![warn(missing_docs)]
 

@@ -39,7 +39,7 @@
 //!   waiting and the rest.
 //!
 //! Memory: per bucket a few arrays (states, workers, the top groups) and per
-//! task a few words; the logs are read by the merged pass (`merge.rs`) and
+//! task a few words; the logs are read by the merged pass (`replay/merge.rs`) and
 //! one scan per log, both releasing the pages they have read.
 
 use std::collections::HashMap;
@@ -418,7 +418,7 @@ pub fn evolution(run: &RunLog, opts: &EvolutionOptions) -> anyhow::Result<Evolut
 }
 
 /// [`evolution`], reading a run with periods from `events` (a merged pass
-/// of its own, or a share of one, `merge.rs`); dropped unread otherwise.
+/// of its own, or a share of one, `replay/merge.rs`); dropped unread otherwise.
 pub(crate) fn evolution_from(
     run: &RunLog,
     opts: &EvolutionOptions,

@@ -1,8 +1,8 @@
 //! The evolution of a run with periods: one scan per log (worker busy and
 //! waiting time, task creation times), then the merged pass over all logs'
-//! periods (`merge.rs`) that follows each task from period to period, as
-//! the trace's counters do (`pftrace/pass.rs`), matching wake-ups to waits
-//! with the same rules (`wakeups.rs`).
+//! periods (`replay/merge.rs`) that follows each task from period to period, as
+//! the trace's counters do (`trace/perfetto/pass.rs`), matching wake-ups to waits
+//! with the same rules (`replay/wakeups.rs`).
 
 use rill_log::EndState;
 
@@ -160,7 +160,7 @@ impl Replay<'_> {
         let woken = take_before(&mut self.tasks[k].woken, p.end).map(|w| w.at);
         self.gap(k, p.start, woken);
         self.tasks[k].first.get_or_insert(p.start);
-        // The wake-ups this period caused (`wakeups.rs`).
+        // The wake-ups this period caused (`replay/wakeups.rs`).
         for io in period.io {
             let Some(peer) = self.streams.woken_by(p.task, io) else {
                 continue;

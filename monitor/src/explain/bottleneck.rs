@@ -4,7 +4,7 @@
 //! CPU bottleneck).
 //!
 //! The run's span is cut into `windows` equal windows (default 20). Per
-//! window `w` of length `len`, with the times of `activity.rs` (busy, ready
+//! window `w` of length `len`, with the times of `replay/activity.rs` (busy, ready
 //! and blocked time, a wait split at its wake-up):
 //!
 //! * A **task** T on worker X is a bottleneck in `w` when X was busy at
@@ -22,7 +22,7 @@
 //!   the part of the window its worker ran no other task (the rest is
 //!   waiting behind other tasks, not for a wake-up), with no bottleneck task
 //!   in S's connected part of the task graph in `w`.
-//!   A **cross-rank stream** (a run across ranks, `ranks/`) is tested the
+//!   A **cross-rank stream** (a run across ranks, `load/ranks/`) is tested the
 //!   same way, but its waits count whole: no logged period wakes its far
 //!   end (the transport does), so a wait on it is not split at a wake-up,
 //!   and the time its ends were blocked on it, their workers otherwise
@@ -117,7 +117,7 @@ pub(crate) fn bottleneck_of(run: &RunLog, opts: &BottleneckOptions, act: &Activi
             .then(a.name.cmp(&b.name))
     });
     // The placement finding comes first: its share is of time saved, not
-    // of waiting (`placement.rs`).
+    // of waiting (`explain/placement.rs`).
     if let Some((r, share)) = placement {
         found.insert(0, crate::explain::verdict::finding(run, act, &r, share));
     }

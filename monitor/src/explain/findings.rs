@@ -80,7 +80,7 @@ pub struct Finding {
     pub share: f64,
     /// The numbers behind it.
     pub evidence: String,
-    /// A placement finding only (`placement.rs`): the speed-up the model
+    /// A placement finding only (`explain/placement.rs`): the speed-up the model
     /// predicts for the mapping `rill-mon map` proposes; its `share` is
     /// then the part of the observed mapping's predicted time it saves.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -93,7 +93,7 @@ pub struct Finding {
     pub(crate) sentence: String,
 }
 
-/// A finding's numbers, before they are put in words (`verdict.rs`).
+/// A finding's numbers, before they are put in words (`explain/verdict.rs`).
 /// Shares are means over the windows in which it held.
 pub(crate) enum Raw {
     Task {
@@ -128,7 +128,7 @@ pub(crate) enum Raw {
         tops: Vec<(u64, f64)>,
     },
     /// Streams across workers cost more than a mapping that keeps them on
-    /// one (`placement.rs`).
+    /// one (`explain/placement.rs`).
     Placement(Placement),
 }
 

@@ -5,7 +5,7 @@
 //! message written on one core and read on another moves its cache lines,
 //! and the tasks do that work while they run, so on saturated workers no
 //! wait shows it. This rule asks `rill-mon map`'s what-if model instead
-//! (`mapfile.rs`: `T(m) = max over workers of B(x) + crossing time`, with
+//! (`plan/planner.rs`: `T(m) = max over workers of B(x) + crossing time`, with
 //! the crossing cost calibrated on the run: its busy part from the busy
 //! time of tasks of one group that cross in different proportions, the rest
 //! from the span). It holds when, for the run's own worker count,

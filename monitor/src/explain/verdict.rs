@@ -296,7 +296,7 @@ pub(crate) fn finding(run: &RunLog, act: &Activity, raw: &Raw, share: f64) -> Fi
     }
 }
 
-/// The placement finding in words (`placement.rs`).
+/// The placement finding in words (`explain/placement.rs`).
 fn placement(run: &RunLog, p: &Placement, share: f64) -> Finding {
     let ms = |ns: u64| fmt_ns(ns as f64);
     let gain = p.observed_ns as f64 / p.proposed_ns.max(1) as f64;

@@ -18,7 +18,7 @@
 //!
 //! The wait times are exact to the clock, with one caveat: a wait ends at
 //! the next dispatch, not at the wake-up, so it includes the time the woken
-//! task was ready but its worker was busy (see `activity.rs`). Waits that
+//! task was ready but its worker was busy (see `replay/activity.rs`). Waits that
 //! never ended run to the end of the run and are counted in `open_waits`.
 //!
 //! With grouping (the default), streams whose writer, reader or name

@@ -120,7 +120,7 @@ impl Agg {
 
     /// Books a task's time from its previous period's end (`from`, ended
     /// in `state`) to its next dispatch `to`, as the waits count it
-    /// (`activity.rs`); the counts of blocked periods are booked by
+    /// (`replay/activity.rs`); the counts of blocked periods are booked by
     /// [`period`](Self::period). `sc` holds the next period.
     #[inline]
     pub(crate) fn wait(&mut self, from: u64, to: u64, state: EndState, sc: &Scanner<'_>) {
@@ -280,7 +280,7 @@ impl Agg {
                 // and each spin before a block is a wait.
                 st.waits = st.waits.saturating_add(idles).saturating_add(spins);
             }
-            // Only the sampler's own log holds windows (`sampled.rs`).
+            // Only the sampler's own log holds windows (`load/sampled.rs`).
             Item::Samples(_) => {}
         }
     }

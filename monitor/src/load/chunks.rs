@@ -12,9 +12,9 @@ pub(crate) const CHUNK_PERIODS: u32 = 1024;
 /// their order, so what follows holds for a damaged log too:
 ///
 /// - a pass that counts periods per time bucket takes a chunk whose range
-///   lies in one bucket whole, without decoding it (`detail.rs`);
+///   lies in one bucket whole, without decoding it (`trace/detail.rs`);
 /// - a pass drawing a window of the run skips the chunks that end before
-///   the window or start after it (`timeline.rs`).
+///   the window or start after it (`trace/timeline.rs`).
 ///
 /// Chunks follow one another: each starts where the one before ended, the
 /// first at the log's first record, the last ends where the load's scan

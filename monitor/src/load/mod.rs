@@ -1,10 +1,34 @@
-//! Loading a run.
+//! Loading a run: its log files read once, their headers checked, each
+//! scanned into totals, into the [`RunLog`](crate::RunLog) model. Imports
+//! only `render/` from outside; within, lowest first:
+//!
+//! | module | what |
+//! |--------|------|
+//! | `scan` | the record scanner ([`Scanner`](crate::scan::Scanner)) and a period's first read |
+//! | `ids` | `IdMap` (a hash map keyed by ids) and `IdIndex` (ids to dense indices) |
+//! | `bytes` | a log file's bytes, mapped or read, and the release of pages a pass has read |
+//! | `chunks` | the chunk index of a log: stretches of periods a pass resumes at or skips |
+//! | `groups` | task names folded into groups ([`group_of`](crate::group_of)) |
+//! | `raw_latency` | what the latency replay leaves on a run (data) |
+//! | `samples` | what a sample-mode run's sampler recorded ([`Sampled`](crate::Sampled)) |
+//! | `files` | finding a run's log files, reading one with its header checked |
+//! | `pool` | a small thread pool |
+//! | `ranks/` | a run across ranks: its ranks' logs read, their clocks and ids aligned ([`Ranks`](crate::Ranks)) |
+//! | `worker_log` | one worker's log as loaded ([`WorkerLog`](crate::WorkerLog)) |
+//! | `model` | the run ([`RunLog`](crate::RunLog)), its tasks and streams |
+//! | `aggregate` | a file's totals, record by record |
+//! | `scan_file` | the one scan of a file, feeding a consumer of its periods (`PeriodFeed`) |
+//! | `merge_files` | the scans merged into a run |
+//! | `sampled` | sample mode's estimates from the sampler's windows |
+//! | `open` | the loader ([`LoadOptions`](crate::LoadOptions)), with a pass beside its scans (`Beside`) that it does not name |
+//!
+//! The model is a leaf of the analyses: it holds the latency replay's
+//! result, the sampler's data and the ranks as data types of this layer,
+//! and names no pass.
 
 pub(crate) mod aggregate;
 pub(crate) mod bytes;
 pub(crate) mod chunks;
-#[cfg(test)]
-pub(crate) mod chunky_logs;
 pub(crate) mod files;
 pub(crate) mod groups;
 pub(crate) mod ids;

@@ -741,12 +741,12 @@ fn few_samples_warning(run: &RunLog) -> Option<String> {
 /// mapping file planned from the count-mode logs in `dir` for `workers`
 /// workers, or why there is none.
 pub fn profile_planner(dir: &std::path::Path, workers: usize) -> Result<String, String> {
-    let load = crate::LoadOptions {
+    let load = crate::load::open::LoadOptions {
         progress: Some(false),
         latency: false,
-        ..crate::LoadOptions::default()
+        ..crate::load::open::LoadOptions::default()
     };
-    let run = crate::load_run_with(dir, &load).map_err(|e| format!("{e:#}"))?;
+    let run = crate::replay::load_run::load_run_with(dir, &load).map_err(|e| format!("{e:#}"))?;
     let plan = plan_mapping(&run, workers).map_err(|e| format!("{e:#}"))?;
     Ok(plan.to_file())
 }

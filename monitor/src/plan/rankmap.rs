@@ -1,7 +1,7 @@
 //! `rill-mon map --ranks R --workers W`: a mapping of the observed task
 //! graph onto R ranks of W workers each, written as `"name" = RANK:WORKER`
 //! lines (the mapping file of a run across ranks; one process's file has
-//! `"name" = WORKER` lines, `mapfile.rs`).
+//! `"name" = WORKER` lines, `plan/mapfile.rs`).
 //!
 //! The graph is `map`'s: one node per task name (tasks sharing a name
 //! share a line, so a place), weighted by busy time; one edge per stream
@@ -14,7 +14,7 @@
 //! Xw(x) + c_r · Xr(x)`, `B(x)` the busy time of the tasks m puts on x,
 //! `Xw(x)` the waits of the streams between x and another worker of its
 //! rank, `Xr(x)` those of the streams between x and another rank. The costs
-//! per wait are measured where the run shows them (`crossing.rs`: the
+//! per wait are measured where the run shows them (`replay/crossing.rs`: the
 //! median delay from the peer's operation to the waiting end's dispatch,
 //! over the waits on streams that crossed at that level), and assumed
 //! where it does not ([`ASSUMED_WORKER_NS`], [`RANK_OVER_WORKER`]); the
@@ -23,7 +23,7 @@
 //!
 //! Plan, in two steps: the names are cut into R parts that balance busy
 //! time and keep streams with many waits on one rank (the partition of
-//! `partition.rs`, a crossing of ranks costing `W · c_r` against a rank's
+//! `plan/partition.rs`, a crossing of ranks costing `W · c_r` against a rank's
 //! busy time, which its W workers share); then each rank's names are cut
 //! into W parts with cost `c_w`. Where the run's own mapping fits R × W
 //! (ranks and workers numbered within them, each name on one place) and the

@@ -310,13 +310,13 @@ pub(crate) fn whole_run(run: &RunLog) -> Activity {
 /// span cut into `windows` windows.
 ///
 /// A sample-mode run has no periods: its activity comes from the sampler's
-/// windows instead (`sampled.rs`).
+/// windows instead (`replay/sampled_activity.rs`).
 pub(crate) fn activity(run: &RunLog, windows: usize) -> Activity {
     activity_from(run, windows, Events::Run(run))
 }
 
 /// [`activity`], reading the periods from `events` (a merged pass of its
-/// own, or a share of one, `merge.rs`).
+/// own, or a share of one, `replay/merge.rs`).
 pub(crate) fn activity_from(run: &RunLog, windows: usize, events: Events<'_>) -> Activity {
     if let Some(sm) = run
         .sampled

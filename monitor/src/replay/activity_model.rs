@@ -65,7 +65,7 @@ pub(crate) struct Activity {
     /// Poll waits (`BlockedAny`) whose next period read nothing, and their ticks.
     pub unattributed_polls: u64,
     pub unattributed_poll_ticks: u64,
-    /// Built from a sample-mode run's windows (`sampled.rs`): busy time is
+    /// Built from a sample-mode run's windows (`replay/sampled_activity.rs`): busy time is
     /// estimated, waits are exact counts without times (no blocked or ready
     /// time).
     pub sampled: bool,

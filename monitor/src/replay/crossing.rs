@@ -1,5 +1,5 @@
 //! What crossing workers and crossing ranks cost, as the run measured it:
-//! for `rill-mon map --ranks` (`rankmap.rs`).
+//! for `rill-mon map --ranks` (`plan/rankmap.rs`).
 //!
 //! A wait crosses where its stream does: the waiting end and the end it
 //! waits for ran on one worker, on two workers of one rank, or on two
@@ -12,7 +12,7 @@
 //! worker (a parked one takes longer); across ranks, the transport's time
 //! as well.
 //!
-//! One pass over all periods merged in time order (`merge.rs`). An
+//! One pass over all periods merged in time order (`replay/merge.rs`). An
 //! operation's time is the end of its period (the periods hold no time per
 //! operation unless MESSAGE_TIME was on, and the merged pass does not read
 //! those): the latest it can have happened, so a delay is a lower bound,

@@ -32,7 +32,7 @@ pub fn load_run(dir: &Path) -> anyhow::Result<RunLog> {
 ///
 /// A directory holding no logs of its own but `rank-R/` directories that
 /// do is a run across ranks: their logs are merged into one run (see
-/// [`Ranks`](crate::Ranks) and the `ranks` module).
+/// [`Ranks`](crate::Ranks) and `load/ranks/`).
 pub fn load_run_with(dir: &Path, opts: &LoadOptions) -> anyhow::Result<RunLog> {
     let (mut run, latency) = load_with(dir, opts, opts.latency.then_some(LatencyReplay))?;
     run.latency = latency;

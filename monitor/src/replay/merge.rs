@@ -1,5 +1,5 @@
 //! Every log's periods in one time order, for the passes that need to see
-//! a waking period before the dispatch it allowed (`activity.rs`).
+//! a waking period before the dispatch it allowed (`replay/activity.rs`).
 //!
 //! Order: by start time, ties by the log's place in [`RunLog::workers`],
 //! each log's periods in the log's own order (a heap of one cursor per
@@ -449,7 +449,7 @@ mod tests {
             enc.worker_end(&mut out, 1_000_000);
             out.finish().unwrap();
         }
-        let run = crate::load_run(dir.path()).unwrap();
+        let run = crate::replay::load_run::load_run(dir.path()).unwrap();
         let seq = |threaded: bool, waits: bool| {
             let mut v = Vec::new();
             merged(

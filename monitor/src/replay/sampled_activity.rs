@@ -5,7 +5,7 @@ use crate::load::samples::{charge, Sampled};
 use crate::replay::activity_model::Activity;
 use crate::replay::grid::Grid;
 
-/// A sample-mode run's activity (`activity.rs`) on `grid`: each window's
+/// A sample-mode run's activity (`replay/activity.rs`) on `grid`: each window's
 /// estimated busy time per task and worker spread over the grid's windows in
 /// proportion to their overlap; per stream the exact wait counts (no times:
 /// sample mode measures no wait).

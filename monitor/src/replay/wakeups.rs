@@ -1,5 +1,5 @@
 //! Which logged wake-up ended which wait: the bookkeeping that the passes
-//! replaying a run in time order share (the trace, `pftrace/pass.rs`, and
+//! replaying a run in time order share (the trace, `trace/perfetto/pass.rs`, and
 //! the evolution, `evolution/replay.rs`).
 //!
 //! A period that woke its stream's peer says so (`woke_peer`); the peer is

@@ -19,7 +19,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         ));
         return o;
     }
-    let shown: Vec<(usize, &crate::Finding)> = b
+    let shown: Vec<(usize, &crate::explain::findings::Finding)> = b
         .bottlenecks
         .iter()
         .enumerate()

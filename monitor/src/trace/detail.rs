@@ -131,7 +131,7 @@ pub(crate) struct DetailPlan {
 /// Counts the periods starting in each of `grid`'s buckets, one thread per
 /// log, and picks the detailed buckets for `budget` periods.
 ///
-/// A log's chunks (`load.rs`) whose starts all fall in one bucket are
+/// A log's chunks (`load/chunks.rs`) whose starts all fall in one bucket are
 /// counted whole; only those that straddle a bucket's edge (or the
 /// window's) are decoded, so the count reads a small part of a long run's
 /// logs.
@@ -211,7 +211,7 @@ mod tests {
     /// a log whose starts go back in time now and then.
     #[test]
     fn chunks_count_what_a_full_decode_counts() {
-        let (_dir, run) = crate::load::chunky_logs::run();
+        let (_dir, run) = crate::replay::chunky_logs::run();
         // Every period decoded.
         let count_from =
             |counts: &mut [u32], g: &Buckets, w: &crate::load::worker_log::WorkerLog| {

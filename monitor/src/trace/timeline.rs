@@ -138,7 +138,7 @@ fn lane_reading(run: &RunLog, li: usize, g: &LaneGeometry, skip: bool) -> LaneSv
         return d.finish();
     }
     let w = &run.workers[li];
-    // Only the chunks of the log that reach into the window (`load.rs`):
+    // Only the chunks of the log that reach into the window (`load/chunks.rs`):
     // the rest hold nothing drawn. (Every time in a log is at or after
     // `t0`, where the offset from it grows with the time.)
     let rel = |t: u64| t.wrapping_sub(run.t0) as i64 as f64;
@@ -165,7 +165,7 @@ fn lane_reading(run: &RunLog, li: usize, g: &LaneGeometry, skip: bool) -> LaneSv
 }
 
 /// The lanes of the whole run's timeline ([`timeline_svg`] with `opts`),
-/// from a merged pass's events (`merge.rs`): each log's periods and waits
+/// from a merged pass's events (`replay/merge.rs`): each log's periods and waits
 /// come in its order, as a lane reads them.
 pub(crate) fn lanes_from(run: &RunLog, opts: &TimelineOptions, events: Events<'_>) -> Vec<LaneSvg> {
     let g = Frame::of(run, opts).geometry;
@@ -747,7 +747,7 @@ mod tests {
     /// each log, for the whole run and for a window.
     #[test]
     fn lanes_from_merged_events_are_the_lanes_read_from_the_logs() {
-        let (_dir, run) = crate::load::chunky_logs::run();
+        let (_dir, run) = crate::replay::chunky_logs::run();
         for (from_ms, to_ms) in [(None, None), (Some(0.007), Some(0.0072))] {
             let opts = TimelineOptions {
                 from_ms,
@@ -773,7 +773,7 @@ mod tests {
     /// edges and past them.
     #[test]
     fn skipping_chunks_draws_the_same_lanes() {
-        let (_dir, run) = crate::load::chunky_logs::run();
+        let (_dir, run) = crate::replay::chunky_logs::run();
         let end = (run.t1 - run.t0) as f64;
         for (w0, w1) in [
             (0.0, end),

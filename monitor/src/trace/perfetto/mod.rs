@@ -281,7 +281,7 @@ pub fn write_perfetto_trace(
 
     // The merge; each cursor releases the pages it has read (`Behind`), so
     // that the pass keeps a bounded part of the logs resident.
-    // Decoded on threads where there is a core to spare (`merge.rs`); the
+    // Decoded on threads where there is a core to spare (`replay/merge.rs`); the
     // first error stops the writing, the rest of the pass is skipped.
     let mut failed: io::Result<()> = Ok(());
     for_each_event(run, true, |wi, e| {

@@ -19,7 +19,7 @@ use crate::trace::detail::{Buckets, DetailPlan};
 use crate::trace::perfetto::writer::{Arg, Kind, Name, Track, Value, Writer};
 use rill_log::StreamIo;
 
-/// A wake-up (`wakeups.rs`): when (the waking period's end), by which
+/// A wake-up (`replay/wakeups.rs`): when (the waking period's end), by which
 /// worker, and the flow started there (its id and the waking period's
 /// start).
 pub(super) type Wake = wakeups::Wake<(u32, Option<(u64, u64)>)>;
@@ -494,7 +494,7 @@ impl<'r, 'w> Pass<'r, 'w> {
         let in_window = self.in_window(p.start, p.end);
         let counted = p.start >= self.lo && p.start <= self.hi;
         let shown = in_window && self.shown(p.start, p.dur());
-        // The task's time since its last period (`wakeups.rs`).
+        // The task's time since its last period (`replay/wakeups.rs`).
         let woken = wakeups::take_before(&mut self.tasks[k].woken, p.end);
         let show_gap = shown || self.tasks[k].last_shown;
         self.gap(k, p.start, show_gap, woken.map(|w| w.at))?;

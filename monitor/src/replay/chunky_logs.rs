@@ -1,5 +1,5 @@
 //! Synthetic logs for the unit tests of the passes that use the load's
-//! chunk index (`load.rs`): long enough for several chunks per log, with
+//! chunk index (`load/chunks.rs`): long enough for several chunks per log, with
 //! worker waits between periods, and one log whose starts step back in time
 //! now and then (as a damaged log's may).
 
@@ -15,7 +15,7 @@ pub(crate) const PERIODS: u64 = 5 * crate::load::chunks::CHUNK_PERIODS as u64 + 
 pub(crate) fn run() -> (tempfile::TempDir, crate::load::model::RunLog) {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path());
-    let run = crate::load_run(dir.path()).unwrap();
+    let run = crate::replay::load_run::load_run(dir.path()).unwrap();
     assert!(run.workers.iter().all(|w| w.chunks.len() == 6));
     (dir, run)
 }
