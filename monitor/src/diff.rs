@@ -32,7 +32,8 @@ use crate::load::groups::group_of;
 use crate::load::model::RunLog;
 use crate::render::number::fmt_ns;
 use crate::render::table::table;
-use crate::summary::summarize::{summarize_totals, Summary};
+use crate::summary::model::Summary;
+use crate::summary::summarize::summarize_totals;
 
 /// A figure in A and in B. Times are nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -318,7 +319,7 @@ fn compare(sa: &Side, sb: &Side, group: bool) -> RunDiff {
                 (None, Some(_)) => only_in_b.workers.push(*id),
                 _ => {}
             }
-            let c = |f: fn(&crate::summary::summarize::WorkerSummary) -> u64| {
+            let c = |f: fn(&crate::summary::model::WorkerSummary) -> u64| {
                 Change::new(x.map(|w| f(w)), y.map(|w| f(w)))
             };
             WorkerDiff {

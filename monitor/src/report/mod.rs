@@ -41,7 +41,8 @@ use crate::explain::waits::{waits, Waits};
 use crate::load::model::RunLog;
 use crate::replay::activity::activity_from;
 use crate::replay::activity_model::Activity;
-use crate::summary::summarize::{summarize_totals, Summary};
+use crate::summary::model::Summary;
+use crate::summary::summarize::summarize_totals;
 use crate::trace::timeline::{lanes_from, timeline_svg_with, LaneSvg, TimelineOptions};
 
 use html::esc;

@@ -4,7 +4,11 @@
 //! | module | what |
 //! |--------|------|
 //! | `latency` | per-input latency as the summary reports it, from the latency replay's result |
-//! | `summarize` | the [`Summary`](crate::Summary), its making and its text |
+//! | `model` | the [`Summary`](crate::Summary) and its rows |
+//! | `summarize` | its making from the run's totals and the latency replay |
+//! | `text` | its text |
 
 pub(crate) mod latency;
+pub(crate) mod model;
 pub(crate) mod summarize;
+pub(crate) mod text;
