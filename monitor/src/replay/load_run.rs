@@ -8,7 +8,8 @@ use rill_log::MonitorFlags;
 use crate::load::model::RunLog;
 use crate::load::open::{load_with, Beside, LoadOptions};
 use crate::load::raw_latency::RawLatency;
-use crate::replay::latency::{feed, message_budget, replay, FeedRx, FeedTx};
+use crate::replay::latency::{message_budget, replay};
+use crate::replay::latency_feed::{feed, FeedRx, FeedTx};
 
 /// Loads a run: finds the `worker-*.rlog` files in `dir`, checks that their
 /// headers agree (worker count, calibration), and scans every record once to

@@ -9,6 +9,7 @@
 //! | `activity_model` | what the activity pass measures (busy, ready, blocked time per task, stream, worker) |
 //! | `sampled_activity` | the same from a sample-mode run's windows |
 //! | `activity` | the activity pass |
+//! | `latency_feed` | a log's periods in a compact form, fed to the latency replay by the load's scan |
 //! | `latency` | the latency replay |
 //! | `load_run` | [`load_run`](crate::load_run): the loader with the latency replay beside its scans |
 //! | `chunky_logs` | (tests) a run with several chunks per log |
@@ -21,6 +22,7 @@ pub(crate) mod chunky_logs;
 pub(crate) mod crossing;
 pub(crate) mod grid;
 pub(crate) mod latency;
+pub(crate) mod latency_feed;
 pub(crate) mod load_run;
 pub(crate) mod merge;
 pub(crate) mod sampled_activity;
