@@ -1,5 +1,6 @@
 //! Passes over all workers' periods merged in time order, and what they
-//! measure. Imports `render/` and `load/`; within, lowest first:
+//! measure. Imports `render/` and `load/`; within, lowest first (tests
+//! aside: `merge`'s load a run with `load_run`):
 //!
 //! | module | what |
 //! |--------|------|
