@@ -85,7 +85,9 @@ pub use explain::waits::{waits, waits_by_pass, PairWaits, StreamWaits, Waits, Wo
 pub use load::groups::group_of;
 pub use load::model::{RunLog, StreamInfo, TaskInfo};
 pub use load::open::{LoadOptions, PROGRESS_THRESHOLD};
-pub use load::ranks::{is_run_across_ranks, CrossStream, LocalSide, RankInfo, Ranks};
+pub use load::ranks::is_run_across_ranks;
+pub use load::ranks::meta::LocalSide;
+pub use load::ranks::model::{CrossStream, RankInfo, Ranks};
 pub use load::samples::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
 pub use load::worker_log::{WorkerLog, WorkerStats};
 pub use plan::mapfile::{quote_name, Basis, Cut, Estimate, MapPlan, MappedTask, WorkerLoad};

@@ -87,7 +87,7 @@ pub struct Finding {
     pub predicted_speedup: Option<f64>,
     /// A stream finding on a cross-rank stream: its halves' ranks and ids.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cross_rank: Option<crate::load::ranks::CrossStream>,
+    pub cross_rank: Option<crate::load::ranks::model::CrossStream>,
     /// The verdict's sentence about it.
     #[serde(skip)]
     pub(crate) sentence: String,

@@ -50,7 +50,7 @@ fn stream_label(run: &RunLog, s: u64) -> String {
 /// with their workers otherwise idle (`latency`, the mean share of the
 /// windows in which it held), on a stream whose two ends are on two ranks.
 fn cross_rank_finding(
-    c: &crate::load::ranks::CrossStream,
+    c: &crate::load::ranks::model::CrossStream,
     sname: &str,
     (w, r): (&str, &str),
     (a, b): (&str, &str),

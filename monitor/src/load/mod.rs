@@ -13,7 +13,7 @@
 //! | `samples` | what a sample-mode run's sampler recorded ([`Sampled`](crate::Sampled)) |
 //! | `files` | finding a run's log files, reading one with its header checked |
 //! | `pool` | a small thread pool |
-//! | `ranks/` | a run across ranks: its ranks' logs read, their clocks and ids aligned ([`Ranks`](crate::Ranks)) |
+//! | `ranks/` | a run across ranks: its ranks' logs read, their clocks and ids aligned; `ranks/model` holds what the run keeps of them ([`Ranks`](crate::Ranks)) |
 //! | `worker_log` | one worker's log as loaded ([`WorkerLog`](crate::WorkerLog)) |
 //! | `model` | the run ([`RunLog`](crate::RunLog)), its tasks and streams |
 //! | `aggregate` | a file's totals, record by record |
@@ -22,9 +22,10 @@
 //! | `sampled` | sample mode's estimates from the sampler's windows |
 //! | `open` | the loader ([`LoadOptions`](crate::LoadOptions)), with a pass beside its scans (`Beside`) that it does not name |
 //!
-//! The model is a leaf of the analyses: it holds the latency replay's
-//! result, the sampler's data and the ranks as data types of this layer,
-//! and names no pass.
+//! The model is a leaf: `model` and `worker_log` import only data modules
+//! of this layer (`raw_latency`, `samples`, `ranks/model`, `bytes`,
+//! `chunks`, the scanner, a file's label), none of which imports the model
+//! back, and name no pass.
 
 pub(crate) mod aggregate;
 pub(crate) mod bytes;

@@ -45,7 +45,7 @@ pub struct RunLog {
     /// A run across ranks (`DIR/rank-R/`, see [`Ranks`](crate::Ranks)):
     /// its ranks, how their ids and workers were renumbered, and its
     /// cross-rank streams. `None` for one process's run.
-    pub ranks: Option<crate::load::ranks::Ranks>,
+    pub ranks: Option<crate::load::ranks::model::Ranks>,
     /// Tasks whose periods lie in more than one log (they migrated): for
     /// them a log's order is not the task's order.
     pub(crate) split_tasks: u64,

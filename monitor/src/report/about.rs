@@ -10,7 +10,7 @@ use super::Ctx;
 const MAX_WARNINGS: usize = 100;
 
 /// A run across ranks: each rank's directory, workers and clock.
-fn ranks_table(r: &crate::load::ranks::Ranks) -> String {
+fn ranks_table(r: &crate::load::ranks::model::Ranks) -> String {
     let rows: Vec<Row> = r
         .ranks
         .iter()

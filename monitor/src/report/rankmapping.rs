@@ -98,7 +98,7 @@ fn plan_section(ctx: &Ctx<'_>, plan: &RankMapPlan) -> String {
 }
 
 /// The section's body for a run across ranks.
-pub(super) fn body(ctx: &Ctx<'_>, ranks: &crate::load::ranks::Ranks) -> String {
+pub(super) fn body(ctx: &Ctx<'_>, ranks: &crate::load::ranks::model::Ranks) -> String {
     let mut o = String::new();
     o.push_str(&html::para(
         "A partition of the observed task graph over ranks, then over each rank's workers, \

@@ -18,7 +18,7 @@ pub struct Summary {
     /// A run across ranks: its ranks, their clocks' alignment (the largest
     /// residual is `clock_residual_ns`) and its cross-rank streams.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ranks: Option<crate::load::ranks::Ranks>,
+    pub ranks: Option<crate::load::ranks::model::Ranks>,
     /// The run's span: first to last time stamp over all logs.
     pub span_ns: u64,
     /// Monitoring events: a period counts 1 + the messages it read and
@@ -184,7 +184,7 @@ pub struct StreamSummary {
     pub rank: Option<u32>,
     /// A cross-rank stream: its halves' ranks and ids.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cross_rank: Option<crate::load::ranks::CrossStream>,
+    pub cross_rank: Option<crate::load::ranks::model::CrossStream>,
 }
 
 /// Outputs per second.

@@ -487,7 +487,7 @@ const SAMPLED_KEYS: [(&str, &str); 4] = [
 fn rank_group_head(
     body: &mut String,
     run: &RunLog,
-    ranks: &crate::load::ranks::Ranks,
+    ranks: &crate::load::ranks::model::Ranks,
     rank: Option<u32>,
     top: f64,
 ) {
