@@ -1,7 +1,7 @@
 //! `rill-mon diff A B`: two runs side by side, the largest changes first.
 //!
 //! What is compared (each figure as [`summarize`](crate::summarize) and
-//! [`waits`](crate::waits()) define it; B − A, relative to A):
+//! [`waits`](crate::explain::waits()) define it; B − A, relative to A):
 //!
 //! * the run: wall time (the span, first to last time stamp), busy time,
 //!   waiting time WT and waiting events WE over all workers, dispatches,
@@ -27,10 +27,13 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::groups::group_of;
-use crate::load::RunLog;
-use crate::summary::{fmt_ns, summarize_totals, table, Summary};
-use crate::waits::{notes_and_warnings, waits, Waits};
+use crate::explain::waits::{notes_and_warnings, waits, Waits};
+use crate::load::groups::group_of;
+use crate::load::model::RunLog;
+use crate::render::number::fmt_ns;
+use crate::render::table::table;
+use crate::summary::model::Summary;
+use crate::summary::summarize::summarize_totals;
 
 /// A figure in A and in B. Times are nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -316,7 +319,7 @@ fn compare(sa: &Side, sb: &Side, group: bool) -> RunDiff {
                 (None, Some(_)) => only_in_b.workers.push(*id),
                 _ => {}
             }
-            let c = |f: fn(&crate::summary::WorkerSummary) -> u64| {
+            let c = |f: fn(&crate::summary::model::WorkerSummary) -> u64| {
                 Change::new(x.map(|w| f(w)), y.map(|w| f(w)))
             };
             WorkerDiff {
@@ -389,7 +392,7 @@ fn compare(sa: &Side, sb: &Side, group: bool) -> RunDiff {
                 (None, Some(_)) => only_in_b.pairs += 1,
                 _ => {}
             }
-            let c = |f: fn(&crate::waits::PairWaits) -> u64| {
+            let c = |f: fn(&crate::explain::waits::PairWaits) -> u64| {
                 Change::new(x.map(|p| f(p)), y.map(|p| f(p)))
             };
             PairDiff {

@@ -39,7 +39,7 @@
 //!   waiting and the rest.
 //!
 //! Memory: per bucket a few arrays (states, workers, the top groups) and per
-//! task a few words; the logs are read by the merged pass (`merge.rs`) and
+//! task a few words; the logs are read by the merged pass (`replay/merge.rs`) and
 //! one scan per log, both releasing the pages they have read.
 
 use std::collections::HashMap;
@@ -47,10 +47,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::activity::{Grid, Near};
-use crate::groups::group_of;
-use crate::load::RunLog;
-use crate::merge::Events;
+use crate::load::groups::group_of;
+use crate::load::model::RunLog;
+use crate::replay::grid::{Grid, Near};
+use crate::replay::merge::Events;
 
 mod replay;
 mod samples;
@@ -418,7 +418,7 @@ pub fn evolution(run: &RunLog, opts: &EvolutionOptions) -> anyhow::Result<Evolut
 }
 
 /// [`evolution`], reading a run with periods from `events` (a merged pass
-/// of its own, or a share of one, `merge.rs`); dropped unread otherwise.
+/// of its own, or a share of one, `replay/merge.rs`); dropped unread otherwise.
 pub(crate) fn evolution_from(
     run: &RunLog,
     opts: &EvolutionOptions,
@@ -434,7 +434,7 @@ pub(crate) fn evolution_from(
     let sampled = run
         .sampled
         .as_ref()
-        .filter(|_| crate::sampled::is_sample_only(run));
+        .filter(|_| crate::load::sampled::is_sample_only(run));
     let source = if sampled.is_some() {
         EvolutionSource::Samples
     } else if flags.contains(MonitorFlags::SCHEDULER) {
@@ -449,7 +449,7 @@ pub(crate) fn evolution_from(
             run.dir.display()
         );
     };
-    let (lo, hi) = crate::pftrace::window(run, opts.from_ms, opts.to_ms);
+    let (lo, hi) = crate::trace::perfetto::window(run, opts.from_ms, opts.to_ms);
     let mut notes = Vec::new();
     let mut buckets = opts.buckets;
     if let Some(sm) = sampled {
@@ -470,7 +470,7 @@ pub(crate) fn evolution_from(
                     "{} buckets asked for, {buckets} drawn: a bucket is at least one window of \
                      samples long ({})",
                     opts.buckets,
-                    crate::summary::fmt_ns(run.ns(median) as f64)
+                    crate::render::number::fmt_ns(run.ns(median) as f64)
                 ));
             }
         }
@@ -601,7 +601,7 @@ fn sampling_bounds(samples: &[Vec<f64>], hz: Option<u32>) -> EvolutionSampling {
     counts.sort_by(f64::total_cmp);
     let min = counts.first().copied().unwrap_or(0.0);
     let median = counts.get(counts.len() / 2).copied().unwrap_or(0.0);
-    let err = |n: f64| 100.0 * crate::Sampled::share_error(n.round() as u64);
+    let err = |n: f64| 100.0 * crate::load::samples::Sampled::share_error(n.round() as u64);
     EvolutionSampling {
         hz,
         min_per_bucket: round6(min),

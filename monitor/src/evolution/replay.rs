@@ -1,17 +1,19 @@
 //! The evolution of a run with periods: one scan per log (worker busy and
 //! waiting time, task creation times), then the merged pass over all logs'
-//! periods (`merge.rs`) that follows each task from period to period, as
-//! the trace's counters do (`pftrace/pass.rs`), matching wake-ups to waits
-//! with the same rules (`wakeups.rs`).
+//! periods (`replay/merge.rs`) that follows each task from period to period, as
+//! the trace's counters do (`trace/perfetto/pass.rs`), matching wake-ups to waits
+//! with the same rules (`replay/wakeups.rs`).
 
 use rill_log::EndState;
 
 use super::{Groups, Sums, BLOCKED_READ, BLOCKED_WRITE, NEW, READY, RUNNING};
-use crate::activity::{Grid, Near};
-use crate::load::{Behind, IdIndex, IdMap, RunLog};
-use crate::merge::{Event, Events, Period};
-use crate::scan::Item;
-use crate::wakeups::{offer, take_before, StreamEnds, Wake};
+use crate::load::bytes::Behind;
+use crate::load::ids::{IdIndex, IdMap};
+use crate::load::model::RunLog;
+use crate::load::scan::Item;
+use crate::replay::grid::{Grid, Near};
+use crate::replay::merge::{Event, Events, Period};
+use crate::replay::wakeups::{offer, take_before, StreamEnds, Wake};
 
 /// What one log's own scan finds.
 struct LogScan {
@@ -28,7 +30,7 @@ struct LogScan {
 fn scan_logs(run: &RunLog, grid: &Grid) -> Vec<LogScan> {
     let logs: Vec<usize> = (0..run.workers.len()).collect();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    crate::load::parallel(&logs, cores, |&i| {
+    crate::load::pool::parallel(&logs, cores, |&i| {
         let w = &run.workers[i];
         let mut s = LogScan {
             busy: vec![0.0; grid.n],
@@ -158,7 +160,7 @@ impl Replay<'_> {
         let woken = take_before(&mut self.tasks[k].woken, p.end).map(|w| w.at);
         self.gap(k, p.start, woken);
         self.tasks[k].first.get_or_insert(p.start);
-        // The wake-ups this period caused (`wakeups.rs`).
+        // The wake-ups this period caused (`replay/wakeups.rs`).
         for io in period.io {
             let Some(peer) = self.streams.woken_by(p.task, io) else {
                 continue;

@@ -3,8 +3,9 @@
 //! records.
 
 use super::{Groups, Sums};
-use crate::load::{IdMap, RunLog};
-use crate::sampled::Sampled;
+use crate::load::ids::IdMap;
+use crate::load::model::RunLog;
+use crate::load::samples::Sampled;
 
 /// Task states in [`Sums::task`] (the third, not running, is derived).
 const RUNNING: usize = 0;

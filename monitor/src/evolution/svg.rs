@@ -9,7 +9,8 @@ use super::{
     Evolution, EvolutionSource, Series, StateKey, SAMPLED_TASK_STATES, SAMPLED_WORKER_STATES,
     TASK_STATES, WAIT_WORKER_STATES, WORKER_STATES,
 };
-use crate::timeline::{fmt_ms_step, nice_step, xml_escape};
+use crate::render::number::{fmt_ms_step, nice_step};
+use crate::render::svg::xml_escape;
 
 const LEFT: f64 = 58.0;
 /// Room right of a plot for the live-task axis.
@@ -187,7 +188,7 @@ pub(super) fn draw(ev: &Evolution, width: u32) -> String {
         fmt_ms_step(ev.from_ms, step / 10.0),
         fmt_ms_step(ev.to_ms, step / 10.0),
         n,
-        crate::summary::fmt_ns(ev.bucket_ms * 1e6)
+        crate::render::number::fmt_ns(ev.bucket_ms * 1e6)
     );
     let mut svg = String::with_capacity(body.len() + 2048);
     let _ = write!(

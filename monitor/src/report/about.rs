@@ -10,7 +10,7 @@ use super::Ctx;
 const MAX_WARNINGS: usize = 100;
 
 /// A run across ranks: each rank's directory, workers and clock.
-fn ranks_table(r: &crate::Ranks) -> String {
+fn ranks_table(r: &crate::load::ranks::model::Ranks) -> String {
     let rows: Vec<Row> = r
         .ranks
         .iter()
@@ -83,7 +83,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         .collect();
     if let Some(sm) = &run.sampled {
         rows.push(Row::from(vec![
-            Cell::text(crate::SAMPLER_FILE),
+            Cell::text(crate::load::samples::SAMPLER_FILE),
             Cell::text("sampler"),
             Cell::num("-"),
             Cell::num(format!("{} windows", sm.windows.len())),

@@ -19,7 +19,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         ));
         return o;
     }
-    let shown: Vec<(usize, &crate::Finding)> = b
+    let shown: Vec<(usize, &crate::explain::findings::Finding)> = b
         .bottlenecks
         .iter()
         .enumerate()
@@ -91,11 +91,11 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
         b.beta * 100.0,
         b.gamma * 100.0,
         if b.across_ranks {
-            format!("{} ", crate::bottleneck::CROSS_RANK_RULE)
+            format!("{} ", crate::explain::findings::CROSS_RANK_RULE)
         } else {
             String::new()
         },
-        crate::placement::rule_text()
+        crate::explain::placement::rule_text()
     )));
     // Sample mode's note is the table's heading above.
     for n in b.notes.iter().filter(|n| n.starts_with("no ")) {

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::html::{self, Cell, Row};
 use super::Ctx;
-use crate::groups::group_of;
+use crate::load::groups::group_of;
 
 #[derive(Default)]
 struct Group {

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::timeline::xml_escape;
+use crate::render::svg::xml_escape;
 
 /// Escapes text for element content and attribute values.
 pub(crate) fn esc(s: &str) -> String {
@@ -138,7 +138,7 @@ pub(crate) fn pct(part: f64, whole: f64) -> String {
 
 /// Nanoseconds with a unit.
 pub(crate) fn ns(v: u64) -> String {
-    crate::summary::fmt_ns(v as f64)
+    crate::render::number::fmt_ns(v as f64)
 }
 
 /// A size in bytes with a unit.

@@ -8,8 +8,9 @@ use std::fmt::Write as _;
 
 use super::html::{self, esc, sh, Cell, Row};
 use super::Ctx;
-use crate::load::RunLog;
-use crate::mapfile::{plan_mapping, MapPlan, MAX_MAP_WORKERS};
+use crate::load::model::RunLog;
+use crate::plan::mapfile::MapPlan;
+use crate::plan::planner::{plan_mapping, MAX_MAP_WORKERS};
 
 /// The `rill-bench` application the run's task names point to (their most
 /// common first path segment), if any.
@@ -80,8 +81,8 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
              times of tasks of one group that cross in different proportions (taken out of the \
              busy times above); c = {} per message or wait across workers, calibrated so that \
              the model under the observed mapping gives the observed span",
-            crate::summary::fmt_ns(e.busy_crossing_cost_ns),
-            crate::summary::fmt_ns(e.crossing_cost_ns)
+            crate::render::number::fmt_ns(e.busy_crossing_cost_ns),
+            crate::render::number::fmt_ns(e.crossing_cost_ns)
         )
     } else {
         "c = 0: the observed run left no time to put on crossings (or had none), so both \

@@ -34,13 +34,16 @@ mod waits;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
-use crate::activity::{activity_from, Activity};
-use crate::bottleneck::{bottleneck, bottleneck_of, BottleneckOptions, Bottlenecks};
 use crate::evolution::{evolution, evolution_from, Evolution, EvolutionOptions};
-use crate::load::RunLog;
-use crate::summary::{summarize_totals, Summary};
-use crate::timeline::{lanes_from, timeline_svg_with, LaneSvg, TimelineOptions};
-use crate::waits::{waits, Waits};
+use crate::explain::bottleneck::{bottleneck, bottleneck_of};
+use crate::explain::findings::{BottleneckOptions, Bottlenecks};
+use crate::explain::waits::{waits, Waits};
+use crate::load::model::RunLog;
+use crate::replay::activity::activity_from;
+use crate::replay::activity_model::Activity;
+use crate::summary::model::Summary;
+use crate::summary::summarize::summarize_totals;
+use crate::trace::timeline::{lanes_from, timeline_svg_with, LaneSvg, TimelineOptions};
 
 use html::esc;
 
@@ -143,7 +146,7 @@ impl Ctx<'_> {
             let windows = self.opts.bottleneck.windows;
             let (evo_opts, tl_opts) = (self.evolution_options(), self.timeline_options());
             let (mut activity, mut evolution, mut lanes) = (None, None, None);
-            crate::merge::shared(
+            crate::replay::merge::shared(
                 run,
                 vec![
                     Box::new(|ev| activity = Some(activity_from(run, windows, ev))),
@@ -172,14 +175,16 @@ impl Ctx<'_> {
     /// Whether the run is in sample mode only (no periods: the times are
     /// estimates from samples).
     pub fn sampled(&self) -> bool {
-        crate::sampled::is_sample_only(self.run)
+        crate::load::sampled::is_sample_only(self.run)
     }
 
     /// The 95% bound of a worker's share estimated from samples, as a
     /// fraction (sample mode), else 0.
     pub fn share_error(&self) -> f64 {
         match &self.run.sampled {
-            Some(sm) if self.sampled() => crate::Sampled::share_error(sm.min_samples()),
+            Some(sm) if self.sampled() => {
+                crate::load::samples::Sampled::share_error(sm.min_samples())
+            }
             _ => 0.0,
         }
     }
@@ -312,7 +317,7 @@ a{color:inherit;text-decoration:none}}";
 pub(crate) fn mode_line(run: &RunLog) -> String {
     use rill_log::MonitorFlags as F;
     let f = run.flags;
-    if crate::sampled::is_sample_only(run) {
+    if crate::load::sampled::is_sample_only(run) {
         let hz = f
             .sample_hz()
             .map_or("the default rate".to_owned(), |hz| format!("{hz} Hz"));

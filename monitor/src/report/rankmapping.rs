@@ -7,14 +7,14 @@ use std::fmt::Write as _;
 
 use super::html::{self, esc, sh, Cell, Row};
 use super::Ctx;
-use crate::rankmap::{plan_rank_mapping, RankMapPlan};
+use crate::plan::rankmap::{plan_rank_mapping, RankMapPlan};
 
 fn plan_section(ctx: &Ctx<'_>, plan: &RankMapPlan) -> String {
     let run = ctx.run;
     let (r, w) = (plan.ranks, plan.workers);
     let mut o = String::new();
     let _ = writeln!(o, "<h3>On {r} rank(s) of {w} worker(s)</h3>");
-    let cut = |c: &crate::rankmap::LevelCut| {
+    let cut = |c: &crate::plan::rankmap::LevelCut| {
         format!(
             "{} stream(s) between ranks ({} waits), {} between workers of a rank ({} waits)",
             c.rank_streams, c.rank_waits, c.worker_streams, c.worker_waits
@@ -51,9 +51,9 @@ fn plan_section(ctx: &Ctx<'_>, plan: &RankMapPlan) -> String {
          on its streams to other workers of its rank + c_r × waits on its streams to other \
          ranks). c_w = {} per wait, {}; c_r = {} per wait, {}. It ignores dependencies and the \
          busy time crossing adds.",
-        crate::fmt_ns(plan.worker_cost.cost_ns),
+        crate::render::number::fmt_ns(plan.worker_cost.cost_ns),
         plan.worker_cost.basis,
-        crate::fmt_ns(plan.rank_cost.cost_ns),
+        crate::render::number::fmt_ns(plan.rank_cost.cost_ns),
         plan.rank_cost.basis
     )));
     let rows: Vec<Row> = plan
@@ -98,7 +98,7 @@ fn plan_section(ctx: &Ctx<'_>, plan: &RankMapPlan) -> String {
 }
 
 /// The section's body for a run across ranks.
-pub(super) fn body(ctx: &Ctx<'_>, ranks: &crate::Ranks) -> String {
+pub(super) fn body(ctx: &Ctx<'_>, ranks: &crate::load::ranks::model::Ranks) -> String {
     let mut o = String::new();
     o.push_str(&html::para(
         "A partition of the observed task graph over ranks, then over each rank's workers, \

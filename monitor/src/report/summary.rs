@@ -23,7 +23,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
     let s = ctx.summary();
     let run = ctx.run;
     let mut o = String::new();
-    let sum = |f: &dyn Fn(&crate::WorkerSummary) -> u64| {
+    let sum = |f: &dyn Fn(&crate::summary::model::WorkerSummary) -> u64| {
         s.workers.iter().fold(0u64, |n, w| n.saturating_add(f(w)))
     };
     let (busy, wt, we, disp, unacc) = (

@@ -6,8 +6,8 @@ use rill_log::MonitorFlags;
 
 use super::html;
 use super::Ctx;
-use crate::load::RunLog;
-use crate::timeline::{timeline_svg, TimelineOptions};
+use crate::load::model::RunLog;
+use crate::trace::timeline::{timeline_svg, TimelineOptions};
 
 /// Periods per worker lane the detail window aims at.
 const DETAIL_PERIODS: f64 = 120.0;
@@ -107,7 +107,7 @@ const BUCKETS: usize = 256;
 /// A window (ms after the run's start) around the median period of worker
 /// `li`'s log, as long as DETAIL_PERIODS periods take at the density of
 /// the run's 1/[`BUCKETS`] around it: the chunks of that log that straddle a
-/// bucket's edge are decoded, the others counted whole (`load.rs`).
+/// bucket's edge are decoded, the others counted whole (`load/chunks.rs`).
 fn detail_window(run: &RunLog, li: usize) -> Option<(f64, f64)> {
     let w = &run.workers[li];
     let span = run.t1.checked_sub(run.t0).filter(|&s| s > 0)?;

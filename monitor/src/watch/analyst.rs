@@ -11,7 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
-use crate::{bottleneck, load_run_with, summarize, BottleneckOptions, LoadOptions};
+use crate::explain::bottleneck::bottleneck;
+use crate::explain::findings::BottleneckOptions;
+use crate::load::open::LoadOptions;
+use crate::replay::load_run::load_run_with;
+use crate::summary::summarize::summarize;
 
 /// The least time between two verdicts.
 pub const MIN_GAP: Duration = Duration::from_secs(2);

@@ -27,8 +27,8 @@ use serde::Serialize;
 
 use super::model::{Figures, Model, SnapshotOptions, Source};
 use super::tail::{file_id, FileId, Kind, Opened, Stop, Tail};
-use crate::sampled::SAMPLER_FILE;
-use crate::scan::Item;
+use crate::load::samples::SAMPLER_FILE;
+use crate::load::scan::Item;
 
 /// How long the logs must stay unchanged after every worker ended.
 pub const SETTLE: Duration = Duration::from_millis(300);

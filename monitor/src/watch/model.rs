@@ -39,8 +39,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use rill_log::{Calibration, EndState, Header, MonitorFlags, ScannedPeriod, ScannedSamples, Side};
 use serde::Serialize;
 
-use crate::load::IdMap;
-use crate::scan::Item;
+use crate::load::ids::IdMap;
+use crate::load::scan::Item;
 
 /// The length of a bin, ms.
 pub const BIN_MS: u64 = 100;
@@ -377,7 +377,7 @@ impl Model {
     }
 
     fn group_index(&mut self, name: &str) -> u32 {
-        let g = crate::group_of(name);
+        let g = crate::load::groups::group_of(name);
         if let Some(&i) = self.group_ix.get(g.as_ref()) {
             return i;
         }
@@ -533,7 +533,7 @@ impl Model {
         self.saw(b);
         let per = s.dur as f64 / f64::from(s.total);
         let running: u64 = tasks.iter().map(|&(_, k)| u64::from(k)).sum();
-        let charge = crate::sampled::charge(per, running, s.sched);
+        let charge = crate::load::samples::charge(per, running, s.sched);
         let busy = running as f64 * charge;
         let wait = f64::from(s.spin) + f64::from(s.idle) + f64::from(s.parked);
         let wait = wait * per;
@@ -652,7 +652,8 @@ impl Model {
                 row.recent_wait = Some((wait / cov).clamp(0.0, 1.0));
             }
             if !periods {
-                row.recent_error_pp = Some(crate::Sampled::share_error(n as u64) * 100.0);
+                row.recent_error_pp =
+                    Some(crate::load::samples::Sampled::share_error(n as u64) * 100.0);
             }
             let run_cov = if periods {
                 r.begin.map_or(0.0, |b| now.saturating_sub(b) as f64)
@@ -667,7 +668,8 @@ impl Model {
             fig.workers.push(row);
         }
         if !periods {
-            fig.groups_error_pp = Some(crate::Sampled::share_error(all_samples as u64) * 100.0);
+            fig.groups_error_pp =
+                Some(crate::load::samples::Sampled::share_error(all_samples as u64) * 100.0);
         }
         let run_covered: f64 = self
             .workers
@@ -831,7 +833,7 @@ impl Model {
     /// A stream's row label: its name folded, or its ends' groups.
     fn stream_label(&self, s: u64, st: Option<&StreamRun>) -> String {
         if let Some(n) = st.and_then(|st| st.name.as_deref()) {
-            return crate::group_of(n).into_owned();
+            return crate::load::groups::group_of(n).into_owned();
         }
         let end = |t: Option<u64>| match t {
             Some(id) => self.group_label(id, self.tasks.get(&id)),

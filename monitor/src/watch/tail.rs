@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 
 use rill_log::{DecodeErrorKind, EndReason, Header, Scanner};
 
-use crate::load::may_be_live;
-use crate::scan::Item;
+use crate::load::files::may_be_live;
+use crate::load::scan::Item;
 
 /// Bytes read per step while looking for the end of a live log's records.
 const STEP: usize = 64 << 10;

@@ -1,0 +1,287 @@
+//! Per-file totals, filled record by record: [`Agg`].
+
+use rill_log::{EndState, Side};
+
+use crate::load::ids::IdIndex;
+use crate::load::model::{StreamInfo, TaskInfo};
+use crate::load::scan::{Item, ScannedPeriod, Scanner};
+use crate::load::worker_log::WorkerStats;
+
+/// Per-file totals, filled record by record.
+#[derive(Default)]
+pub(crate) struct Agg {
+    pub(crate) stats: WorkerStats,
+    pub(crate) tasks: Vec<TaskInfo>,
+    pub(crate) task_ix: IdIndex,
+    pub(crate) streams: Vec<StreamInfo>,
+    pub(crate) stream_ix: IdIndex,
+    /// Per task (by index): its previous period in this log, in the log's
+    /// order (its end and end state).
+    pub(crate) prev: Vec<Option<(u64, EndState)>>,
+    /// Poll waits on no stream, and their ticks.
+    pub(crate) unattributed_polls: u64,
+    pub(crate) unattributed_poll_ticks: u64,
+}
+
+impl Agg {
+    #[inline]
+    pub(crate) fn time(&mut self, t0: u64, t1: u64) {
+        let s = &mut self.stats;
+        if s.any_time {
+            s.begin = s.begin.min(t0);
+            s.finish = s.finish.max(t1);
+        } else {
+            s.any_time = true;
+            s.begin = t0;
+            s.finish = t1;
+        }
+    }
+
+    #[inline]
+    pub(crate) fn task_index(&mut self, id: u64) -> usize {
+        let (i, new) = self.task_ix.index(id, self.tasks.len());
+        if new {
+            self.tasks.push(TaskInfo {
+                id,
+                ..TaskInfo::default()
+            });
+            self.prev.push(None);
+        }
+        i
+    }
+
+    #[inline]
+    pub(crate) fn task(&mut self, id: u64) -> &mut TaskInfo {
+        let i = self.task_index(id);
+        &mut self.tasks[i]
+    }
+
+    #[inline]
+    pub(crate) fn stream(&mut self, id: u64) -> &mut StreamInfo {
+        let (i, new) = self.stream_ix.index(id, self.streams.len());
+        if new {
+            self.streams.push(StreamInfo {
+                id,
+                ..StreamInfo::default()
+            });
+        }
+        &mut self.streams[i]
+    }
+
+    #[inline(always)]
+    pub(crate) fn period(&mut self, p: &ScannedPeriod, sc: &Scanner<'_>) {
+        self.stats.records += 1;
+        self.time(p.start, p.end.max(p.start));
+        let dur = p.dur();
+        let mut reads = 0u64;
+        let mut writes = 0u64;
+        // Durations and message counts come from the file: the totals
+        // saturate rather than overflow.
+        for io in sc.io() {
+            reads = reads.saturating_add(u64::from(io.reads));
+            writes = writes.saturating_add(u64::from(io.writes));
+            if io.reads | io.writes != 0 || io.woke_peer {
+                let s = self.stream(io.stream);
+                s.read = s.read.saturating_add(u64::from(io.reads));
+                s.written = s.written.saturating_add(u64::from(io.writes));
+            }
+        }
+        let st = &mut self.stats;
+        st.busy = st.busy.saturating_add(dur);
+        st.dispatches += 1;
+        st.events = st
+            .events
+            .saturating_add(1)
+            .saturating_add(reads)
+            .saturating_add(writes);
+        st.reads = st.reads.saturating_add(reads);
+        st.writes = st.writes.saturating_add(writes);
+        st.timed_periods += u64::from(!sc.op_times().is_empty());
+        st.ordered_periods += u64::from(sc.ops_recorded());
+        match p.end_state {
+            EndState::BlockedInput { stream } => self.stream(stream).reader_blocked += 1,
+            EndState::BlockedOutput { stream } => self.stream(stream).writer_blocked += 1,
+            _ => {}
+        }
+        let i = self.task_index(p.task);
+        if let Some((from, state)) = self.prev[i].replace((p.end, p.end_state)) {
+            self.wait(from, p.start, state, sc);
+        }
+        let t = &mut self.tasks[i];
+        t.busy = t.busy.saturating_add(dur);
+        t.dispatches += 1;
+        t.reads = t.reads.saturating_add(reads);
+        t.writes = t.writes.saturating_add(writes);
+        if t.last_end.is_none() || p.end >= t.last_time {
+            t.last_end = Some(p.end_state);
+            t.last_time = p.end;
+        }
+    }
+
+    /// Books a task's time from its previous period's end (`from`, ended
+    /// in `state`) to its next dispatch `to`, as the waits count it
+    /// (`replay/activity.rs`); the counts of blocked periods are booked by
+    /// [`period`](Self::period). `sc` holds the next period.
+    #[inline]
+    pub(crate) fn wait(&mut self, from: u64, to: u64, state: EndState, sc: &Scanner<'_>) {
+        let ticks = to.saturating_sub(from);
+        match state {
+            EndState::BlockedInput { stream } => {
+                let s = self.stream(stream);
+                s.reader_wait = s.reader_wait.saturating_add(ticks);
+            }
+            EndState::BlockedOutput { stream } => {
+                let s = self.stream(stream);
+                s.writer_wait = s.writer_wait.saturating_add(ticks);
+            }
+            // A poll wait goes to the first stream the next period reads.
+            EndState::BlockedAny => match crate::load::scan::first_read(sc) {
+                Some(stream) => {
+                    let s = self.stream(stream);
+                    s.poll_waits += 1;
+                    s.reader_wait = s.reader_wait.saturating_add(ticks);
+                }
+                None => {
+                    self.unattributed_polls += 1;
+                    self.unattributed_poll_ticks =
+                        self.unattributed_poll_ticks.saturating_add(ticks);
+                }
+            },
+            EndState::Yielded | EndState::Ended | EndState::Panicked => {}
+        }
+    }
+
+    /// A record other than a period.
+    pub(crate) fn item(&mut self, item: &Item<'_>) {
+        self.stats.records += 1;
+        match *item {
+            Item::Period(_) => unreachable!("periods go to Agg::period"),
+            Item::WorkerWait { t, dur } => {
+                self.time(t, t.saturating_add(dur));
+                self.stats.wait = self.stats.wait.saturating_add(dur);
+                self.stats.waits += 1;
+                self.stats.events += 1;
+            }
+            Item::WorkerStart { t } | Item::WorkerEnd { t } => {
+                self.time(t, t);
+                self.stats.events += 1;
+            }
+            Item::TaskAssign {
+                t,
+                task,
+                parent,
+                worker,
+                name,
+            } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let info = self.task(task);
+                info.created = Some(info.created.map_or(t, |c| c.min(t)));
+                if info.name.is_none() {
+                    info.name = Some(name.to_owned());
+                    info.parent = parent;
+                    info.assigned = Some(worker);
+                }
+            }
+            Item::TaskMigrate { t, task, .. } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                self.task(task).migrations += 1;
+            }
+            Item::StreamOpen {
+                t,
+                stream,
+                capacity,
+                creator,
+            } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let s = self.stream(stream);
+                s.capacity = Some(capacity);
+                s.creator = creator;
+            }
+            Item::StreamName { t, stream, name } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                self.stream(stream).name = Some(name.to_owned());
+            }
+            Item::StreamBind {
+                t,
+                stream,
+                side,
+                task,
+            } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let s = self.stream(stream);
+                match side {
+                    Side::Reader => s.reader = Some(task),
+                    Side::Writer => s.writer = Some(task),
+                }
+            }
+            Item::StreamClose { t, stream, side } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let s = self.stream(stream);
+                match side {
+                    Side::Reader => s.closed.0 = true,
+                    Side::Writer => s.closed.1 = true,
+                }
+            }
+            Item::StreamReplace { t, .. } => {
+                self.time(t, t);
+                self.stats.events += 1;
+            }
+            // Sample mode's exact counts: a run in that mode has no periods,
+            // so these are the only counts of their kind.
+            Item::TaskTotals {
+                t,
+                task,
+                dispatches,
+            } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let info = self.task(task);
+                info.dispatches = info.dispatches.saturating_add(dispatches);
+            }
+            Item::StreamTotals {
+                t,
+                stream,
+                side,
+                messages,
+                waits,
+            } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let s = self.stream(stream);
+                match side {
+                    Side::Reader => {
+                        s.read = s.read.saturating_add(messages);
+                        s.reader_blocked = s.reader_blocked.saturating_add(waits);
+                    }
+                    Side::Writer => {
+                        s.written = s.written.saturating_add(messages);
+                        s.writer_blocked = s.writer_blocked.saturating_add(waits);
+                    }
+                }
+            }
+            Item::WorkerTotals {
+                t,
+                dispatches,
+                spins,
+                idles,
+                ..
+            } => {
+                self.time(t, t);
+                self.stats.events += 1;
+                let st = &mut self.stats;
+                st.dispatches = st.dispatches.saturating_add(dispatches);
+                // As a period-recording run counts them: each idle stretch
+                // and each spin before a block is a wait.
+                st.waits = st.waits.saturating_add(idles).saturating_add(spins);
+            }
+            // Only the sampler's own log holds windows (`load/sampled.rs`).
+            Item::Samples(_) => {}
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! [`summarize`](crate::summarize): a run's totals, throughput, latency and
+//! jitter. Imports `render/`, `load/` and `replay/`.
+//!
+//! | module | what |
+//! |--------|------|
+//! | `latency` | per-input latency as the summary reports it, from the latency replay's result |
+//! | `model` | the [`Summary`](crate::Summary) and its rows |
+//! | `summarize` | its making from the run's totals and the latency replay |
+//! | `text` | its text |
+
+pub(crate) mod latency;
+pub(crate) mod model;
+pub(crate) mod summarize;
+pub(crate) mod text;
