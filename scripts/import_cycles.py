@@ -81,10 +81,6 @@ def refs(text):
 def resolve(path, here, mods, is_dir_mod):
     parts = path.split("::")
     base = here.split("::") if here else []
-    if not is_dir_mod and base:
-        parent = base[:-1]
-    else:
-        parent = base
     if parts[0] == "crate":
         cur = []
         parts = parts[1:]
@@ -92,7 +88,8 @@ def resolve(path, here, mods, is_dir_mod):
         cur = list(base)
         parts = parts[1:]
     else:
-        cur = list(parent)
+        # `super` in module a::b (a/b.rs or a/b/mod.rs alike) is a.
+        cur = list(base)
         while parts and parts[0] == "super":
             cur = cur[:-1]
             parts = parts[1:]
