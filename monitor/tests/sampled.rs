@@ -30,59 +30,13 @@ fn within_three_tries(what: &str, mut f: impl FnMut() -> Result<(), String>) {
 }
 
 /// The share of the machine's CPU time that other processes used between
-/// two readings, from `/proc/stat` (every CPU's busy jiffies) less this
-/// process's own (`/proc/self/stat`). A sample lands late when its worker
-/// was not on a core, so a check of samples against periods widens its
-/// bound by this much: a busy host cannot fail it, a quiet one keeps it
-/// tight.
-struct HostLoad {
-    busy: u64,
-    total: u64,
-    mine: u64,
-}
-
-impl HostLoad {
-    fn now() -> HostLoad {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        let cpu: Vec<u64> = stat
-            .lines()
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .skip(1)
-            .filter_map(|v| v.parse().ok())
-            .collect();
-        // user nice system idle iowait irq softirq steal ...
-        let get = |i: usize| cpu.get(i).copied().unwrap_or(0);
-        let idle = get(3) + get(4);
-        let total: u64 = cpu.iter().take(8).sum();
-        let me = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-        // Fields after the command's closing parenthesis: utime is the 14th
-        // field of the line, the 12th after it.
-        let rest = me.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-        let f: Vec<u64> = rest
-            .split_whitespace()
-            .map(|v| v.parse().unwrap_or(0))
-            .collect();
-        let mine = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
-        HostLoad {
-            busy: total - idle,
-            total,
-            mine,
-        }
-    }
-
-    /// Other processes' share of the CPU time since `self`, 0 to 1.
-    fn others_since(&self) -> f64 {
-        let now = HostLoad::now();
-        let total = now.total.saturating_sub(self.total).max(1);
-        let others = now
-            .busy
-            .saturating_sub(self.busy)
-            .saturating_sub(now.mine.saturating_sub(self.mine));
-        (others as f64 / total as f64).min(1.0)
-    }
-}
+/// two readings (the runtime's tests share the reader). A sample lands late
+/// when its worker was not on a core, so a check of samples against periods
+/// widens its bound by this much: a busy host cannot fail it, a quiet one
+/// keeps it tight.
+#[path = "../../runtime/tests/common/host_load.rs"]
+mod host_load;
+use host_load::HostLoad;
 
 fn sampled(flags: MonitorFlags) -> MonitorFlags {
     flags | MonitorFlags::SAMPLED
