@@ -36,9 +36,23 @@ use clap::ValueEnum;
 use rill::MonitorFlags;
 use serde::Serialize;
 
-use crate::apps::MappingChoice;
 use crate::kernels::sieve;
 use crate::kernels::wordcount::{self, Corpus, Counts};
+use crate::mapping::{MappingChoice, PILOT_DIVISOR, PILOT_MONITOR};
+
+static ALLOCATOR: OnceLock<&'static str> = OnceLock::new();
+
+/// Records the name of the global allocator the program runs with, for the
+/// reports (`rill-bench` sets it in `main`).
+pub fn set_allocator(name: &'static str) {
+    let _ = ALLOCATOR.set(name);
+}
+
+/// The global allocator's name as set by [`set_allocator`]; `system` when
+/// nothing set it.
+pub fn allocator() -> &'static str {
+    ALLOCATOR.get().copied().unwrap_or("system")
+}
 
 /// Default bound of every channel or stream (messages it holds before its writer
 /// blocks).
@@ -626,8 +640,8 @@ impl WordcountParams {
             workers,
             mapping: MappingChoice::Adaptive,
             words: wordcount::WordsAs::Owned,
-            pilot: crate::apps::auto::PILOT_DIVISOR,
-            pilot_monitor: crate::apps::auto::PILOT_MONITOR,
+            pilot: PILOT_DIVISOR,
+            pilot_monitor: PILOT_MONITOR,
             monitor: None,
             logs: None,
         }
@@ -884,12 +898,46 @@ impl SequenceCheck {
     }
 }
 
-/// Checks a ring run (see [`RingParams`] for the protocol): the task that ended it
-/// read the token `final_token`, and the tasks read `reads` tokens in all. Both
-/// must match `hops` hops exactly: the final token is `hops`, and the reads are
-/// `hops + 1` (the hops plus the initial token).
-pub fn verify_ring(final_token: Option<u64>, reads: u64, hops: u64) -> Result<(), VerifyError> {
-    match final_token {
+/// What one ring task saw (see [`RingParams`] for the protocol): the tokens
+/// it read, and the final token when it read it. Every engine's ring task
+/// runs its loop through [`pass`](RingTally::pass).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingTally {
+    hops: u64,
+    reads: u64,
+    last: Option<u64>,
+}
+
+impl RingTally {
+    /// A task of a ring whose token makes `hops` hops.
+    pub fn new(hops: u64) -> Self {
+        RingTally {
+            hops,
+            reads: 0,
+            last: None,
+        }
+    }
+
+    /// The task read token `t`: the token to pass on, or `None` when `t` is
+    /// the final token (the task ends, and its end closes the ring).
+    #[inline(always)]
+    pub fn pass(&mut self, t: u64) -> Option<u64> {
+        self.reads += 1;
+        if t >= self.hops {
+            self.last = Some(t);
+            None
+        } else {
+            Some(t + 1)
+        }
+    }
+}
+
+/// Checks a ring run from what its tasks saw: one of them read the final
+/// token, which is `hops`, and the tasks read `hops + 1` tokens in all (the
+/// hops plus the initial token).
+pub fn verify_ring(tasks: &[RingTally], hops: u64) -> Result<(), VerifyError> {
+    let reads: u64 = tasks.iter().map(|t| t.reads).sum();
+    match tasks.iter().find_map(|t| t.last) {
         None => Err(VerifyError(
             "the ring ended without any task seeing the final token".to_string(),
         )),
@@ -988,11 +1036,19 @@ mod tests {
 
     #[test]
     fn ring_verifier() {
-        verify_ring(Some(100), 101, 100).unwrap();
-        assert!(verify_ring(None, 101, 100).is_err());
-        assert!(verify_ring(Some(99), 100, 100).is_err());
-        assert!(verify_ring(Some(100), 100, 100).is_err());
-        assert!(verify_ring(Some(100), 102, 100).is_err());
+        let seen = |reads: u64, last: Option<u64>| RingTally {
+            hops: 100,
+            reads,
+            last,
+        };
+        verify_ring(&[seen(50, None), seen(51, Some(100))], 100).unwrap();
+        assert!(verify_ring(&[seen(101, None)], 100).is_err());
+        assert!(verify_ring(&[seen(100, Some(99))], 100).is_err());
+        assert!(verify_ring(&[seen(100, Some(100))], 100).is_err());
+        assert!(verify_ring(&[seen(102, Some(100))], 100).is_err());
+        let mut t = RingTally::new(2);
+        assert_eq!((t.pass(0), t.pass(1), t.pass(2)), (Some(1), Some(2), None));
+        assert_eq!((t.reads, t.last), (3, Some(2)));
     }
 
     #[test]
@@ -1079,7 +1135,7 @@ mod tests {
 
     #[test]
     fn net_mappings() {
-        let map = crate::apps::mapping_file("mc");
+        let map = crate::mapping::mapping_file("mc");
         for (m, ok) in [
             (MappingChoice::Rr, true),
             (MappingChoice::Parts, true),

@@ -3,9 +3,14 @@
 //!
 //! - [`bench`](mod@bench): parameters, measurements and verifiers shared by every engine.
 //! - [`engines`]: the [`Engine`](engines::Engine) trait every engine
-//!   implements, and [`engines::run`], which runs a job on one.
-//! - [`rill_engine`]: the rill engine, on the networks of [`rill_runs`].
-//! - [`rill_runs`]: the rill networks themselves.
+//!   implements, and [`Job`](engines::Job), one benchmark configuration;
+//!   [`registry`]: the engines, and [`registry::run`], which runs a job on
+//!   one.
+//! - [`net`]: what differs between the blocking engines (a bounded
+//!   channel, spawning a task, the join), and [`nets`]: the benchmarks
+//!   written once over it.
+//! - [`rill_engine`]: the rill engine, on [`nets`] and [`micro_rill`].
+//! - [`mapping`]: `--mapping` and what it means for a network.
 //! - [`kernels`]: the applications' computations (DES, MC, RT, ANT), runtime-free.
 //! - [`apps`]: the applications as stream networks of named tasks on rill.
 //! - [`peers`]: the same benchmarks on OS threads and on tokio.
@@ -24,9 +29,13 @@ pub mod cli;
 pub mod engines;
 pub mod kernels;
 pub mod line;
+pub mod mapping;
+pub mod micro_rill;
+pub mod net;
+pub mod nets;
 pub mod peers;
+pub mod registry;
 pub mod report;
 pub mod rill_engine;
-pub mod rill_runs;
 pub mod suite;
 pub mod table;

@@ -2,96 +2,18 @@
 //! median, min and max over the repeats and each engine's ratio to rill.
 
 use std::io::{self, Write};
-use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
 
 use crate::apps::MappingChoice;
-use crate::bench::{
-    work_steps_per_ns, Measurement, MicroParams, MicroRow, ParamError, PipeParams, RingParams,
-    SieveParams, WordcountParams, MICRO_CAPACITY,
-};
+pub use crate::bench::{allocator, set_allocator};
+use crate::bench::{work_steps_per_ns, Measurement, MicroRow, MICRO_CAPACITY};
 use crate::cli::Command;
-use crate::engines::Engine;
+use crate::engines::{Engine, Job};
 use crate::kernels::wordcount::TextSource;
-use crate::rill_engine::Rill;
 use crate::table::Table;
 
-static ALLOCATOR: OnceLock<&'static str> = OnceLock::new();
-
-/// Records the name of the global allocator the program runs with, for the
-/// reports (`rill-bench` sets it in `main`).
-pub fn set_allocator(name: &'static str) {
-    let _ = ALLOCATOR.set(name);
-}
-
-/// The global allocator's name as set by [`set_allocator`]; `system` when
-/// nothing set it.
-pub fn allocator() -> &'static str {
-    ALLOCATOR.get().copied().unwrap_or("system")
-}
-
-/// One benchmark configuration, run on each engine.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Job {
-    /// A pipe run.
-    Pipe(PipeParams),
-    /// A ring run.
-    Ring(RingParams),
-    /// A word count run.
-    Wordcount(WordcountParams),
-    /// A prime sieve run.
-    Sieve(SieveParams),
-    /// A micro row.
-    Micro(MicroParams),
-}
-
 impl Job {
-    /// The benchmark's name: `pipe`, `ring`, `wordcount`, `sieve` or `micro`.
-    pub fn bench(&self) -> &'static str {
-        match self {
-            Job::Pipe(_) => "pipe",
-            Job::Ring(_) => "ring",
-            Job::Wordcount(_) => "wordcount",
-            Job::Sieve(_) => "sieve",
-            Job::Micro(_) => "micro",
-        }
-    }
-
-    /// Checks the job's parameters (the `validate` of each parameter set).
-    pub fn validate(&self) -> Result<(), ParamError> {
-        match self {
-            Job::Pipe(p) => p.validate(),
-            Job::Ring(p) => p.validate(),
-            Job::Wordcount(p) => p.validate(),
-            Job::Sieve(p) => p.validate(),
-            Job::Micro(p) => p.validate(),
-        }
-    }
-
-    /// What `ops` counts: `word` for the word count, `prime` for the
-    /// sieve, `op` otherwise.
-    pub fn op_name(&self) -> &'static str {
-        match self {
-            Job::Wordcount(_) => "word",
-            Job::Sieve(_) => "prime",
-            _ => "op",
-        }
-    }
-
-    /// A short label for progress lines: the benchmark, or the micro row.
-    pub fn label(&self) -> String {
-        match self {
-            Job::Micro(p) => format!("micro {}", p.row),
-            _ => self.bench().to_string(),
-        }
-    }
-
-    /// Whether the job's figure is a CPU share rather than ns per operation.
-    pub fn is_cpu_share(&self) -> bool {
-        matches!(self, Job::Micro(p) if p.row == MicroRow::IdleCpu)
-    }
-
     /// The job's parameters as JSON fields.
     pub fn params(&self) -> Map<String, Value> {
         let v = match self {
@@ -386,7 +308,7 @@ fn ratio(
 
 /// Whether `engine` is rill, the engine the others are compared with.
 pub fn is_rill(engine: &dyn Engine) -> bool {
-    engine.name() == Rill.name()
+    engine.name() == "rill"
 }
 
 /// Writes the table of a command's jobs (one pipe, ring or word count, or
@@ -486,7 +408,9 @@ pub fn crosses_workers(job: &Job) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::{MicroParams, PipeParams, RingParams};
     use crate::peers::{threads::Threads, tokio_rt::Tokio};
+    use crate::rill_engine::Rill;
     use std::time::Duration;
 
     fn pipe_job() -> Job {

@@ -1,14 +1,14 @@
 //! The rill engine: the benchmarks on rill's own tasks and streams
-//! ([`crate::rill_runs`], [`crate::apps::wordcount`] for the word count and
+//! ([`crate::nets`] and [`crate::micro_rill`], [`crate::apps::wordcount`] for the word count and
 //! [`crate::apps::sieve`] for the prime sieve),
 //! their figures turned into the command line's measurements. `wall` covers
 //! the run of the network (the tasks are created just before it) and
 //! excludes building the runtime.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
-use rill::{MonitorConfig, MonitorFlags};
+use rill::MonitorConfig;
 
 use crate::apps::{self, auto, MappingChoice};
 use crate::bench::{
@@ -16,39 +16,8 @@ use crate::bench::{
 };
 use crate::engines::Engine;
 use crate::kernels::wordcount::{self as wc, Corpus};
-use crate::rill_runs::{self, RunInfo};
-
-/// The runtime's monitoring setting for `--monitor MODE` (off when not
-/// given) and `--logs DIR`. The logs of benchmark `bench` go to `DIR`
-/// (default `rill-logs/BENCH`).
-pub fn monitor_config(
-    mode: Option<MonitorFlags>,
-    logs: Option<&Path>,
-    bench: &str,
-) -> MonitorConfig {
-    let dir = match logs {
-        Some(d) => d.to_path_buf(),
-        None => PathBuf::from("rill-logs").join(bench),
-    };
-    MonitorConfig {
-        flags: mode.unwrap_or(MonitorFlags::OFF),
-        dir: Some(dir),
-    }
-}
-
-fn with_info(m: Measurement, info: &RunInfo, mon: &MonitorConfig) -> Measurement {
-    let m = m
-        .with("monitor", mon.flags.to_string())
-        .with("dispatches", info.dispatches)
-        .with("parks", info.parks)
-        .with("idle_ms", info.idle.as_secs_f64() * 1e3);
-    if mon.flags.is_off() {
-        m
-    } else {
-        m.with("log_bytes", info.log_bytes)
-            .with("log_dir", mon.log_dir().display().to_string())
-    }
-}
+use crate::net::{monitor_config, rill_figures, RillNet};
+use crate::{micro_rill, nets};
 
 /// Operations per micro row (chosen so each row runs for tens of milliseconds).
 fn micro_ops(row: MicroRow) -> u64 {
@@ -76,23 +45,15 @@ impl Engine for Rill {
 
     /// A source, `depth - 2` relays and a sink.
     fn pipe(&self, p: &PipeParams) -> Result<Measurement> {
-        let mon = monitor_config(p.monitor, p.logs.as_deref(), "pipe");
-        let info = rill_runs::pipe(p, &mon)?;
-        Ok(with_info(
-            Measurement::new(info.wall, p.channel_hops()),
-            &info,
-            &mon,
-        ))
+        nets::pipe::<RillNet>(p)
     }
 
     /// `size` tasks passing one token for `hops` hops.
     fn ring(&self, p: &RingParams) -> Result<Measurement> {
-        let mon = monitor_config(p.monitor, p.logs.as_deref(), "ring");
-        let info = rill_runs::ring(p, &mon)?;
-        Ok(with_info(Measurement::new(info.wall, p.hops), &info, &mon))
+        nets::ring::<RillNet>(p)
     }
 
-    /// One micro row ([`rill_runs::micro`] says on how many workers). With
+    /// One micro row ([`micro_rill::micro`] says on how many workers). With
     /// monitoring, the row's logs go to `LOGS/ROW` (default
     /// `rill-logs/micro/ROW`).
     fn micro(&self, p: &MicroParams) -> Result<Measurement> {
@@ -100,8 +61,8 @@ impl Engine for Rill {
         let logs = p.logs.as_ref().map(|d| d.join(row.name()));
         let mon = monitor_config(p.monitor, logs.as_deref(), &format!("micro/{}", row.name()));
         let ops = p.ops.unwrap_or_else(|| micro_ops(row));
-        let (m, info) = rill_runs::micro(row, ops, &mon)?;
-        Ok(with_info(m, &info, &mon))
+        let (m, stats) = micro_rill::micro(row, ops, &mon)?;
+        Ok(rill_figures(m, &stats, &mon))
     }
 
     /// The word count network ([`apps::wordcount`]), checked against the
@@ -113,9 +74,8 @@ impl Engine for Rill {
             return wordcount_auto(p, &mon);
         }
         let run = apps::wordcount::run(p, &mon)?;
-        let info = RunInfo::of(run.wall, &run.stats);
         let m = p.measured(run.wall, &run.value)?;
-        Ok(with_info(m, &info, &mon).with("mapping", p.mapping.name()))
+        Ok(rill_figures(m, &run.stats, &mon).with("mapping", p.mapping.name()))
     }
 
     /// The prime sieve ([`apps::sieve`]), its primes checked against the
@@ -124,9 +84,8 @@ impl Engine for Rill {
     fn sieve(&self, p: &SieveParams) -> Result<Measurement> {
         let mon = monitor_config(p.monitor, p.logs.as_deref(), "sieve");
         let run = apps::sieve::run(p, &mon)?;
-        let info = RunInfo::of(run.wall, &run.stats);
         let m = p.measured(run.wall, &run.value.primes, run.value.messages)?;
-        Ok(with_info(m, &info, &mon)
+        Ok(rill_figures(m, &run.stats, &mon)
             .with("mapping", p.mapping.name())
             .with("tasks", run.stats.tasks_created))
     }
@@ -164,10 +123,9 @@ fn wordcount_auto(p: &WordcountParams, mon: &MonitorConfig) -> Result<Measuremen
         ..p.clone()
     };
     let run = apps::wordcount::run(&real, mon)?;
-    let info = RunInfo::of(run.wall, &run.stats);
     let mut m = real.measured(run.wall, &run.value)?;
     for (k, v) in plan.fields(run.wall) {
         m = m.with(k, v);
     }
-    Ok(with_info(m, &info, mon).with("mapping", "auto"))
+    Ok(rill_figures(m, &run.stats, mon).with("mapping", "auto"))
 }

@@ -20,9 +20,11 @@ use crate::apps::auto::AutoPlan;
 use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice};
 use crate::bench::{ParamError, PipeParams, Placement, RingParams, SieveParams, WordcountParams};
 use crate::cli::{AllArgs, AppCommand, CliError, CompareArgs, Summary};
-use crate::engines::{self, Engine};
+use crate::engines::Engine;
+use crate::engines::Job;
 use crate::kernels::wordcount::{Corpus, TextSource};
-use crate::report::{self, Job, Outcome, Stats};
+use crate::registry;
+use crate::report::{self, Outcome, Stats};
 use crate::table::Table;
 
 /// One finished (or failed) run of an application.
@@ -109,12 +111,7 @@ fn run_once(app: &dyn App, opts: &AppOpts, run: u32, report: bool) -> Done {
             app.run(opts)
         }
     }))
-    .unwrap_or_else(|p| {
-        Err(anyhow::anyhow!(
-            "panicked: {}",
-            crate::peers::threads::panic_text(&*p)
-        ))
-    })
+    .unwrap_or_else(|p| Err(anyhow::anyhow!("panicked: {}", crate::net::panic_text(&*p))))
     .and_then(|mut r| {
         // A monitored run: read its logs back (rill-mon's summary), so
         // that waiting events and log sizes appear beside the timing.
@@ -842,24 +839,24 @@ fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, Cli
     };
     let corpus = Corpus::new(TextSource::Generated { bytes, seed: 1 }).map_err(param_error)?;
     Ok(vec![
-        (Job::Pipe(pipe), &engines::NETWORKS[..]),
-        (Job::Ring(ring), &engines::NETWORKS[..]),
-        (Job::Ring(ring_rr), &engines::NETWORKS[..]),
+        (Job::Pipe(pipe), &registry::NETWORKS[..]),
+        (Job::Ring(ring), &registry::NETWORKS[..]),
+        (Job::Ring(ring_rr), &registry::NETWORKS[..]),
         (
             Job::Wordcount(WordcountParams::new(corpus.clone(), workers)),
-            &engines::WORDCOUNT[..],
+            &registry::WORDCOUNT[..],
         ),
         (
             Job::Wordcount(WordcountParams {
                 words: crate::kernels::wordcount::WordsAs::Slices,
                 ..WordcountParams::new(corpus, workers)
             }),
-            &engines::WORDCOUNT[..],
+            &registry::WORDCOUNT[..],
         ),
-        (sieve_on(MappingChoice::Adaptive), &engines::NETWORKS[..1]),
-        (sieve_on(MappingChoice::Rr), &engines::NETWORKS[..]),
-        (sieve_on(MappingChoice::Parts), &engines::NETWORKS[..1]),
-        (sieve_on(MappingChoice::Manual), &engines::NETWORKS[..1]),
+        (sieve_on(MappingChoice::Adaptive), &registry::NETWORKS[..1]),
+        (sieve_on(MappingChoice::Rr), &registry::NETWORKS[..]),
+        (sieve_on(MappingChoice::Parts), &registry::NETWORKS[..1]),
+        (sieve_on(MappingChoice::Manual), &registry::NETWORKS[..1]),
     ])
 }
 
@@ -964,7 +961,7 @@ impl AllRun<'_> {
                     self.repeat
                 );
                 let _ = self.progress.flush();
-                let result = engines::run(engine, job).map_err(|e| format!("{e:#}"));
+                let result = registry::run(engine, job).map_err(|e| format!("{e:#}"));
                 let _ = writeln!(self.progress, "{}", report::short_result(job, &result));
                 self.summary.runs += 1;
                 if result.is_err() {

@@ -39,38 +39,10 @@ use rill::{ManualTable, MonitorConfig, MonitorFlags};
 use serde_json::{json, Value};
 
 use super::{App, AppOpts, AppRun, MappingChoice};
-
-/// The pilot runs about 1/`PILOT_DIVISOR` of the real run's size by
-/// default (`--pilot N` sets another N). With busy times counted from the
-/// dispatches ([`PILOT_MONITOR`]), a hundredth of Monte Carlo (3,000 of
-/// 300,000 paths) kept the chains whole in 15 of 15 plans, its pilot took
-/// about 7 ms (a thirtieth sampled at 10 kHz: 16 ms), and auto with its
-/// pilot ran level with the manual table, 1.51-1.55x rr (`compare mc
-/// --paths 300000 --repeat 15 --auto`; `docs/measurements.md`). At 1/6 the
-/// pilot cost more than the plan saved (auto with its pilot 385.7 ms
-/// against rr 300.2). The other applications' pilots sit on their floors
-/// at 1/30 already (rt, ant) or take a few milliseconds (des).
-pub const PILOT_DIVISOR: u64 = 100;
+pub use crate::mapping::{PILOT_DIVISOR, PILOT_MONITOR};
 
 /// The largest `--pilot N`.
 pub const MAX_PILOT_DIVISOR: u64 = 1000;
-
-/// What the pilot records by default (`--pilot-monitor`): count mode,
-/// `map,worker,task,stream`: task names and workers, busy time per task
-/// from its dispatches, worker waits and per-stream message and block
-/// counts; no message order, which `plan_mapping` does not read. Sample
-/// mode (`sample:HZ`) plans too, from busy times estimated from a few
-/// samples per task; on a pilot of a few milliseconds it is no cheaper
-/// (MC rr at 3,000 paths, 7 alternating rounds: counts +16%, sample:10000
-/// +32% over off) and its estimates mislead the plan: at 1/100 of MC,
-/// sampled at 20 kHz, 8 of 15 auto runs took 280-300 ms against 220 for
-/// the rest; the five of their maps kept each put steps of one chain on
-/// the other worker (a capacity-1 link crossing, which the model
-/// underrates), the fast runs' maps none.
-pub const PILOT_MONITOR: MonitorFlags = MonitorFlags::MAPPING
-    .union(MonitorFlags::SCHEDULER)
-    .union(MonitorFlags::WORKER)
-    .union(MonitorFlags::STREAM);
 
 /// Where auto's pilot logs and files go without `--logs` (relative to the
 /// working directory).

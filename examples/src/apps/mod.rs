@@ -40,102 +40,15 @@ pub mod rt;
 pub mod sieve;
 pub mod wordcount;
 
-use std::fmt;
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use rill::{ManualTable, Mapping, MonitorFlags, RunStats, Runtime};
+use rill::{ManualTable, MonitorFlags, RunStats, Runtime};
+
+pub use crate::mapping::{mapping_file, mapping_for, MappingChoice};
 use serde_json::{json, Map, Value};
-
-/// How tasks are placed on workers, as the command line names it.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub enum MappingChoice {
-    /// `adaptive`: the runtime's default ([`rill::Mapping::Adaptive`]): a
-    /// task starts on its spawner's worker, tasks made before the run are
-    /// cut into contiguous blocks, idle workers take runs of new tasks.
-    #[default]
-    Adaptive,
-    /// `rr`: the n-th task created goes to worker n mod W.
-    Rr,
-    /// `manual`: the application's own placement table (see each app's
-    /// `manual_table`).
-    Manual,
-    /// `parts`: the application's ordered list of task-name prefixes cut into
-    /// W contiguous blocks.
-    Parts,
-    /// `steal`: round-robin at creation, then work stealing.
-    Steal,
-    /// `auto`: a pilot run at a reduced size under round-robin with
-    /// count-mode monitoring, a mapping planned from its logs and written to
-    /// a file, then the run under that file ([`auto`]). Only the
-    /// applications and the word count have it; it never reaches
-    /// [`mapping_for`].
-    Auto,
-    /// A `prefix = worker` table file, loaded with [`ManualTable::load`].
-    File(PathBuf),
-    /// `profile:PATH`: [`rill::Mapping::Profile`]: the first run (no file)
-    /// is placed adaptively, monitored in count mode into `PATH.logs`, and
-    /// writes the plan of rill-mon's planner to PATH; later runs load it.
-    Profile(PathBuf),
-}
-
-impl MappingChoice {
-    /// The choice as the command line and the JSON output spell it (a file
-    /// choice is its path).
-    pub fn name(&self) -> String {
-        match self {
-            MappingChoice::Adaptive => "adaptive".into(),
-            MappingChoice::Rr => "rr".into(),
-            MappingChoice::Manual => "manual".into(),
-            MappingChoice::Parts => "parts".into(),
-            MappingChoice::Steal => "steal".into(),
-            MappingChoice::Auto => "auto".into(),
-            MappingChoice::File(p) => p.display().to_string(),
-            MappingChoice::Profile(p) => format!("profile:{}", p.display()),
-        }
-    }
-}
-
-impl fmt::Display for MappingChoice {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
-    }
-}
-
-impl FromStr for MappingChoice {
-    type Err = String;
-
-    /// `rr`, `manual`, `parts`, `steal`, `auto`, or the path of an existing
-    /// table file (a file named like a choice: `./auto`).
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s.trim() {
-            "adaptive" => MappingChoice::Adaptive,
-            p if p.starts_with("profile:") && p.len() > "profile:".len() => {
-                MappingChoice::Profile(PathBuf::from(&p["profile:".len()..]))
-            }
-            "rr" | "round-robin" => MappingChoice::Rr,
-            "manual" => MappingChoice::Manual,
-            "parts" => MappingChoice::Parts,
-            "steal" => MappingChoice::Steal,
-            "auto" => MappingChoice::Auto,
-            "" => return Err("empty mapping: use adaptive, rr, manual, parts, steal, auto, profile:PATH or a FILE".into()),
-            path => {
-                let p = PathBuf::from(path);
-                if !p.is_file() {
-                    return Err(format!(
-                        "'{path}' is neither adaptive, rr, manual, parts, steal, auto nor profile:PATH, and no such mapping file exists"
-                    ));
-                }
-                // Parse now, so a bad file is an argument error, not a failed run.
-                ManualTable::load(&p).map_err(|e| e.to_string())?;
-                MappingChoice::File(p)
-            }
-        })
-    }
-}
 
 /// Options every application takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -203,32 +116,6 @@ impl AppOpts {
     pub fn capacity_or(&self, dflt: usize) -> usize {
         self.capacity.unwrap_or(dflt).max(1)
     }
-}
-
-/// The [`rill::Mapping`] a mapping choice means for a network whose own
-/// placement table is `manual` and whose ordered prefix list is `parts`; a
-/// file choice is loaded with [`ManualTable::load`].
-pub fn mapping_for(
-    choice: &MappingChoice,
-    manual: ManualTable,
-    parts: Vec<String>,
-) -> Result<Mapping> {
-    Ok(match choice {
-        MappingChoice::Adaptive => Mapping::Adaptive,
-        MappingChoice::Profile(p) => Mapping::Profile(p.clone()),
-        MappingChoice::Rr => Mapping::RoundRobin,
-        MappingChoice::Manual => Mapping::Manual(manual),
-        MappingChoice::Parts => Mapping::Partitioned(parts),
-        MappingChoice::Steal => Mapping::Steal,
-        MappingChoice::Auto => {
-            return Err(anyhow!(
-                "mapping auto is planned by a pilot run first (apps::auto), which then runs under the planned file"
-            ))
-        }
-        MappingChoice::File(p) => Mapping::Manual(
-            ManualTable::load(p).with_context(|| format!("mapping file {}", p.display()))?,
-        ),
-    })
 }
 
 /// Builds the runtime of an application run: `workers` workers, the mapping
@@ -487,7 +374,7 @@ impl AppRun {
             m.insert("logs".into(), json!(l));
         }
         m.insert("run".into(), json!(run));
-        m.insert("allocator".into(), json!(crate::report::allocator()));
+        m.insert("allocator".into(), json!(crate::bench::allocator()));
         m.insert("wall_ms".into(), json!(self.wall.as_secs_f64() * 1e3));
         m.insert("verified".into(), json!(self.verified));
         if !self.verified {
@@ -543,14 +430,6 @@ pub(crate) fn runtime_of(app: &dyn App, opts: &AppOpts) -> Result<Runtime> {
     )
 }
 
-/// The placement table in `examples/mappings/<app>.map` (written for 2
-/// workers and the default sizes).
-pub fn mapping_file(app: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("mappings")
-        .join(format!("{app}.map"))
-}
-
 /// FNV-1a of a byte string (for comparing outputs across runs in JSON).
 pub fn fnv64(data: &[u8]) -> u64 {
     let mut h = 0xCBF2_9CE4_8422_2325u64;
@@ -563,30 +442,6 @@ pub fn fnv64(data: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mapping_choices() {
-        assert_eq!("rr".parse::<MappingChoice>().unwrap(), MappingChoice::Rr);
-        assert_eq!(
-            "manual".parse::<MappingChoice>().unwrap(),
-            MappingChoice::Manual
-        );
-        assert_eq!(
-            "parts".parse::<MappingChoice>().unwrap(),
-            MappingChoice::Parts
-        );
-        assert_eq!(
-            "steal".parse::<MappingChoice>().unwrap(),
-            MappingChoice::Steal
-        );
-        let f = mapping_file("mc");
-        assert_eq!(
-            f.to_str().unwrap().parse::<MappingChoice>().unwrap(),
-            MappingChoice::File(f.clone())
-        );
-        let e = "/no/such/file.map".parse::<MappingChoice>().unwrap_err();
-        assert!(e.contains("no such mapping file"), "{e}");
-    }
 
     #[test]
     fn runtime_for_every_mapping() {

@@ -16,10 +16,11 @@ use crate::bench::{
     WordcountParams, DEFAULT_CAPACITY, DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES,
     DEFAULT_RING_SIZE, DEFAULT_WC_BATCH, DEFAULT_WC_CHUNK, DEFAULT_WC_COUNTERS, MAX_WORK_NS,
 };
-use crate::engines::{self, Engine};
+use crate::engines::Engine;
+use crate::engines::Job;
 use crate::kernels;
 use crate::kernels::wordcount::{Corpus, TextSource};
-use crate::report::Job;
+use crate::registry;
 
 const ABOUT: &str = "Runs LPEL's stream micro-benchmarks on rill and on its peers, side by side";
 
@@ -165,11 +166,11 @@ fn engine_choice() -> impl TypedValueParser<Value = EngineChoice> {
     let all = PossibleValue::new("all").help(
         "every engine the benchmark has: rill, threads and tokio (wordcount: and sequential)",
     );
-    let one = engines::WORDCOUNT
+    let one = registry::WORDCOUNT
         .iter()
         .map(|e| PossibleValue::new(e.name()).help(e.about()));
     PossibleValuesParser::new(std::iter::once(all).chain(one)).map(|name| {
-        match engines::by_name(&name) {
+        match registry::by_name(&name) {
             Some(e) => EngineChoice::One(e),
             None => EngineChoice::All,
         }
@@ -226,7 +227,7 @@ impl CommonArgs {
     /// The engines chosen, each once, in the order given (`all` expands to rill,
     /// threads, tokio).
     pub fn engines(&self) -> Vec<&'static dyn Engine> {
-        self.engines_from(&engines::NETWORKS)
+        self.engines_from(&registry::NETWORKS)
     }
 
     /// The engines chosen, each once, in the order given, `all` standing for
@@ -1053,10 +1054,10 @@ impl Command {
             return Ok(Vec::new());
         };
         if let Command::Wordcount(_) = self {
-            return Ok(common.engines_from(&engines::WORDCOUNT));
+            return Ok(common.engines_from(&registry::WORDCOUNT));
         }
         let chosen = common.engines();
-        if let Some(e) = chosen.iter().find(|e| !engines::NETWORKS.contains(e)) {
+        if let Some(e) = chosen.iter().find(|e| !registry::NETWORKS.contains(e)) {
             return Err(ParamError(format!(
                 "--engine {e}: only wordcount has a {e} engine; {} runs on rill, threads and tokio",
                 self.name()

@@ -27,10 +27,10 @@ use anyhow::Result;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use tokio::sync::mpsc;
 
-use super::threads::{join, spawn};
 use super::tokio_rt::{join as join_task, multi_thread};
 use crate::bench::{Measurement, SieveParams};
 use crate::kernels::sieve::limit;
+use crate::net::{join_thread as join, spawn_thread as spawn};
 
 /// What every filter shares: the size of the sieve, the channels'
 /// capacity and the count of numbers read.

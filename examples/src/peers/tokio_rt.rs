@@ -15,9 +15,11 @@ use tokio::task::JoinHandle;
 
 use crate::bench::{
     busy_work, measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams,
-    RingParams, SequenceCheck, SieveParams, VerifyError, WordcountParams, MICRO_CAPACITY,
+    RingParams, RingTally, SequenceCheck, SieveParams, VerifyError, WordcountParams,
+    MICRO_CAPACITY,
 };
 use crate::engines::Engine;
+use crate::net::panic_text;
 
 /// Yields timed by the `yield` row.
 pub const YIELD_OPS: u64 = 200_000;
@@ -43,7 +45,7 @@ pub(crate) async fn join<T>(what: &str, h: JoinHandle<T>) -> Result<T> {
         if e.is_panic() {
             anyhow!(
                 "tokio task {what} panicked: {}",
-                super::threads::panic_text(&e.into_panic())
+                panic_text(&e.into_panic())
             )
         } else {
             anyhow!("tokio task {what} was cancelled")
@@ -135,36 +137,28 @@ pub fn ring(p: &RingParams) -> Result<Measurement> {
             .await
             .map_err(|_| anyhow!("ring task 0 ended before the token"))?;
         drop(inject);
-        let mut reads = 0;
-        let mut final_token = None;
+        let mut tallies = Vec::with_capacity(s);
         for h in tasks {
-            let (r, last) = join("ring", h).await?;
-            reads += r;
-            final_token = final_token.or(last);
+            tallies.push(join("ring", h).await?);
         }
         let wall = start.elapsed();
-        verify_ring(final_token, reads, hops)?;
+        verify_ring(&tallies, hops)?;
         Ok(Measurement::new(wall, hops).with("tasks", s as u64))
     })
 }
 
-async fn ring_task(
-    mut rx: mpsc::Receiver<u64>,
-    tx: mpsc::Sender<u64>,
-    hops: u64,
-) -> (u64, Option<u64>) {
-    let mut reads = 0;
+/// Ring task: the loop of [`crate::nets::ring`]'s, awaiting where that
+/// blocks.
+async fn ring_task(mut rx: mpsc::Receiver<u64>, tx: mpsc::Sender<u64>, hops: u64) -> RingTally {
+    let mut tally = RingTally::new(hops);
     // The loop ends when the previous task ended (its sender dropped).
     while let Some(t) = rx.recv().await {
-        reads += 1;
-        if t >= hops {
-            return (reads, Some(t));
-        }
-        if tx.send(t + 1).await.is_err() {
-            break;
+        match tally.pass(t) {
+            Some(next) if tx.send(next).await.is_ok() => {}
+            _ => break,
         }
     }
-    (reads, None)
+    tally
 }
 
 /// One micro row on tokio.

@@ -12,32 +12,18 @@
 //! `wall` runs from just before the first stage is created until every stage
 //! has ended and the merger's counts are in hand; the check comes after.
 
-use std::thread::{self, JoinHandle};
+use std::thread::JoinHandle;
 use std::time::Instant;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::Result;
 use crossbeam_channel::bounded;
 use tokio::sync::mpsc;
 
 use crate::bench::{Measurement, WordcountParams};
 use crate::kernels::wordcount::{self as kernels, Counts, WordsAs};
+use crate::net::{join_thread as join, spawn_thread as spawn};
+use crate::peers::tokio_rt::{join as join_task, multi_thread};
 use std::sync::Arc;
-
-fn spawn<T: Send + 'static>(
-    name: String,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<JoinHandle<T>> {
-    thread::Builder::new()
-        .name(name.clone())
-        .spawn(f)
-        .with_context(|| format!("spawning thread {name}"))
-}
-
-fn join<T>(h: JoinHandle<T>) -> Result<T> {
-    let name = h.thread().name().unwrap_or("?").to_string();
-    h.join()
-        .map_err(|p| anyhow!("thread {name} panicked: {}", super::threads::panic_text(&p)))
-}
 
 /// The word count on OS threads: `counters + 3` threads.
 pub fn threads(p: &WordcountParams) -> Result<Measurement> {
@@ -142,27 +128,9 @@ fn threads_net<W: kernels::Words>(
     Ok(())
 }
 
-/// Awaits a task and turns a panic or cancellation into an error.
-async fn join_task<T>(what: &str, h: ::tokio::task::JoinHandle<T>) -> Result<T> {
-    h.await.map_err(|e| {
-        if e.is_panic() {
-            anyhow!(
-                "tokio task {what} panicked: {}",
-                super::threads::panic_text(&e.into_panic())
-            )
-        } else {
-            anyhow!("tokio task {what} was cancelled")
-        }
-    })
-}
-
 /// The word count on tokio: `counters + 3` tasks on `workers` workers.
 pub fn tokio(p: &WordcountParams) -> Result<Measurement> {
-    let rt = ::tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(p.workers)
-        .thread_name("tokio-peer")
-        .build()
-        .context("building the tokio runtime")?;
+    let rt = multi_thread(p.workers)?;
     let k = p.counters;
     let cap = p.capacity;
     let text = p.corpus.text().clone();

@@ -1,0 +1,111 @@
+//! The micro rows on rill that are rill's own (`yield`, `spawn`,
+//! `idle_cpu`), and the two that move messages on [`crate::nets`]. Each row
+//! runs on a runtime of its own and returns its measurement with the run's
+//! statistics.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use rill::{Mapping, MonitorConfig, Runtime};
+
+use crate::bench::{measure_idle_cpu, Measurement, MicroRow};
+use crate::net::{rill_runtime, NetSpec, RillNet, Slot};
+use crate::nets;
+
+fn runtime(workers: usize, capacity: usize, mon: &MonitorConfig) -> Result<Runtime> {
+    rill_runtime(workers, capacity, mon, Mapping::RoundRobin)
+}
+
+/// Runs micro row `row` with `n` operations: `yield`, `spawn` and `handoff`
+/// on one worker, `cross_worker_roundtrip` on two, and `idle_cpu` on two
+/// (worker 0 blocked in the OS by a task that measures with
+/// [`measure_idle_cpu`], worker 1 idle; `n` does not apply). Returns the
+/// measurement (`n` operations in the time the row times) and the run's
+/// figures.
+pub fn micro(row: MicroRow, n: u64, mon: &MonitorConfig) -> Result<(Measurement, rill::RunStats)> {
+    let timed = |d: Duration, stats: rill::RunStats| (Measurement::new(d, n), stats);
+    match row {
+        MicroRow::Yield => {
+            let mut rt = runtime(1, 16, mon)?;
+            let t: Slot<Duration> = Slot::default();
+            let t2 = t.clone();
+            rt.spawn("micro/yield", move || {
+                let t0 = Instant::now();
+                for _ in 0..n {
+                    rill::yield_now();
+                }
+                t2.put(t0.elapsed());
+            });
+            let stats = rt.run()?;
+            Ok(timed(t.take("yield")?, stats))
+        }
+        MicroRow::Spawn => {
+            let mut rt = runtime(1, 16, mon)?;
+            let t: Slot<Duration> = Slot::default();
+            let t2 = t.clone();
+            let done = Arc::new(AtomicU64::new(0));
+            let d2 = done.clone();
+            rt.spawn("micro/spawner", move || {
+                let t0 = Instant::now();
+                let batch = 64;
+                let mut spawned = 0;
+                while spawned < n {
+                    for _ in 0..batch.min(n - spawned) {
+                        let d = d2.clone();
+                        rill::spawn("micro/empty", move || {
+                            d.fetch_add(1, Ordering::Relaxed);
+                        });
+                        spawned += 1;
+                    }
+                    rill::yield_now();
+                }
+                while d2.load(Ordering::Relaxed) < n {
+                    rill::yield_now();
+                }
+                t2.put(t0.elapsed());
+            });
+            let stats = rt.run()?;
+            if done.load(Ordering::Relaxed) != n {
+                bail!("spawn: {} of {n} tasks ran", done.load(Ordering::Relaxed));
+            }
+            Ok(timed(t.take("spawn")?, stats))
+        }
+        // The spec of the rows on the nets: on worker 0 and 1 of a
+        // round-robin runtime.
+        MicroRow::Handoff => {
+            let (m, run) = nets::handoff::<RillNet>(n, 16, &micro_spec(1, mon))?;
+            Ok((m, run.stats.expect("a rill run has statistics")))
+        }
+        MicroRow::CrossWorkerRoundtrip => {
+            let (m, run) = nets::roundtrip::<RillNet>(n, 1, &micro_spec(2, mon))?;
+            Ok((m, run.stats.expect("a rill run has statistics")))
+        }
+        MicroRow::IdleCpu => {
+            let mut rt = runtime(2, 16, mon)?;
+            let m: Slot<Result<Measurement>> = Slot::default();
+            let m2 = m.clone();
+            // Worker 1 has nothing to do; this task blocks worker 0 in the OS.
+            rt.try_spawn_on(0, "micro/sleeper", move || {
+                m2.put(measure_idle_cpu());
+            })?;
+            let stats = rt.run()?;
+            Ok((m.take("idle_cpu")??, stats))
+        }
+    }
+}
+
+/// The network of a micro row on `workers` workers (its tasks placed by
+/// hand), monitored as `mon` says.
+fn micro_spec(workers: usize, mon: &MonitorConfig) -> NetSpec<'static> {
+    NetSpec {
+        bench: "micro",
+        workers,
+        capacity: 16,
+        mapping: None,
+        names: &[],
+        monitor: Some(mon.flags),
+        logs: mon.dir.clone(),
+    }
+}
