@@ -202,7 +202,7 @@ impl Placement {
 
     /// The worker (0-based) that stage `stage` of a line of `depth` stages goes to
     /// when there are `workers` workers: how rill places the ring's tasks. (rill's
-    /// pipe keeps LPEL's placement instead: see [`crate::rill_runs::pipe`].)
+    /// pipe keeps LPEL's placement instead: see [`crate::nets::pipe`].)
     ///
     /// `workers` and `depth` must be at least 1 and `stage < depth`.
     pub fn worker_of(self, stage: usize, depth: usize, workers: usize) -> usize {

@@ -1,99 +1,111 @@
-//! The engines a benchmark runs on, behind one trait: [`Engine`], implemented
-//! by rill ([`crate::rill_engine::Rill`]), its two peers
-//! ([`crate::peers::threads::Threads`], [`crate::peers::tokio_rt::Tokio`]) and
-//! the word count's sequential loop ([`Sequential`]); and [`Job`], one
-//! benchmark configuration. [`crate::registry`] lists the engines and runs
-//! a job on one.
+//! The engine abstraction, in three parts:
+//!
+//! - [`Engine`]: which engine a run is on (rill, OS threads, tokio, or the
+//!   word count's sequential loop): a name, nothing more.
+//! - [`Bench`]: one benchmark's parameters, validated, run on an engine.
+//!   Each benchmark implements it in its own file ([`crate::nets`] for the
+//!   pipe and the ring, [`crate::micro`], [`crate::wordcount_bench`],
+//!   [`crate::sieve_bench`]); where the benchmark is the same network on
+//!   every blocking engine, its `run` is one generic function over
+//!   [`crate::net::Net`] (what differs between rill and OS threads: a
+//!   bounded channel, a named spawn, a join), instantiated per engine, and
+//!   tokio gets an async copy that shares the protocol and the checks (see
+//!   [`crate::net`] for why tokio is not a `Net`).
+//! - [`Job`]: the registration: one variant per benchmark, and the one
+//!   match ([`Job::bench`]) that hands out its [`Bench`].
+//!
+//! [`crate::registry`] runs a job on an engine.
 
 use std::fmt;
 
 use anyhow::{anyhow, Result};
+use serde::Serialize;
 
 use crate::bench::{
     Measurement, MicroParams, MicroRow, ParamError, PipeParams, RingParams, SieveParams,
     WordcountParams,
 };
-use crate::kernels::wordcount;
 
-/// Something that runs the benchmarks: each method runs one benchmark once,
-/// on parameters already validated, verifies the result and returns what it
-/// measured. A benchmark an engine does not have returns an error (the
-/// default).
-pub trait Engine: Sync {
+/// An engine a benchmark runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// rill's lightweight tasks and streams.
+    Rill,
+    /// One OS thread per task, `crossbeam_channel::bounded` channels.
+    Threads,
+    /// tokio tasks on a multi-thread runtime, `tokio::sync::mpsc` channels.
+    Tokio,
+    /// No network: the plain sequential loop (the word count only).
+    Sequential,
+}
+
+impl Engine {
+    /// Every engine that runs a network, rill first (the order in which the
+    /// command line runs them).
+    pub const NETWORKS: [Engine; 3] = [Engine::Rill, Engine::Threads, Engine::Tokio];
+
+    /// The engines of the word count: the networks, then the sequential loop.
+    pub const WORDCOUNT: [Engine; 4] = [
+        Engine::Rill,
+        Engine::Threads,
+        Engine::Tokio,
+        Engine::Sequential,
+    ];
+
     /// The engine's name as the command line and the JSON output spell it.
-    fn name(&self) -> &'static str;
+    pub const fn name(self) -> &'static str {
+        match self {
+            Engine::Rill => "rill",
+            Engine::Threads => "threads",
+            Engine::Tokio => "tokio",
+            Engine::Sequential => "sequential",
+        }
+    }
 
     /// What the engine is, in a line (for `--help`).
-    fn about(&self) -> &'static str;
-
-    /// The pipe ([`PipeParams`]).
-    fn pipe(&self, _p: &PipeParams) -> Result<Measurement> {
-        Err(lacks(self.name(), "pipe"))
+    pub const fn about(self) -> &'static str {
+        match self {
+            Engine::Rill => "rill's lightweight tasks and streams",
+            Engine::Threads => "one OS thread per task, crossbeam-channel bounded channels",
+            Engine::Tokio => "tokio tasks on a multi-thread runtime, tokio mpsc bounded channels",
+            Engine::Sequential => "the plain sequential loop, no network (wordcount only)",
+        }
     }
 
-    /// The ring ([`RingParams`]).
-    fn ring(&self, _p: &RingParams) -> Result<Measurement> {
-        Err(lacks(self.name(), "ring"))
+    /// The engine called `name`, if there is one.
+    pub fn by_name(name: &str) -> Option<Engine> {
+        Engine::WORDCOUNT.into_iter().find(|e| e.name() == name)
     }
 
-    /// One micro row ([`MicroParams`]).
-    fn micro(&self, _p: &MicroParams) -> Result<Measurement> {
-        Err(lacks(self.name(), "micro"))
-    }
-
-    /// The word count ([`WordcountParams`]).
-    fn wordcount(&self, _p: &WordcountParams) -> Result<Measurement> {
-        Err(lacks(self.name(), "wordcount"))
-    }
-
-    /// The prime sieve ([`SieveParams`]).
-    fn sieve(&self, _p: &SieveParams) -> Result<Measurement> {
-        Err(lacks(self.name(), "sieve"))
+    /// The error of a benchmark this engine does not run.
+    pub fn lacks(self, bench: &str) -> anyhow::Error {
+        anyhow!("{bench} has no {} engine", self.name())
     }
 }
 
-fn lacks(engine: &str, bench: &str) -> anyhow::Error {
-    anyhow!("{bench} has no {engine} engine")
-}
-
-impl fmt::Debug for dyn Engine + '_ {
+impl fmt::Display for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-impl fmt::Display for dyn Engine + '_ {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// One benchmark, its parameters given: what it is called, whether it can
+/// run with them, and a run on one engine (verified, measured). A benchmark
+/// an engine does not have is an error ([`Engine::lacks`]).
+pub trait Bench {
+    /// The benchmark's name (`pipe`, `ring`...), as the JSON spells it.
+    fn name(&self) -> &'static str;
 
-/// Engines are the same when their names are.
-impl PartialEq for dyn Engine + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.name() == other.name()
-    }
-}
+    /// Checks that the benchmark can run with these parameters.
+    fn validate(&self) -> Result<(), ParamError>;
 
-/// No network: the plain sequential loop ([`wordcount::count_words`]) on
-/// the calling thread. Only the word count has one.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Sequential;
+    /// Runs the benchmark once on `engine`, parameters already validated.
+    fn run(&self, engine: Engine) -> Result<Measurement>;
 
-impl Engine for Sequential {
-    fn name(&self) -> &'static str {
-        "sequential"
-    }
-
-    fn about(&self) -> &'static str {
-        "the plain sequential loop, no network (wordcount only)"
-    }
-
-    fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
-        let start = std::time::Instant::now();
-        let counts = wordcount::count_words(p.corpus.text());
-        let wall = start.elapsed();
-        Ok(p.measured(wall, &counts)?)
+    /// What `ops` counts.
+    fn op_name(&self) -> &'static str {
+        "op"
     }
 }
 
@@ -113,43 +125,38 @@ pub enum Job {
 }
 
 impl Job {
-    /// The benchmark's name: `pipe`, `ring`, `wordcount`, `sieve` or `micro`.
-    pub fn bench(&self) -> &'static str {
+    /// The job's benchmark: the registration of every benchmark.
+    pub fn bench(&self) -> &dyn Bench {
         match self {
-            Job::Pipe(_) => "pipe",
-            Job::Ring(_) => "ring",
-            Job::Wordcount(_) => "wordcount",
-            Job::Sieve(_) => "sieve",
-            Job::Micro(_) => "micro",
+            Job::Pipe(p) => p,
+            Job::Ring(p) => p,
+            Job::Wordcount(p) => p,
+            Job::Sieve(p) => p,
+            Job::Micro(p) => p,
         }
     }
 
-    /// Checks the job's parameters (the `validate` of each parameter set).
+    /// The benchmark's name: `pipe`, `ring`, `wordcount`, `sieve` or `micro`.
+    pub fn name(&self) -> &'static str {
+        self.bench().name()
+    }
+
+    /// Checks the job's parameters.
     pub fn validate(&self) -> Result<(), ParamError> {
-        match self {
-            Job::Pipe(p) => p.validate(),
-            Job::Ring(p) => p.validate(),
-            Job::Wordcount(p) => p.validate(),
-            Job::Sieve(p) => p.validate(),
-            Job::Micro(p) => p.validate(),
-        }
+        self.bench().validate()
     }
 
     /// What `ops` counts: `word` for the word count, `prime` for the
     /// sieve, `op` otherwise.
     pub fn op_name(&self) -> &'static str {
-        match self {
-            Job::Wordcount(_) => "word",
-            Job::Sieve(_) => "prime",
-            _ => "op",
-        }
+        self.bench().op_name()
     }
 
     /// A short label for progress lines: the benchmark, or the micro row.
     pub fn label(&self) -> String {
         match self {
             Job::Micro(p) => format!("micro {}", p.row),
-            _ => self.bench().to_string(),
+            _ => self.name().to_string(),
         }
     }
 

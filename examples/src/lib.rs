@@ -2,14 +2,15 @@
 //! command that runs them side by side.
 //!
 //! - [`bench`](mod@bench): parameters, measurements and verifiers shared by every engine.
-//! - [`engines`]: the [`Engine`](engines::Engine) trait every engine
-//!   implements, and [`Job`](engines::Job), one benchmark configuration;
-//!   [`registry`]: the engines, and [`registry::run`], which runs a job on
-//!   one.
+//! - [`engines`]: the engine abstraction: [`Engine`](engines::Engine) (which
+//!   engine), [`Bench`](engines::Bench) (a benchmark run on an engine) and
+//!   [`Job`](engines::Job) (the registration of every benchmark);
+//!   [`registry`]: [`registry::run`], which runs a job on an engine.
 //! - [`net`]: what differs between the blocking engines (a bounded
-//!   channel, spawning a task, the join), and [`nets`]: the benchmarks
-//!   written once over it.
-//! - [`rill_engine`]: the rill engine, on [`nets`] and [`micro_rill`].
+//!   channel, spawning a task, the join), and [`nets`]: the pipe, the ring
+//!   and the hand-off written once over it.
+//! - [`nets`], [`micro`], [`wordcount_bench`], [`sieve_bench`]: each
+//!   benchmark's [`Bench`](engines::Bench) (its run on each engine).
 //! - [`mapping`]: `--mapping` and what it means for a network.
 //! - [`kernels`]: the applications' computations (DES, MC, RT, ANT), runtime-free.
 //! - [`apps`]: the applications as stream networks of named tasks on rill.
@@ -30,12 +31,13 @@ pub mod engines;
 pub mod kernels;
 pub mod line;
 pub mod mapping;
-pub mod micro_rill;
+pub mod micro;
 pub mod net;
 pub mod nets;
 pub mod peers;
 pub mod registry;
 pub mod report;
-pub mod rill_engine;
+pub mod sieve_bench;
 pub mod suite;
 pub mod table;
+pub mod wordcount_bench;

@@ -1,17 +1,59 @@
 //! The benchmarks that are one network on every blocking engine, written
-//! once over [`Net`]: LPEL's pipe and ring, and the micro rows that move
-//! messages (`handoff`, `cross_worker_roundtrip`). Each takes its validated
-//! parameters, builds the network on engine `N`, runs it, verifies what it
-//! computed, and returns the measurement with the engine's figures.
+//! once over [`Net`]: LPEL's pipe and ring (each a [`Bench`]: rill and OS
+//! threads run the generic network, tokio its async copy), and the micro
+//! rows that move messages (`handoff`, `cross_worker_roundtrip`). Each takes
+//! its validated parameters, builds the network on engine `N`, runs it,
+//! verifies what it computed, and returns the measurement with the engine's
+//! figures.
 
 use anyhow::{anyhow, bail, Result};
 use rill::MonitorFlags;
 
 use crate::bench::{
-    busy_work, verify_ring, Measurement, PipeParams, Placement, RingParams, RingTally,
+    busy_work, verify_ring, Measurement, ParamError, PipeParams, Placement, RingParams, RingTally,
     SequenceCheck, VerifyError,
 };
-use crate::net::{Finished, Net, NetSpec};
+use crate::engines::{Bench, Engine};
+use crate::net::{Finished, Net, NetSpec, RillNet, ThreadNet};
+use crate::peers::tokio_rt;
+
+impl Bench for PipeParams {
+    fn name(&self) -> &'static str {
+        "pipe"
+    }
+
+    fn validate(&self) -> Result<(), ParamError> {
+        PipeParams::validate(self)
+    }
+
+    fn run(&self, engine: Engine) -> Result<Measurement> {
+        match engine {
+            Engine::Rill => pipe::<RillNet>(self),
+            Engine::Threads => pipe::<ThreadNet>(self),
+            Engine::Tokio => tokio_rt::pipe(self),
+            Engine::Sequential => Err(engine.lacks("pipe")),
+        }
+    }
+}
+
+impl Bench for RingParams {
+    fn name(&self) -> &'static str {
+        "ring"
+    }
+
+    fn validate(&self) -> Result<(), ParamError> {
+        RingParams::validate(self)
+    }
+
+    fn run(&self, engine: Engine) -> Result<Measurement> {
+        match engine {
+            Engine::Rill => ring::<RillNet>(self),
+            Engine::Threads => ring::<ThreadNet>(self),
+            Engine::Tokio => tokio_rt::ring(self),
+            Engine::Sequential => Err(engine.lacks("ring")),
+        }
+    }
+}
 
 /// The pipe's task names in creation order: `pipe/source`,
 /// `pipe/relay/0` to `pipe/relay/{depth-3}`, `pipe/sink`.
@@ -250,7 +292,6 @@ pub fn roundtrip<N: Net>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::{RillNet, ThreadNet};
 
     fn pipes<N: Net>() {
         for (depth, workers) in [(2, 1), (3, 2), (7, 2)] {

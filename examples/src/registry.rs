@@ -8,36 +8,31 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use anyhow::{anyhow, Result};
 
 use crate::bench::Measurement;
-use crate::engines::{Engine, Job, Sequential};
+use crate::engines::{Engine, Job};
 use crate::net::panic_text;
-use crate::peers::threads::Threads;
-use crate::peers::tokio_rt::Tokio;
-use crate::rill_engine::Rill;
 
-/// Every engine that runs a network, rill first (the order in which the
-/// command line runs them).
-pub const NETWORKS: [&dyn Engine; 3] = [&Rill, &Threads, &Tokio];
+/// Every engine that runs a network, rill first.
+pub const NETWORKS: [Engine; 3] = Engine::NETWORKS;
 
 /// The engines of the word count: the networks, then the sequential loop.
-pub const WORDCOUNT: [&dyn Engine; 4] = [&Rill, &Threads, &Tokio, &Sequential];
+pub const WORDCOUNT: [Engine; 4] = Engine::WORDCOUNT;
 
 /// The engine called `name`, if there is one.
-pub fn by_name(name: &str) -> Option<&'static dyn Engine> {
-    WORDCOUNT.into_iter().find(|e| e.name() == name)
+pub fn by_name(name: &str) -> Option<Engine> {
+    Engine::by_name(name)
 }
 
 /// Runs `job` once on `engine`: its parameters validated first, a panic
 /// inside the engine an error.
-pub fn run(engine: &dyn Engine, job: &Job) -> Result<Measurement> {
+pub fn run(engine: Engine, job: &Job) -> Result<Measurement> {
     job.validate()?;
-    catch_unwind(AssertUnwindSafe(|| match job {
-        Job::Pipe(p) => engine.pipe(p),
-        Job::Ring(p) => engine.ring(p),
-        Job::Micro(p) => engine.micro(p),
-        Job::Wordcount(p) => engine.wordcount(p),
-        Job::Sieve(p) => engine.sieve(p),
-    }))
-    .unwrap_or_else(|p| Err(anyhow!("engine {engine} panicked: {}", panic_text(&*p))))
+    guarded(engine, || job.bench().run(engine))
+}
+
+/// `f`, a run on `engine`, its panic an error naming the engine.
+fn guarded(engine: Engine, f: impl FnOnce() -> Result<Measurement>) -> Result<Measurement> {
+    catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|p| Err(anyhow!("engine {engine} panicked: {}", panic_text(&*p))))
 }
 
 #[cfg(test)]
@@ -56,7 +51,7 @@ mod tests {
             workers: 2,
             ..PipeParams::default()
         };
-        let m = run(&Rill, &Job::Pipe(p)).unwrap();
+        let m = run(Engine::Rill, &Job::Pipe(p)).unwrap();
         assert_eq!(m.ops, 300);
     }
 
@@ -82,7 +77,7 @@ mod tests {
                 mapping: mapping.clone(),
                 ..p.clone()
             };
-            run(&Rill, &Job::Pipe(pipe)).unwrap();
+            run(Engine::Rill, &Job::Pipe(pipe)).unwrap();
             let ring = RingParams {
                 size: 5,
                 hops: 100,
@@ -90,7 +85,7 @@ mod tests {
                 mapping,
                 ..RingParams::default()
             };
-            run(&Rill, &Job::Ring(ring)).unwrap();
+            run(Engine::Rill, &Job::Ring(ring)).unwrap();
         }
     }
 
@@ -123,7 +118,7 @@ mod tests {
                 Job::Micro(micro.clone()),
             ] {
                 let e = run(engine, &job).unwrap_err().to_string();
-                assert!(e.contains("at least"), "{engine} {}: {e}", job.bench());
+                assert!(e.contains("at least"), "{engine} {}: {e}", job.name());
             }
         }
     }
@@ -141,7 +136,7 @@ mod tests {
             let m = run(engine, &Job::Wordcount(p.clone())).unwrap();
             assert_eq!(m.ops, words, "{engine}");
         }
-        let e = run(&Sequential, &Job::Pipe(PipeParams::default())).unwrap_err();
+        let e = run(Engine::Sequential, &Job::Pipe(PipeParams::default())).unwrap_err();
         assert!(e.to_string().contains("no sequential engine"), "{e}");
     }
 
@@ -160,7 +155,7 @@ mod tests {
                 assert_eq!(m.extra["largest"], 541, "{engine} on {workers}");
             }
         }
-        let e = run(&Sequential, &Job::Sieve(SieveParams::default())).unwrap_err();
+        let e = run(Engine::Sequential, &Job::Sieve(SieveParams::default())).unwrap_err();
         assert!(
             e.to_string().contains("sieve has no sequential engine"),
             "{e}"
@@ -169,7 +164,7 @@ mod tests {
             primes: 0,
             ..SieveParams::default()
         };
-        let e = run(&Rill, &Job::Sieve(bad)).unwrap_err();
+        let e = run(Engine::Rill, &Job::Sieve(bad)).unwrap_err();
         assert!(e.to_string().contains("at least 1"), "{e}");
     }
 
@@ -185,23 +180,11 @@ mod tests {
 
     #[test]
     fn panics_become_errors() {
-        struct Boom;
-        impl Engine for Boom {
-            fn name(&self) -> &'static str {
-                "boom"
-            }
-            fn about(&self) -> &'static str {
-                "panics"
-            }
-            fn pipe(&self, _: &PipeParams) -> Result<Measurement> {
-                panic!("boom")
-            }
-        }
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
-        let r = run(&Boom, &Job::Pipe(PipeParams::default()));
+        let r = guarded(Engine::Threads, || panic!("boom"));
         std::panic::set_hook(prev);
         let e = r.unwrap_err().to_string();
-        assert!(e.contains("boom panicked: boom"), "{e}");
+        assert!(e.contains("threads panicked: boom"), "{e}");
     }
 }

@@ -153,7 +153,7 @@ pub struct Outcome {
     /// The job.
     pub job: Job,
     /// The engine it ran on.
-    pub engine: &'static dyn Engine,
+    pub engine: Engine,
     /// Index of the run among the repeats, from 0.
     pub run: u32,
     /// The measurement, or the error's text.
@@ -199,7 +199,7 @@ pub fn short_result(job: &Job, result: &Result<Measurement, String>) -> String {
 /// figures. A failed run has `verified: false` and `error` instead of figures.
 pub fn json_line(o: &Outcome) -> Value {
     let mut m = Map::new();
-    m.insert("bench".into(), json!(o.job.bench()));
+    m.insert("bench".into(), json!(o.job.name()));
     m.insert("engine".into(), json!(o.engine.name()));
     m.insert("run".into(), json!(o.run));
     m.insert("allocator".into(), json!(allocator()));
@@ -256,7 +256,7 @@ impl Stats {
 }
 
 /// The table row of one engine for one job: its stats, or the first error.
-fn engine_cell(job: &Job, engine: &dyn Engine, outcomes: &[Outcome]) -> Result<Stats, String> {
+fn engine_cell(job: &Job, engine: Engine, outcomes: &[Outcome]) -> Result<Stats, String> {
     let mine: Vec<&Outcome> = outcomes
         .iter()
         .filter(|o| o.engine == engine && o.job == *job)
@@ -291,7 +291,7 @@ fn fmt_figure(x: f64) -> String {
 
 /// The ratio column: `engine/rill = 3.2x`, or why there is none.
 fn ratio(
-    engine: &dyn Engine,
+    engine: Engine,
     mine: &Result<Stats, String>,
     rill: Option<&Result<Stats, String>>,
 ) -> String {
@@ -307,7 +307,7 @@ fn ratio(
 }
 
 /// Whether `engine` is rill, the engine the others are compared with.
-pub fn is_rill(engine: &dyn Engine) -> bool {
+pub fn is_rill(engine: Engine) -> bool {
     engine.name() == "rill"
 }
 
@@ -318,7 +318,7 @@ pub fn write_tables(
     out: &mut dyn Write,
     command: &Command,
     jobs: &[Job],
-    engines: &[&'static dyn Engine],
+    engines: &[Engine],
     outcomes: &[Outcome],
 ) -> io::Result<()> {
     let repeat = command.common().map_or(1, |c| c.repeat);
@@ -339,7 +339,7 @@ pub fn write_tables(
     let text_cols: &[usize] = if micro { &[0, 1, 6] } else { &[0, 5] };
     let mut table = Table::plain(head).left(text_cols);
     for job in jobs {
-        let cells: Vec<(&dyn Engine, Result<Stats, String>)> = engines
+        let cells: Vec<(Engine, Result<Stats, String>)> = engines
             .iter()
             .map(|&e| (e, engine_cell(job, e, outcomes)))
             .collect();
@@ -409,8 +409,7 @@ pub fn crosses_workers(job: &Job) -> bool {
 mod tests {
     use super::*;
     use crate::bench::{MicroParams, PipeParams, RingParams};
-    use crate::peers::{threads::Threads, tokio_rt::Tokio};
-    use crate::rill_engine::Rill;
+    use crate::engines::Engine::{Rill, Threads, Tokio};
     use std::time::Duration;
 
     fn pipe_job() -> Job {
@@ -435,7 +434,7 @@ mod tests {
     fn json_line_has_required_keys() {
         let o = Outcome {
             job: pipe_job(),
-            engine: &Threads,
+            engine: Threads,
             run: 2,
             result: Ok(Measurement::new(Duration::from_millis(3), 30).with("threads", 4)),
         };
@@ -473,7 +472,7 @@ mod tests {
     fn json_line_for_ring_micro_and_errors() {
         let ring = Outcome {
             job: Job::Ring(RingParams::default()),
-            engine: &Tokio,
+            engine: Tokio,
             run: 0,
             result: Ok(Measurement::new(Duration::from_millis(1), 1000)),
         };
@@ -490,7 +489,7 @@ mod tests {
         }
         let idle = Outcome {
             job: Job::Micro(MicroParams::new(MicroRow::IdleCpu, 8)),
-            engine: &Threads,
+            engine: Threads,
             run: 0,
             result: Ok(Measurement::new(Duration::from_millis(50), 0).with("cpu_share", 0.01)),
         };
@@ -501,7 +500,7 @@ mod tests {
         assert_eq!(v["cpu_share"], 0.01);
         let failed = Outcome {
             job: pipe_job(),
-            engine: &Rill,
+            engine: Rill,
             run: 0,
             result: Err("rill engine not wired yet".into()),
         };
@@ -521,14 +520,14 @@ mod tests {
             })
         };
         assert_eq!(
-            ratio(&Threads, &s(30.0), Some(&s(10.0))),
+            ratio(Threads, &s(30.0), Some(&s(10.0))),
             "threads/rill = 3.00x"
         );
-        assert_eq!(ratio(&Rill, &s(10.0), Some(&s(10.0))), "-");
+        assert_eq!(ratio(Rill, &s(10.0), Some(&s(10.0))), "-");
         assert_eq!(
-            ratio(&Tokio, &s(10.0), Some(&Err("x".into()))),
+            ratio(Tokio, &s(10.0), Some(&Err("x".into()))),
             "tokio/rill = n/a"
         );
-        assert_eq!(ratio(&Tokio, &s(10.0), None), "");
+        assert_eq!(ratio(Tokio, &s(10.0), None), "");
     }
 }

@@ -786,10 +786,10 @@ const ALL_MONITORS: [MonitorFlags; 2] = [MonitorFlags::OFF, MonitorFlags::FULL];
 type AppCell = (MappingChoice, MonitorFlags, Vec<Done>);
 
 /// The engines a peer benchmark runs on.
-type Engines = &'static [&'static dyn Engine];
+type Engines = &'static [Engine];
 
 /// One engine's outcomes of a peer benchmark.
-type EngineCell = (&'static dyn Engine, Vec<Outcome>);
+type EngineCell = (Engine, Vec<Outcome>);
 
 fn param_error(e: impl std::fmt::Display) -> CliError {
     CliError::Params(ParamError(e.to_string()))
@@ -937,7 +937,7 @@ impl AllRun<'_> {
     fn peer_runs(
         &mut self,
         job: &Job,
-        job_engines: &[&'static dyn Engine],
+        job_engines: &[Engine],
     ) -> Result<Vec<EngineCell>, CliError> {
         let mut cells = Vec::new();
         for &engine in job_engines {
@@ -956,7 +956,7 @@ impl AllRun<'_> {
                     "[all {}/{}] {}{what} engine={engine} run {}/{} ... ",
                     self.step,
                     self.steps,
-                    job.bench(),
+                    job.name(),
                     run + 1,
                     self.repeat
                 );
@@ -1094,7 +1094,7 @@ fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
                 _ => placement.unwrap_or("-").into(),
             };
             Row {
-                bench: job.bench().into(),
+                bench: job.name().into(),
                 placement,
                 engine: engine.name(),
                 mapping,

@@ -158,7 +158,7 @@ pub enum EngineChoice {
     /// Every engine the benchmark has.
     All,
     /// One engine.
-    One(&'static dyn Engine),
+    One(Engine),
 }
 
 /// The parser of `--engine`'s values: `all` or an engine's name.
@@ -226,14 +226,14 @@ pub struct CommonArgs {
 impl CommonArgs {
     /// The engines chosen, each once, in the order given (`all` expands to rill,
     /// threads, tokio).
-    pub fn engines(&self) -> Vec<&'static dyn Engine> {
+    pub fn engines(&self) -> Vec<Engine> {
         self.engines_from(&registry::NETWORKS)
     }
 
     /// The engines chosen, each once, in the order given, `all` standing for
     /// the engines in `all`.
-    pub fn engines_from(&self, all: &[&'static dyn Engine]) -> Vec<&'static dyn Engine> {
-        let mut out: Vec<&'static dyn Engine> = Vec::new();
+    pub fn engines_from(&self, all: &[Engine]) -> Vec<Engine> {
+        let mut out: Vec<Engine> = Vec::new();
         for choice in &self.engine {
             let add = match choice {
                 EngineChoice::All => all,
@@ -1049,7 +1049,7 @@ impl Command {
     /// The engines `--engine` asks for: `all` is every engine the benchmark
     /// has (wordcount adds `sequential`); naming `sequential` for another
     /// benchmark is an error.
-    pub fn engines(&self) -> Result<Vec<&'static dyn Engine>, ParamError> {
+    pub fn engines(&self) -> Result<Vec<Engine>, ParamError> {
         let Some(common) = self.common() else {
             return Ok(Vec::new());
         };
@@ -1165,7 +1165,7 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
 
-    fn names(engines: &[&dyn Engine]) -> Vec<&'static str> {
+    fn names(engines: &[Engine]) -> Vec<&'static str> {
         engines.iter().map(|e| e.name()).collect()
     }
 

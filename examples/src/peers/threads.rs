@@ -13,10 +13,8 @@ use anyhow::Result;
 use crossbeam_channel::bounded;
 
 use crate::bench::{
-    measure_idle_cpu, Measurement, MicroParams, MicroRow, PipeParams, RingParams, SieveParams,
-    VerifyError, WordcountParams, MICRO_CAPACITY,
+    measure_idle_cpu, Measurement, MicroParams, MicroRow, VerifyError, MICRO_CAPACITY,
 };
-use crate::engines::Engine;
 use crate::net::{join_thread as join, spawn_thread as spawn, NetSpec, ThreadNet};
 use crate::nets;
 
@@ -99,40 +97,6 @@ pub(crate) fn micro_ops(row: MicroRow, _workers: usize, ops: u64) -> Result<Meas
             }
             m
         }
-    }
-}
-
-/// Peer: one OS thread per task, connected by `crossbeam_channel::bounded`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Threads;
-
-impl Engine for Threads {
-    fn name(&self) -> &'static str {
-        "threads"
-    }
-
-    fn about(&self) -> &'static str {
-        "one OS thread per task, crossbeam-channel bounded channels"
-    }
-
-    fn pipe(&self, p: &PipeParams) -> Result<Measurement> {
-        nets::pipe::<ThreadNet>(p)
-    }
-
-    fn ring(&self, p: &RingParams) -> Result<Measurement> {
-        nets::ring::<ThreadNet>(p)
-    }
-
-    fn micro(&self, p: &MicroParams) -> Result<Measurement> {
-        micro(p)
-    }
-
-    fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
-        super::wordcount::threads(p)
-    }
-
-    fn sieve(&self, p: &SieveParams) -> Result<Measurement> {
-        super::sieve::threads(p)
     }
 }
 

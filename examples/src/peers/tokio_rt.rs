@@ -15,10 +15,8 @@ use tokio::task::JoinHandle;
 
 use crate::bench::{
     busy_work, measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams,
-    RingParams, RingTally, SequenceCheck, SieveParams, VerifyError, WordcountParams,
-    MICRO_CAPACITY,
+    RingParams, RingTally, SequenceCheck, VerifyError, MICRO_CAPACITY,
 };
-use crate::engines::Engine;
 use crate::net::panic_text;
 
 /// Yields timed by the `yield` row.
@@ -293,40 +291,6 @@ pub(crate) fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measu
             }
             m
         }
-    }
-}
-
-/// Peer: one `tokio::spawn`ed task per task on a multi-thread tokio runtime, connected by `tokio::sync::mpsc::channel`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Tokio;
-
-impl Engine for Tokio {
-    fn name(&self) -> &'static str {
-        "tokio"
-    }
-
-    fn about(&self) -> &'static str {
-        "tokio tasks on a multi-thread runtime, tokio mpsc bounded channels"
-    }
-
-    fn pipe(&self, p: &PipeParams) -> Result<Measurement> {
-        pipe(p)
-    }
-
-    fn ring(&self, p: &RingParams) -> Result<Measurement> {
-        ring(p)
-    }
-
-    fn micro(&self, p: &MicroParams) -> Result<Measurement> {
-        micro(p)
-    }
-
-    fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
-        super::wordcount::tokio(p)
-    }
-
-    fn sieve(&self, p: &SieveParams) -> Result<Measurement> {
-        super::sieve::tokio(p)
     }
 }
 

@@ -1,7 +1,7 @@
-//! The micro rows on rill that are rill's own (`yield`, `spawn`,
-//! `idle_cpu`), and the two that move messages on [`crate::nets`]. Each row
-//! runs on a runtime of its own and returns its measurement with the run's
-//! statistics.
+//! The micro rows as a benchmark: their run on each engine, and rill's
+//! rows: those that are rill's own (`yield`, `spawn`, `idle_cpu`), and the
+//! two that move messages on [`crate::nets`]. Each row runs on a runtime of
+//! its own.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -10,9 +10,53 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use rill::{Mapping, MonitorConfig, Runtime};
 
-use crate::bench::{measure_idle_cpu, Measurement, MicroRow};
-use crate::net::{rill_runtime, NetSpec, RillNet, Slot};
+use crate::bench::{measure_idle_cpu, Measurement, MicroParams, MicroRow, ParamError};
+use crate::engines::{Bench, Engine};
+use crate::net::{monitor_config, rill_figures, rill_runtime, NetSpec, RillNet, Slot};
 use crate::nets;
+use crate::peers::{threads, tokio_rt};
+
+impl Bench for MicroParams {
+    fn name(&self) -> &'static str {
+        "micro"
+    }
+
+    fn validate(&self) -> Result<(), ParamError> {
+        MicroParams::validate(self)
+    }
+
+    fn run(&self, engine: Engine) -> Result<Measurement> {
+        match engine {
+            Engine::Rill => rill(self),
+            Engine::Threads => threads::micro(self),
+            Engine::Tokio => tokio_rt::micro(self),
+            Engine::Sequential => Err(engine.lacks("micro")),
+        }
+    }
+}
+
+/// Operations per micro row (chosen so each row runs for tens of milliseconds).
+fn micro_ops(row: MicroRow) -> u64 {
+    match row {
+        MicroRow::Yield => 5_000_000,
+        MicroRow::Spawn => 500_000,
+        MicroRow::Handoff => 5_000_000,
+        MicroRow::CrossWorkerRoundtrip => 100_000,
+        MicroRow::IdleCpu => 1,
+    }
+}
+
+/// One micro row ([`micro`] says on how many workers). With
+/// monitoring, the row's logs go to `LOGS/ROW` (default
+/// `rill-logs/micro/ROW`).
+fn rill(p: &MicroParams) -> Result<Measurement> {
+    let row = p.row;
+    let logs = p.logs.as_ref().map(|d| d.join(row.name()));
+    let mon = monitor_config(p.monitor, logs.as_deref(), &format!("micro/{}", row.name()));
+    let ops = p.ops.unwrap_or_else(|| micro_ops(row));
+    let (m, stats) = micro(row, ops, &mon)?;
+    Ok(rill_figures(m, &stats, &mon))
+}
 
 fn runtime(workers: usize, capacity: usize, mon: &MonitorConfig) -> Result<Runtime> {
     rill_runtime(workers, capacity, mon, Mapping::RoundRobin)

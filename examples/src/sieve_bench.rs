@@ -1,0 +1,45 @@
+//! The prime sieve as a benchmark: its run on each engine (rill's network
+//! [`crate::apps::sieve`], the peers' [`crate::peers::sieve`]).
+
+use anyhow::Result;
+
+use crate::apps;
+use crate::bench::{Measurement, ParamError, SieveParams};
+use crate::engines::{Bench, Engine};
+use crate::net::{monitor_config, rill_figures};
+use crate::peers;
+
+impl Bench for SieveParams {
+    fn name(&self) -> &'static str {
+        "sieve"
+    }
+
+    fn validate(&self) -> Result<(), ParamError> {
+        SieveParams::validate(self)
+    }
+
+    fn run(&self, engine: Engine) -> Result<Measurement> {
+        match engine {
+            Engine::Rill => rill(self),
+            Engine::Threads => peers::sieve::threads(self),
+            Engine::Tokio => peers::sieve::tokio(self),
+            Engine::Sequential => Err(engine.lacks("sieve")),
+        }
+    }
+
+    fn op_name(&self) -> &'static str {
+        "prime"
+    }
+}
+
+/// The prime sieve ([`apps::sieve`]), its primes checked against the
+/// sequential sieve's after the run; `tasks` counts the tasks the run
+/// made (the filters, the generator and the sink).
+fn rill(p: &SieveParams) -> Result<Measurement> {
+    let mon = monitor_config(p.monitor, p.logs.as_deref(), "sieve");
+    let run = apps::sieve::run(p, &mon)?;
+    let m = p.measured(run.wall, &run.value.primes, run.value.messages)?;
+    Ok(rill_figures(m, &run.stats, &mon)
+        .with("mapping", p.mapping.name())
+        .with("tasks", run.stats.tasks_created))
+}
