@@ -38,7 +38,7 @@ use serde::Serialize;
 
 use crate::kernels::sieve;
 use crate::kernels::wordcount::{self, Corpus, Counts};
-use crate::mapping::{MappingChoice, PILOT_DIVISOR, PILOT_MONITOR};
+use crate::mapping::{AutoFigures, MappingChoice, PILOT_DIVISOR, PILOT_MONITOR};
 
 static ALLOCATOR: OnceLock<&'static str> = OnceLock::new();
 
@@ -682,14 +682,12 @@ impl WordcountParams {
     pub fn measured(&self, wall: Duration, got: &Counts) -> Result<Measurement, VerifyError> {
         self.verify(got)?;
         let words = wordcount::total_words(got);
-        Ok(Measurement::new(wall, words)
-            .with("words", words)
-            .with("words_as", self.words.name())
-            .with("distinct", got.len() as u64)
-            .with(
-                "mb_per_s",
-                self.corpus.len() as f64 / 1e6 / wall.as_secs_f64().max(1e-9),
-            ))
+        Ok(Measurement::new(wall, words).with(|f| {
+            f.words = Some(words);
+            f.words_as = Some(self.words.name());
+            f.distinct = Some(got.len() as u64);
+            f.mb_per_s = Some(self.corpus.len() as f64 / 1e6 / wall.as_secs_f64().max(1e-9));
+        }))
     }
 }
 
@@ -789,10 +787,11 @@ impl SieveParams {
                 "sieve: the tasks read {messages} numbers, the sequential count says {reads}"
             )));
         }
-        Ok(Measurement::new(wall, got.len() as u64)
-            .with("largest", got.last().copied().unwrap_or(0))
-            .with("messages", messages)
-            .with("filters", got.len() as u64))
+        Ok(Measurement::new(wall, got.len() as u64).with(|f| {
+            f.largest = Some(got.last().copied().unwrap_or(0));
+            f.messages = Some(messages);
+            f.filters = Some(got.len() as u64);
+        }))
     }
 }
 
@@ -804,24 +803,88 @@ pub struct Measurement {
     /// Operations done in that time (channel hops, ring hops, yields...); 0 when
     /// the benchmark has no operations (`idle_cpu`).
     pub ops: u64,
-    /// Engine- or row-specific figures, copied into the JSON line as they are
-    /// (for example `cpu_share` for `idle_cpu`, `threads` for the threads engine).
-    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// The engine's and the benchmark's own figures, in the JSON line as
+    /// they are (for example `cpu_share` for `idle_cpu`, `threads` for the
+    /// threads engine).
+    pub figures: Figures,
+}
+
+/// The figures a run reports beside its time, each where it applies (an
+/// absent one is left out of the JSON line).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Figures {
+    /// rill: the monitoring mode of the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// rill: where the tasks went (`--mapping`'s name; `auto` for a planned run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<String>,
+    /// rill: task dispatches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispatches: Option<u64>,
+    /// rill: times a worker parked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parks: Option<u64>,
+    /// rill: time the workers spent idle, summed, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_ms: Option<f64>,
+    /// rill, monitored: bytes of monitoring log written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_bytes: Option<u64>,
+    /// rill, monitored: the directory of the logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_dir: Option<String>,
+    /// OS threads: the threads the run made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u64>,
+    /// tokio, and rill's sieve: the tasks the run made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<u64>,
+    /// `idle_cpu`: CPU time over wall time (share of one core).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_share: Option<f64>,
+    /// `idle_cpu`: the CPU time in microseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_us: Option<u64>,
+    /// Word count: the words of the text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub words: Option<u64>,
+    /// Word count: how the splitter hands words to the counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub words_as: Option<&'static str>,
+    /// Word count: the distinct words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distinct: Option<u64>,
+    /// Word count: megabytes of text per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mb_per_s: Option<f64>,
+    /// Sieve: the last prime.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub largest: Option<u64>,
+    /// Sieve: the numbers the tasks read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<u64>,
+    /// Sieve: the filters of the chain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filters: Option<u64>,
+    /// `--mapping auto`: the pilot and the plan.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<AutoFigures>,
 }
 
 impl Measurement {
-    /// A measurement of `ops` operations in `wall`, with no extra figures.
+    /// A measurement of `ops` operations in `wall`, with no figures.
     pub fn new(wall: Duration, ops: u64) -> Self {
         Measurement {
             wall,
             ops,
-            extra: serde_json::Map::new(),
+            figures: Figures::default(),
         }
     }
 
-    /// Adds an extra figure.
-    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
-        self.extra.insert(key.to_string(), value.into());
+    /// Sets figures.
+    pub fn with(mut self, set: impl FnOnce(&mut Figures)) -> Self {
+        set(&mut self.figures);
         self
     }
 
@@ -830,9 +893,9 @@ impl Measurement {
         (self.ops > 0).then(|| self.wall.as_nanos() as f64 / self.ops as f64)
     }
 
-    /// The `cpu_share` extra figure, if the measurement has one.
+    /// The `cpu_share` figure, if the measurement has one.
     pub fn cpu_share(&self) -> Option<f64> {
-        self.extra.get("cpu_share").and_then(|v| v.as_f64())
+        self.figures.cpu_share
     }
 }
 
@@ -986,9 +1049,10 @@ pub fn measure_idle_cpu() -> anyhow::Result<Measurement> {
     let wall = t0.elapsed();
     let cpu = cpu1.saturating_sub(cpu0);
     let share = cpu.as_secs_f64() / wall.as_secs_f64();
-    Ok(Measurement::new(wall, 0)
-        .with("cpu_share", share)
-        .with("cpu_us", cpu.as_micros() as u64))
+    Ok(Measurement::new(wall, 0).with(|f| {
+        f.cpu_share = Some(share);
+        f.cpu_us = Some(cpu.as_micros() as u64);
+    }))
 }
 
 #[cfg(test)]
@@ -1217,7 +1281,7 @@ mod tests {
         let right = wordcount::count_words("c b a b a a");
         let m = p.measured(Duration::from_millis(2), &right).unwrap();
         assert_eq!(m.ops, 6);
-        assert_eq!(m.extra["distinct"], 3);
+        assert_eq!(m.figures.distinct, Some(3));
         let wrong = wordcount::count_words("a b a c b");
         let e = p.measured(Duration::from_millis(2), &wrong).unwrap_err();
         assert!(
@@ -1257,8 +1321,8 @@ mod tests {
             .measured(Duration::from_millis(2), &[2, 3, 5, 7, 11], 26)
             .unwrap();
         assert_eq!(
-            (m.ops, &m.extra["largest"], &m.extra["messages"]),
-            (5, &11.into(), &26.into())
+            (m.ops, m.figures.largest, m.figures.messages),
+            (5, Some(11), Some(26))
         );
         let e = p
             .measured(Duration::from_millis(2), &[2, 3, 5, 7, 11], 30)
@@ -1284,7 +1348,8 @@ mod tests {
         let m = Measurement::new(Duration::from_micros(10), 100);
         assert_eq!(m.ns_per_op(), Some(100.0));
         assert_eq!(m.cpu_share(), None);
-        let idle = Measurement::new(Duration::from_millis(50), 0).with("cpu_share", 0.25);
+        let idle =
+            Measurement::new(Duration::from_millis(50), 0).with(|f| f.cpu_share = Some(0.25));
         assert_eq!(idle.ns_per_op(), None);
         assert_eq!(idle.cpu_share(), Some(0.25));
     }

@@ -39,6 +39,34 @@ pub const PILOT_MONITOR: MonitorFlags = MonitorFlags::MAPPING
     .union(MonitorFlags::WORKER)
     .union(MonitorFlags::STREAM);
 
+/// What a run under `--mapping auto` reports of its pilot and its plan
+/// (`crate::apps::auto` says what each figure covers).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct AutoFigures {
+    /// The planned file.
+    pub mapping_file: String,
+    /// The pilot's logs.
+    pub pilot_logs: String,
+    /// The pilot's size, in words.
+    pub pilot_size: String,
+    /// What the pilot recorded.
+    pub pilot_monitor: String,
+    /// The pilot's run and the plan, in milliseconds.
+    pub pilot_ms: f64,
+    /// The pilot's run.
+    pub pilot_run_ms: f64,
+    /// The plan.
+    pub plan_ms: f64,
+    /// All the auto step took before the real run.
+    pub pilot_elapsed_ms: f64,
+    /// The plan's prediction of the real run's time under the plan.
+    pub pilot_predicted_ms: f64,
+    /// The plan's prediction under round-robin.
+    pub pilot_predicted_rr_ms: f64,
+    /// `pilot_ms` and the real run's wall time.
+    pub total_ms: f64,
+}
+
 /// How tasks are placed on workers, as the command line names it.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub enum MappingChoice {

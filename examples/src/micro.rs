@@ -153,3 +153,27 @@ fn micro_spec(workers: usize, mon: &MonitorConfig) -> NetSpec<'static> {
         logs: mon.dir.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micro_rows_run_on_every_engine() {
+        for engine in Engine::NETWORKS {
+            for row in MicroRow::ALL {
+                let p = MicroParams {
+                    ops: Some(100),
+                    ..MicroParams::new(row, 2)
+                };
+                let m = p.run(engine).unwrap();
+                if row == MicroRow::IdleCpu {
+                    let share = m.cpu_share().unwrap();
+                    assert!((0.0..=2.0).contains(&share), "{engine} {share}");
+                } else {
+                    assert!(m.ns_per_op().unwrap() > 0.0, "{engine} {row}");
+                }
+            }
+        }
+    }
+}

@@ -159,17 +159,16 @@ pub fn monitor_config(
 pub fn rill_figures(m: Measurement, stats: &RunStats, mon: &MonitorConfig) -> Measurement {
     let parks: u64 = stats.workers.iter().map(|w| w.parks).sum();
     let idle: Duration = stats.workers.iter().map(|w| w.idle).sum();
-    let m = m
-        .with("monitor", mon.flags.to_string())
-        .with("dispatches", stats.dispatches)
-        .with("parks", parks)
-        .with("idle_ms", idle.as_secs_f64() * 1e3);
-    if mon.flags.is_off() {
-        m
-    } else {
-        m.with("log_bytes", stats.log_bytes)
-            .with("log_dir", mon.log_dir().display().to_string())
-    }
+    m.with(|f| {
+        f.monitor = Some(mon.flags.to_string());
+        f.dispatches = Some(stats.dispatches);
+        f.parks = Some(parks);
+        f.idle_ms = Some(idle.as_secs_f64() * 1e3);
+        if !mon.flags.is_off() {
+            f.log_bytes = Some(stats.log_bytes);
+            f.log_dir = Some(mon.log_dir().display().to_string());
+        }
+    })
 }
 
 /// A rill runtime for a benchmark network: `workers` workers, stream
@@ -365,6 +364,6 @@ impl Net for ThreadNet {
     }
 
     fn figures(m: Measurement, run: &Finished) -> Measurement {
-        m.with("threads", run.tasks)
+        m.with(|f| f.threads = Some(run.tasks))
     }
 }

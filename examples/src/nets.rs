@@ -293,39 +293,30 @@ pub fn roundtrip<N: Net>(
 mod tests {
     use super::*;
 
-    fn pipes<N: Net>() {
-        for (depth, workers) in [(2, 1), (3, 2), (7, 2)] {
-            let p = PipeParams {
-                depth,
-                messages: 1000,
-                capacity: 4,
-                workers,
-                ..PipeParams::default()
-            };
-            let m = pipe::<N>(&p).unwrap();
-            assert_eq!(m.ops, 1000 * (depth as u64 - 1));
-        }
-    }
-
-    fn rings<N: Net>() {
-        for (size, hops) in [(2, 1), (2, 2), (3, 100), (10, 1000)] {
-            let p = RingParams {
-                size,
-                hops,
-                capacity: 2,
-                workers: 2,
-                ..RingParams::default()
-            };
-            let m = ring::<N>(&p).unwrap();
-            assert_eq!(m.ops, hops);
-        }
-    }
-
     #[test]
-    fn pipe_and_ring_verify_on_both_engines() {
-        pipes::<RillNet>();
-        pipes::<ThreadNet>();
-        rings::<RillNet>();
-        rings::<ThreadNet>();
+    fn pipe_and_ring_verify_on_every_engine() {
+        for engine in Engine::NETWORKS {
+            for (depth, workers) in [(2, 1), (3, 2), (7, 2)] {
+                let p = PipeParams {
+                    depth,
+                    messages: 1000,
+                    capacity: 4,
+                    workers,
+                    ..PipeParams::default()
+                };
+                let m = p.run(engine).unwrap();
+                assert_eq!(m.ops, 1000 * (depth as u64 - 1), "{engine}");
+            }
+            for (size, hops) in [(2, 1), (2, 2), (3, 100), (10, 1000)] {
+                let p = RingParams {
+                    size,
+                    hops,
+                    capacity: 2,
+                    workers: 2,
+                    ..RingParams::default()
+                };
+                assert_eq!(p.run(engine).unwrap().ops, hops, "{engine}");
+            }
+        }
     }
 }

@@ -152,7 +152,7 @@ mod tests {
                 // Verified inside: the primes are the sequential sieve's.
                 let m = run(engine, &Job::Sieve(p.clone())).unwrap();
                 assert_eq!(m.ops, 100, "{engine} on {workers}");
-                assert_eq!(m.extra["largest"], 541, "{engine} on {workers}");
+                assert_eq!(m.figures.largest, Some(541), "{engine} on {workers}");
             }
         }
         let e = run(Engine::Sequential, &Job::Sieve(SieveParams::default())).unwrap_err();

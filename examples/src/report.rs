@@ -3,93 +3,87 @@
 
 use std::io::{self, Write};
 
-use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use rill::MonitorFlags;
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::apps::MappingChoice;
 pub use crate::bench::{allocator, set_allocator};
-use crate::bench::{work_steps_per_ns, Measurement, MicroRow, MICRO_CAPACITY};
+use crate::bench::{work_steps_per_ns, Figures, Measurement, MicroRow, MICRO_CAPACITY};
 use crate::cli::Command;
 use crate::engines::{Engine, Job};
 use crate::kernels::wordcount::TextSource;
+use crate::mapping::AutoFigures;
 use crate::table::Table;
 
 impl Job {
-    /// The job's parameters as JSON fields.
-    pub fn params(&self) -> Map<String, Value> {
-        let v = match self {
-            Job::Pipe(p) => json!({
-                "workers": p.workers,
-                "placement": p.placement.name(),
-                "mapping": p.mapping.as_ref().map(|m| m.name()),
-                "depth": p.depth,
-                "messages": p.messages,
-                "capacity": p.capacity,
-                "work_ns": (p.work_ns > 0).then_some(p.work_ns),
-                "slow": (!p.slow.is_empty()).then(|| {
-                    p.slow
-                        .iter()
-                        .map(|&(k, ns)| (k.to_string(), json!(ns)))
-                        .collect::<Map<String, Value>>()
-                }),
-                "work_steps_per_us": p.has_work().then(|| work_steps_per_ns() * 1e3),
-                "monitor": p.monitor.map(|f| f.to_string()),
-                "logs": p.logs,
-            }),
-            Job::Ring(p) => json!({
-                "workers": p.workers,
-                "placement": p.placement.name(),
-                "mapping": p.mapping.as_ref().map(|m| m.name()),
-                "size": p.size,
-                "hops": p.hops,
-                "capacity": p.capacity,
-                "monitor": p.monitor.map(|f| f.to_string()),
-                "logs": p.logs,
-            }),
+    /// The job's parameters as the record has them.
+    pub fn params(&self) -> Params {
+        let mut r = Params::default();
+        let opt = |m: Option<MonitorFlags>| m.map(|f| f.to_string());
+        match self {
+            Job::Pipe(p) => {
+                r.workers = Some(p.workers);
+                r.placement = Some(p.placement.name());
+                r.mapping = p.mapping.as_ref().map(|m| m.name());
+                r.depth = Some(p.depth);
+                r.messages = Some(p.messages);
+                r.capacity = Some(p.capacity);
+                r.work_ns = (p.work_ns > 0).then_some(p.work_ns);
+                r.slow = (!p.slow.is_empty()).then(|| p.slow.iter().copied().collect());
+                r.work_steps_per_us = p.has_work().then(|| work_steps_per_ns() * 1e3);
+                r.monitor = opt(p.monitor);
+                r.logs = p.logs.clone();
+            }
+            Job::Ring(p) => {
+                r.workers = Some(p.workers);
+                r.placement = Some(p.placement.name());
+                r.mapping = p.mapping.as_ref().map(|m| m.name());
+                r.size = Some(p.size);
+                r.hops = Some(p.hops);
+                r.capacity = Some(p.capacity);
+                r.monitor = opt(p.monitor);
+                r.logs = p.logs.clone();
+            }
             Job::Wordcount(p) => {
                 let (input, seed) = match p.corpus.source() {
                     TextSource::Generated { seed, .. } => ("generated".to_string(), Some(*seed)),
                     TextSource::File(f) => (f.display().to_string(), None),
                 };
-                json!({
-                    "workers": p.workers,
-                    "mapping": p.mapping.name(),
-                    "input": input,
-                    "seed": seed,
-                    "bytes": p.corpus.len(),
-                    "batch": p.batch,
-                    "counters": p.counters,
-                    "chunk": p.chunk,
-                    "capacity": p.capacity,
-                    "monitor": p.monitor.map(|f| f.to_string()),
-                    "logs": p.logs,
-                })
+                r.workers = Some(p.workers);
+                r.mapping = Some(p.mapping.name());
+                r.input = Some(input);
+                r.seed = seed;
+                r.bytes = Some(p.corpus.len());
+                r.batch = Some(p.batch);
+                r.counters = Some(p.counters);
+                r.chunk = Some(p.chunk);
+                r.capacity = Some(p.capacity);
+                r.monitor = opt(p.monitor);
+                r.logs = p.logs.clone();
             }
-            Job::Sieve(p) => json!({
-                "workers": p.workers,
-                "mapping": p.mapping.name(),
-                "primes": p.primes,
-                "capacity": p.capacity,
-                "monitor": p.monitor.map(|f| f.to_string()),
-                "logs": p.logs,
-            }),
+            Job::Sieve(p) => {
+                r.workers = Some(p.workers);
+                r.mapping = Some(p.mapping.name());
+                r.primes = Some(p.primes);
+                r.capacity = Some(p.capacity);
+                r.monitor = opt(p.monitor);
+                r.logs = p.logs.clone();
+            }
             Job::Micro(p) => {
-                let mut v = json!({
-                    "row": p.row.name(),
-                    "workers": p.row.workers(p.workers),
-                    "monitor": p.monitor.map(|f| f.to_string()),
-                    "logs": p.logs,
-                });
+                r.row = Some(p.row.name());
+                r.workers = Some(p.row.workers(p.workers));
+                r.monitor = opt(p.monitor);
+                r.logs = p.logs.clone();
                 if matches!(p.row, MicroRow::Handoff | MicroRow::CrossWorkerRoundtrip) {
-                    v["capacity"] = json!(MICRO_CAPACITY);
+                    r.capacity = Some(MICRO_CAPACITY);
                 }
-                v
             }
-        };
-        let Value::Object(mut m) = v else {
-            unreachable!("json! of an object literal")
-        };
-        m.retain(|_, v| !v.is_null());
-        m
+        }
+        r
     }
 
     /// The job's parameters in one line for a table title.
@@ -190,36 +184,156 @@ pub fn short_result(job: &Job, result: &Result<Measurement, String>) -> String {
     }
 }
 
-/// The JSON object for one run: `bench`, `engine`, `run`, `allocator`, the
-/// job's parameters (`workers`, `placement`, `depth`, `messages`, `size`,
-/// `hops`, `capacity`, `row`, `batch`, `counters`, `primes`... as they
-/// apply), then `ops`, `wall_ms`, `ns_per_op` (null for `idle_cpu`, which
-/// has `cpu_share` instead; per word for the word count, per prime for the
-/// sieve), `verified` and the engine's extra
-/// figures. A failed run has `verified: false` and `error` instead of figures.
-pub fn json_line(o: &Outcome) -> Value {
-    let mut m = Map::new();
-    m.insert("bench".into(), json!(o.job.name()));
-    m.insert("engine".into(), json!(o.engine.name()));
-    m.insert("run".into(), json!(o.run));
-    m.insert("allocator".into(), json!(allocator()));
-    m.extend(o.job.params());
-    match &o.result {
-        Ok(meas) => {
-            for (k, v) in &meas.extra {
-                m.entry(k.clone()).or_insert_with(|| v.clone());
+/// A benchmark's parameters as a run's record has them, each where it
+/// applies (an absent one is left out of the JSON line).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Params {
+    /// Micro: the row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row: Option<&'static str>,
+    /// Workers (for a micro row, those it runs on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workers: Option<usize>,
+    /// Pipe, ring: the hand-made placement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<&'static str>,
+    /// `--mapping`, by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<String>,
+    /// Pipe: stages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<usize>,
+    /// Pipe: messages the source writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<u64>,
+    /// Ring: tasks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<usize>,
+    /// Ring: hops of the token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hops: Option<u64>,
+    /// Word count: `generated` or the input file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// Word count: the generated text's seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Word count: bytes of text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<usize>,
+    /// Word count: words per message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<usize>,
+    /// Word count: counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<usize>,
+    /// Word count: least bytes per chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<usize>,
+    /// Sieve: primes to find.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primes: Option<usize>,
+    /// Bound of each channel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<usize>,
+    /// Pipe: busy work per message of every relay, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_ns: Option<u64>,
+    /// Pipe: relays with other work: relay index to ns per message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow: Option<BTreeMap<usize, u64>>,
+    /// Pipe with work: the calibrated steps of busy work per microsecond.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_steps_per_us: Option<f64>,
+    /// `--monitor`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// `--logs`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logs: Option<PathBuf>,
+}
+
+/// One run of a benchmark on one engine: what `--json` writes, one object
+/// a line. A failed run has `verified: false` and `error` instead of the
+/// measurement.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Record {
+    /// `pipe`, `ring`, `micro`, `wordcount` or `sieve`.
+    pub bench: &'static str,
+    /// The engine.
+    pub engine: Engine,
+    /// Index of the run among the repeats, from 0.
+    pub run: u32,
+    /// The global allocator.
+    pub allocator: &'static str,
+    /// The benchmark's parameters.
+    #[serde(flatten)]
+    pub params: Params,
+    /// The engine's and the benchmark's figures.
+    #[serde(flatten)]
+    pub figures: Option<Figures>,
+    /// Operations timed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops: Option<u64>,
+    /// Wall time of the timed part, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_ms: Option<f64>,
+    /// Wall time per operation (null without operations: `idle_cpu`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ns_per_op: Option<Option<f64>>,
+    /// Whether the run ran and its result checked out.
+    pub verified: bool,
+    /// Why the run failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Record {
+    /// The record of `o`: `bench`, `engine`, `run`, `allocator`, the job's
+    /// parameters (`workers`, `placement`, `depth`, `messages`, `size`,
+    /// `hops`, `capacity`, `row`, `batch`, `counters`, `primes`... as they
+    /// apply), then `ops`, `wall_ms`, `ns_per_op` (null for `idle_cpu`, which
+    /// has `cpu_share` instead; per word for the word count, per prime for
+    /// the sieve), `verified` and the engine's figures. A parameter the
+    /// command line gave wins over the engine's figure of the same name.
+    pub fn of(o: &Outcome) -> Record {
+        let params = o.job.params();
+        let mut r = Record {
+            bench: o.job.name(),
+            engine: o.engine,
+            run: o.run,
+            allocator: allocator(),
+            params,
+            figures: None,
+            ops: None,
+            wall_ms: None,
+            ns_per_op: None,
+            verified: o.result.is_ok(),
+            error: None,
+        };
+        match &o.result {
+            Ok(m) => {
+                let mut f = m.figures.clone();
+                if r.params.mapping.is_some() {
+                    f.mapping = None;
+                }
+                if r.params.monitor.is_some() {
+                    f.monitor = None;
+                }
+                r.figures = Some(f);
+                r.ops = Some(m.ops);
+                r.wall_ms = Some(m.wall.as_secs_f64() * 1e3);
+                r.ns_per_op = Some(m.ns_per_op());
             }
-            m.insert("ops".into(), json!(meas.ops));
-            m.insert("wall_ms".into(), json!(meas.wall.as_secs_f64() * 1e3));
-            m.insert("ns_per_op".into(), json!(meas.ns_per_op()));
-            m.insert("verified".into(), json!(true));
+            Err(e) => r.error = Some(e.clone()),
         }
-        Err(e) => {
-            m.insert("verified".into(), json!(false));
-            m.insert("error".into(), json!(e));
-        }
+        r
     }
-    Value::Object(m)
+}
+
+/// The JSON object of one run ([`Record::of`]).
+pub fn json_line(o: &Outcome) -> Value {
+    serde_json::to_value(Record::of(o)).expect("a record serialises")
 }
 
 /// Median, min and max of some figures.
@@ -366,27 +480,27 @@ pub fn write_tables(
     // Runs under `--mapping auto` (the word count's rill row): their pilots
     // and the files planned, which the table's wall time leaves out.
     for job in jobs {
-        let auto: Vec<&Measurement> = outcomes
+        let auto: Vec<&AutoFigures> = outcomes
             .iter()
             .filter(|o| o.job == *job)
             .filter_map(|o| o.result.as_ref().ok())
-            .filter(|m| m.extra.contains_key("pilot_ms"))
+            .filter_map(|m| m.figures.auto.as_ref())
             .collect();
-        let num = |m: &Measurement, k: &str| m.extra.get(k).and_then(Value::as_f64);
-        let stats = |k: &str| Stats::of(&auto.iter().filter_map(|m| num(m, k)).collect::<Vec<_>>());
+        let stats =
+            |k: fn(&AutoFigures) -> f64| Stats::of(&auto.iter().map(|a| k(a)).collect::<Vec<_>>());
         if let (Some(pilot), Some(total), Some(last)) =
-            (stats("pilot_ms"), stats("total_ms"), auto.last())
+            (stats(|a| a.pilot_ms), stats(|a| a.total_ms), auto.last())
         {
             writeln!(
                 out,
                 "rill mapping auto: pilot {} ({}) median {:.1} ms, wall + pilot median {:.1} ms (min {:.1}, max {:.1}); mapping file {}",
-                last.extra.get("pilot_size").and_then(Value::as_str).unwrap_or("?"),
+                last.pilot_size,
                 if auto.len() == 1 { "one run".to_string() } else { format!("{} runs", auto.len()) },
                 pilot.median,
                 total.median,
                 total.min,
                 total.max,
-                last.extra.get("mapping_file").and_then(Value::as_str).unwrap_or("?"),
+                last.mapping_file,
             )?;
         }
     }
@@ -436,7 +550,7 @@ mod tests {
             job: pipe_job(),
             engine: Threads,
             run: 2,
-            result: Ok(Measurement::new(Duration::from_millis(3), 30).with("threads", 4)),
+            result: Ok(Measurement::new(Duration::from_millis(3), 30).with(|f| f.threads = Some(4))),
         };
         let v = json_line(&o);
         for key in [
@@ -491,7 +605,9 @@ mod tests {
             job: Job::Micro(MicroParams::new(MicroRow::IdleCpu, 8)),
             engine: Threads,
             run: 0,
-            result: Ok(Measurement::new(Duration::from_millis(50), 0).with("cpu_share", 0.01)),
+            result: Ok(
+                Measurement::new(Duration::from_millis(50), 0).with(|f| f.cpu_share = Some(0.01))
+            ),
         };
         let v = json_line(&idle);
         assert_eq!(v["row"], "idle_cpu");

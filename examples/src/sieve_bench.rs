@@ -39,7 +39,8 @@ fn rill(p: &SieveParams) -> Result<Measurement> {
     let mon = monitor_config(p.monitor, p.logs.as_deref(), "sieve");
     let run = apps::sieve::run(p, &mon)?;
     let m = p.measured(run.wall, &run.value.primes, run.value.messages)?;
-    Ok(rill_figures(m, &run.stats, &mon)
-        .with("mapping", p.mapping.name())
-        .with("tasks", run.stats.tasks_created))
+    Ok(rill_figures(m, &run.stats, &mon).with(|f| {
+        f.mapping = Some(p.mapping.name());
+        f.tasks = Some(run.stats.tasks_created);
+    }))
 }

@@ -56,7 +56,7 @@ fn rill(p: &WordcountParams) -> Result<Measurement> {
     }
     let run = apps::wordcount::run(p, &mon)?;
     let m = p.measured(run.wall, &run.value)?;
-    Ok(rill_figures(m, &run.stats, &mon).with("mapping", p.mapping.name()))
+    Ok(rill_figures(m, &run.stats, &mon).with(|f| f.mapping = Some(p.mapping.name())))
 }
 
 /// The word count under `--mapping auto` ([`apps::auto`]): a pilot on the
@@ -91,9 +91,8 @@ fn wordcount_auto(p: &WordcountParams, mon: &MonitorConfig) -> Result<Measuremen
         ..p.clone()
     };
     let run = apps::wordcount::run(&real, mon)?;
-    let mut m = real.measured(run.wall, &run.value)?;
-    for (k, v) in plan.fields(run.wall) {
-        m = m.with(k, v);
-    }
-    Ok(rill_figures(m, &run.stats, mon).with("mapping", "auto"))
+    let m = real
+        .measured(run.wall, &run.value)?
+        .with(|f| f.auto = Some(plan.figures(run.wall)));
+    Ok(rill_figures(m, &run.stats, mon).with(|f| f.mapping = Some("auto".into())))
 }

@@ -47,8 +47,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use rill::{ManualTable, MonitorFlags, RunStats, Runtime};
 
-pub use crate::mapping::{mapping_file, mapping_for, MappingChoice};
-use serde_json::{json, Map, Value};
+pub use crate::mapping::{mapping_file, mapping_for, AutoFigures, MappingChoice};
+use serde::Serialize;
+use serde_json::Value;
 
 /// Options every application takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -243,9 +244,11 @@ pub struct AppRun {
     pub verified: bool,
     /// The checks that failed, in words.
     pub problems: Vec<String>,
-    /// The application's figures, for the JSON line (`bytes`, `call_price`,
-    /// `checksum`, `best_cost`...).
-    pub fields: Map<String, Value>,
+    /// The application's figures (`bytes`, `call_price`, `checksum`,
+    /// `best_cost`...), once the run has them.
+    pub figures: Option<AppFigures>,
+    /// Under `--mapping auto`, the pilot's and the plan's figures.
+    pub auto: Option<AutoFigures>,
     /// A one-line human summary of the result.
     pub summary: String,
     /// The runtime's statistics of the network's run.
@@ -316,7 +319,8 @@ impl AppRun {
             wall,
             verified: true,
             problems: Vec::new(),
-            fields: Map::new(),
+            figures: None,
+            auto: None,
             summary: String::new(),
             stats,
             monitor: None,
@@ -329,10 +333,6 @@ impl AppRun {
             self.verified = false;
             self.problems.push(what());
         }
-    }
-
-    pub(crate) fn field(&mut self, key: &str, v: impl Into<Value>) {
-        self.fields.insert(key.to_string(), v.into());
     }
 
     /// Figures of the run that are not the application's own: the runtime's
@@ -361,33 +361,163 @@ impl AppRun {
         v
     }
 
-    /// The JSON object of the run: `bench`, `workers`, `mapping`, `monitor`,
-    /// `run`, `allocator`, `wall_ms`, `verified` (and `problems` when not), the
-    /// application's figures and the [`extra_columns`](AppRun::extra_columns).
-    pub fn json(&self, opts: &AppOpts, run: u32) -> Value {
-        let mut m = Map::new();
-        m.insert("bench".into(), json!(self.bench));
-        m.insert("workers".into(), json!(opts.workers));
-        m.insert("mapping".into(), json!(opts.mapping.name()));
-        m.insert("monitor".into(), json!(opts.monitor.to_string()));
-        if let Some(l) = &opts.logs {
-            m.insert("logs".into(), json!(l));
+    /// The record of the run as `--json` writes it: `bench`, `workers`,
+    /// `mapping`, `monitor`, `run`, `allocator`, `wall_ms`, `verified` (and
+    /// `problems` when not), the application's figures, the plan's under
+    /// `--mapping auto`, and the runtime's ([`RunFigures`]).
+    pub fn record<'a>(&'a self, opts: &'a AppOpts, run: u32) -> AppRecord<'a> {
+        AppRecord {
+            bench: self.bench,
+            workers: opts.workers,
+            mapping: opts.mapping.name(),
+            monitor: opts.monitor.to_string(),
+            logs: opts.logs.as_deref(),
+            run,
+            allocator: crate::bench::allocator(),
+            wall_ms: self.wall.as_secs_f64() * 1e3,
+            verified: self.verified,
+            problems: (!self.verified).then_some(&self.problems[..]),
+            figures: self.figures.as_ref(),
+            auto: self.auto.as_ref(),
+            runtime: RunFigures::of(self),
         }
-        m.insert("run".into(), json!(run));
-        m.insert("allocator".into(), json!(crate::bench::allocator()));
-        m.insert("wall_ms".into(), json!(self.wall.as_secs_f64() * 1e3));
-        m.insert("verified".into(), json!(self.verified));
-        if !self.verified {
-            m.insert("problems".into(), json!(self.problems));
-        }
-        for (k, v) in &self.fields {
-            m.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-        for (k, v) in self.extra_columns() {
-            m.entry(k.to_string()).or_insert_with(|| json!(v));
-        }
-        Value::Object(m)
     }
+
+    /// The JSON object of the run ([`AppRun::record`]).
+    pub fn json(&self, opts: &AppOpts, run: u32) -> Value {
+        serde_json::to_value(self.record(opts, run)).expect("a record serialises")
+    }
+
+    /// One of the application's figures by its JSON name (for tests).
+    #[cfg(test)]
+    pub(crate) fn figure(&self, key: &str) -> Value {
+        serde_json::to_value(&self.figures).expect("figures serialise")[key].clone()
+    }
+}
+
+/// An application's own figures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AppFigures {
+    /// DES.
+    Des(des::DesFigures),
+    /// Monte Carlo.
+    Mc(mc::McFigures),
+    /// Ray tracing.
+    Rt(rt::RtFigures),
+    /// Ant colony.
+    Ant(ant::AntFigures),
+}
+
+/// The runtime's figures of an application run: its statistics and, when
+/// monitored, what the logs say (the [`AppRun::extra_columns`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunFigures {
+    /// Tasks created.
+    pub tasks: u64,
+    /// Task dispatches.
+    pub dispatches: u64,
+    /// Time the workers spent idle, summed, in milliseconds.
+    pub idle_ms: f64,
+    /// Times a worker parked.
+    pub parks: u64,
+    /// Tasks stolen.
+    pub steals: u64,
+    /// Monitored: bytes of log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_bytes: Option<u64>,
+    /// Monitored: events recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<u64>,
+    /// Monitored: bytes per event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_per_event: Option<f64>,
+    /// Monitored: waiting events and waiting time per worker, as
+    /// `we_wN` and `wt_ms_wN` (workers 0 to 7).
+    #[serde(flatten)]
+    pub waits: Waits,
+}
+
+impl RunFigures {
+    fn of(run: &AppRun) -> RunFigures {
+        let s = &run.stats;
+        RunFigures {
+            tasks: s.tasks_created,
+            dispatches: s.dispatches,
+            idle_ms: s
+                .workers
+                .iter()
+                .map(|w| w.idle)
+                .sum::<Duration>()
+                .as_secs_f64()
+                * 1e3,
+            parks: s.workers.iter().map(|w| w.parks).sum(),
+            steals: s.workers.iter().map(|w| w.steals).sum(),
+            log_bytes: run.monitor.as_ref().map(|m| m.log_bytes),
+            events: run.monitor.as_ref().map(|m| m.events),
+            bytes_per_event: run.monitor.as_ref().map(|m| m.bytes_per_event()),
+            waits: Waits(
+                run.monitor
+                    .as_ref()
+                    .map(|m| m.waits.clone())
+                    .unwrap_or_default(),
+            ),
+        }
+    }
+}
+
+/// Waiting events and waiting time in ms per worker (the first eight).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Waits(pub Vec<(u64, f64)>);
+
+impl Serialize for Waits {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let shown = &self.0[..self.0.len().min(WE_COLS.len())];
+        let mut m = s.serialize_map(Some(2 * shown.len()))?;
+        for (i, (we, wt)) in shown.iter().enumerate() {
+            m.serialize_entry(WE_COLS[i], we)?;
+            m.serialize_entry(WT_COLS[i], wt)?;
+        }
+        m.end()
+    }
+}
+
+/// One application run as `--json` writes it, one object a line
+/// ([`AppRun::record`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct AppRecord<'a> {
+    /// `des`, `mc`, `rt` or `ant`.
+    pub bench: &'static str,
+    /// Workers.
+    pub workers: usize,
+    /// `--mapping`, by name.
+    pub mapping: String,
+    /// The monitoring mode.
+    pub monitor: String,
+    /// `--logs`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logs: Option<&'a std::path::Path>,
+    /// Index of the run among the repeats, from 0.
+    pub run: u32,
+    /// The global allocator.
+    pub allocator: &'static str,
+    /// Wall time of the network's run, in milliseconds.
+    pub wall_ms: f64,
+    /// Whether every check passed.
+    pub verified: bool,
+    /// The checks that failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problems: Option<&'a [String]>,
+    /// The application's figures.
+    #[serde(flatten)]
+    pub figures: Option<&'a AppFigures>,
+    /// The plan's, under `--mapping auto`.
+    #[serde(flatten)]
+    pub auto: Option<&'a AutoFigures>,
+    /// The runtime's.
+    #[serde(flatten)]
+    pub runtime: RunFigures,
 }
 
 /// An application ready to run: its input made and checked, its sequential

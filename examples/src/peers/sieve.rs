@@ -87,7 +87,7 @@ pub fn threads(p: &SieveParams) -> Result<Measurement> {
     let primes = primes?;
     let reads = chain.reads.load(Ordering::Relaxed) + primes.len() as u64;
     Ok(p.measured(wall, &primes, reads)?
-        .with("threads", filters as u64 + 2))
+        .with(|f| f.threads = Some(filters as u64 + 2)))
 }
 
 /// Filter thread `k` (see the module doc); returns the filters of the chain
@@ -190,7 +190,7 @@ pub fn tokio(p: &SieveParams) -> Result<Measurement> {
     })?;
     let reads = chain.reads.load(Ordering::Relaxed) + primes.len() as u64;
     Ok(p.measured(wall, &primes, reads)?
-        .with("tasks", filters as u64 + 2))
+        .with(|f| f.tasks = Some(filters as u64 + 2)))
 }
 
 /// A filter task's future (boxed: it spawns its successor, a future of its
@@ -268,17 +268,17 @@ mod tests {
             };
             for m in [threads(&p).unwrap(), tokio(&p).unwrap()] {
                 assert_eq!(m.ops, 100);
-                assert_eq!(m.extra["largest"], *first_primes(100).last().unwrap());
+                assert_eq!(m.figures.largest, first_primes(100).last().copied());
                 // Every number up to the limit, sieved as the sequential
                 // count says, and the sink's.
-                assert_eq!(m.extra["messages"], messages(100));
+                assert_eq!(m.figures.messages, Some(messages(100)));
             }
         }
         let one = SieveParams {
             primes: 1,
             ..SieveParams::default()
         };
-        assert_eq!(threads(&one).unwrap().extra["largest"], 2);
-        assert_eq!(tokio(&one).unwrap().extra["largest"], 2);
+        assert_eq!(threads(&one).unwrap().figures.largest, Some(2));
+        assert_eq!(tokio(&one).unwrap().figures.largest, Some(2));
     }
 }

@@ -106,7 +106,7 @@ pub fn pipe(p: &PipeParams) -> Result<Measurement> {
         // messages: report the panic, the cause.
         stages_result?;
         sink_result??;
-        Ok(Measurement::new(wall, p.channel_hops()).with("tasks", d as u64))
+        Ok(Measurement::new(wall, p.channel_hops()).with(|f| f.tasks = Some(d as u64)))
     })
 }
 
@@ -141,7 +141,7 @@ pub fn ring(p: &RingParams) -> Result<Measurement> {
         }
         let wall = start.elapsed();
         verify_ring(&tallies, hops)?;
-        Ok(Measurement::new(wall, hops).with("tasks", s as u64))
+        Ok(Measurement::new(wall, hops).with(|f| f.tasks = Some(s as u64)))
     })
 }
 
@@ -186,7 +186,7 @@ pub fn micro(p: &MicroParams) -> Result<Measurement> {
 }
 
 /// Row `row` with `ops` operations on `workers` workers.
-pub(crate) fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measurement> {
+fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measurement> {
     let workers = row.workers(workers);
     match row {
         MicroRow::Yield => {
@@ -290,54 +290,6 @@ pub(crate) fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measu
                 return Err(VerifyError("the idle task received a message".into()).into());
             }
             m
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pipe_small_verifies() {
-        for (depth, workers) in [(2, 1), (3, 2), (7, 2)] {
-            let p = PipeParams {
-                depth,
-                messages: 1000,
-                capacity: 4,
-                workers,
-                ..PipeParams::default()
-            };
-            let m = pipe(&p).unwrap();
-            assert_eq!(m.ops, 1000 * (depth as u64 - 1));
-        }
-    }
-
-    #[test]
-    fn ring_small_verifies() {
-        for (size, hops) in [(2, 1), (2, 2), (3, 100), (10, 1000)] {
-            let p = RingParams {
-                size,
-                hops,
-                capacity: 2,
-                workers: 2,
-                ..RingParams::default()
-            };
-            let m = ring(&p).unwrap();
-            assert_eq!(m.ops, hops);
-        }
-    }
-
-    #[test]
-    fn micro_rows_run() {
-        for row in MicroRow::ALL {
-            let m = micro_ops(row, 2, 100).unwrap();
-            if row == MicroRow::IdleCpu {
-                let share = m.cpu_share().unwrap();
-                assert!((0.0..=2.0).contains(&share), "{share}");
-            } else {
-                assert!(m.ns_per_op().unwrap() > 0.0);
-            }
         }
     }
 }

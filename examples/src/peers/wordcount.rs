@@ -83,7 +83,8 @@ pub fn threads(p: &WordcountParams) -> Result<Measurement> {
     // A stage fails only by panicking, which leaves the counts short: report
     // the panic, the cause.
     stages?;
-    Ok(p.measured(wall, &total?)?.with("threads", (k + 3) as u64))
+    Ok(p.measured(wall, &total?)?
+        .with(|f| f.threads = Some((k + 3) as u64)))
 }
 
 /// The threads' source, the splitter `split` (given the chunks' receiver
@@ -202,7 +203,8 @@ pub fn tokio(p: &WordcountParams) -> Result<Measurement> {
         stages_result?;
         Ok::<_, anyhow::Error>((wall, total?))
     })?;
-    Ok(p.measured(wall, &total)?.with("tasks", (k + 3) as u64))
+    Ok(p.measured(wall, &total)?
+        .with(|f| f.tasks = Some((k + 3) as u64)))
 }
 
 /// The tokio stages before the merger: the source, the splitter `split`
@@ -283,7 +285,7 @@ mod tests {
             assert_eq!(m.ops, words);
             let m = tokio(&p).unwrap();
             assert_eq!(m.ops, words);
-            assert_eq!(m.extra["distinct"], p.corpus.reference().len() as u64);
+            assert_eq!(m.figures.distinct, Some(p.corpus.reference().len() as u64));
         }
     }
 }
