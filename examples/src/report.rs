@@ -337,7 +337,7 @@ pub fn json_line(o: &Outcome) -> Value {
 }
 
 /// Median, min and max of some figures.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Stats {
     /// The median (the mean of the two middle values for an even count).
     pub median: f64,
