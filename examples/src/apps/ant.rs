@@ -131,7 +131,7 @@ impl Ant {
             ..
         } = self.cfg;
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::new();
+        let slot = Slot::default();
         let mut to_ants: Vec<Writer<(u32, Arc<Colony>)>> = Vec::new();
         let mut from_ants: Vec<Reader<AntResult>> = Vec::new();
         for a in 0..ants {

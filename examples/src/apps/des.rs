@@ -208,7 +208,7 @@ impl Des {
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
         let batch = net.batch;
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::new();
+        let slot = Slot::default();
 
         let mut to_pipes = Vec::with_capacity(p);
         let mut from_pipes = PollSet::new();
@@ -251,7 +251,7 @@ impl Des {
                     }
                 }
             });
-            from_pipes.push(r_out, i);
+            from_pipes.push(r_out);
         }
 
         rt.spawn("des/split", move || {

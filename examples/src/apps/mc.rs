@@ -239,15 +239,15 @@ impl Mc {
         let (paths, batch) = (self.cfg.paths, self.cfg.net.batch);
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::new();
+        let slot = Slot::default();
         let links = Arc::new(Links::default());
 
         let mut exits = Vec::with_capacity(chains);
         let mut from_chains = PollSet::new();
-        for c in 0..chains {
+        for _ in 0..chains {
             let (w, r) = rill::stream::<Rec>(FEED_CAPACITY);
             exits.push(Some(w));
-            from_chains.push(r, c);
+            from_chains.push(r);
         }
 
         let params = self.params.clone();

@@ -41,13 +41,14 @@ pub mod sieve;
 pub mod wordcount;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use rill::{ManualTable, MonitorFlags, RunStats, Runtime};
 
 pub use crate::mapping::{mapping_file, mapping_for, AutoFigures, MappingChoice};
+pub(crate) use crate::net::Slot;
+pub(crate) use rill::PollSet;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -163,27 +164,6 @@ pub struct NetRun<T> {
     pub stats: RunStats,
 }
 
-/// A slot a network's last task fills with its result, read after the run.
-pub(crate) struct Slot<T>(Arc<Mutex<Option<T>>>);
-
-impl<T> Clone for Slot<T> {
-    fn clone(&self) -> Self {
-        Slot(self.0.clone())
-    }
-}
-
-impl<T> Slot<T> {
-    pub(crate) fn new() -> Self {
-        Slot(Arc::new(Mutex::new(None)))
-    }
-    pub(crate) fn put(&self, v: T) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
-    }
-    pub(crate) fn take(&self) -> Option<T> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-}
-
 /// Runs `rt` and times it; then takes the network's result from `slot`.
 pub(crate) fn run_timed<T>(mut rt: Runtime, slot: &Slot<T>, what: &str) -> Result<NetRun<T>> {
     let t0 = Instant::now();
@@ -191,45 +171,9 @@ pub(crate) fn run_timed<T>(mut rt: Runtime, slot: &Slot<T>, what: &str) -> Resul
     let wall = t0.elapsed();
     let stats = res.with_context(|| format!("the {what} network failed"))?;
     let value = slot
-        .take()
-        .ok_or_else(|| anyhow!("the {what} network ended without a result"))?;
+        .take(what)
+        .map_err(|_| anyhow!("the {what} network ended without a result"))?;
     Ok(NetRun { value, wall, stats })
-}
-
-/// A network's readers that may end one by one: [`rill::poll`] over those
-/// still open, with the caller's label for each.
-pub(crate) struct PollSet<T: Send + 'static, L> {
-    readers: Vec<rill::Reader<T>>,
-    labels: Vec<L>,
-}
-
-impl<T: Send + 'static, L: Copy> PollSet<T, L> {
-    pub(crate) fn new() -> Self {
-        PollSet {
-            readers: Vec::new(),
-            labels: Vec::new(),
-        }
-    }
-
-    pub(crate) fn push(&mut self, r: rill::Reader<T>, label: L) {
-        self.readers.push(r);
-        self.labels.push(label);
-    }
-
-    /// The next message and its reader's label; `None` when every reader
-    /// has ended.
-    pub(crate) fn next(&mut self) -> Option<(L, T)> {
-        loop {
-            let i = rill::poll(&mut self.readers)?;
-            match self.readers[i].read() {
-                Some(v) => return Some((self.labels[i], v)),
-                None => {
-                    self.readers.remove(i);
-                    self.labels.remove(i);
-                }
-            }
-        }
-    }
 }
 
 /// The outcome of one application run, the same shape for every application

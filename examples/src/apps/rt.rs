@@ -160,7 +160,7 @@ impl Rt {
         let out_dir = self.cfg.out_dir.clone();
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::new();
+        let slot = Slot::default();
 
         let mut ready = PollSet::new();
         let mut jobs: Vec<Option<Writer<Job>>> = Vec::new();
@@ -170,9 +170,9 @@ impl Rt {
             let (mut ready_w, ready_r) = rill::stream::<()>(2);
             let (job_w, mut job_r) = rill::stream::<Job>(2);
             let (mut img_w, img_r) = rill::stream::<(u32, Image)>(cap);
-            ready.push(ready_r, s);
+            ready.push(ready_r);
             jobs.push(Some(job_w));
-            images.push(img_r, s);
+            images.push(img_r);
             rt.spawn(format!("rt/solver/{s}"), move || {
                 for _ in 0..2 {
                     if ready_w.write(()).is_err() {

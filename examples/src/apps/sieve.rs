@@ -250,7 +250,7 @@ pub fn run(p: &SieveParams, mon: &MonitorConfig) -> Result<NetRun<SieveOut>> {
     let (numbers_out, numbers_in) = rill::stream::<u64>(p.capacity);
     let (primes_out, primes_in) = rill::stream::<u64>(p.capacity);
 
-    let slot = Slot::new();
+    let slot = Slot::default();
     let result = slot.clone();
     let c = chain.clone();
     rt.spawn_with(SINK, primes_in, move |mut primes_in| {

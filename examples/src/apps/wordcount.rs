@@ -111,7 +111,7 @@ pub fn run(p: &WordcountParams, mon: &MonitorConfig) -> Result<NetRun<Counts>> {
         }
     };
 
-    let slot = Slot::new();
+    let slot = Slot::default();
     let result = slot.clone();
     rt.spawn("wc/merge", move || {
         let mut total = Counts::new();
@@ -130,7 +130,7 @@ fn spawn_net<W: kernels::Words>(
     rt: &mut Runtime,
     p: &WordcountParams,
     split: impl FnOnce(Reader<W::Chunk>, Vec<Writer<W::Batch>>) + Send + 'static,
-) -> PollSet<Counts, usize> {
+) -> PollSet<Counts> {
     let (mut to_split, chunks_in) = rill::stream::<W::Chunk>(p.capacity);
     let text = p.corpus.text().clone();
     let chunk = p.chunk;
@@ -150,7 +150,7 @@ fn spawn_net<W: kernels::Words>(
     let mut results = PollSet::new();
     for (i, mut words_in) in counter_ins.into_iter().enumerate() {
         let (mut out, r) = rill::stream::<Counts>(RESULT_CAPACITY);
-        results.push(r, i);
+        results.push(r);
         rt.spawn(format!("wc/count/{i}"), move || {
             let mut counts = Counts::new();
             while let Some(words) = words_in.read() {
