@@ -28,21 +28,32 @@ impl Bench for MicroParams {
     fn run(&self, engine: Engine) -> Result<Measurement> {
         match engine {
             Engine::Rill => rill(self),
-            Engine::Threads => threads::micro(self),
-            Engine::Tokio => tokio_rt::micro(self),
+            Engine::Threads => threads::micro(self.row, self.ops_on(engine)),
+            Engine::Tokio => tokio_rt::micro(self.row, self.workers, self.ops_on(engine)),
             Engine::Sequential => Err(engine.lacks("micro")),
         }
     }
 }
 
-/// Operations per micro row (chosen so each row runs for tens of milliseconds).
-fn micro_ops(row: MicroRow) -> u64 {
-    match row {
-        MicroRow::Yield => 5_000_000,
-        MicroRow::Spawn => 500_000,
-        MicroRow::Handoff => 5_000_000,
-        MicroRow::CrossWorkerRoundtrip => 100_000,
-        MicroRow::IdleCpu => 1,
+impl MicroParams {
+    /// The operations the row times on `engine`: `--ops`, or the engine's
+    /// own count for the row, chosen so that it runs for tens of
+    /// milliseconds there (`idle_cpu` has none).
+    pub fn ops_on(&self, engine: Engine) -> u64 {
+        use MicroRow::*;
+        self.ops.unwrap_or(match (engine, self.row) {
+            (_, IdleCpu) => 0,
+            (Engine::Rill, Yield | Handoff) => 5_000_000,
+            (Engine::Rill, Spawn) => 500_000,
+            (Engine::Rill, CrossWorkerRoundtrip) => 100_000,
+            (_, Yield) => 200_000,
+            (Engine::Tokio, Spawn) => 200_000,
+            (_, Spawn) => 2_000,
+            (Engine::Tokio, Handoff) => 1_000_000,
+            (_, Handoff) => 500_000,
+            (Engine::Tokio, CrossWorkerRoundtrip) => 100_000,
+            (_, CrossWorkerRoundtrip) => 20_000,
+        })
     }
 }
 
@@ -53,7 +64,7 @@ fn rill(p: &MicroParams) -> Result<Measurement> {
     let row = p.row;
     let logs = p.logs.as_ref().map(|d| d.join(row.name()));
     let mon = monitor_config(p.monitor, logs.as_deref(), &format!("micro/{}", row.name()));
-    let ops = p.ops.unwrap_or_else(|| micro_ops(row));
+    let ops = p.ops_on(Engine::Rill);
     let (m, stats) = micro(row, ops, &mon)?;
     Ok(rill_figures(m, &stats, &mon))
 }

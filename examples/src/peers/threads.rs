@@ -12,41 +12,22 @@ use std::time::Instant;
 use anyhow::Result;
 use crossbeam_channel::bounded;
 
-use crate::bench::{
-    measure_idle_cpu, Measurement, MicroParams, MicroRow, VerifyError, MICRO_CAPACITY,
-};
+use crate::bench::{measure_idle_cpu, Measurement, MicroRow, VerifyError, MICRO_CAPACITY};
 use crate::net::{join_thread as join, spawn_thread as spawn, NetSpec, ThreadNet};
 use crate::nets;
 
-/// Yields timed by the `yield` row.
-pub const YIELD_OPS: u64 = 200_000;
-/// Threads spawned and joined by the `spawn` row.
-pub const SPAWN_OPS: u64 = 2_000;
-/// Messages sent by the `handoff` row.
-pub const HANDOFF_OPS: u64 = 500_000;
-/// Round trips made by the `cross_worker_roundtrip` row.
-pub const ROUNDTRIP_OPS: u64 = 20_000;
-
 /// One micro row on OS threads.
 ///
-/// - `yield`: one thread calls `std::thread::yield_now` [`YIELD_OPS`] times.
-/// - `spawn`: `std::thread::spawn` of an empty closure, then `join`, [`SPAWN_OPS`]
+/// - `yield`: one thread calls `std::thread::yield_now` `ops` times.
+/// - `spawn`: `std::thread::spawn` of an empty closure, then `join`, `ops`
 ///   times.
 /// - `handoff`: two threads, one `bounded(MICRO_CAPACITY)` channel,
-///   [`HANDOFF_OPS`] messages, timed from the first send to the last receive.
+///   `ops` messages.
 /// - `cross_worker_roundtrip`: two threads, a ping and a pong channel,
-///   [`ROUNDTRIP_OPS`] round trips.
+///   `ops` round trips.
 /// - `idle_cpu`: one thread blocked on an empty channel.
-pub fn micro(p: &MicroParams) -> Result<Measurement> {
-    let row = p.row;
-    let ops = p.ops.unwrap_or(match row {
-        MicroRow::Yield => YIELD_OPS,
-        MicroRow::Spawn => SPAWN_OPS,
-        MicroRow::Handoff => HANDOFF_OPS,
-        MicroRow::CrossWorkerRoundtrip => ROUNDTRIP_OPS,
-        MicroRow::IdleCpu => 0,
-    });
-    micro_ops(row, p.workers, ops)
+pub fn micro(row: MicroRow, ops: u64) -> Result<Measurement> {
+    micro_ops(row, ops)
 }
 
 /// The network of a micro row with `workers` tasks' worth of threads.
@@ -63,7 +44,7 @@ fn spec(workers: usize) -> NetSpec<'static> {
 }
 
 /// Row `row` with `ops` operations on `workers` workers.
-fn micro_ops(row: MicroRow, _workers: usize, ops: u64) -> Result<Measurement> {
+fn micro_ops(row: MicroRow, ops: u64) -> Result<Measurement> {
     match row {
         MicroRow::Yield => {
             let h = spawn("yield".into(), move || {

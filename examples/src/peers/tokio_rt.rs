@@ -14,19 +14,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::bench::{
-    busy_work, measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams,
-    RingParams, RingTally, SequenceCheck, VerifyError, MICRO_CAPACITY,
+    busy_work, measure_idle_cpu, verify_ring, Measurement, MicroRow, PipeParams, RingParams,
+    RingTally, SequenceCheck, VerifyError, MICRO_CAPACITY,
 };
 use crate::net::panic_text;
-
-/// Yields timed by the `yield` row.
-pub const YIELD_OPS: u64 = 200_000;
-/// Tasks spawned and awaited by the `spawn` row.
-pub const SPAWN_OPS: u64 = 200_000;
-/// Messages sent by the `handoff` row.
-pub const HANDOFF_OPS: u64 = 1_000_000;
-/// Round trips made by the `cross_worker_roundtrip` row.
-pub const ROUNDTRIP_OPS: u64 = 100_000;
 
 /// A multi-thread runtime with `workers` workers, as tokio's docs build one.
 pub(crate) fn multi_thread(workers: usize) -> Result<Runtime> {
@@ -162,27 +153,19 @@ async fn ring_task(mut rx: mpsc::Receiver<u64>, tx: mpsc::Sender<u64>, hops: u64
 /// One micro row on tokio.
 ///
 /// - `yield`: one spawned task calls `tokio::task::yield_now().await`
-///   [`YIELD_OPS`] times, on a multi-thread runtime with `workers` workers.
+///   `ops` times, on a multi-thread runtime with `workers` workers.
 /// - `spawn`: from inside a task, `tokio::spawn(async {})` then await its
-///   `JoinHandle`, [`SPAWN_OPS`] times, on `workers` workers.
+///   `JoinHandle`, `ops` times, on `workers` workers.
 /// - `handoff`: a current-thread runtime (one worker), two tasks, one
-///   `mpsc::channel(MICRO_CAPACITY)`, [`HANDOFF_OPS`] messages.
+///   `mpsc::channel(MICRO_CAPACITY)`, `ops` messages.
 /// - `cross_worker_roundtrip`: a multi-thread runtime with 2 workers, a ping and a
-///   pong task, [`ROUNDTRIP_OPS`] round trips. tokio decides where the two tasks
+///   pong task, `ops` round trips. tokio decides where the two tasks
 ///   run (a woken task goes to its waker's worker first), as it would for any
 ///   program.
 /// - `idle_cpu`: a multi-thread runtime with 1 worker and one task waiting on an
 ///   empty channel.
-pub fn micro(p: &MicroParams) -> Result<Measurement> {
-    let row = p.row;
-    let ops = p.ops.unwrap_or(match row {
-        MicroRow::Yield => YIELD_OPS,
-        MicroRow::Spawn => SPAWN_OPS,
-        MicroRow::Handoff => HANDOFF_OPS,
-        MicroRow::CrossWorkerRoundtrip => ROUNDTRIP_OPS,
-        MicroRow::IdleCpu => 0,
-    });
-    micro_ops(row, p.workers, ops)
+pub fn micro(row: MicroRow, workers: usize, ops: u64) -> Result<Measurement> {
+    micro_ops(row, workers, ops)
 }
 
 /// Row `row` with `ops` operations on `workers` workers.
