@@ -160,6 +160,7 @@ fn micro_spec(workers: usize, mon: &MonitorConfig) -> NetSpec<'static> {
         capacity: 16,
         mapping: None,
         names: &[],
+        manual: rill::ManualTable::new(),
         monitor: Some(mon.flags),
         logs: mon.dir.clone(),
     }

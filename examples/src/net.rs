@@ -49,6 +49,8 @@ pub struct NetSpec<'a> {
     pub mapping: Option<&'a MappingChoice>,
     /// The task names in creation order (a `parts` mapping cuts them).
     pub names: &'a [String],
+    /// The network's own placement table (a `manual` mapping).
+    pub manual: ManualTable,
     /// Monitoring (`--monitor`), rill only.
     pub monitor: Option<MonitorFlags>,
     /// Log directory (`--logs`), rill only.
@@ -132,6 +134,10 @@ pub trait Net: Sized {
     /// Runs every task to its end (a task's panic an error naming it).
     fn finish(self) -> Result<Finished>;
 
+    /// The messages of several channels as they come, until every writer
+    /// has ended.
+    fn merge<T: Send + 'static>(inputs: Vec<Self::Rx<T>>) -> impl Iterator<Item = T>;
+
     /// The engine's own figures, added to a measurement of the run.
     fn figures(m: Measurement, run: &Finished) -> Measurement;
 }
@@ -205,10 +211,9 @@ impl Net for RillNet {
         let mon = monitor_config(spec.monitor, spec.logs.as_deref(), spec.bench);
         let (mapping, pinned) = match spec.mapping {
             None => (Mapping::RoundRobin, true),
-            // The benchmark networks have no manual table (their params
-            // refuse `manual`); `parts` cuts the creation order.
+            // `parts` cuts the creation order.
             Some(m) => (
-                mapping_for(m, ManualTable::new(), spec.names.to_vec())?,
+                mapping_for(m, spec.manual.clone(), spec.names.to_vec())?,
                 false,
             ),
         };
@@ -263,6 +268,14 @@ impl Net for RillNet {
             stats: Some(stats),
             monitor: Some(self.mon),
         })
+    }
+
+    fn merge<T: Send + 'static>(inputs: Vec<Self::Rx<T>>) -> impl Iterator<Item = T> {
+        let mut set = rill::PollSet::new();
+        for r in inputs {
+            set.push(r);
+        }
+        set.map(|(_, v)| v)
     }
 
     fn figures(m: Measurement, run: &Finished) -> Measurement {
@@ -360,6 +373,26 @@ impl Net for ThreadNet {
             tasks,
             stats: None,
             monitor: None,
+        })
+    }
+
+    fn merge<T: Send + 'static>(mut inputs: Vec<Self::Rx<T>>) -> impl Iterator<Item = T> {
+        std::iter::from_fn(move || loop {
+            if inputs.is_empty() {
+                return None;
+            }
+            let mut select = crossbeam_channel::Select::new();
+            for r in &inputs {
+                select.recv(r);
+            }
+            let op = select.select();
+            let i = op.index();
+            match op.recv(&inputs[i]) {
+                Ok(v) => return Some(v),
+                Err(_) => {
+                    inputs.remove(i);
+                }
+            }
         })
     }
 

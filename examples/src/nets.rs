@@ -107,6 +107,7 @@ fn spec<'a>(
         capacity,
         mapping,
         names,
+        manual: rill::ManualTable::new(),
         monitor,
         logs,
     }

@@ -11,7 +11,7 @@ use crate::apps::{self, auto, MappingChoice};
 use crate::bench::{Measurement, ParamError, WordcountParams};
 use crate::engines::{Bench, Engine};
 use crate::kernels::wordcount::{self as wc, Corpus};
-use crate::net::{monitor_config, rill_figures};
+use crate::net::{monitor_config, rill_figures, Net, ThreadNet};
 use crate::peers;
 
 impl Bench for WordcountParams {
@@ -26,7 +26,7 @@ impl Bench for WordcountParams {
     fn run(&self, engine: Engine) -> Result<Measurement> {
         match engine {
             Engine::Rill => rill(self),
-            Engine::Threads => peers::wordcount::threads(self),
+            Engine::Threads => threads(self),
             Engine::Tokio => peers::wordcount::tokio(self),
             Engine::Sequential => sequential(self),
         }
@@ -35,6 +35,12 @@ impl Bench for WordcountParams {
     fn op_name(&self) -> &'static str {
         "word"
     }
+}
+
+/// The network on OS threads ([`apps::wordcount::network`]).
+fn threads(p: &WordcountParams) -> Result<Measurement> {
+    let (counts, run) = apps::wordcount::network::<ThreadNet>(p, None, None)?;
+    Ok(ThreadNet::figures(p.measured(run.wall, &counts)?, &run))
 }
 
 /// No network: the plain sequential loop ([`wc::count_words`]) on the

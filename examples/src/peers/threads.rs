@@ -38,6 +38,7 @@ fn spec(workers: usize) -> NetSpec<'static> {
         capacity: MICRO_CAPACITY,
         mapping: None,
         names: &[],
+        manual: rill::ManualTable::new(),
         monitor: None,
         logs: None,
     }
