@@ -275,7 +275,7 @@ impl Des {
             let mut out: Vec<u8> = Vec::with_capacity(0);
             let mut pending: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
             let mut next = 0u64;
-            while let Some((_, (seq, blocks))) = from_pipes.next() {
+            for (_, (seq, blocks)) in from_pipes {
                 pending.insert(seq, blocks);
                 while let Some(blocks) = pending.remove(&next) {
                     out.reserve(blocks.len() * BLOCK_BYTES);

@@ -280,7 +280,7 @@ impl Mc {
         rt.spawn("mc/collect", move || {
             let mut total = Partial::default();
             let mut records = 0u64;
-            while let Some((_, rec)) = from_chains.next() {
+            for (_, rec) in from_chains {
                 let part = match rec {
                     Rec::Done(p) => p,
                     // A record that left its chain early: cannot happen, but

@@ -193,7 +193,7 @@ impl Rt {
 
         rt.spawn("rt/dealer", move || {
             let mut next = 0u32;
-            while let Some((s, ())) = ready.next() {
+            for (s, ()) in ready {
                 let Some(w) = jobs[s].as_mut() else {
                     continue;
                 };
@@ -215,7 +215,7 @@ impl Rt {
             let mut sum = Checksum::new();
             let mut per_solver = vec![0u32; solvers];
             let mut error = None;
-            while let Some((s, (i, image))) = images.next() {
+            for (s, (i, image)) in images {
                 per_solver[s] += 1;
                 pending.insert(i, image);
                 while let Some(image) = pending.remove(&next) {
