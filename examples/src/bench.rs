@@ -2,7 +2,7 @@
 //! measurement an engine returns, and the verifiers that check a run did what it
 //! claims.
 //!
-//! An engine ([`crate::engines::Engine`]: rill, or a peer baseline) receives a validated [`PipeParams`],
+//! A benchmark ([`crate::engines::Bench`]) on an engine (rill, or a peer baseline) gets a validated [`PipeParams`],
 //! [`RingParams`], [`WordcountParams`], [`SieveParams`] or [`MicroParams`], runs the benchmark,
 //! checks its result with [`SequenceCheck`], [`verify_ring`],
 //! [`WordcountParams::verify`] or [`SieveParams::measured`], and returns a [`Measurement`]. The command line

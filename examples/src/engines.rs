@@ -5,16 +5,26 @@
 //! - [`Bench`]: one benchmark's parameters, validated, run on an engine.
 //!   Each benchmark implements it in its own file ([`crate::nets`] for the
 //!   pipe and the ring, [`crate::micro`], [`crate::wordcount_bench`],
-//!   [`crate::sieve_bench`]); where the benchmark is the same network on
-//!   every blocking engine, its `run` is one generic function over
-//!   [`crate::net::Net`] (what differs between rill and OS threads: a
-//!   bounded channel, a named spawn, a join), instantiated per engine, and
-//!   tokio gets an async copy that shares the protocol and the checks (see
-//!   [`crate::net`] for why tokio is not a `Net`).
+//!   [`crate::sieve_bench`]).
 //! - [`Job`]: the registration: one variant per benchmark, and the one
 //!   match ([`Job::bench`]) that hands out its [`Bench`].
 //!
-//! [`crate::registry`] runs a job on an engine.
+//! Where a benchmark is the same network on every blocking engine (the
+//! pipe, the ring, the hand-off and the round trip, the word count), its
+//! network is one generic function over [`crate::net::Net`], which is what
+//! differs between rill and OS threads: a bounded channel, a named spawn, a
+//! join (and a merge of several inputs). Each engine instantiates it, so
+//! rill's hot loops are monomorphised, with no `dyn` on a per-message path.
+//! tokio is not a `Net`: its tasks are futures, and blocking inside them
+//! would measure something no tokio program does; its copies are async
+//! and share the rest: the parameters, the per-message protocol and
+//! splitting ([`crate::bench::RingTally`], [`crate::bench::SequenceCheck`],
+//! [`crate::kernels::wordcount::Words`]), the verification and the
+//! measurement ([`crate::bench::Measurement`], rendered by
+//! [`crate::report::Record`]). The sieve, whose chain of filters grows from
+//! inside running tasks, is still written per engine.
+//!
+//! [`crate::registry::run`] runs a job on an engine.
 
 use std::fmt;
 

@@ -44,7 +44,7 @@ mod tests {
     use crate::kernels::wordcount;
 
     #[test]
-    fn rill_runs_and_verifies() {
+    fn a_pipe_on_rill_runs_and_verifies() {
         let p = PipeParams {
             depth: 4,
             messages: 100,
