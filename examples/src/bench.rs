@@ -27,6 +27,7 @@
 //! filter and the sink are created until every task (the filters spawned
 //! during the run among them) has ended; the primes are checked after.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -896,6 +897,83 @@ impl Measurement {
     /// The `cpu_share` figure, if the measurement has one.
     pub fn cpu_share(&self) -> Option<f64> {
         self.figures.cpu_share
+    }
+}
+
+/// A benchmark's parameters as a run's record has them, each where it
+/// applies (an absent one is left out of the JSON line).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Params {
+    /// Micro: the row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row: Option<&'static str>,
+    /// Workers (for a micro row, those it runs on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workers: Option<usize>,
+    /// Pipe, ring: the hand-made placement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<&'static str>,
+    /// `--mapping`, by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<String>,
+    /// Pipe: stages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<usize>,
+    /// Pipe: messages the source writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<u64>,
+    /// Ring: tasks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<usize>,
+    /// Ring: hops of the token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hops: Option<u64>,
+    /// Word count: `generated` or the input file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// Word count: the generated text's seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Word count: bytes of text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<usize>,
+    /// Word count: words per message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<usize>,
+    /// Word count: counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<usize>,
+    /// Word count: least bytes per chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<usize>,
+    /// Sieve: primes to find.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primes: Option<usize>,
+    /// Bound of each channel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<usize>,
+    /// Pipe: busy work per message of every relay, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_ns: Option<u64>,
+    /// Pipe: relays with other work: relay index to ns per message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow: Option<BTreeMap<usize, u64>>,
+    /// Pipe with work: the calibrated steps of busy work per microsecond.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_steps_per_us: Option<f64>,
+    /// `--monitor`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// `--logs`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logs: Option<PathBuf>,
+}
+
+/// `placement=P`, or `mapping=M` when a mapping is given (for titles).
+pub fn placed(placement: Placement, mapping: Option<&MappingChoice>) -> String {
+    match mapping {
+        Some(m) => format!("mapping={m}"),
+        None => format!("placement={placement}"),
     }
 }
 

@@ -32,7 +32,7 @@ use anyhow::{anyhow, Result};
 use serde::Serialize;
 
 use crate::bench::{
-    Measurement, MicroParams, MicroRow, ParamError, PipeParams, RingParams, SieveParams,
+    Measurement, MicroParams, ParamError, Params, PipeParams, RingParams, SieveParams,
     WordcountParams,
 };
 
@@ -117,6 +117,39 @@ pub trait Bench {
     fn op_name(&self) -> &'static str {
         "op"
     }
+
+    /// The parameters as a run's record has them.
+    fn params(&self) -> Params;
+
+    /// The parameters in one line, for a table's title.
+    fn title(&self) -> String;
+
+    /// A short label for progress lines.
+    fn label(&self) -> String {
+        self.name().to_string()
+    }
+
+    /// The unit of the figure the tables show.
+    fn unit(&self) -> &'static str {
+        "ns/op"
+    }
+
+    /// The figure the tables show for a run: ns per operation unless the
+    /// benchmark says otherwise.
+    fn figure(&self, m: &Measurement) -> Option<f64> {
+        m.ns_per_op()
+    }
+
+    /// Whether a rill run may cross workers (then the tables print the
+    /// machine's floor under a hop beside it).
+    fn crosses_workers(&self) -> bool {
+        false
+    }
+}
+
+/// The monitoring mode as the record spells it.
+pub fn monitor_name(m: Option<rill::MonitorFlags>) -> Option<String> {
+    m.map(|f| f.to_string())
 }
 
 /// One benchmark configuration, run on each engine.
@@ -164,14 +197,6 @@ impl Job {
 
     /// A short label for progress lines: the benchmark, or the micro row.
     pub fn label(&self) -> String {
-        match self {
-            Job::Micro(p) => format!("micro {}", p.row),
-            _ => self.name().to_string(),
-        }
-    }
-
-    /// Whether the job's figure is a CPU share rather than ns per operation.
-    pub fn is_cpu_share(&self) -> bool {
-        matches!(self, Job::Micro(p) if p.row == MicroRow::IdleCpu)
+        self.bench().label()
     }
 }

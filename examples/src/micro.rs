@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use rill::{Mapping, MonitorConfig, Runtime};
 
-use crate::bench::{measure_idle_cpu, Measurement, MicroParams, MicroRow, ParamError};
-use crate::engines::{Bench, Engine};
+use crate::bench::{
+    measure_idle_cpu, Measurement, MicroParams, MicroRow, ParamError, Params, MICRO_CAPACITY,
+};
+use crate::engines::{monitor_name, Bench, Engine};
 use crate::net::{monitor_config, rill_figures, rill_runtime, NetSpec, RillNet, Slot};
 use crate::nets;
 use crate::peers::{threads, tokio_rt};
@@ -23,6 +25,45 @@ impl Bench for MicroParams {
 
     fn validate(&self) -> Result<(), ParamError> {
         MicroParams::validate(self)
+    }
+
+    fn params(&self) -> Params {
+        let moves = matches!(self.row, MicroRow::Handoff | MicroRow::CrossWorkerRoundtrip);
+        Params {
+            row: Some(self.row.name()),
+            workers: Some(self.row.workers(self.workers)),
+            monitor: monitor_name(self.monitor),
+            logs: self.logs.clone(),
+            capacity: moves.then_some(MICRO_CAPACITY),
+            ..Params::default()
+        }
+    }
+
+    fn title(&self) -> String {
+        format!("micro  workers={}", self.workers)
+    }
+
+    fn label(&self) -> String {
+        format!("micro {}", self.row)
+    }
+
+    /// `idle_cpu` shows the share of a core in percent.
+    fn unit(&self) -> &'static str {
+        match self.row {
+            MicroRow::IdleCpu => "% core",
+            _ => "ns/op",
+        }
+    }
+
+    fn figure(&self, m: &Measurement) -> Option<f64> {
+        match self.row {
+            MicroRow::IdleCpu => m.cpu_share().map(|s| s * 100.0),
+            _ => m.ns_per_op(),
+        }
+    }
+
+    fn crosses_workers(&self) -> bool {
+        self.row == MicroRow::CrossWorkerRoundtrip
     }
 
     fn run(&self, engine: Engine) -> Result<Measurement> {

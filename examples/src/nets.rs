@@ -10,10 +10,10 @@ use anyhow::{anyhow, bail, Result};
 use rill::MonitorFlags;
 
 use crate::bench::{
-    busy_work, verify_ring, Measurement, ParamError, PipeParams, Placement, RingParams, RingTally,
-    SequenceCheck, VerifyError,
+    busy_work, placed, verify_ring, work_steps_per_ns, Measurement, ParamError, Params, PipeParams,
+    Placement, RingParams, RingTally, SequenceCheck, VerifyError,
 };
-use crate::engines::{Bench, Engine};
+use crate::engines::{monitor_name, Bench, Engine};
 use crate::net::{Finished, Net, NetSpec, RillNet, ThreadNet};
 use crate::peers::tokio_rt;
 
@@ -24,6 +24,45 @@ impl Bench for PipeParams {
 
     fn validate(&self) -> Result<(), ParamError> {
         PipeParams::validate(self)
+    }
+
+    fn params(&self) -> Params {
+        Params {
+            workers: Some(self.workers),
+            placement: Some(self.placement.name()),
+            mapping: self.mapping.as_ref().map(|m| m.name()),
+            depth: Some(self.depth),
+            messages: Some(self.messages),
+            capacity: Some(self.capacity),
+            work_ns: (self.work_ns > 0).then_some(self.work_ns),
+            slow: (!self.slow.is_empty()).then(|| self.slow.iter().copied().collect()),
+            work_steps_per_us: self.has_work().then(|| work_steps_per_ns() * 1e3),
+            monitor: monitor_name(self.monitor),
+            logs: self.logs.clone(),
+            ..Params::default()
+        }
+    }
+
+    fn title(&self) -> String {
+        let mut t = format!(
+            "pipe  depth={} messages={} capacity={} {} workers={}",
+            self.depth,
+            self.messages,
+            self.capacity,
+            placed(self.placement, self.mapping.as_ref()),
+            self.workers
+        );
+        if self.work_ns > 0 {
+            t.push_str(&format!(" work={}ns", self.work_ns));
+        }
+        for (k, ns) in &self.slow {
+            t.push_str(&format!(" slow={k}={ns}ns"));
+        }
+        t
+    }
+
+    fn crosses_workers(&self) -> bool {
+        self.workers > 1
     }
 
     fn run(&self, engine: Engine) -> Result<Measurement> {
@@ -43,6 +82,35 @@ impl Bench for RingParams {
 
     fn validate(&self) -> Result<(), ParamError> {
         RingParams::validate(self)
+    }
+
+    fn params(&self) -> Params {
+        Params {
+            workers: Some(self.workers),
+            placement: Some(self.placement.name()),
+            mapping: self.mapping.as_ref().map(|m| m.name()),
+            size: Some(self.size),
+            hops: Some(self.hops),
+            capacity: Some(self.capacity),
+            monitor: monitor_name(self.monitor),
+            logs: self.logs.clone(),
+            ..Params::default()
+        }
+    }
+
+    fn title(&self) -> String {
+        format!(
+            "ring  size={} hops={} capacity={} {} workers={}",
+            self.size,
+            self.hops,
+            self.capacity,
+            placed(self.placement, self.mapping.as_ref()),
+            self.workers
+        )
+    }
+
+    fn crosses_workers(&self) -> bool {
+        self.workers > 1
     }
 
     fn run(&self, engine: Engine) -> Result<Measurement> {

@@ -3,143 +3,15 @@
 
 use std::io::{self, Write};
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-
-use rill::MonitorFlags;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::apps::MappingChoice;
 pub use crate::bench::{allocator, set_allocator};
-use crate::bench::{work_steps_per_ns, Figures, Measurement, MicroRow, MICRO_CAPACITY};
+use crate::bench::{Figures, Measurement, Params};
 use crate::cli::Command;
 use crate::engines::{Engine, Job};
-use crate::kernels::wordcount::TextSource;
 use crate::mapping::AutoFigures;
 use crate::table::Table;
-
-impl Job {
-    /// The job's parameters as the record has them.
-    pub fn params(&self) -> Params {
-        let mut r = Params::default();
-        let opt = |m: Option<MonitorFlags>| m.map(|f| f.to_string());
-        match self {
-            Job::Pipe(p) => {
-                r.workers = Some(p.workers);
-                r.placement = Some(p.placement.name());
-                r.mapping = p.mapping.as_ref().map(|m| m.name());
-                r.depth = Some(p.depth);
-                r.messages = Some(p.messages);
-                r.capacity = Some(p.capacity);
-                r.work_ns = (p.work_ns > 0).then_some(p.work_ns);
-                r.slow = (!p.slow.is_empty()).then(|| p.slow.iter().copied().collect());
-                r.work_steps_per_us = p.has_work().then(|| work_steps_per_ns() * 1e3);
-                r.monitor = opt(p.monitor);
-                r.logs = p.logs.clone();
-            }
-            Job::Ring(p) => {
-                r.workers = Some(p.workers);
-                r.placement = Some(p.placement.name());
-                r.mapping = p.mapping.as_ref().map(|m| m.name());
-                r.size = Some(p.size);
-                r.hops = Some(p.hops);
-                r.capacity = Some(p.capacity);
-                r.monitor = opt(p.monitor);
-                r.logs = p.logs.clone();
-            }
-            Job::Wordcount(p) => {
-                let (input, seed) = match p.corpus.source() {
-                    TextSource::Generated { seed, .. } => ("generated".to_string(), Some(*seed)),
-                    TextSource::File(f) => (f.display().to_string(), None),
-                };
-                r.workers = Some(p.workers);
-                r.mapping = Some(p.mapping.name());
-                r.input = Some(input);
-                r.seed = seed;
-                r.bytes = Some(p.corpus.len());
-                r.batch = Some(p.batch);
-                r.counters = Some(p.counters);
-                r.chunk = Some(p.chunk);
-                r.capacity = Some(p.capacity);
-                r.monitor = opt(p.monitor);
-                r.logs = p.logs.clone();
-            }
-            Job::Sieve(p) => {
-                r.workers = Some(p.workers);
-                r.mapping = Some(p.mapping.name());
-                r.primes = Some(p.primes);
-                r.capacity = Some(p.capacity);
-                r.monitor = opt(p.monitor);
-                r.logs = p.logs.clone();
-            }
-            Job::Micro(p) => {
-                r.row = Some(p.row.name());
-                r.workers = Some(p.row.workers(p.workers));
-                r.monitor = opt(p.monitor);
-                r.logs = p.logs.clone();
-                if matches!(p.row, MicroRow::Handoff | MicroRow::CrossWorkerRoundtrip) {
-                    r.capacity = Some(MICRO_CAPACITY);
-                }
-            }
-        }
-        r
-    }
-
-    /// The job's parameters in one line for a table title.
-    fn title(&self) -> String {
-        match self {
-            Job::Pipe(p) => {
-                let mut t = format!(
-                    "pipe  depth={} messages={} capacity={} {} workers={}",
-                    p.depth,
-                    p.messages,
-                    p.capacity,
-                    placed(p.placement, p.mapping.as_ref()),
-                    p.workers
-                );
-                if p.work_ns > 0 {
-                    t.push_str(&format!(" work={}ns", p.work_ns));
-                }
-                for (k, ns) in &p.slow {
-                    t.push_str(&format!(" slow={k}={ns}ns"));
-                }
-                t
-            }
-            Job::Ring(p) => format!(
-                "ring  size={} hops={} capacity={} {} workers={}",
-                p.size,
-                p.hops,
-                p.capacity,
-                placed(p.placement, p.mapping.as_ref()),
-                p.workers
-            ),
-            Job::Wordcount(p) => format!(
-                "wordcount  input={} batch={} counters={} chunk={} capacity={} mapping={} workers={}",
-                p.corpus.source(),
-                p.batch,
-                p.counters,
-                p.chunk,
-                p.capacity,
-                p.mapping,
-                p.workers
-            ),
-            Job::Sieve(p) => format!(
-                "sieve  primes={} capacity={} mapping={} workers={}",
-                p.primes, p.capacity, p.mapping, p.workers
-            ),
-            Job::Micro(p) => format!("micro  workers={}", p.workers),
-        }
-    }
-}
-
-/// `placement=P`, or `mapping=M` when a mapping overrides the placement.
-fn placed(placement: crate::bench::Placement, mapping: Option<&MappingChoice>) -> String {
-    match mapping {
-        Some(m) => format!("mapping={m}"),
-        None => format!("placement={placement}"),
-    }
-}
 
 /// One run of one job on one engine.
 #[derive(Clone, Debug)]
@@ -158,19 +30,11 @@ pub struct Outcome {
 /// the share of one core in percent, and for the word count and the sieve
 /// the wall time in milliseconds.
 fn figure(job: &Job, m: &Measurement) -> Option<f64> {
-    match job {
-        _ if job.is_cpu_share() => m.cpu_share().map(|s| s * 100.0),
-        Job::Wordcount(_) | Job::Sieve(_) => Some(m.wall.as_secs_f64() * 1e3),
-        _ => m.ns_per_op(),
-    }
+    job.bench().figure(m)
 }
 
 fn unit(job: &Job) -> &'static str {
-    match job {
-        _ if job.is_cpu_share() => "% core",
-        Job::Wordcount(_) | Job::Sieve(_) => "ms",
-        _ => "ns/op",
-    }
+    job.bench().unit()
 }
 
 /// A one-line summary of a run for progress output.
@@ -182,75 +46,6 @@ pub fn short_result(job: &Job, result: &Result<Measurement, String>) -> String {
             None => format!("({:.3} s)", m.wall.as_secs_f64()),
         },
     }
-}
-
-/// A benchmark's parameters as a run's record has them, each where it
-/// applies (an absent one is left out of the JSON line).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Params {
-    /// Micro: the row.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub row: Option<&'static str>,
-    /// Workers (for a micro row, those it runs on).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub workers: Option<usize>,
-    /// Pipe, ring: the hand-made placement.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub placement: Option<&'static str>,
-    /// `--mapping`, by name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mapping: Option<String>,
-    /// Pipe: stages.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub depth: Option<usize>,
-    /// Pipe: messages the source writes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub messages: Option<u64>,
-    /// Ring: tasks.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size: Option<usize>,
-    /// Ring: hops of the token.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hops: Option<u64>,
-    /// Word count: `generated` or the input file.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub input: Option<String>,
-    /// Word count: the generated text's seed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-    /// Word count: bytes of text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<usize>,
-    /// Word count: words per message.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub batch: Option<usize>,
-    /// Word count: counters.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub counters: Option<usize>,
-    /// Word count: least bytes per chunk.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub chunk: Option<usize>,
-    /// Sieve: primes to find.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub primes: Option<usize>,
-    /// Bound of each channel.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<usize>,
-    /// Pipe: busy work per message of every relay, ns.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub work_ns: Option<u64>,
-    /// Pipe: relays with other work: relay index to ns per message.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub slow: Option<BTreeMap<usize, u64>>,
-    /// Pipe with work: the calibrated steps of busy work per microsecond.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub work_steps_per_us: Option<f64>,
-    /// `--monitor`, when given.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub monitor: Option<String>,
-    /// `--logs`, when given.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub logs: Option<PathBuf>,
 }
 
 /// One run of a benchmark on one engine: what `--json` writes, one object
@@ -297,7 +92,7 @@ impl Record {
     /// the sieve), `verified` and the engine's figures. A parameter the
     /// command line gave wins over the engine's figure of the same name.
     pub fn of(o: &Outcome) -> Record {
-        let params = o.job.params();
+        let params = o.job.bench().params();
         let mut r = Record {
             bench: o.job.name(),
             engine: o.engine,
@@ -441,7 +236,7 @@ pub fn write_tables(
         writeln!(
             out,
             "{}  ({repeat} run{} per engine, allocator {})",
-            first.title(),
+            first.bench().title(),
             if repeat == 1 { "" } else { "s" },
             allocator()
         )?;
@@ -507,22 +302,16 @@ pub fn write_tables(
     Ok(())
 }
 
-/// Whether the job's rill run may cross workers: a pipe, ring or sieve on
-/// two workers or more, or the cross-worker round trip.
+/// Whether the job's rill run may cross workers (see
+/// [`crate::engines::Bench::crosses_workers`]).
 pub fn crosses_workers(job: &Job) -> bool {
-    match job {
-        Job::Pipe(p) => p.workers > 1,
-        Job::Ring(p) => p.workers > 1,
-        Job::Sieve(p) => p.workers > 1,
-        Job::Micro(p) => p.row == crate::bench::MicroRow::CrossWorkerRoundtrip,
-        Job::Wordcount(_) => false,
-    }
+    job.bench().crosses_workers()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::{MicroParams, PipeParams, RingParams};
+    use crate::bench::{MicroParams, MicroRow, PipeParams, RingParams};
     use crate::engines::Engine::{Rill, Threads, Tokio};
     use std::time::Duration;
 

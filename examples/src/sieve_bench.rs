@@ -4,8 +4,8 @@
 use anyhow::Result;
 
 use crate::apps;
-use crate::bench::{Measurement, ParamError, SieveParams};
-use crate::engines::{Bench, Engine};
+use crate::bench::{Measurement, ParamError, Params, SieveParams};
+use crate::engines::{monitor_name, Bench, Engine};
 use crate::net::{monitor_config, rill_figures};
 use crate::peers;
 
@@ -29,6 +29,38 @@ impl Bench for SieveParams {
 
     fn op_name(&self) -> &'static str {
         "prime"
+    }
+
+    fn params(&self) -> Params {
+        Params {
+            workers: Some(self.workers),
+            mapping: Some(self.mapping.name()),
+            primes: Some(self.primes),
+            capacity: Some(self.capacity),
+            monitor: monitor_name(self.monitor),
+            logs: self.logs.clone(),
+            ..Params::default()
+        }
+    }
+
+    fn title(&self) -> String {
+        format!(
+            "sieve  primes={} capacity={} mapping={} workers={}",
+            self.primes, self.capacity, self.mapping, self.workers
+        )
+    }
+
+    /// Wall milliseconds.
+    fn unit(&self) -> &'static str {
+        "ms"
+    }
+
+    fn figure(&self, m: &Measurement) -> Option<f64> {
+        Some(m.wall.as_secs_f64() * 1e3)
+    }
+
+    fn crosses_workers(&self) -> bool {
+        self.workers > 1
     }
 }
 

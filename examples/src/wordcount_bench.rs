@@ -8,9 +8,9 @@ use anyhow::Result;
 use rill::MonitorConfig;
 
 use crate::apps::{self, auto, MappingChoice};
-use crate::bench::{Measurement, ParamError, WordcountParams};
-use crate::engines::{Bench, Engine};
-use crate::kernels::wordcount::{self as wc, Corpus};
+use crate::bench::{Measurement, ParamError, Params, WordcountParams};
+use crate::engines::{monitor_name, Bench, Engine};
+use crate::kernels::wordcount::{self as wc, Corpus, TextSource};
 use crate::net::{monitor_config, rill_figures, Net, ThreadNet};
 use crate::peers;
 
@@ -34,6 +34,49 @@ impl Bench for WordcountParams {
 
     fn op_name(&self) -> &'static str {
         "word"
+    }
+
+    fn params(&self) -> Params {
+        let (input, seed) = match self.corpus.source() {
+            TextSource::Generated { seed, .. } => ("generated".to_string(), Some(*seed)),
+            TextSource::File(f) => (f.display().to_string(), None),
+        };
+        Params {
+            workers: Some(self.workers),
+            mapping: Some(self.mapping.name()),
+            input: Some(input),
+            seed,
+            bytes: Some(self.corpus.len()),
+            batch: Some(self.batch),
+            counters: Some(self.counters),
+            chunk: Some(self.chunk),
+            capacity: Some(self.capacity),
+            monitor: monitor_name(self.monitor),
+            logs: self.logs.clone(),
+            ..Params::default()
+        }
+    }
+
+    fn title(&self) -> String {
+        format!(
+            "wordcount  input={} batch={} counters={} chunk={} capacity={} mapping={} workers={}",
+            self.corpus.source(),
+            self.batch,
+            self.counters,
+            self.chunk,
+            self.capacity,
+            self.mapping,
+            self.workers
+        )
+    }
+
+    /// Wall milliseconds.
+    fn unit(&self) -> &'static str {
+        "ms"
+    }
+
+    fn figure(&self, m: &Measurement) -> Option<f64> {
+        Some(m.wall.as_secs_f64() * 1e3)
     }
 }
 
