@@ -87,7 +87,7 @@ pub enum MappingChoice {
     Steal,
     /// `auto`: a pilot run at a reduced size under round-robin with
     /// count-mode monitoring, a mapping planned from its logs and written to
-    /// a file, then the run under that file ([`auto`]). Only the
+    /// a file, then the run under that file ([`crate::apps::auto`]). Only the
     /// applications and the word count have it; it never reaches
     /// [`mapping_for`].
     Auto,
