@@ -1039,57 +1039,52 @@ impl SequenceCheck {
     }
 }
 
-/// What one ring task saw (see [`RingParams`] for the protocol): the tokens
-/// it read, and the final token when it read it. Every engine's ring task
-/// runs its loop through [`pass`](RingTally::pass).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RingTally {
-    hops: u64,
-    reads: u64,
-    last: Option<u64>,
-}
-
-impl RingTally {
-    /// A task of a ring whose token makes `hops` hops.
-    pub fn new(hops: u64) -> Self {
-        RingTally {
-            hops,
-            reads: 0,
-            last: None,
-        }
-    }
-
-    /// The task read token `t`: the token to pass on, or `None` when `t` is
-    /// the final token (the task ends, and its end closes the ring).
-    #[inline(always)]
-    pub fn pass(&mut self, t: u64) -> Option<u64> {
-        self.reads += 1;
-        if t >= self.hops {
-            self.last = Some(t);
-            None
-        } else {
-            Some(t + 1)
-        }
-    }
-}
-
-/// Checks a ring run from what its tasks saw: one of them read the final
-/// token, which is `hops`, and the tasks read `hops + 1` tokens in all (the
-/// hops plus the initial token).
-pub fn verify_ring(tasks: &[RingTally], hops: u64) -> Result<(), VerifyError> {
-    let reads: u64 = tasks.iter().map(|t| t.reads).sum();
-    match tasks.iter().find_map(|t| t.last) {
-        None => Err(VerifyError(
+/// Checks a ring run from what its tasks saw (see [`RingParams`] for the
+/// protocol): the final token each task read, if it read it. Exactly one
+/// task read the final token, and it is `hops` (the token counts its
+/// hops: each task passes on the token it read plus one).
+pub fn verify_ring(finals: &[Option<u64>], hops: u64) -> Result<(), VerifyError> {
+    let mut seen = finals.iter().flatten();
+    match (seen.next(), seen.next()) {
+        (None, _) => Err(VerifyError(
             "the ring ended without any task seeing the final token".to_string(),
         )),
-        Some(t) if t != hops => Err(VerifyError(format!(
+        (Some(_), Some(_)) => Err(VerifyError(
+            "more than one task saw a final token (a token was duplicated)".to_string(),
+        )),
+        (Some(&t), None) if t != hops => Err(VerifyError(format!(
             "the token ended after {t} hops, expected {hops}"
         ))),
-        Some(_) if reads != hops + 1 => Err(VerifyError(format!(
-            "the tasks read the token {reads} times, expected {} ({hops} hops + the initial token)",
-            hops + 1
-        ))),
-        Some(_) => Ok(()),
+        (Some(_), None) => Ok(()),
+    }
+}
+
+/// Checks what the reader of the `handoff` row read: `0..n` in any order
+/// adds up to `n (n - 1) / 2` (wrapping); [`SumCheck::push`] costs one add
+/// per message, as the row's own loop did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SumCheck {
+    sum: u64,
+}
+
+impl SumCheck {
+    /// Adds a message.
+    #[inline(always)]
+    pub fn push(&mut self, v: u64) {
+        self.sum = self.sum.wrapping_add(v);
+    }
+
+    /// Checks that the messages were `0..n`, each once.
+    pub fn finish(&self, n: u64) -> Result<(), VerifyError> {
+        let want = (u128::from(n) * u128::from(n.saturating_sub(1)) / 2) as u64;
+        if self.sum == want {
+            Ok(())
+        } else {
+            Err(VerifyError(format!(
+                "the messages add up to {}, 0..{n} to {want}",
+                self.sum
+            )))
+        }
     }
 }
 
@@ -1178,19 +1173,14 @@ mod tests {
 
     #[test]
     fn ring_verifier() {
-        let seen = |reads: u64, last: Option<u64>| RingTally {
-            hops: 100,
-            reads,
-            last,
-        };
-        verify_ring(&[seen(50, None), seen(51, Some(100))], 100).unwrap();
-        assert!(verify_ring(&[seen(101, None)], 100).is_err());
-        assert!(verify_ring(&[seen(100, Some(99))], 100).is_err());
-        assert!(verify_ring(&[seen(100, Some(100))], 100).is_err());
-        assert!(verify_ring(&[seen(102, Some(100))], 100).is_err());
-        let mut t = RingTally::new(2);
-        assert_eq!((t.pass(0), t.pass(1), t.pass(2)), (Some(1), Some(2), None));
-        assert_eq!((t.reads, t.last), (3, Some(2)));
+        verify_ring(&[None, Some(100)], 100).unwrap();
+        assert!(verify_ring(&[None, None], 100).is_err());
+        assert!(verify_ring(&[Some(99)], 100).is_err());
+        assert!(verify_ring(&[Some(100), Some(100)], 100).is_err());
+        let mut s = SumCheck::default();
+        (0..10).for_each(|v| s.push(v));
+        s.finish(10).unwrap();
+        assert!(s.finish(11).is_err());
     }
 
     #[test]

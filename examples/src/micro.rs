@@ -193,7 +193,7 @@ pub fn micro(row: MicroRow, n: u64, mon: &MonitorConfig) -> Result<(Measurement,
 }
 
 /// The network of a micro row on `workers` workers (its tasks placed by
-/// hand), monitored as `mon` says.
+/// hand, pinned), monitored as `mon` says.
 fn micro_spec(workers: usize, mon: &MonitorConfig) -> NetSpec<'static> {
     NetSpec {
         bench: "micro",

@@ -11,7 +11,7 @@ use rill::MonitorFlags;
 
 use crate::bench::{
     busy_work, placed, verify_ring, work_steps_per_ns, Measurement, ParamError, Params, PipeParams,
-    Placement, RingParams, RingTally, SequenceCheck, VerifyError,
+    Placement, RingParams, SequenceCheck, SumCheck, VerifyError,
 };
 use crate::engines::{monitor_name, Bench, Engine};
 use crate::net::{Finished, Net, NetSpec, RillNet, ThreadNet};
@@ -262,33 +262,34 @@ pub fn ring<N: Net>(p: &RingParams) -> Result<Measurement> {
             (Some(w), Some(r))
         })
         .unzip();
-    let mut tallies = Vec::with_capacity(size);
+    let mut finals = Vec::with_capacity(size);
     for (i, name) in names.into_iter().enumerate() {
         let mut input = readers[i].take().expect("each reader is taken once");
         let mut output = writers[(i + 1) % size]
             .take()
             .expect("each writer is taken once");
         let worker = p.placement.worker_of(i, size, p.workers);
-        tallies.push(net.spawn(name, worker, move || {
-            let mut tally = RingTally::new(hops);
+        finals.push(net.spawn(name, worker, move || {
             if i == 0 && !N::send(&mut output, 0) {
-                return tally;
+                return None;
             }
             while let Some(t) = N::recv(&mut input) {
-                match tally.pass(t) {
-                    Some(next) if N::send(&mut output, next) => {}
-                    _ => break,
+                if t >= hops {
+                    return Some(t);
+                }
+                if !N::send(&mut output, t + 1) {
+                    break;
                 }
             }
-            tally
+            None
         })?);
     }
     let run = net.finish()?;
-    let tallies = tallies
+    let finals = finals
         .iter()
         .map(|t| t.take("ring task"))
         .collect::<Result<Vec<_>>>()?;
-    verify_ring(&tallies, hops)?;
+    verify_ring(&finals, hops)?;
     Ok(N::figures(Measurement::new(run.wall, hops), &run))
 }
 
@@ -310,9 +311,9 @@ pub fn handoff<N: Net>(
         }
     })?;
     let reader = net.spawn("micro/reader".into(), 0, move || {
-        let mut check = SequenceCheck::new();
+        let mut check = SumCheck::default();
         while let Some(v) = N::recv(&mut r) {
-            check.push(v)?;
+            check.push(v);
         }
         check.finish(ops)
     })?;
