@@ -129,15 +129,28 @@ pub trait Bench {
         self.name().to_string()
     }
 
-    /// The unit of the figure the tables show.
-    fn unit(&self) -> &'static str {
-        "ns/op"
+    /// Whether the tables show the wall time in milliseconds rather than
+    /// ns per operation.
+    fn shows_wall_ms(&self) -> bool {
+        false
     }
 
-    /// The figure the tables show for a run: ns per operation unless the
-    /// benchmark says otherwise.
+    /// The unit of the figure the tables show.
+    fn unit(&self) -> &'static str {
+        if self.shows_wall_ms() {
+            "ms"
+        } else {
+            "ns/op"
+        }
+    }
+
+    /// The figure the tables show for a run.
     fn figure(&self, m: &Measurement) -> Option<f64> {
-        m.ns_per_op()
+        if self.shows_wall_ms() {
+            Some(m.wall.as_secs_f64() * 1e3)
+        } else {
+            m.ns_per_op()
+        }
     }
 
     /// Whether a rill run may cross workers (then the tables print the

@@ -28,18 +28,19 @@ impl Bench for PipeParams {
 
     fn params(&self) -> Params {
         Params {
-            workers: Some(self.workers),
-            placement: Some(self.placement.name()),
-            mapping: self.mapping.as_ref().map(|m| m.name()),
             depth: Some(self.depth),
             messages: Some(self.messages),
-            capacity: Some(self.capacity),
             work_ns: (self.work_ns > 0).then_some(self.work_ns),
             slow: (!self.slow.is_empty()).then(|| self.slow.iter().copied().collect()),
             work_steps_per_us: self.has_work().then(|| work_steps_per_ns() * 1e3),
-            monitor: monitor_name(self.monitor),
-            logs: self.logs.clone(),
-            ..Params::default()
+            ..net_params(
+                self.workers,
+                self.placement,
+                self.mapping.as_ref(),
+                self.capacity,
+                self.monitor,
+                &self.logs,
+            )
         }
     }
 
@@ -86,15 +87,16 @@ impl Bench for RingParams {
 
     fn params(&self) -> Params {
         Params {
-            workers: Some(self.workers),
-            placement: Some(self.placement.name()),
-            mapping: self.mapping.as_ref().map(|m| m.name()),
             size: Some(self.size),
             hops: Some(self.hops),
-            capacity: Some(self.capacity),
-            monitor: monitor_name(self.monitor),
-            logs: self.logs.clone(),
-            ..Params::default()
+            ..net_params(
+                self.workers,
+                self.placement,
+                self.mapping.as_ref(),
+                self.capacity,
+                self.monitor,
+                &self.logs,
+            )
         }
     }
 
@@ -120,6 +122,26 @@ impl Bench for RingParams {
             Engine::Tokio => tokio_rt::ring(self),
             Engine::Sequential => Err(engine.lacks("ring")),
         }
+    }
+}
+
+/// The record parameters the pipe and the ring share.
+fn net_params(
+    workers: usize,
+    placement: Placement,
+    mapping: Option<&crate::mapping::MappingChoice>,
+    capacity: usize,
+    monitor: Option<MonitorFlags>,
+    logs: &Option<std::path::PathBuf>,
+) -> Params {
+    Params {
+        workers: Some(workers),
+        placement: Some(placement.name()),
+        mapping: mapping.map(|m| m.name()),
+        capacity: Some(capacity),
+        monitor: monitor_name(monitor),
+        logs: logs.clone(),
+        ..Params::default()
     }
 }
 

@@ -70,13 +70,8 @@ impl Bench for WordcountParams {
         )
     }
 
-    /// Wall milliseconds.
-    fn unit(&self) -> &'static str {
-        "ms"
-    }
-
-    fn figure(&self, m: &Measurement) -> Option<f64> {
-        Some(m.wall.as_secs_f64() * 1e3)
+    fn shows_wall_ms(&self) -> bool {
+        true
     }
 }
 
