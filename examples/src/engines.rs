@@ -17,10 +17,10 @@
 //! rill's hot loops are monomorphised, with no `dyn` on a per-message path.
 //! tokio is not a `Net`: its tasks are futures, and blocking inside them
 //! would measure something no tokio program does; its copies are async
-//! and share the rest: the parameters, the per-message protocol and
-//! splitting ([`crate::bench::RingTally`], [`crate::bench::SequenceCheck`],
-//! [`crate::kernels::wordcount::Words`]), the verification and the
-//! measurement ([`crate::bench::Measurement`], rendered by
+//! and share the rest: the parameters, the per-message protocol and its
+//! checks ([`crate::bench::verify_ring`], [`crate::bench::SequenceCheck`],
+//! [`crate::bench::SumCheck`]), the word count's splitting
+//! ([`crate::kernels::wordcount::Words`]), and the measurement ([`crate::bench::Measurement`], rendered by
 //! [`crate::report::Record`]). The sieve, whose chain of filters grows from
 //! inside running tasks, is still written per engine.
 //!

@@ -21,8 +21,9 @@
 //! a tokio task would measure something no tokio program does. Its copies of
 //! these benchmarks (`crate::peers::tokio_rt`) are async, and share with the
 //! others what is not the engine: the parameters, the per-message protocol
-//! ([`crate::bench::RingTally`], [`crate::bench::SequenceCheck`]), the
-//! verification and the measurement.
+//! and its checks ([`crate::bench::verify_ring`],
+//! [`crate::bench::SequenceCheck`], [`crate::bench::SumCheck`]), and the
+//! measurement.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
