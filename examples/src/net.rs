@@ -103,6 +103,11 @@ pub struct Finished {
     pub monitor: Option<MonitorConfig>,
 }
 
+/// The body of a task spawned from inside another: it takes its ends.
+pub trait InnerTask<E>: FnOnce(E) -> Result<()> + Send + 'static {}
+
+impl<E, F: FnOnce(E) -> Result<()> + Send + 'static> InnerTask<E> for F {}
+
 /// A blocking engine: bounded channels, named tasks, a join (see the module
 /// doc).
 pub trait Net: Sized {
@@ -134,6 +139,23 @@ pub trait Net: Sized {
 
     /// Runs every task to its end (a task's panic an error naming it).
     fn finish(self) -> Result<Finished>;
+
+    /// A task spawned from inside another ([`Net::spawn_inner`]).
+    type Inner: Send + 'static;
+
+    /// Spawns task `name` from inside a running task of the network,
+    /// handing it `ends` (on rill with `rill::spawn_with`, so that the new
+    /// task holds them from its start); the spawner waits for it with
+    /// [`Net::join_inner`] before it ends.
+    fn spawn_inner<T: Send + 'static, U: Send + 'static>(
+        name: String,
+        ends: (Self::Rx<T>, Self::Tx<U>),
+        f: impl InnerTask<(Self::Rx<T>, Self::Tx<U>)>,
+    ) -> Result<Self::Inner>;
+
+    /// Waits for a task spawned with [`Net::spawn_inner`], its failure an
+    /// error.
+    fn join_inner(inner: Self::Inner) -> Result<()>;
 
     /// The messages of several channels as they come, until every writer
     /// has ended.
@@ -271,6 +293,26 @@ impl Net for RillNet {
         })
     }
 
+    /// Nothing to wait for: the run waits for every task.
+    type Inner = ();
+
+    fn spawn_inner<T: Send + 'static, U: Send + 'static>(
+        name: String,
+        ends: (Self::Rx<T>, Self::Tx<U>),
+        f: impl InnerTask<(Self::Rx<T>, Self::Tx<U>)>,
+    ) -> Result<()> {
+        rill::spawn_with(name, ends, move |e| {
+            if let Err(e) = f(e) {
+                panic!("{e:#}");
+            }
+        });
+        Ok(())
+    }
+
+    fn join_inner(_: ()) -> Result<()> {
+        Ok(())
+    }
+
     fn merge<T: Send + 'static>(inputs: Vec<Self::Rx<T>>) -> impl Iterator<Item = T> {
         let mut set = rill::PollSet::new();
         for r in inputs {
@@ -375,6 +417,20 @@ impl Net for ThreadNet {
             stats: None,
             monitor: None,
         })
+    }
+
+    type Inner = JoinHandle<Result<()>>;
+
+    fn spawn_inner<T: Send + 'static, U: Send + 'static>(
+        name: String,
+        ends: (Self::Rx<T>, Self::Tx<U>),
+        f: impl InnerTask<(Self::Rx<T>, Self::Tx<U>)>,
+    ) -> Result<Self::Inner> {
+        spawn_thread(name, move || f(ends))
+    }
+
+    fn join_inner(inner: Self::Inner) -> Result<()> {
+        join_thread(inner)?
     }
 
     fn merge<T: Send + 'static>(mut inputs: Vec<Self::Rx<T>>) -> impl Iterator<Item = T> {

@@ -1,12 +1,13 @@
-//! The prime sieve as a benchmark: its run on each engine (rill's network
-//! [`crate::apps::sieve`], the peers' [`crate::peers::sieve`]).
+//! The prime sieve as a benchmark: its run on each engine (the network of
+//! [`crate::apps::sieve`], written once for rill and OS threads; tokio's
+//! [`crate::peers::sieve`]).
 
 use anyhow::Result;
 
 use crate::apps;
 use crate::bench::{Measurement, ParamError, Params, SieveParams};
 use crate::engines::{monitor_name, Bench, Engine};
-use crate::net::{monitor_config, rill_figures};
+use crate::net::{monitor_config, rill_figures, Net, ThreadNet};
 use crate::peers;
 
 impl Bench for SieveParams {
@@ -21,7 +22,7 @@ impl Bench for SieveParams {
     fn run(&self, engine: Engine) -> Result<Measurement> {
         match engine {
             Engine::Rill => rill(self),
-            Engine::Threads => peers::sieve::threads(self),
+            Engine::Threads => threads(self),
             Engine::Tokio => peers::sieve::tokio(self),
             Engine::Sequential => Err(engine.lacks("sieve")),
         }
@@ -57,6 +58,16 @@ impl Bench for SieveParams {
     fn crosses_workers(&self) -> bool {
         self.workers > 1
     }
+}
+
+/// The sieve network on OS threads ([`apps::sieve::network`]); `threads`
+/// counts the threads the run made (the filters, the generator and the
+/// sink).
+fn threads(p: &SieveParams) -> Result<Measurement> {
+    let (out, run) = apps::sieve::network::<ThreadNet>(p, None, None)?;
+    let m = p.measured(run.wall, &out.primes, out.messages)?;
+    let threads = out.primes.len() as u64 + 2;
+    Ok(ThreadNet::figures(m, &run).with(|f| f.threads = Some(threads)))
 }
 
 /// The prime sieve ([`apps::sieve`]), its primes checked against the
