@@ -18,7 +18,8 @@ use std::process::Command;
 use std::str::FromStr;
 
 use rill::MonitorFlags;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::bench::ParamError;
 use crate::cli::{AbArgs, CliError, Summary};
@@ -26,7 +27,7 @@ use crate::report::Stats;
 use crate::table::Table;
 
 /// A rill-bench executable to measure, `NAME=PATH` on the command line.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Build {
     /// The name the tables give it.
     pub name: String,
@@ -67,7 +68,7 @@ fn is_executable(path: &Path) -> bool {
 /// `counts` (map, worker, task and stream events: everything but the message
 /// order), or any one word rill's `--monitor` takes (`full`, `all`,
 /// `stream`...).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Mode {
     /// The name the tables give it.
     pub name: String,
@@ -358,11 +359,35 @@ fn change(r: Option<Stats>) -> String {
     }
 }
 
-fn stats_json(s: Option<Stats>) -> Value {
-    s.map_or(
-        Value::Null,
-        |s| json!({"median": s.median, "min": s.min, "max": s.max}),
-    )
+/// `ab --json`'s document.
+#[derive(Serialize)]
+struct AbRecord<'a> {
+    machine: &'a str,
+    load_average: Option<&'a str>,
+    line_roundtrip_ns: &'a [Option<f64>],
+    rounds: u32,
+    workers: usize,
+    builds: &'a [Build],
+    monitor: &'a [Mode],
+    extra_args: &'a [String],
+    runs: usize,
+    failures: usize,
+    cells: Vec<Cell<'a>>,
+}
+
+/// One row in one configuration, over the rounds.
+#[derive(Serialize)]
+struct Cell<'a> {
+    row: &'a str,
+    unit: &'static str,
+    build: &'a str,
+    monitor: &'a str,
+    values: Vec<Option<f64>>,
+    stats: Option<Stats>,
+    parks: Option<f64>,
+    log_bytes: Option<f64>,
+    vs_first_build: Option<Stats>,
+    vs_first_mode: Option<Stats>,
 }
 
 /// The load average, from /proc/loadavg.
@@ -484,34 +509,42 @@ pub fn run(
         for (r, row) in rows.iter().enumerate() {
             for (c, cfg) in configs.iter().enumerate() {
                 let mine = &runs[r][c];
-                cells.push(json!({
-                    "row": row.name,
-                    "unit": row.unit(),
-                    "build": cfg.build.name,
-                    "monitor": cfg.mode.name,
-                    "values": mine.iter().map(|f| f.map(|f| f.value)).collect::<Vec<_>>(),
-                    "stats": stats_json(stats(mine, |f| Some(f.value))),
-                    "parks": stats(mine, |f| f.parks).map(|s| s.median),
-                    "log_bytes": stats(mine, |f| f.log_bytes).map(|s| s.median),
-                    "vs_first_build": stats_json(vs_build.then(|| ratios(mine, &runs[r][at(first_build, cfg.mode)])).flatten()),
-                    "vs_first_mode": stats_json(vs_mode.then(|| ratios(mine, &runs[r][at(cfg.build, first_mode)])).flatten()),
-                }));
+                cells.push(Cell {
+                    row: row.name,
+                    unit: row.unit(),
+                    build: &cfg.build.name,
+                    monitor: &cfg.mode.name,
+                    values: mine.iter().map(|f| f.map(|f| f.value)).collect(),
+                    stats: stats(mine, |f| Some(f.value)),
+                    parks: stats(mine, |f| f.parks).map(|s| s.median),
+                    log_bytes: stats(mine, |f| f.log_bytes).map(|s| s.median),
+                    vs_first_build: vs_build
+                        .then(|| ratios(mine, &runs[r][at(first_build, cfg.mode)]))
+                        .flatten(),
+                    vs_first_mode: vs_mode
+                        .then(|| ratios(mine, &runs[r][at(cfg.build, first_mode)]))
+                        .flatten(),
+                });
             }
         }
-        let doc = json!({
-            "machine": machine,
-            "load_average": load,
-            "line_roundtrip_ns": lines,
-            "rounds": args.rounds,
-            "workers": args.workers,
-            "builds": builds.iter().map(|b| json!({"name": b.name, "path": b.path})).collect::<Vec<_>>(),
-            "monitor": args.monitor.iter().map(|m| json!({"name": m.name, "arg": m.arg})).collect::<Vec<_>>(),
-            "extra_args": args.extra,
-            "runs": summary.runs,
-            "failures": summary.failures,
-            "cells": cells,
-        });
-        writeln!(out, "{doc}")?;
+        let doc = AbRecord {
+            machine: &machine,
+            load_average: load.as_deref(),
+            line_roundtrip_ns: &lines,
+            rounds: args.rounds,
+            workers: args.workers,
+            builds: &builds,
+            monitor: &args.monitor,
+            extra_args: &args.extra,
+            runs: summary.runs,
+            failures: summary.failures,
+            cells,
+        };
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&doc).expect("a record serialises")
+        )?;
         return Ok(summary);
     }
 

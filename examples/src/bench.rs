@@ -2,7 +2,7 @@
 //! measurement an engine returns, and the verifiers that check a run did what it
 //! claims.
 //!
-//! An engine ([`crate::engines::Engine`]: rill, or a peer baseline) receives a validated [`PipeParams`],
+//! A benchmark ([`crate::engines::Bench`]) on an engine (rill, or a peer baseline) gets a validated [`PipeParams`],
 //! [`RingParams`], [`WordcountParams`], [`SieveParams`] or [`MicroParams`], runs the benchmark,
 //! checks its result with [`SequenceCheck`], [`verify_ring`],
 //! [`WordcountParams::verify`] or [`SieveParams::measured`], and returns a [`Measurement`]. The command line
@@ -27,6 +27,7 @@
 //! filter and the sink are created until every task (the filters spawned
 //! during the run among them) has ended; the primes are checked after.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -36,9 +37,23 @@ use clap::ValueEnum;
 use rill::MonitorFlags;
 use serde::Serialize;
 
-use crate::apps::MappingChoice;
 use crate::kernels::sieve;
 use crate::kernels::wordcount::{self, Corpus, Counts};
+use crate::mapping::{AutoFigures, MappingChoice, PILOT_DIVISOR, PILOT_MONITOR};
+
+static ALLOCATOR: OnceLock<&'static str> = OnceLock::new();
+
+/// Records the name of the global allocator the program runs with, for the
+/// reports (`rill-bench` sets it in `main`).
+pub fn set_allocator(name: &'static str) {
+    let _ = ALLOCATOR.set(name);
+}
+
+/// The global allocator's name as set by [`set_allocator`]; `system` when
+/// nothing set it.
+pub fn allocator() -> &'static str {
+    ALLOCATOR.get().copied().unwrap_or("system")
+}
 
 /// Default bound of every channel or stream (messages it holds before its writer
 /// blocks).
@@ -188,7 +203,7 @@ impl Placement {
 
     /// The worker (0-based) that stage `stage` of a line of `depth` stages goes to
     /// when there are `workers` workers: how rill places the ring's tasks. (rill's
-    /// pipe keeps LPEL's placement instead: see [`crate::rill_runs::pipe`].)
+    /// pipe keeps LPEL's placement instead: see [`crate::nets::pipe`].)
     ///
     /// `workers` and `depth` must be at least 1 and `stage < depth`.
     pub fn worker_of(self, stage: usize, depth: usize, workers: usize) -> usize {
@@ -626,8 +641,8 @@ impl WordcountParams {
             workers,
             mapping: MappingChoice::Adaptive,
             words: wordcount::WordsAs::Owned,
-            pilot: crate::apps::auto::PILOT_DIVISOR,
-            pilot_monitor: crate::apps::auto::PILOT_MONITOR,
+            pilot: PILOT_DIVISOR,
+            pilot_monitor: PILOT_MONITOR,
             monitor: None,
             logs: None,
         }
@@ -668,14 +683,12 @@ impl WordcountParams {
     pub fn measured(&self, wall: Duration, got: &Counts) -> Result<Measurement, VerifyError> {
         self.verify(got)?;
         let words = wordcount::total_words(got);
-        Ok(Measurement::new(wall, words)
-            .with("words", words)
-            .with("words_as", self.words.name())
-            .with("distinct", got.len() as u64)
-            .with(
-                "mb_per_s",
-                self.corpus.len() as f64 / 1e6 / wall.as_secs_f64().max(1e-9),
-            ))
+        Ok(Measurement::new(wall, words).with(|f| {
+            f.words = Some(words);
+            f.words_as = Some(self.words.name());
+            f.distinct = Some(got.len() as u64);
+            f.mb_per_s = Some(self.corpus.len() as f64 / 1e6 / wall.as_secs_f64().max(1e-9));
+        }))
     }
 }
 
@@ -775,10 +788,11 @@ impl SieveParams {
                 "sieve: the tasks read {messages} numbers, the sequential count says {reads}"
             )));
         }
-        Ok(Measurement::new(wall, got.len() as u64)
-            .with("largest", got.last().copied().unwrap_or(0))
-            .with("messages", messages)
-            .with("filters", got.len() as u64))
+        Ok(Measurement::new(wall, got.len() as u64).with(|f| {
+            f.largest = Some(got.last().copied().unwrap_or(0));
+            f.messages = Some(messages);
+            f.filters = Some(got.len() as u64);
+        }))
     }
 }
 
@@ -790,24 +804,88 @@ pub struct Measurement {
     /// Operations done in that time (channel hops, ring hops, yields...); 0 when
     /// the benchmark has no operations (`idle_cpu`).
     pub ops: u64,
-    /// Engine- or row-specific figures, copied into the JSON line as they are
-    /// (for example `cpu_share` for `idle_cpu`, `threads` for the threads engine).
-    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// The engine's and the benchmark's own figures, in the JSON line as
+    /// they are (for example `cpu_share` for `idle_cpu`, `threads` for the
+    /// threads engine).
+    pub figures: Figures,
+}
+
+/// The figures a run reports beside its time, each where it applies (an
+/// absent one is left out of the JSON line).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Figures {
+    /// rill: the monitoring mode of the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// rill: where the tasks went (`--mapping`'s name; `auto` for a planned run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<String>,
+    /// rill: task dispatches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispatches: Option<u64>,
+    /// rill: times a worker parked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parks: Option<u64>,
+    /// rill: time the workers spent idle, summed, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_ms: Option<f64>,
+    /// rill, monitored: bytes of monitoring log written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_bytes: Option<u64>,
+    /// rill, monitored: the directory of the logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_dir: Option<String>,
+    /// OS threads: the threads the run made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u64>,
+    /// tokio, and rill's sieve: the tasks the run made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<u64>,
+    /// `idle_cpu`: CPU time over wall time (share of one core).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_share: Option<f64>,
+    /// `idle_cpu`: the CPU time in microseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_us: Option<u64>,
+    /// Word count: the words of the text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub words: Option<u64>,
+    /// Word count: how the splitter hands words to the counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub words_as: Option<&'static str>,
+    /// Word count: the distinct words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distinct: Option<u64>,
+    /// Word count: megabytes of text per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mb_per_s: Option<f64>,
+    /// Sieve: the last prime.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub largest: Option<u64>,
+    /// Sieve: the numbers the tasks read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<u64>,
+    /// Sieve: the filters of the chain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filters: Option<u64>,
+    /// `--mapping auto`: the pilot and the plan.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<AutoFigures>,
 }
 
 impl Measurement {
-    /// A measurement of `ops` operations in `wall`, with no extra figures.
+    /// A measurement of `ops` operations in `wall`, with no figures.
     pub fn new(wall: Duration, ops: u64) -> Self {
         Measurement {
             wall,
             ops,
-            extra: serde_json::Map::new(),
+            figures: Figures::default(),
         }
     }
 
-    /// Adds an extra figure.
-    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
-        self.extra.insert(key.to_string(), value.into());
+    /// Sets figures.
+    pub fn with(mut self, set: impl FnOnce(&mut Figures)) -> Self {
+        set(&mut self.figures);
         self
     }
 
@@ -816,9 +894,86 @@ impl Measurement {
         (self.ops > 0).then(|| self.wall.as_nanos() as f64 / self.ops as f64)
     }
 
-    /// The `cpu_share` extra figure, if the measurement has one.
+    /// The `cpu_share` figure, if the measurement has one.
     pub fn cpu_share(&self) -> Option<f64> {
-        self.extra.get("cpu_share").and_then(|v| v.as_f64())
+        self.figures.cpu_share
+    }
+}
+
+/// A benchmark's parameters as a run's record has them, each where it
+/// applies (an absent one is left out of the JSON line).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Params {
+    /// Micro: the row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row: Option<&'static str>,
+    /// Workers (for a micro row, those it runs on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workers: Option<usize>,
+    /// Pipe, ring: the hand-made placement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<&'static str>,
+    /// `--mapping`, by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<String>,
+    /// Pipe: stages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<usize>,
+    /// Pipe: messages the source writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<u64>,
+    /// Ring: tasks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<usize>,
+    /// Ring: hops of the token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hops: Option<u64>,
+    /// Word count: `generated` or the input file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// Word count: the generated text's seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Word count: bytes of text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<usize>,
+    /// Word count: words per message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<usize>,
+    /// Word count: counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<usize>,
+    /// Word count: least bytes per chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<usize>,
+    /// Sieve: primes to find.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primes: Option<usize>,
+    /// Bound of each channel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<usize>,
+    /// Pipe: busy work per message of every relay, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_ns: Option<u64>,
+    /// Pipe: relays with other work: relay index to ns per message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow: Option<BTreeMap<usize, u64>>,
+    /// Pipe with work: the calibrated steps of busy work per microsecond.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_steps_per_us: Option<f64>,
+    /// `--monitor`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// `--logs`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logs: Option<PathBuf>,
+}
+
+/// `placement=P`, or `mapping=M` when a mapping is given (for titles).
+pub fn placed(placement: Placement, mapping: Option<&MappingChoice>) -> String {
+    match mapping {
+        Some(m) => format!("mapping={m}"),
+        None => format!("placement={placement}"),
     }
 }
 
@@ -884,23 +1039,52 @@ impl SequenceCheck {
     }
 }
 
-/// Checks a ring run (see [`RingParams`] for the protocol): the task that ended it
-/// read the token `final_token`, and the tasks read `reads` tokens in all. Both
-/// must match `hops` hops exactly: the final token is `hops`, and the reads are
-/// `hops + 1` (the hops plus the initial token).
-pub fn verify_ring(final_token: Option<u64>, reads: u64, hops: u64) -> Result<(), VerifyError> {
-    match final_token {
-        None => Err(VerifyError(
+/// Checks a ring run from what its tasks saw (see [`RingParams`] for the
+/// protocol): the final token each task read, if it read it. Exactly one
+/// task read the final token, and it is `hops` (the token counts its
+/// hops: each task passes on the token it read plus one).
+pub fn verify_ring(finals: &[Option<u64>], hops: u64) -> Result<(), VerifyError> {
+    let mut seen = finals.iter().flatten();
+    match (seen.next(), seen.next()) {
+        (None, _) => Err(VerifyError(
             "the ring ended without any task seeing the final token".to_string(),
         )),
-        Some(t) if t != hops => Err(VerifyError(format!(
+        (Some(_), Some(_)) => Err(VerifyError(
+            "more than one task saw a final token (a token was duplicated)".to_string(),
+        )),
+        (Some(&t), None) if t != hops => Err(VerifyError(format!(
             "the token ended after {t} hops, expected {hops}"
         ))),
-        Some(_) if reads != hops + 1 => Err(VerifyError(format!(
-            "the tasks read the token {reads} times, expected {} ({hops} hops + the initial token)",
-            hops + 1
-        ))),
-        Some(_) => Ok(()),
+        (Some(_), None) => Ok(()),
+    }
+}
+
+/// Checks what the reader of the `handoff` row read: `0..n` in any order
+/// adds up to `n (n - 1) / 2` (wrapping); [`SumCheck::push`] costs one add
+/// per message, as the row's own loop did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SumCheck {
+    sum: u64,
+}
+
+impl SumCheck {
+    /// Adds a message.
+    #[inline(always)]
+    pub fn push(&mut self, v: u64) {
+        self.sum = self.sum.wrapping_add(v);
+    }
+
+    /// Checks that the messages were `0..n`, each once.
+    pub fn finish(&self, n: u64) -> Result<(), VerifyError> {
+        let want = (u128::from(n) * u128::from(n.saturating_sub(1)) / 2) as u64;
+        if self.sum == want {
+            Ok(())
+        } else {
+            Err(VerifyError(format!(
+                "the messages add up to {}, 0..{n} to {want}",
+                self.sum
+            )))
+        }
     }
 }
 
@@ -938,9 +1122,10 @@ pub fn measure_idle_cpu() -> anyhow::Result<Measurement> {
     let wall = t0.elapsed();
     let cpu = cpu1.saturating_sub(cpu0);
     let share = cpu.as_secs_f64() / wall.as_secs_f64();
-    Ok(Measurement::new(wall, 0)
-        .with("cpu_share", share)
-        .with("cpu_us", cpu.as_micros() as u64))
+    Ok(Measurement::new(wall, 0).with(|f| {
+        f.cpu_share = Some(share);
+        f.cpu_us = Some(cpu.as_micros() as u64);
+    }))
 }
 
 #[cfg(test)]
@@ -988,11 +1173,14 @@ mod tests {
 
     #[test]
     fn ring_verifier() {
-        verify_ring(Some(100), 101, 100).unwrap();
-        assert!(verify_ring(None, 101, 100).is_err());
-        assert!(verify_ring(Some(99), 100, 100).is_err());
-        assert!(verify_ring(Some(100), 100, 100).is_err());
-        assert!(verify_ring(Some(100), 102, 100).is_err());
+        verify_ring(&[None, Some(100)], 100).unwrap();
+        assert!(verify_ring(&[None, None], 100).is_err());
+        assert!(verify_ring(&[Some(99)], 100).is_err());
+        assert!(verify_ring(&[Some(100), Some(100)], 100).is_err());
+        let mut s = SumCheck::default();
+        (0..10).for_each(|v| s.push(v));
+        s.finish(10).unwrap();
+        assert!(s.finish(11).is_err());
     }
 
     #[test]
@@ -1079,7 +1267,7 @@ mod tests {
 
     #[test]
     fn net_mappings() {
-        let map = crate::apps::mapping_file("mc");
+        let map = crate::mapping::mapping_file("mc");
         for (m, ok) in [
             (MappingChoice::Rr, true),
             (MappingChoice::Parts, true),
@@ -1161,7 +1349,7 @@ mod tests {
         let right = wordcount::count_words("c b a b a a");
         let m = p.measured(Duration::from_millis(2), &right).unwrap();
         assert_eq!(m.ops, 6);
-        assert_eq!(m.extra["distinct"], 3);
+        assert_eq!(m.figures.distinct, Some(3));
         let wrong = wordcount::count_words("a b a c b");
         let e = p.measured(Duration::from_millis(2), &wrong).unwrap_err();
         assert!(
@@ -1201,8 +1389,8 @@ mod tests {
             .measured(Duration::from_millis(2), &[2, 3, 5, 7, 11], 26)
             .unwrap();
         assert_eq!(
-            (m.ops, &m.extra["largest"], &m.extra["messages"]),
-            (5, &11.into(), &26.into())
+            (m.ops, m.figures.largest, m.figures.messages),
+            (5, Some(11), Some(26))
         );
         let e = p
             .measured(Duration::from_millis(2), &[2, 3, 5, 7, 11], 30)
@@ -1228,7 +1416,8 @@ mod tests {
         let m = Measurement::new(Duration::from_micros(10), 100);
         assert_eq!(m.ns_per_op(), Some(100.0));
         assert_eq!(m.cpu_share(), None);
-        let idle = Measurement::new(Duration::from_millis(50), 0).with("cpu_share", 0.25);
+        let idle =
+            Measurement::new(Duration::from_millis(50), 0).with(|f| f.cpu_share = Some(0.25));
         assert_eq!(idle.ns_per_op(), None);
         assert_eq!(idle.cpu_share(), Some(0.25));
     }

@@ -1,293 +1,215 @@
-//! The engines a benchmark runs on, behind one trait: [`Engine`], implemented
-//! by rill ([`crate::rill_engine::Rill`]), its two peers
-//! ([`crate::peers::threads::Threads`], [`crate::peers::tokio_rt::Tokio`]) and
-//! the word count's sequential loop ([`Sequential`]).
+//! The engine abstraction, in three parts:
 //!
-//! [`run`] is the entry point: it validates a job's parameters before any
-//! engine sees them, and turns a panic inside an engine into an error, so
-//! that one engine's failure never stops the others' runs.
+//! - [`Engine`]: which engine a run is on (rill, OS threads, tokio, or the
+//!   word count's sequential loop): a name, nothing more.
+//! - [`Bench`]: one benchmark's parameters, validated, run on an engine.
+//!   Each benchmark implements it in its own file ([`crate::nets`] for the
+//!   pipe and the ring, [`crate::micro`], [`crate::wordcount_bench`],
+//!   [`crate::sieve_bench`]).
+//! - [`Job`]: the registration: one variant per benchmark, and the one
+//!   match ([`Job::bench`]) that hands out its [`Bench`].
+//!
+//! Where a benchmark is the same network on every blocking engine (the
+//! pipe, the ring, the hand-off and the round trip, the word count), its
+//! network is one generic function over [`crate::net::Net`], which is what
+//! differs between rill and OS threads: a bounded channel, a named spawn, a
+//! join (and a merge of several inputs). Each engine instantiates it, so
+//! rill's hot loops are monomorphised, with no `dyn` on a per-message path.
+//! tokio is not a `Net`: its tasks are futures, and blocking inside them
+//! would measure something no tokio program does; its copies are async
+//! and share the rest: the parameters, the per-message protocol and its
+//! checks ([`crate::bench::verify_ring`], [`crate::bench::SequenceCheck`],
+//! [`crate::bench::SumCheck`]), the word count's splitting
+//! ([`crate::kernels::wordcount::Words`]), and the measurement ([`crate::bench::Measurement`], rendered by
+//! [`crate::report::Record`]). The sieve, whose chain of filters grows from
+//! inside running tasks, is still written per engine.
+//!
+//! [`crate::registry::run`] runs a job on an engine.
 
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use anyhow::{anyhow, Result};
+use serde::Serialize;
 
 use crate::bench::{
-    Measurement, MicroParams, PipeParams, RingParams, SieveParams, WordcountParams,
+    Measurement, MicroParams, ParamError, Params, PipeParams, RingParams, SieveParams,
+    WordcountParams,
 };
-use crate::kernels::wordcount;
-use crate::peers::threads::{panic_text, Threads};
-use crate::peers::tokio_rt::Tokio;
-use crate::report::Job;
-use crate::rill_engine::Rill;
 
-/// Something that runs the benchmarks: each method runs one benchmark once,
-/// on parameters already validated, verifies the result and returns what it
-/// measured. A benchmark an engine does not have returns an error (the
-/// default).
-pub trait Engine: Sync {
+/// An engine a benchmark runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// rill's lightweight tasks and streams.
+    Rill,
+    /// One OS thread per task, `crossbeam_channel::bounded` channels.
+    Threads,
+    /// tokio tasks on a multi-thread runtime, `tokio::sync::mpsc` channels.
+    Tokio,
+    /// No network: the plain sequential loop (the word count only).
+    Sequential,
+}
+
+impl Engine {
+    /// Every engine that runs a network, rill first (the order in which the
+    /// command line runs them).
+    pub const NETWORKS: [Engine; 3] = [Engine::Rill, Engine::Threads, Engine::Tokio];
+
+    /// The engines of the word count: the networks, then the sequential loop.
+    pub const WORDCOUNT: [Engine; 4] = [
+        Engine::Rill,
+        Engine::Threads,
+        Engine::Tokio,
+        Engine::Sequential,
+    ];
+
     /// The engine's name as the command line and the JSON output spell it.
-    fn name(&self) -> &'static str;
+    pub const fn name(self) -> &'static str {
+        match self {
+            Engine::Rill => "rill",
+            Engine::Threads => "threads",
+            Engine::Tokio => "tokio",
+            Engine::Sequential => "sequential",
+        }
+    }
 
     /// What the engine is, in a line (for `--help`).
-    fn about(&self) -> &'static str;
-
-    /// The pipe ([`PipeParams`]).
-    fn pipe(&self, _p: &PipeParams) -> Result<Measurement> {
-        Err(lacks(self.name(), "pipe"))
+    pub const fn about(self) -> &'static str {
+        match self {
+            Engine::Rill => "rill's lightweight tasks and streams",
+            Engine::Threads => "one OS thread per task, crossbeam-channel bounded channels",
+            Engine::Tokio => "tokio tasks on a multi-thread runtime, tokio mpsc bounded channels",
+            Engine::Sequential => "the plain sequential loop, no network (wordcount only)",
+        }
     }
 
-    /// The ring ([`RingParams`]).
-    fn ring(&self, _p: &RingParams) -> Result<Measurement> {
-        Err(lacks(self.name(), "ring"))
+    /// The engine called `name`, if there is one.
+    pub fn by_name(name: &str) -> Option<Engine> {
+        Engine::WORDCOUNT.into_iter().find(|e| e.name() == name)
     }
 
-    /// One micro row ([`MicroParams`]).
-    fn micro(&self, _p: &MicroParams) -> Result<Measurement> {
-        Err(lacks(self.name(), "micro"))
-    }
-
-    /// The word count ([`WordcountParams`]).
-    fn wordcount(&self, _p: &WordcountParams) -> Result<Measurement> {
-        Err(lacks(self.name(), "wordcount"))
-    }
-
-    /// The prime sieve ([`SieveParams`]).
-    fn sieve(&self, _p: &SieveParams) -> Result<Measurement> {
-        Err(lacks(self.name(), "sieve"))
+    /// The error of a benchmark this engine does not run.
+    pub fn lacks(self, bench: &str) -> anyhow::Error {
+        anyhow!("{bench} has no {} engine", self.name())
     }
 }
 
-fn lacks(engine: &str, bench: &str) -> anyhow::Error {
-    anyhow!("{bench} has no {engine} engine")
-}
-
-impl fmt::Debug for dyn Engine + '_ {
+impl fmt::Display for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-impl fmt::Display for dyn Engine + '_ {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+/// One benchmark, its parameters given: what it is called, whether it can
+/// run with them, and a run on one engine (verified, measured). A benchmark
+/// an engine does not have is an error ([`Engine::lacks`]).
+pub trait Bench {
+    /// The benchmark's name (`pipe`, `ring`...), as the JSON spells it.
+    fn name(&self) -> &'static str;
+
+    /// Checks that the benchmark can run with these parameters.
+    fn validate(&self) -> Result<(), ParamError>;
+
+    /// Runs the benchmark once on `engine`, parameters already validated.
+    fn run(&self, engine: Engine) -> Result<Measurement>;
+
+    /// What `ops` counts.
+    fn op_name(&self) -> &'static str {
+        "op"
+    }
+
+    /// The parameters as a run's record has them.
+    fn params(&self) -> Params;
+
+    /// The parameters in one line, for a table's title.
+    fn title(&self) -> String;
+
+    /// A short label for progress lines.
+    fn label(&self) -> String {
+        self.name().to_string()
+    }
+
+    /// Whether the tables show the wall time in milliseconds rather than
+    /// ns per operation.
+    fn shows_wall_ms(&self) -> bool {
+        false
+    }
+
+    /// The unit of the figure the tables show.
+    fn unit(&self) -> &'static str {
+        if self.shows_wall_ms() {
+            "ms"
+        } else {
+            "ns/op"
+        }
+    }
+
+    /// The figure the tables show for a run.
+    fn figure(&self, m: &Measurement) -> Option<f64> {
+        if self.shows_wall_ms() {
+            Some(m.wall.as_secs_f64() * 1e3)
+        } else {
+            m.ns_per_op()
+        }
+    }
+
+    /// Whether a rill run may cross workers (then the tables print the
+    /// machine's floor under a hop beside it).
+    fn crosses_workers(&self) -> bool {
+        false
     }
 }
 
-/// Engines are the same when their names are.
-impl PartialEq for dyn Engine + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.name() == other.name()
-    }
+/// The monitoring mode as the record spells it.
+pub fn monitor_name(m: Option<rill::MonitorFlags>) -> Option<String> {
+    m.map(|f| f.to_string())
 }
 
-/// No network: the plain sequential loop ([`wordcount::count_words`]) on
-/// the calling thread. Only the word count has one.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Sequential;
-
-impl Engine for Sequential {
-    fn name(&self) -> &'static str {
-        "sequential"
-    }
-
-    fn about(&self) -> &'static str {
-        "the plain sequential loop, no network (wordcount only)"
-    }
-
-    fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
-        let start = std::time::Instant::now();
-        let counts = wordcount::count_words(p.corpus.text());
-        let wall = start.elapsed();
-        Ok(p.measured(wall, &counts)?)
-    }
+/// One benchmark configuration, run on each engine.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Job {
+    /// A pipe run.
+    Pipe(PipeParams),
+    /// A ring run.
+    Ring(RingParams),
+    /// A word count run.
+    Wordcount(WordcountParams),
+    /// A prime sieve run.
+    Sieve(SieveParams),
+    /// A micro row.
+    Micro(MicroParams),
 }
 
-/// Every engine that runs a network, rill first (the order in which the
-/// command line runs them).
-pub const NETWORKS: [&dyn Engine; 3] = [&Rill, &Threads, &Tokio];
-
-/// The engines of the word count: the networks, then the sequential loop.
-pub const WORDCOUNT: [&dyn Engine; 4] = [&Rill, &Threads, &Tokio, &Sequential];
-
-/// The engine called `name`, if there is one.
-pub fn by_name(name: &str) -> Option<&'static dyn Engine> {
-    WORDCOUNT.into_iter().find(|e| e.name() == name)
-}
-
-/// Runs `job` once on `engine`: its parameters validated first, a panic
-/// inside the engine an error.
-pub fn run(engine: &dyn Engine, job: &Job) -> Result<Measurement> {
-    job.validate()?;
-    catch_unwind(AssertUnwindSafe(|| match job {
-        Job::Pipe(p) => engine.pipe(p),
-        Job::Ring(p) => engine.ring(p),
-        Job::Micro(p) => engine.micro(p),
-        Job::Wordcount(p) => engine.wordcount(p),
-        Job::Sieve(p) => engine.sieve(p),
-    }))
-    .unwrap_or_else(|p| Err(anyhow!("engine {engine} panicked: {}", panic_text(&*p))))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::bench::MicroRow;
-
-    #[test]
-    fn rill_runs_and_verifies() {
-        let p = PipeParams {
-            depth: 4,
-            messages: 100,
-            workers: 2,
-            ..PipeParams::default()
-        };
-        let m = run(&Rill, &Job::Pipe(p)).unwrap();
-        assert_eq!(m.ops, 300);
-    }
-
-    #[test]
-    fn pipe_work_and_mappings_on_every_engine() {
-        let p = PipeParams {
-            depth: 5,
-            messages: 200,
-            workers: 2,
-            work_ns: 100,
-            slow: vec![(1, 1000)],
-            ..PipeParams::default()
-        };
-        for engine in NETWORKS {
-            let m = run(engine, &Job::Pipe(p.clone())).unwrap();
-            assert_eq!(m.ops, 800, "{engine}");
-            // Relay 1 alone works 200 x 1 us (at the calibrated speed).
-            assert!(m.wall >= std::time::Duration::from_micros(100), "{engine}");
-        }
-        for m in ["rr", "parts", "steal"] {
-            let mapping = Some(m.parse().unwrap());
-            let pipe = PipeParams {
-                mapping: mapping.clone(),
-                ..p.clone()
-            };
-            run(&Rill, &Job::Pipe(pipe)).unwrap();
-            let ring = RingParams {
-                size: 5,
-                hops: 100,
-                workers: 2,
-                mapping,
-                ..RingParams::default()
-            };
-            run(&Rill, &Job::Ring(ring)).unwrap();
+impl Job {
+    /// The job's benchmark: the registration of every benchmark.
+    pub fn bench(&self) -> &dyn Bench {
+        match self {
+            Job::Pipe(p) => p,
+            Job::Ring(p) => p,
+            Job::Wordcount(p) => p,
+            Job::Sieve(p) => p,
+            Job::Micro(p) => p,
         }
     }
 
-    #[test]
-    fn invalid_params_rejected_before_engines() {
-        let pipe = PipeParams {
-            depth: 1,
-            ..PipeParams::default()
-        };
-        let ring = RingParams {
-            hops: 0,
-            ..RingParams::default()
-        };
-        let wordcount = WordcountParams {
-            batch: 0,
-            ..WordcountParams::new(
-                wordcount::Corpus::of(
-                    wordcount::TextSource::Generated { bytes: 3, seed: 0 },
-                    "a b".into(),
-                ),
-                1,
-            )
-        };
-        let micro = MicroParams::new(MicroRow::Yield, 0);
-        for engine in NETWORKS {
-            for job in [
-                Job::Pipe(pipe.clone()),
-                Job::Ring(ring.clone()),
-                Job::Wordcount(wordcount.clone()),
-                Job::Micro(micro.clone()),
-            ] {
-                let e = run(engine, &job).unwrap_err().to_string();
-                assert!(e.contains("at least"), "{engine} {}: {e}", job.bench());
-            }
-        }
+    /// The benchmark's name: `pipe`, `ring`, `wordcount`, `sieve` or `micro`.
+    pub fn name(&self) -> &'static str {
+        self.bench().name()
     }
 
-    #[test]
-    fn wordcount_on_every_engine() {
-        let corpus = wordcount::Corpus::new(wordcount::TextSource::Generated {
-            bytes: 20_000,
-            seed: 9,
-        })
-        .unwrap();
-        let p = WordcountParams::new(corpus, 2);
-        let words = wordcount::total_words(p.corpus.reference());
-        for engine in WORDCOUNT {
-            let m = run(engine, &Job::Wordcount(p.clone())).unwrap();
-            assert_eq!(m.ops, words, "{engine}");
-        }
-        let e = run(&Sequential, &Job::Pipe(PipeParams::default())).unwrap_err();
-        assert!(e.to_string().contains("no sequential engine"), "{e}");
+    /// Checks the job's parameters.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        self.bench().validate()
     }
 
-    #[test]
-    fn sieve_of_100_primes_on_every_engine_with_1_and_2_workers() {
-        for workers in [1, 2] {
-            let p = SieveParams {
-                primes: 100,
-                workers,
-                ..SieveParams::default()
-            };
-            for engine in NETWORKS {
-                // Verified inside: the primes are the sequential sieve's.
-                let m = run(engine, &Job::Sieve(p.clone())).unwrap();
-                assert_eq!(m.ops, 100, "{engine} on {workers}");
-                assert_eq!(m.extra["largest"], 541, "{engine} on {workers}");
-            }
-        }
-        let e = run(&Sequential, &Job::Sieve(SieveParams::default())).unwrap_err();
-        assert!(
-            e.to_string().contains("sieve has no sequential engine"),
-            "{e}"
-        );
-        let bad = SieveParams {
-            primes: 0,
-            ..SieveParams::default()
-        };
-        let e = run(&Rill, &Job::Sieve(bad)).unwrap_err();
-        assert!(e.to_string().contains("at least 1"), "{e}");
+    /// What `ops` counts: `word` for the word count, `prime` for the
+    /// sieve, `op` otherwise.
+    pub fn op_name(&self) -> &'static str {
+        self.bench().op_name()
     }
 
-    #[test]
-    fn names() {
-        let names: Vec<&str> = WORDCOUNT.iter().map(|e| e.name()).collect();
-        assert_eq!(names, ["rill", "threads", "tokio", "sequential"]);
-        for e in WORDCOUNT {
-            assert_eq!(by_name(e.name()), Some(e));
-        }
-        assert_eq!(by_name("go"), None);
-    }
-
-    #[test]
-    fn panics_become_errors() {
-        struct Boom;
-        impl Engine for Boom {
-            fn name(&self) -> &'static str {
-                "boom"
-            }
-            fn about(&self) -> &'static str {
-                "panics"
-            }
-            fn pipe(&self, _: &PipeParams) -> Result<Measurement> {
-                panic!("boom")
-            }
-        }
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(|_| {}));
-        let r = run(&Boom, &Job::Pipe(PipeParams::default()));
-        std::panic::set_hook(prev);
-        let e = r.unwrap_err().to_string();
-        assert!(e.contains("boom panicked: boom"), "{e}");
+    /// A short label for progress lines: the benchmark, or the micro row.
+    pub fn label(&self) -> String {
+        self.bench().label()
     }
 }

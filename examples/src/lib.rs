@@ -2,10 +2,16 @@
 //! command that runs them side by side.
 //!
 //! - [`bench`](mod@bench): parameters, measurements and verifiers shared by every engine.
-//! - [`engines`]: the [`Engine`](engines::Engine) trait every engine
-//!   implements, and [`engines::run`], which runs a job on one.
-//! - [`rill_engine`]: the rill engine, on the networks of [`rill_runs`].
-//! - [`rill_runs`]: the rill networks themselves.
+//! - [`engines`]: the engine abstraction: [`Engine`](engines::Engine) (which
+//!   engine), [`Bench`](engines::Bench) (a benchmark run on an engine) and
+//!   [`Job`](engines::Job) (the registration of every benchmark);
+//!   [`registry`]: [`registry::run`], which runs a job on an engine.
+//! - [`net`]: what differs between the blocking engines (a bounded
+//!   channel, spawning a task, the join), and [`nets`]: the pipe, the ring
+//!   and the hand-off written once over it.
+//! - [`nets`], [`micro`], [`wordcount_bench`], [`sieve_bench`]: each
+//!   benchmark's [`Bench`](engines::Bench) (its run on each engine).
+//! - [`mapping`]: `--mapping` and what it means for a network.
 //! - [`kernels`]: the applications' computations (DES, MC, RT, ANT), runtime-free.
 //! - [`apps`]: the applications as stream networks of named tasks on rill.
 //! - [`peers`]: the same benchmarks on OS threads and on tokio.
@@ -24,9 +30,14 @@ pub mod cli;
 pub mod engines;
 pub mod kernels;
 pub mod line;
+pub mod mapping;
+pub mod micro;
+pub mod net;
+pub mod nets;
 pub mod peers;
+pub mod registry;
 pub mod report;
-pub mod rill_engine;
-pub mod rill_runs;
+pub mod sieve_bench;
 pub mod suite;
 pub mod table;
+pub mod wordcount_bench;

@@ -308,7 +308,16 @@ fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({"row": app, "run": label, unit: size, "wall_ms": ms, "ratio": ms / base, "verified": verified})
+                    serde_json::to_string(&AppLine {
+                        row: app,
+                        run: label,
+                        bytes: (unit == "bytes").then_some(size),
+                        paths: (unit == "paths").then_some(size),
+                        wall_ms: *ms,
+                        ratio: ms / base,
+                        verified: *verified,
+                    })
+                    .expect("a record serialises")
                 );
             } else {
                 println!(
@@ -410,7 +419,15 @@ pub fn main() -> ExitCode {
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({"row": r.row, "bytes": r.bytes, "rill": r.rill, "mpi": r.mpi, "ratio": ratio, "verified": r.verified})
+                    serde_json::to_string(&RowLine {
+                        row: r.row,
+                        bytes: r.bytes,
+                        rill: r.rill,
+                        mpi: r.mpi,
+                        ratio,
+                        verified: r.verified,
+                    })
+                    .expect("a record serialises")
                 );
             } else {
                 let unit = if r.row == "round_trip" { "ns" } else { "MB/s" };
@@ -428,4 +445,29 @@ pub fn main() -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `rill-bench mpi des|mc --json`: one run of an application.
+#[derive(serde::Serialize)]
+struct AppLine<'a, S: serde::Serialize> {
+    row: &'a str,
+    run: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<S>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paths: Option<S>,
+    wall_ms: f64,
+    ratio: f64,
+    verified: bool,
+}
+
+/// `rill-bench mpi --json`: one row, rill beside raw MPI.
+#[derive(serde::Serialize)]
+struct RowLine<'a> {
+    row: &'a str,
+    bytes: usize,
+    rill: f64,
+    mpi: f64,
+    ratio: f64,
+    verified: bool,
 }

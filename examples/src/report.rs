@@ -2,228 +2,16 @@
 //! median, min and max over the repeats and each engine's ratio to rill.
 
 use std::io::{self, Write};
-use std::sync::OnceLock;
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 
-use crate::apps::MappingChoice;
-use crate::bench::{
-    work_steps_per_ns, Measurement, MicroParams, MicroRow, ParamError, PipeParams, RingParams,
-    SieveParams, WordcountParams, MICRO_CAPACITY,
-};
+pub use crate::bench::{allocator, set_allocator};
+use crate::bench::{Figures, Measurement, Params};
 use crate::cli::Command;
-use crate::engines::Engine;
-use crate::kernels::wordcount::TextSource;
-use crate::rill_engine::Rill;
+use crate::engines::{Engine, Job};
+use crate::mapping::AutoFigures;
 use crate::table::Table;
-
-static ALLOCATOR: OnceLock<&'static str> = OnceLock::new();
-
-/// Records the name of the global allocator the program runs with, for the
-/// reports (`rill-bench` sets it in `main`).
-pub fn set_allocator(name: &'static str) {
-    let _ = ALLOCATOR.set(name);
-}
-
-/// The global allocator's name as set by [`set_allocator`]; `system` when
-/// nothing set it.
-pub fn allocator() -> &'static str {
-    ALLOCATOR.get().copied().unwrap_or("system")
-}
-
-/// One benchmark configuration, run on each engine.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Job {
-    /// A pipe run.
-    Pipe(PipeParams),
-    /// A ring run.
-    Ring(RingParams),
-    /// A word count run.
-    Wordcount(WordcountParams),
-    /// A prime sieve run.
-    Sieve(SieveParams),
-    /// A micro row.
-    Micro(MicroParams),
-}
-
-impl Job {
-    /// The benchmark's name: `pipe`, `ring`, `wordcount`, `sieve` or `micro`.
-    pub fn bench(&self) -> &'static str {
-        match self {
-            Job::Pipe(_) => "pipe",
-            Job::Ring(_) => "ring",
-            Job::Wordcount(_) => "wordcount",
-            Job::Sieve(_) => "sieve",
-            Job::Micro(_) => "micro",
-        }
-    }
-
-    /// Checks the job's parameters (the `validate` of each parameter set).
-    pub fn validate(&self) -> Result<(), ParamError> {
-        match self {
-            Job::Pipe(p) => p.validate(),
-            Job::Ring(p) => p.validate(),
-            Job::Wordcount(p) => p.validate(),
-            Job::Sieve(p) => p.validate(),
-            Job::Micro(p) => p.validate(),
-        }
-    }
-
-    /// What `ops` counts: `word` for the word count, `prime` for the
-    /// sieve, `op` otherwise.
-    pub fn op_name(&self) -> &'static str {
-        match self {
-            Job::Wordcount(_) => "word",
-            Job::Sieve(_) => "prime",
-            _ => "op",
-        }
-    }
-
-    /// A short label for progress lines: the benchmark, or the micro row.
-    pub fn label(&self) -> String {
-        match self {
-            Job::Micro(p) => format!("micro {}", p.row),
-            _ => self.bench().to_string(),
-        }
-    }
-
-    /// Whether the job's figure is a CPU share rather than ns per operation.
-    pub fn is_cpu_share(&self) -> bool {
-        matches!(self, Job::Micro(p) if p.row == MicroRow::IdleCpu)
-    }
-
-    /// The job's parameters as JSON fields.
-    pub fn params(&self) -> Map<String, Value> {
-        let v = match self {
-            Job::Pipe(p) => json!({
-                "workers": p.workers,
-                "placement": p.placement.name(),
-                "mapping": p.mapping.as_ref().map(|m| m.name()),
-                "depth": p.depth,
-                "messages": p.messages,
-                "capacity": p.capacity,
-                "work_ns": (p.work_ns > 0).then_some(p.work_ns),
-                "slow": (!p.slow.is_empty()).then(|| {
-                    p.slow
-                        .iter()
-                        .map(|&(k, ns)| (k.to_string(), json!(ns)))
-                        .collect::<Map<String, Value>>()
-                }),
-                "work_steps_per_us": p.has_work().then(|| work_steps_per_ns() * 1e3),
-                "monitor": p.monitor.map(|f| f.to_string()),
-                "logs": p.logs,
-            }),
-            Job::Ring(p) => json!({
-                "workers": p.workers,
-                "placement": p.placement.name(),
-                "mapping": p.mapping.as_ref().map(|m| m.name()),
-                "size": p.size,
-                "hops": p.hops,
-                "capacity": p.capacity,
-                "monitor": p.monitor.map(|f| f.to_string()),
-                "logs": p.logs,
-            }),
-            Job::Wordcount(p) => {
-                let (input, seed) = match p.corpus.source() {
-                    TextSource::Generated { seed, .. } => ("generated".to_string(), Some(*seed)),
-                    TextSource::File(f) => (f.display().to_string(), None),
-                };
-                json!({
-                    "workers": p.workers,
-                    "mapping": p.mapping.name(),
-                    "input": input,
-                    "seed": seed,
-                    "bytes": p.corpus.len(),
-                    "batch": p.batch,
-                    "counters": p.counters,
-                    "chunk": p.chunk,
-                    "capacity": p.capacity,
-                    "monitor": p.monitor.map(|f| f.to_string()),
-                    "logs": p.logs,
-                })
-            }
-            Job::Sieve(p) => json!({
-                "workers": p.workers,
-                "mapping": p.mapping.name(),
-                "primes": p.primes,
-                "capacity": p.capacity,
-                "monitor": p.monitor.map(|f| f.to_string()),
-                "logs": p.logs,
-            }),
-            Job::Micro(p) => {
-                let mut v = json!({
-                    "row": p.row.name(),
-                    "workers": p.row.workers(p.workers),
-                    "monitor": p.monitor.map(|f| f.to_string()),
-                    "logs": p.logs,
-                });
-                if matches!(p.row, MicroRow::Handoff | MicroRow::CrossWorkerRoundtrip) {
-                    v["capacity"] = json!(MICRO_CAPACITY);
-                }
-                v
-            }
-        };
-        let Value::Object(mut m) = v else {
-            unreachable!("json! of an object literal")
-        };
-        m.retain(|_, v| !v.is_null());
-        m
-    }
-
-    /// The job's parameters in one line for a table title.
-    fn title(&self) -> String {
-        match self {
-            Job::Pipe(p) => {
-                let mut t = format!(
-                    "pipe  depth={} messages={} capacity={} {} workers={}",
-                    p.depth,
-                    p.messages,
-                    p.capacity,
-                    placed(p.placement, p.mapping.as_ref()),
-                    p.workers
-                );
-                if p.work_ns > 0 {
-                    t.push_str(&format!(" work={}ns", p.work_ns));
-                }
-                for (k, ns) in &p.slow {
-                    t.push_str(&format!(" slow={k}={ns}ns"));
-                }
-                t
-            }
-            Job::Ring(p) => format!(
-                "ring  size={} hops={} capacity={} {} workers={}",
-                p.size,
-                p.hops,
-                p.capacity,
-                placed(p.placement, p.mapping.as_ref()),
-                p.workers
-            ),
-            Job::Wordcount(p) => format!(
-                "wordcount  input={} batch={} counters={} chunk={} capacity={} mapping={} workers={}",
-                p.corpus.source(),
-                p.batch,
-                p.counters,
-                p.chunk,
-                p.capacity,
-                p.mapping,
-                p.workers
-            ),
-            Job::Sieve(p) => format!(
-                "sieve  primes={} capacity={} mapping={} workers={}",
-                p.primes, p.capacity, p.mapping, p.workers
-            ),
-            Job::Micro(p) => format!("micro  workers={}", p.workers),
-        }
-    }
-}
-
-/// `placement=P`, or `mapping=M` when a mapping overrides the placement.
-fn placed(placement: crate::bench::Placement, mapping: Option<&MappingChoice>) -> String {
-    match mapping {
-        Some(m) => format!("mapping={m}"),
-        None => format!("placement={placement}"),
-    }
-}
 
 /// One run of one job on one engine.
 #[derive(Clone, Debug)]
@@ -231,7 +19,7 @@ pub struct Outcome {
     /// The job.
     pub job: Job,
     /// The engine it ran on.
-    pub engine: &'static dyn Engine,
+    pub engine: Engine,
     /// Index of the run among the repeats, from 0.
     pub run: u32,
     /// The measurement, or the error's text.
@@ -242,19 +30,11 @@ pub struct Outcome {
 /// the share of one core in percent, and for the word count and the sieve
 /// the wall time in milliseconds.
 fn figure(job: &Job, m: &Measurement) -> Option<f64> {
-    match job {
-        _ if job.is_cpu_share() => m.cpu_share().map(|s| s * 100.0),
-        Job::Wordcount(_) | Job::Sieve(_) => Some(m.wall.as_secs_f64() * 1e3),
-        _ => m.ns_per_op(),
-    }
+    job.bench().figure(m)
 }
 
 fn unit(job: &Job) -> &'static str {
-    match job {
-        _ if job.is_cpu_share() => "% core",
-        Job::Wordcount(_) | Job::Sieve(_) => "ms",
-        _ => "ns/op",
-    }
+    job.bench().unit()
 }
 
 /// A one-line summary of a run for progress output.
@@ -268,40 +48,91 @@ pub fn short_result(job: &Job, result: &Result<Measurement, String>) -> String {
     }
 }
 
-/// The JSON object for one run: `bench`, `engine`, `run`, `allocator`, the
-/// job's parameters (`workers`, `placement`, `depth`, `messages`, `size`,
-/// `hops`, `capacity`, `row`, `batch`, `counters`, `primes`... as they
-/// apply), then `ops`, `wall_ms`, `ns_per_op` (null for `idle_cpu`, which
-/// has `cpu_share` instead; per word for the word count, per prime for the
-/// sieve), `verified` and the engine's extra
-/// figures. A failed run has `verified: false` and `error` instead of figures.
-pub fn json_line(o: &Outcome) -> Value {
-    let mut m = Map::new();
-    m.insert("bench".into(), json!(o.job.bench()));
-    m.insert("engine".into(), json!(o.engine.name()));
-    m.insert("run".into(), json!(o.run));
-    m.insert("allocator".into(), json!(allocator()));
-    m.extend(o.job.params());
-    match &o.result {
-        Ok(meas) => {
-            for (k, v) in &meas.extra {
-                m.entry(k.clone()).or_insert_with(|| v.clone());
+/// One run of a benchmark on one engine: what `--json` writes, one object
+/// a line. A failed run has `verified: false` and `error` instead of the
+/// measurement.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Record {
+    /// `pipe`, `ring`, `micro`, `wordcount` or `sieve`.
+    pub bench: &'static str,
+    /// The engine.
+    pub engine: Engine,
+    /// Index of the run among the repeats, from 0.
+    pub run: u32,
+    /// The global allocator.
+    pub allocator: &'static str,
+    /// The benchmark's parameters.
+    #[serde(flatten)]
+    pub params: Params,
+    /// The engine's and the benchmark's figures.
+    #[serde(flatten)]
+    pub figures: Option<Figures>,
+    /// Operations timed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops: Option<u64>,
+    /// Wall time of the timed part, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_ms: Option<f64>,
+    /// Wall time per operation (null without operations: `idle_cpu`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ns_per_op: Option<Option<f64>>,
+    /// Whether the run ran and its result checked out.
+    pub verified: bool,
+    /// Why the run failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Record {
+    /// The record of `o`: `bench`, `engine`, `run`, `allocator`, the job's
+    /// parameters (`workers`, `placement`, `depth`, `messages`, `size`,
+    /// `hops`, `capacity`, `row`, `batch`, `counters`, `primes`... as they
+    /// apply), then `ops`, `wall_ms`, `ns_per_op` (null for `idle_cpu`, which
+    /// has `cpu_share` instead; per word for the word count, per prime for
+    /// the sieve), `verified` and the engine's figures. A parameter the
+    /// command line gave wins over the engine's figure of the same name.
+    pub fn of(o: &Outcome) -> Record {
+        let params = o.job.bench().params();
+        let mut r = Record {
+            bench: o.job.name(),
+            engine: o.engine,
+            run: o.run,
+            allocator: allocator(),
+            params,
+            figures: None,
+            ops: None,
+            wall_ms: None,
+            ns_per_op: None,
+            verified: o.result.is_ok(),
+            error: None,
+        };
+        match &o.result {
+            Ok(m) => {
+                let mut f = m.figures.clone();
+                if r.params.mapping.is_some() {
+                    f.mapping = None;
+                }
+                if r.params.monitor.is_some() {
+                    f.monitor = None;
+                }
+                r.figures = Some(f);
+                r.ops = Some(m.ops);
+                r.wall_ms = Some(m.wall.as_secs_f64() * 1e3);
+                r.ns_per_op = Some(m.ns_per_op());
             }
-            m.insert("ops".into(), json!(meas.ops));
-            m.insert("wall_ms".into(), json!(meas.wall.as_secs_f64() * 1e3));
-            m.insert("ns_per_op".into(), json!(meas.ns_per_op()));
-            m.insert("verified".into(), json!(true));
+            Err(e) => r.error = Some(e.clone()),
         }
-        Err(e) => {
-            m.insert("verified".into(), json!(false));
-            m.insert("error".into(), json!(e));
-        }
+        r
     }
-    Value::Object(m)
+}
+
+/// The JSON object of one run ([`Record::of`]).
+pub fn json_line(o: &Outcome) -> Value {
+    serde_json::to_value(Record::of(o)).expect("a record serialises")
 }
 
 /// Median, min and max of some figures.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Stats {
     /// The median (the mean of the two middle values for an even count).
     pub median: f64,
@@ -334,7 +165,7 @@ impl Stats {
 }
 
 /// The table row of one engine for one job: its stats, or the first error.
-fn engine_cell(job: &Job, engine: &dyn Engine, outcomes: &[Outcome]) -> Result<Stats, String> {
+fn engine_cell(job: &Job, engine: Engine, outcomes: &[Outcome]) -> Result<Stats, String> {
     let mine: Vec<&Outcome> = outcomes
         .iter()
         .filter(|o| o.engine == engine && o.job == *job)
@@ -369,7 +200,7 @@ fn fmt_figure(x: f64) -> String {
 
 /// The ratio column: `engine/rill = 3.2x`, or why there is none.
 fn ratio(
-    engine: &dyn Engine,
+    engine: Engine,
     mine: &Result<Stats, String>,
     rill: Option<&Result<Stats, String>>,
 ) -> String {
@@ -385,8 +216,8 @@ fn ratio(
 }
 
 /// Whether `engine` is rill, the engine the others are compared with.
-pub fn is_rill(engine: &dyn Engine) -> bool {
-    engine.name() == Rill.name()
+pub fn is_rill(engine: Engine) -> bool {
+    engine.name() == "rill"
 }
 
 /// Writes the table of a command's jobs (one pipe, ring or word count, or
@@ -396,7 +227,7 @@ pub fn write_tables(
     out: &mut dyn Write,
     command: &Command,
     jobs: &[Job],
-    engines: &[&'static dyn Engine],
+    engines: &[Engine],
     outcomes: &[Outcome],
 ) -> io::Result<()> {
     let repeat = command.common().map_or(1, |c| c.repeat);
@@ -405,7 +236,7 @@ pub fn write_tables(
         writeln!(
             out,
             "{}  ({repeat} run{} per engine, allocator {})",
-            first.title(),
+            first.bench().title(),
             if repeat == 1 { "" } else { "s" },
             allocator()
         )?;
@@ -417,7 +248,7 @@ pub fn write_tables(
     let text_cols: &[usize] = if micro { &[0, 1, 6] } else { &[0, 5] };
     let mut table = Table::plain(head).left(text_cols);
     for job in jobs {
-        let cells: Vec<(&dyn Engine, Result<Stats, String>)> = engines
+        let cells: Vec<(Engine, Result<Stats, String>)> = engines
             .iter()
             .map(|&e| (e, engine_cell(job, e, outcomes)))
             .collect();
@@ -444,49 +275,44 @@ pub fn write_tables(
     // Runs under `--mapping auto` (the word count's rill row): their pilots
     // and the files planned, which the table's wall time leaves out.
     for job in jobs {
-        let auto: Vec<&Measurement> = outcomes
+        let auto: Vec<&AutoFigures> = outcomes
             .iter()
             .filter(|o| o.job == *job)
             .filter_map(|o| o.result.as_ref().ok())
-            .filter(|m| m.extra.contains_key("pilot_ms"))
+            .filter_map(|m| m.figures.auto.as_ref())
             .collect();
-        let num = |m: &Measurement, k: &str| m.extra.get(k).and_then(Value::as_f64);
-        let stats = |k: &str| Stats::of(&auto.iter().filter_map(|m| num(m, k)).collect::<Vec<_>>());
+        let stats =
+            |k: fn(&AutoFigures) -> f64| Stats::of(&auto.iter().map(|a| k(a)).collect::<Vec<_>>());
         if let (Some(pilot), Some(total), Some(last)) =
-            (stats("pilot_ms"), stats("total_ms"), auto.last())
+            (stats(|a| a.pilot_ms), stats(|a| a.total_ms), auto.last())
         {
             writeln!(
                 out,
                 "rill mapping auto: pilot {} ({}) median {:.1} ms, wall + pilot median {:.1} ms (min {:.1}, max {:.1}); mapping file {}",
-                last.extra.get("pilot_size").and_then(Value::as_str).unwrap_or("?"),
+                last.pilot_size,
                 if auto.len() == 1 { "one run".to_string() } else { format!("{} runs", auto.len()) },
                 pilot.median,
                 total.median,
                 total.min,
                 total.max,
-                last.extra.get("mapping_file").and_then(Value::as_str).unwrap_or("?"),
+                last.mapping_file,
             )?;
         }
     }
     Ok(())
 }
 
-/// Whether the job's rill run may cross workers: a pipe, ring or sieve on
-/// two workers or more, or the cross-worker round trip.
+/// Whether the job's rill run may cross workers (see
+/// [`crate::engines::Bench::crosses_workers`]).
 pub fn crosses_workers(job: &Job) -> bool {
-    match job {
-        Job::Pipe(p) => p.workers > 1,
-        Job::Ring(p) => p.workers > 1,
-        Job::Sieve(p) => p.workers > 1,
-        Job::Micro(p) => p.row == crate::bench::MicroRow::CrossWorkerRoundtrip,
-        Job::Wordcount(_) => false,
-    }
+    job.bench().crosses_workers()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::peers::{threads::Threads, tokio_rt::Tokio};
+    use crate::bench::{MicroParams, MicroRow, PipeParams, RingParams};
+    use crate::engines::Engine::{Rill, Threads, Tokio};
     use std::time::Duration;
 
     fn pipe_job() -> Job {
@@ -511,9 +337,9 @@ mod tests {
     fn json_line_has_required_keys() {
         let o = Outcome {
             job: pipe_job(),
-            engine: &Threads,
+            engine: Threads,
             run: 2,
-            result: Ok(Measurement::new(Duration::from_millis(3), 30).with("threads", 4)),
+            result: Ok(Measurement::new(Duration::from_millis(3), 30).with(|f| f.threads = Some(4))),
         };
         let v = json_line(&o);
         for key in [
@@ -549,7 +375,7 @@ mod tests {
     fn json_line_for_ring_micro_and_errors() {
         let ring = Outcome {
             job: Job::Ring(RingParams::default()),
-            engine: &Tokio,
+            engine: Tokio,
             run: 0,
             result: Ok(Measurement::new(Duration::from_millis(1), 1000)),
         };
@@ -566,9 +392,11 @@ mod tests {
         }
         let idle = Outcome {
             job: Job::Micro(MicroParams::new(MicroRow::IdleCpu, 8)),
-            engine: &Threads,
+            engine: Threads,
             run: 0,
-            result: Ok(Measurement::new(Duration::from_millis(50), 0).with("cpu_share", 0.01)),
+            result: Ok(
+                Measurement::new(Duration::from_millis(50), 0).with(|f| f.cpu_share = Some(0.01))
+            ),
         };
         let v = json_line(&idle);
         assert_eq!(v["row"], "idle_cpu");
@@ -577,7 +405,7 @@ mod tests {
         assert_eq!(v["cpu_share"], 0.01);
         let failed = Outcome {
             job: pipe_job(),
-            engine: &Rill,
+            engine: Rill,
             run: 0,
             result: Err("rill engine not wired yet".into()),
         };
@@ -597,14 +425,14 @@ mod tests {
             })
         };
         assert_eq!(
-            ratio(&Threads, &s(30.0), Some(&s(10.0))),
+            ratio(Threads, &s(30.0), Some(&s(10.0))),
             "threads/rill = 3.00x"
         );
-        assert_eq!(ratio(&Rill, &s(10.0), Some(&s(10.0))), "-");
+        assert_eq!(ratio(Rill, &s(10.0), Some(&s(10.0))), "-");
         assert_eq!(
-            ratio(&Tokio, &s(10.0), Some(&Err("x".into()))),
+            ratio(Tokio, &s(10.0), Some(&Err("x".into()))),
             "tokio/rill = n/a"
         );
-        assert_eq!(ratio(&Tokio, &s(10.0), None), "");
+        assert_eq!(ratio(Tokio, &s(10.0), None), "");
     }
 }

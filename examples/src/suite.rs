@@ -14,15 +14,18 @@ use std::path::{Path, PathBuf};
 
 use rill::MonitorFlags;
 use rill_monitor::xml_escape;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::apps::auto::AutoPlan;
 use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice};
 use crate::bench::{ParamError, PipeParams, Placement, RingParams, SieveParams, WordcountParams};
 use crate::cli::{AllArgs, AppCommand, CliError, CompareArgs, Summary};
-use crate::engines::{self, Engine};
+use crate::engines::Engine;
+use crate::engines::Job;
 use crate::kernels::wordcount::{Corpus, TextSource};
-use crate::report::{self, Job, Outcome, Stats};
+use crate::registry;
+use crate::report::{self, Outcome, Stats};
 use crate::table::Table;
 
 /// One finished (or failed) run of an application.
@@ -56,18 +59,19 @@ impl Done {
         self.wall_ms().map(|w| w + pilot)
     }
 
-    fn json(&self, bench: &str) -> Value {
+    fn json(&self, bench: &'static str) -> Value {
         match &self.result {
             Ok(r) => r.json(&self.opts, self.run),
-            Err(e) => json!({
-                "bench": bench,
-                "workers": self.opts.workers,
-                "mapping": self.opts.mapping.name(),
-                "monitor": self.opts.monitor.to_string(),
-                "run": self.run,
-                "verified": false,
-                "error": e,
-            }),
+            Err(e) => serde_json::to_value(AppFailure {
+                bench,
+                workers: self.opts.workers,
+                mapping: self.opts.mapping.name(),
+                monitor: self.opts.monitor.to_string(),
+                run: self.run,
+                verified: false,
+                error: e,
+            })
+            .expect("a record serialises"),
         }
     }
 
@@ -109,12 +113,7 @@ fn run_once(app: &dyn App, opts: &AppOpts, run: u32, report: bool) -> Done {
             app.run(opts)
         }
     }))
-    .unwrap_or_else(|p| {
-        Err(anyhow::anyhow!(
-            "panicked: {}",
-            crate::peers::threads::panic_text(&*p)
-        ))
-    })
+    .unwrap_or_else(|p| Err(anyhow::anyhow!("panicked: {}", crate::net::panic_text(&*p))))
     .and_then(|mut r| {
         // A monitored run: read its logs back (rill-mon's summary), so
         // that waiting events and log sizes appear beside the timing.
@@ -413,41 +412,43 @@ pub fn compare(
         })
         .collect();
     if common.json {
-        let mut line = json!({
-            "bench": app.name(),
-            "compare": true,
-            "workers": base.workers,
-            "monitor": base.monitor.to_string(),
-            "runs": repeat,
-            "rr_median_ms": rs.map(|s| s.median),
-            "manual_median_ms": ms.map(|s| s.median),
-            "speedup": speedup,
-            "verified": summary.failures == 0,
-        });
-        if args.auto {
-            line["auto_median_ms"] = json!(auto_s.map(|s| s.median));
-            line["auto_total_median_ms"] = json!(auto_total.map(|s| s.median));
-            line["pilot_median_ms"] = json!(pilot.map(|s| s.median));
-            line["speedup_auto"] = json!(over_rr(auto_s));
-            line["speedup_auto_total"] = json!(over_rr(auto_total));
-        }
-        if !files.is_empty() {
-            line["files"] = files
-                .iter()
-                .zip(&args.files)
-                .map(|(f, path)| {
-                    json!({
-                        "file": path.display().to_string(),
-                        "median_ms": f.stats.map(|s| s.median),
-                        "min_ms": f.stats.map(|s| s.min),
-                        "max_ms": f.stats.map(|s| s.max),
-                        "speedup": f.speedup,
-                        "to_manual": f.to_manual,
+        let line = CompareRecord {
+            bench: app.name(),
+            compare: true,
+            workers: base.workers,
+            monitor: base.monitor.to_string(),
+            runs: repeat,
+            rr_median_ms: rs.map(|s| s.median),
+            manual_median_ms: ms.map(|s| s.median),
+            speedup,
+            verified: summary.failures == 0,
+            auto: args.auto.then(|| CompareAuto {
+                auto_median_ms: auto_s.map(|s| s.median),
+                auto_total_median_ms: auto_total.map(|s| s.median),
+                pilot_median_ms: pilot.map(|s| s.median),
+                speedup_auto: over_rr(auto_s),
+                speedup_auto_total: over_rr(auto_total),
+            }),
+            files: (!files.is_empty()).then(|| {
+                files
+                    .iter()
+                    .zip(&args.files)
+                    .map(|(f, path)| CompareFile {
+                        file: path.display().to_string(),
+                        median_ms: f.stats.map(|s| s.median),
+                        min_ms: f.stats.map(|s| s.min),
+                        max_ms: f.stats.map(|s| s.max),
+                        speedup: f.speedup,
+                        to_manual: f.to_manual,
                     })
-                })
-                .collect();
-        }
-        writeln!(out, "{line}")?;
+                    .collect()
+            }),
+        };
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&line).expect("a record serialises")
+        )?;
         return Ok(summary);
     }
     writeln!(out, "{}", app.describe())?;
@@ -789,10 +790,10 @@ const ALL_MONITORS: [MonitorFlags; 2] = [MonitorFlags::OFF, MonitorFlags::FULL];
 type AppCell = (MappingChoice, MonitorFlags, Vec<Done>);
 
 /// The engines a peer benchmark runs on.
-type Engines = &'static [&'static dyn Engine];
+type Engines = &'static [Engine];
 
 /// One engine's outcomes of a peer benchmark.
-type EngineCell = (&'static dyn Engine, Vec<Outcome>);
+type EngineCell = (Engine, Vec<Outcome>);
 
 fn param_error(e: impl std::fmt::Display) -> CliError {
     CliError::Params(ParamError(e.to_string()))
@@ -842,24 +843,24 @@ fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, Cli
     };
     let corpus = Corpus::new(TextSource::Generated { bytes, seed: 1 }).map_err(param_error)?;
     Ok(vec![
-        (Job::Pipe(pipe), &engines::NETWORKS[..]),
-        (Job::Ring(ring), &engines::NETWORKS[..]),
-        (Job::Ring(ring_rr), &engines::NETWORKS[..]),
+        (Job::Pipe(pipe), &registry::NETWORKS[..]),
+        (Job::Ring(ring), &registry::NETWORKS[..]),
+        (Job::Ring(ring_rr), &registry::NETWORKS[..]),
         (
             Job::Wordcount(WordcountParams::new(corpus.clone(), workers)),
-            &engines::WORDCOUNT[..],
+            &registry::WORDCOUNT[..],
         ),
         (
             Job::Wordcount(WordcountParams {
                 words: crate::kernels::wordcount::WordsAs::Slices,
                 ..WordcountParams::new(corpus, workers)
             }),
-            &engines::WORDCOUNT[..],
+            &registry::WORDCOUNT[..],
         ),
-        (sieve_on(MappingChoice::Adaptive), &engines::NETWORKS[..1]),
-        (sieve_on(MappingChoice::Rr), &engines::NETWORKS[..]),
-        (sieve_on(MappingChoice::Parts), &engines::NETWORKS[..1]),
-        (sieve_on(MappingChoice::Manual), &engines::NETWORKS[..1]),
+        (sieve_on(MappingChoice::Adaptive), &registry::NETWORKS[..1]),
+        (sieve_on(MappingChoice::Rr), &registry::NETWORKS[..]),
+        (sieve_on(MappingChoice::Parts), &registry::NETWORKS[..1]),
+        (sieve_on(MappingChoice::Manual), &registry::NETWORKS[..1]),
     ])
 }
 
@@ -886,8 +887,9 @@ struct AllRun<'a> {
 impl AllRun<'_> {
     /// Keeps a run's JSON line for results.json, marked as part of `all`,
     /// and prints it with `--json`.
-    fn record(&mut self, mut line: Value) -> Result<(), CliError> {
-        line["suite"] = json!("all");
+    fn record(&mut self, run: Value) -> Result<(), CliError> {
+        let line =
+            serde_json::to_value(InSuite { suite: "all", run }).expect("a record serialises");
         if self.args.json {
             writeln!(self.out, "{line}")?;
         }
@@ -940,7 +942,7 @@ impl AllRun<'_> {
     fn peer_runs(
         &mut self,
         job: &Job,
-        job_engines: &[&'static dyn Engine],
+        job_engines: &[Engine],
     ) -> Result<Vec<EngineCell>, CliError> {
         let mut cells = Vec::new();
         for &engine in job_engines {
@@ -959,12 +961,12 @@ impl AllRun<'_> {
                     "[all {}/{}] {}{what} engine={engine} run {}/{} ... ",
                     self.step,
                     self.steps,
-                    job.bench(),
+                    job.name(),
                     run + 1,
                     self.repeat
                 );
                 let _ = self.progress.flush();
-                let result = engines::run(engine, job).map_err(|e| format!("{e:#}"));
+                let result = registry::run(engine, job).map_err(|e| format!("{e:#}"));
                 let _ = writeln!(self.progress, "{}", report::short_result(job, &result));
                 self.summary.runs += 1;
                 if result.is_err() {
@@ -1097,7 +1099,7 @@ fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
                 _ => placement.unwrap_or("-").into(),
             };
             Row {
-                bench: job.bench().into(),
+                bench: job.name().into(),
                 placement,
                 engine: engine.name(),
                 mapping,
@@ -1115,33 +1117,145 @@ fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
 }
 
 /// The contents of results.json.
-fn results_json(run: &AllRun<'_>, title: &str, machine: &str, elapsed: f64, rows: &[Row]) -> Value {
-    json!({
-        "title": title,
-        "machine": machine,
-        "workers": run.workers,
-        "repeat": run.repeat,
-        "quick": run.args.quick,
-        "allocator": report::allocator(),
-        "elapsed_s": elapsed,
-        "failures": run.summary.failures,
-        "rows": rows.iter().map(|r| json!({
-            "bench": r.bench,
-            "placement": r.placement,
-            "engine": r.engine,
-            "mapping": r.mapping,
-            "monitor": r.monitor,
-            "wall_ms": r.wall.map(|w| w.median),
-            "min_ms": r.wall.map(|w| w.min),
-            "max_ms": r.wall.map(|w| w.max),
-            "speedup": r.speedup,
-            "overhead_pct": r.overhead,
-            "verified": r.verified,
-            "note": r.note,
-            "logs": r.logs,
-        })).collect::<Vec<_>>(),
-        "runs": run.json_runs,
-    })
+fn results_json<'a>(
+    run: &'a AllRun<'_>,
+    title: &'a str,
+    machine: &'a str,
+    elapsed: f64,
+    rows: &'a [Row],
+    line: LineRoundtrip,
+) -> Results<'a> {
+    Results {
+        title,
+        machine,
+        workers: run.workers,
+        repeat: run.repeat,
+        quick: run.args.quick,
+        allocator: report::allocator(),
+        elapsed_s: elapsed,
+        failures: run.summary.failures,
+        rows: rows
+            .iter()
+            .map(|r| RowRecord {
+                bench: &r.bench,
+                placement: r.placement,
+                engine: r.engine,
+                mapping: &r.mapping,
+                monitor: &r.monitor,
+                wall_ms: r.wall.map(|w| w.median),
+                min_ms: r.wall.map(|w| w.min),
+                max_ms: r.wall.map(|w| w.max),
+                speedup: r.speedup,
+                overhead_pct: r.overhead,
+                verified: r.verified,
+                note: &r.note,
+                logs: r.logs.as_deref(),
+            })
+            .collect(),
+        runs: &run.json_runs,
+        line_roundtrip_ns: line,
+    }
+}
+
+/// results.json.
+#[derive(Serialize)]
+struct Results<'a> {
+    title: &'a str,
+    machine: &'a str,
+    workers: usize,
+    repeat: u32,
+    quick: bool,
+    allocator: &'static str,
+    elapsed_s: f64,
+    failures: usize,
+    rows: Vec<RowRecord<'a>>,
+    /// Every run's record, marked with `suite`.
+    runs: &'a [Value],
+    line_roundtrip_ns: LineRoundtrip,
+}
+
+/// A cache line's round trip before and after the suite, in ns.
+#[derive(Serialize)]
+struct LineRoundtrip {
+    before: Option<f64>,
+    after: Option<f64>,
+}
+
+/// A row of the suite's table in results.json.
+#[derive(Serialize)]
+struct RowRecord<'a> {
+    bench: &'a str,
+    placement: Option<&'static str>,
+    engine: &'static str,
+    mapping: &'a str,
+    monitor: &'a str,
+    wall_ms: Option<f64>,
+    min_ms: Option<f64>,
+    max_ms: Option<f64>,
+    speedup: Option<f64>,
+    overhead_pct: Option<f64>,
+    verified: bool,
+    note: &'a str,
+    logs: Option<&'a Path>,
+}
+
+/// A run's record as part of `all`.
+#[derive(Serialize)]
+struct InSuite {
+    suite: &'static str,
+    #[serde(flatten)]
+    run: Value,
+}
+
+/// An application run that failed to run.
+#[derive(Serialize)]
+struct AppFailure<'a> {
+    bench: &'static str,
+    workers: usize,
+    mapping: String,
+    monitor: String,
+    run: u32,
+    verified: bool,
+    error: &'a str,
+}
+
+/// `compare --json`'s line.
+#[derive(Serialize)]
+struct CompareRecord {
+    bench: &'static str,
+    compare: bool,
+    workers: usize,
+    monitor: String,
+    runs: u32,
+    rr_median_ms: Option<f64>,
+    manual_median_ms: Option<f64>,
+    speedup: Option<f64>,
+    verified: bool,
+    #[serde(flatten)]
+    auto: Option<CompareAuto>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    files: Option<Vec<CompareFile>>,
+}
+
+/// `compare --auto`'s figures.
+#[derive(Serialize)]
+struct CompareAuto {
+    auto_median_ms: Option<f64>,
+    auto_total_median_ms: Option<f64>,
+    pilot_median_ms: Option<f64>,
+    speedup_auto: Option<f64>,
+    speedup_auto_total: Option<f64>,
+}
+
+/// `compare --file`'s figures of one file.
+#[derive(Serialize)]
+struct CompareFile {
+    file: String,
+    median_ms: Option<f64>,
+    min_ms: Option<f64>,
+    max_ms: Option<f64>,
+    speedup: Option<f64>,
+    to_manual: Option<f64>,
 }
 
 /// `rill-bench all`: every application with rr and manual mapping, with
@@ -1217,11 +1331,11 @@ pub fn all(
              overhead: monitor=full median / monitor=off median - 1, same mapping."
         )?;
     }
-    let mut results = results_json(&run, &title, &machine, elapsed, &rows);
-    results["line_roundtrip_ns"] = json!({
-        "before": line_before.ok().map(|t| t.ns),
-        "after": line_after.ok().map(|t| t.ns),
-    });
+    let line = LineRoundtrip {
+        before: line_before.ok().map(|t| t.ns),
+        after: line_after.ok().map(|t| t.ns),
+    };
+    let results = results_json(&run, &title, &machine, elapsed, &rows, line);
     let write =
         |name: &str, text: String| std::fs::write(args.out.join(name), text).map_err(CliError::Io);
     write(

@@ -39,7 +39,9 @@ use anyhow::{anyhow, Result};
 use rill::{ManualTable, Reader, Writer};
 
 use super::auto::{pilot_size, Pilot};
-use super::{run_timed, runtime_of, App, AppOpts, AppRun, NetRun, Slot};
+use serde::Serialize;
+
+use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, Slot};
 use crate::kernels::ant::{self as k, AcoParams, Colony, Instance};
 
 /// An ant colony application run's configuration.
@@ -129,7 +131,7 @@ impl Ant {
             ..
         } = self.cfg;
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::new();
+        let slot = Slot::default();
         let mut to_ants: Vec<Writer<(u32, Arc<Colony>)>> = Vec::new();
         let mut from_ants: Vec<Reader<AntResult>> = Vec::new();
         for a in 0..ants {
@@ -234,12 +236,6 @@ impl App for Ant {
         let inst = &self.inst;
         let edd = k::cost(inst, &k::edd(inst));
         let mut run = AppRun::new("ant", r.wall, r.stats);
-        run.field("jobs", self.cfg.jobs);
-        run.field("ants", self.cfg.ants);
-        run.field("iterations", self.cfg.iterations);
-        run.field("seed", self.cfg.seed);
-        run.field("best_cost", cost);
-        run.field("edd_cost", edd);
         let valid = k::validate(inst, &schedule);
         run.check(valid.is_ok(), || {
             format!("not a schedule: {}", valid.clone().unwrap_err())
@@ -255,7 +251,15 @@ impl App for Ant {
             format!("cost {cost} does not beat EDD's {edd}")
         });
         let (ref_s, ref_c) = self.reference();
-        run.field("reference_cost", *ref_c);
+        run.figures = Some(AppFigures::Ant(AntFigures {
+            jobs: self.cfg.jobs,
+            ants: self.cfg.ants,
+            iterations: self.cfg.iterations,
+            seed: self.cfg.seed,
+            best_cost: cost,
+            edd_cost: edd,
+            reference_cost: *ref_c,
+        }));
         run.check(*ref_c == cost && *ref_s == schedule, || {
             format!("differs from the sequential reference (cost {ref_c})")
         });
@@ -269,6 +273,25 @@ impl App for Ant {
         );
         Ok(run)
     }
+}
+
+/// What an ant colony run reports besides its time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AntFigures {
+    /// Jobs to schedule.
+    pub jobs: usize,
+    /// Ants per iteration.
+    pub ants: u32,
+    /// Iterations.
+    pub iterations: u32,
+    /// The instance's seed.
+    pub seed: u64,
+    /// The best schedule's total tardiness.
+    pub best_cost: u64,
+    /// Earliest-due-date's total tardiness.
+    pub edd_cost: u64,
+    /// The sequential reference's.
+    pub reference_cost: u64,
 }
 
 #[cfg(test)]
@@ -291,7 +314,7 @@ mod tests {
                 let opts = AppOpts::new(workers, m.parse().unwrap());
                 let run = app.run(&opts).unwrap();
                 assert!(run.verified, "{workers} workers {m}: {:?}", run.problems);
-                assert_eq!(run.fields["best_cost"], reference);
+                assert_eq!(run.figure("best_cost"), reference);
                 assert_eq!(run.stats.tasks_created, 6);
             }
         }

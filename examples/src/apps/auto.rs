@@ -36,41 +36,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use rill::{ManualTable, MonitorConfig, MonitorFlags};
-use serde_json::{json, Value};
 
 use super::{App, AppOpts, AppRun, MappingChoice};
-
-/// The pilot runs about 1/`PILOT_DIVISOR` of the real run's size by
-/// default (`--pilot N` sets another N). With busy times counted from the
-/// dispatches ([`PILOT_MONITOR`]), a hundredth of Monte Carlo (3,000 of
-/// 300,000 paths) kept the chains whole in 15 of 15 plans, its pilot took
-/// about 7 ms (a thirtieth sampled at 10 kHz: 16 ms), and auto with its
-/// pilot ran level with the manual table, 1.51-1.55x rr (`compare mc
-/// --paths 300000 --repeat 15 --auto`; `docs/measurements.md`). At 1/6 the
-/// pilot cost more than the plan saved (auto with its pilot 385.7 ms
-/// against rr 300.2). The other applications' pilots sit on their floors
-/// at 1/30 already (rt, ant) or take a few milliseconds (des).
-pub const PILOT_DIVISOR: u64 = 100;
+pub use crate::mapping::{AutoFigures, PILOT_DIVISOR, PILOT_MONITOR};
 
 /// The largest `--pilot N`.
 pub const MAX_PILOT_DIVISOR: u64 = 1000;
-
-/// What the pilot records by default (`--pilot-monitor`): count mode,
-/// `map,worker,task,stream`: task names and workers, busy time per task
-/// from its dispatches, worker waits and per-stream message and block
-/// counts; no message order, which `plan_mapping` does not read. Sample
-/// mode (`sample:HZ`) plans too, from busy times estimated from a few
-/// samples per task; on a pilot of a few milliseconds it is no cheaper
-/// (MC rr at 3,000 paths, 7 alternating rounds: counts +16%, sample:10000
-/// +32% over off) and its estimates mislead the plan: at 1/100 of MC,
-/// sampled at 20 kHz, 8 of 15 auto runs took 280-300 ms against 220 for
-/// the rest; the five of their maps kept each put steps of one chain on
-/// the other worker (a capacity-1 link crossing, which the model
-/// underrates), the fast runs' maps none.
-pub const PILOT_MONITOR: MonitorFlags = MonitorFlags::MAPPING
-    .union(MonitorFlags::SCHEDULER)
-    .union(MonitorFlags::WORKER)
-    .union(MonitorFlags::STREAM);
 
 /// Where auto's pilot logs and files go without `--logs` (relative to the
 /// working directory).
@@ -124,24 +95,21 @@ impl AutoPlan {
         self.pilot_run + self.plan
     }
 
-    /// The JSON fields of an auto run whose real run took `wall`:
-    /// `mapping_file`, `pilot_logs`, `pilot_size`, `pilot_monitor`,
-    /// `pilot_ms`, `pilot_run_ms`, `plan_ms`, `pilot_elapsed_ms`,
-    /// `pilot_predicted_ms`, `pilot_predicted_rr_ms`, `total_ms`.
-    pub fn fields(&self, wall: Duration) -> Vec<(&'static str, Value)> {
-        vec![
-            ("mapping_file", json!(self.file.display().to_string())),
-            ("pilot_logs", json!(self.logs.display().to_string())),
-            ("pilot_size", json!(self.size)),
-            ("pilot_monitor", json!(self.monitor.to_string())),
-            ("pilot_ms", json!(ms(self.pilot_time()))),
-            ("pilot_run_ms", json!(ms(self.pilot_run))),
-            ("plan_ms", json!(ms(self.plan))),
-            ("pilot_elapsed_ms", json!(ms(self.elapsed))),
-            ("pilot_predicted_ms", json!(ms(self.predicted.0))),
-            ("pilot_predicted_rr_ms", json!(ms(self.predicted.1))),
-            ("total_ms", json!(ms(self.pilot_time() + wall))),
-        ]
+    /// The figures of an auto run whose real run took `wall`.
+    pub fn figures(&self, wall: Duration) -> AutoFigures {
+        AutoFigures {
+            mapping_file: self.file.display().to_string(),
+            pilot_logs: self.logs.display().to_string(),
+            pilot_size: self.size.clone(),
+            pilot_monitor: self.monitor.to_string(),
+            pilot_ms: ms(self.pilot_time()),
+            pilot_run_ms: ms(self.pilot_run),
+            plan_ms: ms(self.plan),
+            pilot_elapsed_ms: ms(self.elapsed),
+            pilot_predicted_ms: ms(self.predicted.0),
+            pilot_predicted_rr_ms: ms(self.predicted.1),
+            total_ms: ms(self.pilot_time() + wall),
+        }
     }
 
     /// One line for the terminal, for a real run that took `wall`.
@@ -239,8 +207,8 @@ pub fn plan(
 /// An application run under `--mapping auto` (`opts.mapping` is
 /// [`MappingChoice::Auto`]): the pilot ([`App::pilot`]) in
 /// [`dir_for`]`(opts.logs, app, run)`, the plan, and the run under the
-/// planned file with the rest of `opts`. The run's fields gain the plan's
-/// ([`AutoPlan::fields`]) and its summary the plan's line.
+/// planned file with the rest of `opts`. The run gains the plan's figures
+/// ([`AutoPlan::figures`]) and its summary the plan's line.
 pub fn run_app(app: &dyn App, opts: &AppOpts, run: u32) -> Result<(AppRun, AutoPlan)> {
     let dir = dir_for(opts.logs.as_deref(), app.name(), run);
     let plan = plan(&dir, opts.workers, opts.pilot_monitor, |mon| {
@@ -266,9 +234,7 @@ pub fn run_app(app: &dyn App, opts: &AppOpts, run: u32) -> Result<(AppRun, AutoP
         ..opts.clone()
     };
     let mut r = app.run(&real)?;
-    for (k, v) in plan.fields(r.wall) {
-        r.field(k, v);
-    }
+    r.auto = Some(plan.figures(r.wall));
     Ok((r, plan))
 }
 
@@ -311,9 +277,10 @@ mod tests {
         let t = ManualTable::load(&plan.file).unwrap();
         assert!(t.lookup("mc/dispatch").is_some(), "{t:?}");
         assert!(t.lookup("mc/star/0/step/0").is_some(), "{t:?}");
-        assert!(r.fields["total_ms"].as_f64().unwrap() >= r.fields["pilot_ms"].as_f64().unwrap());
+        let a = r.auto.as_ref().unwrap();
+        assert!(a.total_ms >= a.pilot_ms);
         assert!(plan.size.contains("of 3000 paths"), "{}", plan.size);
-        assert_eq!(r.fields["pilot_monitor"], PILOT_MONITOR.to_string());
+        assert_eq!(a.pilot_monitor, PILOT_MONITOR.to_string());
         // The planner's shortcut through the load's totals gives the plan
         // of the pass over every period.
         let run = rill_monitor::load_run(&plan.logs).unwrap();
@@ -346,7 +313,7 @@ mod tests {
         let run = rill_monitor::load_run(&plan.logs).unwrap();
         assert!(run.flags.is_sampled(), "{}", run.flags);
         assert_eq!(run.flags.sample_hz(), Some(10_000));
-        assert_eq!(r.fields["pilot_monitor"], flags.to_string());
+        assert_eq!(r.auto.as_ref().unwrap().pilot_monitor, flags.to_string());
         let t = ManualTable::load(&plan.file).unwrap();
         assert!(t.lookup("mc/collect").is_some(), "{t:?}");
         std::fs::remove_dir_all(&dir).unwrap();

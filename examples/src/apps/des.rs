@@ -33,7 +33,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use rill::ManualTable;
 
 use super::auto::{pilot_size, Pilot};
-use super::{fnv64, run_timed, runtime_of, App, AppOpts, AppRun, NetRun, PollSet, Slot};
+use serde::Serialize;
+
+use super::{
+    fnv64, run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, PollSet, Slot,
+};
 use crate::kernels::des::{self as k, KeySchedule, BLOCK_BYTES};
 
 /// The default key (the classic worked-example key).
@@ -204,7 +208,7 @@ impl Des {
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
         let batch = net.batch;
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::new();
+        let slot = Slot::default();
 
         let mut to_pipes = Vec::with_capacity(p);
         let mut from_pipes = PollSet::new();
@@ -247,7 +251,7 @@ impl Des {
                     }
                 }
             });
-            from_pipes.push(r_out, i);
+            from_pipes.push(r_out);
         }
 
         rt.spawn("des/split", move || {
@@ -271,7 +275,7 @@ impl Des {
             let mut out: Vec<u8> = Vec::with_capacity(0);
             let mut pending: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
             let mut next = 0u64;
-            while let Some((_, (seq, blocks))) = from_pipes.next() {
+            for (_, (seq, blocks)) in from_pipes {
                 pending.insert(seq, blocks);
                 while let Some(blocks) = pending.remove(&next) {
                     out.reserve(blocks.len() * BLOCK_BYTES);
@@ -388,22 +392,28 @@ impl App for Des {
         let decrypt = self.cfg.decrypt;
         let r = self.network(opts, self.input.clone(), decrypt, self.cfg.output.clone())?;
         let mut run = AppRun::new("des", r.wall, r.stats);
-        run.field("mode", if decrypt { "decrypt" } else { "encrypt" });
-        run.field("bytes", self.input.len());
-        run.field("key", self.cfg.key.to_uppercase());
-        run.field("batch", self.cfg.net.batch);
-        run.field("stages", self.cfg.net.stages);
-        run.field("pipelines", self.cfg.net.pipelines(opts.workers));
+        let mut figures = DesFigures {
+            mode: if decrypt { "decrypt" } else { "encrypt" },
+            bytes: self.input.len(),
+            key: self.cfg.key.to_uppercase(),
+            batch: self.cfg.net.batch,
+            stages: self.cfg.net.stages,
+            pipelines: self.cfg.net.pipelines(opts.workers),
+            output_bytes: None,
+            output_fnv: None,
+        };
         let out = match r.value {
             Ok(out) => out,
             Err(e) => {
+                run.figures = Some(AppFigures::Des(figures));
                 run.check(false, || e);
                 run.summary = "no output".into();
                 return Ok(run);
             }
         };
-        run.field("output_bytes", out.len());
-        run.field("output_fnv", format!("{:016x}", fnv64(&out)));
+        figures.output_bytes = Some(out.len());
+        figures.output_fnv = Some(format!("{:016x}", fnv64(&out)));
+        run.figures = Some(AppFigures::Des(figures));
         match self.reference() {
             Ok(reference) => run.check(out == *reference, || {
                 let at = out
@@ -441,6 +451,29 @@ impl App for Des {
     }
 }
 
+/// What a DES run reports besides its time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DesFigures {
+    /// `encrypt` or `decrypt`.
+    pub mode: &'static str,
+    /// Input bytes.
+    pub bytes: usize,
+    /// The key, in hex.
+    pub key: String,
+    /// Blocks per message.
+    pub batch: usize,
+    /// Round stages per pipeline.
+    pub stages: usize,
+    /// Pipelines.
+    pub pipelines: usize,
+    /// Output bytes, when there was output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_bytes: Option<usize>,
+    /// FNV-1a of the output, in hex.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_fnv: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -467,7 +500,7 @@ mod tests {
                 let opts = AppOpts::new(workers, m.parse().unwrap());
                 let run = des.run(&opts).unwrap();
                 assert!(run.verified, "{workers} workers {m}: {:?}", run.problems);
-                outputs.push(run.fields["output_fnv"].clone());
+                outputs.push(run.figure("output_fnv"));
                 // Names are places: 2 pipelines of 1 + 4 + 1 tasks, split, collect.
                 assert_eq!(run.stats.tasks_created, 14, "{workers} {m}");
             }
@@ -481,7 +514,7 @@ mod tests {
         for len in [0, 1, 7, 8, 9, 127, 128, 129] {
             let run = small(len).run(&opts).unwrap();
             assert!(run.verified, "len {len}: {:?}", run.problems);
-            assert_eq!(run.fields["output_bytes"], (len / 8 + 1) * 8);
+            assert_eq!(run.figure("output_bytes"), (len / 8 + 1) * 8);
         }
         // Sixteen one-round stages, three pipelines.
         let des = Des::new(DesConfig {

@@ -41,7 +41,9 @@ use anyhow::{anyhow, Result};
 use rill::{ManualTable, Reader, Writer};
 
 use super::auto::{pilot_size, Pilot};
-use super::{run_timed, runtime_of, App, AppOpts, AppRun, NetRun, PollSet, Slot};
+use serde::Serialize;
+
+use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, PollSet, Slot};
 use crate::kernels::mc::{self as k, McParams, Partial, PathBatch};
 
 /// Default paths per record: records this small make a fine-grained
@@ -237,15 +239,15 @@ impl Mc {
         let (paths, batch) = (self.cfg.paths, self.cfg.net.batch);
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::new();
+        let slot = Slot::default();
         let links = Arc::new(Links::default());
 
         let mut exits = Vec::with_capacity(chains);
         let mut from_chains = PollSet::new();
-        for c in 0..chains {
+        for _ in 0..chains {
             let (w, r) = rill::stream::<Rec>(FEED_CAPACITY);
             exits.push(Some(w));
-            from_chains.push(r, c);
+            from_chains.push(r);
         }
 
         let params = self.params.clone();
@@ -278,7 +280,7 @@ impl Mc {
         rt.spawn("mc/collect", move || {
             let mut total = Partial::default();
             let mut records = 0u64;
-            while let Some((_, rec)) = from_chains.next() {
+            for (_, rec) in from_chains {
                 let part = match rec {
                     Rec::Done(p) => p,
                     // A record that left its chain early: cannot happen, but
@@ -378,23 +380,25 @@ impl App for Mc {
         let p = &self.cfg.params;
         let (bs_call, bs_put) = (p.bs_call(), p.bs_put());
         let mut run = AppRun::new("mc", r.wall, r.stats);
-        run.field("paths", self.cfg.paths);
-        run.field("steps", p.steps);
-        run.field("batch", self.cfg.net.batch);
-        run.field("chains", self.cfg.chains(opts.workers));
-        run.field("records", out.records);
-        run.field("call_price", est.call);
-        run.field("put_price", est.put);
-        run.field("std_err", est.call_std_err);
-        run.field("put_std_err", est.put_std_err);
-        run.field("closed_form_call", bs_call);
-        run.field("closed_form_put", bs_put);
         let cross = if out.links > 0 {
             out.cross_links as f64 / out.links as f64
         } else {
             0.0
         };
-        run.field("cross_links", cross);
+        run.figures = Some(AppFigures::Mc(McFigures {
+            paths: self.cfg.paths,
+            steps: p.steps,
+            batch: self.cfg.net.batch,
+            chains: self.cfg.chains(opts.workers),
+            records: out.records,
+            call_price: est.call,
+            put_price: est.put,
+            std_err: est.call_std_err,
+            put_std_err: est.put_std_err,
+            closed_form_call: bs_call,
+            closed_form_put: bs_put,
+            cross_links: cross,
+        }));
         run.check(est.paths == self.cfg.paths, || {
             format!("{} paths priced, {} asked for", est.paths, self.cfg.paths)
         });
@@ -445,6 +449,35 @@ pub fn reference(cfg: &McConfig) -> k::Estimate {
     k::price_sequential(&cfg.params, cfg.paths, cfg.net.batch)
 }
 
+/// What a Monte Carlo run reports besides its time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct McFigures {
+    /// Paths priced.
+    pub paths: u64,
+    /// Time steps per path.
+    pub steps: u32,
+    /// Paths per record.
+    pub batch: usize,
+    /// Chains of step tasks.
+    pub chains: usize,
+    /// Records that went through the chains.
+    pub records: u64,
+    /// The call's price.
+    pub call_price: f64,
+    /// The put's price.
+    pub put_price: f64,
+    /// The call's standard error.
+    pub std_err: f64,
+    /// The put's standard error.
+    pub put_std_err: f64,
+    /// Black-Scholes' call price.
+    pub closed_form_call: f64,
+    /// Black-Scholes' put price.
+    pub closed_form_put: f64,
+    /// The share of hand-offs between step tasks that crossed workers.
+    pub cross_links: f64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,7 +512,7 @@ mod tests {
                 // Bit-identical to the sequential reference, so to each other.
                 assert_eq!(est.call.to_bits(), seq.call.to_bits(), "{workers} {m}");
                 assert_eq!(est.put.to_bits(), seq.put.to_bits(), "{workers} {m}");
-                assert_eq!(run.fields["call_price"], seq.call);
+                assert_eq!(run.figure("call_price"), seq.call);
                 // 3 chains of 5 stages unfolded, dispatcher, collector.
                 assert_eq!(run.stats.tasks_created, 17, "{workers} {m}");
                 assert_eq!(net.links, 12);

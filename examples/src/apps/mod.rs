@@ -40,102 +40,17 @@ pub mod rt;
 pub mod sieve;
 pub mod wordcount;
 
-use std::fmt;
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use rill::{ManualTable, Mapping, MonitorFlags, RunStats, Runtime};
-use serde_json::{json, Map, Value};
+use rill::{ManualTable, MonitorFlags, RunStats, Runtime};
 
-/// How tasks are placed on workers, as the command line names it.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub enum MappingChoice {
-    /// `adaptive`: the runtime's default ([`rill::Mapping::Adaptive`]): a
-    /// task starts on its spawner's worker, tasks made before the run are
-    /// cut into contiguous blocks, idle workers take runs of new tasks.
-    #[default]
-    Adaptive,
-    /// `rr`: the n-th task created goes to worker n mod W.
-    Rr,
-    /// `manual`: the application's own placement table (see each app's
-    /// `manual_table`).
-    Manual,
-    /// `parts`: the application's ordered list of task-name prefixes cut into
-    /// W contiguous blocks.
-    Parts,
-    /// `steal`: round-robin at creation, then work stealing.
-    Steal,
-    /// `auto`: a pilot run at a reduced size under round-robin with
-    /// count-mode monitoring, a mapping planned from its logs and written to
-    /// a file, then the run under that file ([`auto`]). Only the
-    /// applications and the word count have it; it never reaches
-    /// [`mapping_for`].
-    Auto,
-    /// A `prefix = worker` table file, loaded with [`ManualTable::load`].
-    File(PathBuf),
-    /// `profile:PATH`: [`rill::Mapping::Profile`]: the first run (no file)
-    /// is placed adaptively, monitored in count mode into `PATH.logs`, and
-    /// writes the plan of rill-mon's planner to PATH; later runs load it.
-    Profile(PathBuf),
-}
-
-impl MappingChoice {
-    /// The choice as the command line and the JSON output spell it (a file
-    /// choice is its path).
-    pub fn name(&self) -> String {
-        match self {
-            MappingChoice::Adaptive => "adaptive".into(),
-            MappingChoice::Rr => "rr".into(),
-            MappingChoice::Manual => "manual".into(),
-            MappingChoice::Parts => "parts".into(),
-            MappingChoice::Steal => "steal".into(),
-            MappingChoice::Auto => "auto".into(),
-            MappingChoice::File(p) => p.display().to_string(),
-            MappingChoice::Profile(p) => format!("profile:{}", p.display()),
-        }
-    }
-}
-
-impl fmt::Display for MappingChoice {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
-    }
-}
-
-impl FromStr for MappingChoice {
-    type Err = String;
-
-    /// `rr`, `manual`, `parts`, `steal`, `auto`, or the path of an existing
-    /// table file (a file named like a choice: `./auto`).
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s.trim() {
-            "adaptive" => MappingChoice::Adaptive,
-            p if p.starts_with("profile:") && p.len() > "profile:".len() => {
-                MappingChoice::Profile(PathBuf::from(&p["profile:".len()..]))
-            }
-            "rr" | "round-robin" => MappingChoice::Rr,
-            "manual" => MappingChoice::Manual,
-            "parts" => MappingChoice::Parts,
-            "steal" => MappingChoice::Steal,
-            "auto" => MappingChoice::Auto,
-            "" => return Err("empty mapping: use adaptive, rr, manual, parts, steal, auto, profile:PATH or a FILE".into()),
-            path => {
-                let p = PathBuf::from(path);
-                if !p.is_file() {
-                    return Err(format!(
-                        "'{path}' is neither adaptive, rr, manual, parts, steal, auto nor profile:PATH, and no such mapping file exists"
-                    ));
-                }
-                // Parse now, so a bad file is an argument error, not a failed run.
-                ManualTable::load(&p).map_err(|e| e.to_string())?;
-                MappingChoice::File(p)
-            }
-        })
-    }
-}
+pub use crate::mapping::{mapping_file, mapping_for, AutoFigures, MappingChoice};
+pub(crate) use crate::net::Slot;
+pub(crate) use rill::PollSet;
+use serde::Serialize;
+use serde_json::Value;
 
 /// Options every application takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -205,32 +120,6 @@ impl AppOpts {
     }
 }
 
-/// The [`rill::Mapping`] a mapping choice means for a network whose own
-/// placement table is `manual` and whose ordered prefix list is `parts`; a
-/// file choice is loaded with [`ManualTable::load`].
-pub fn mapping_for(
-    choice: &MappingChoice,
-    manual: ManualTable,
-    parts: Vec<String>,
-) -> Result<Mapping> {
-    Ok(match choice {
-        MappingChoice::Adaptive => Mapping::Adaptive,
-        MappingChoice::Profile(p) => Mapping::Profile(p.clone()),
-        MappingChoice::Rr => Mapping::RoundRobin,
-        MappingChoice::Manual => Mapping::Manual(manual),
-        MappingChoice::Parts => Mapping::Partitioned(parts),
-        MappingChoice::Steal => Mapping::Steal,
-        MappingChoice::Auto => {
-            return Err(anyhow!(
-                "mapping auto is planned by a pilot run first (apps::auto), which then runs under the planned file"
-            ))
-        }
-        MappingChoice::File(p) => Mapping::Manual(
-            ManualTable::load(p).with_context(|| format!("mapping file {}", p.display()))?,
-        ),
-    })
-}
-
 /// Builds the runtime of an application run: `workers` workers, the mapping
 /// turned into a [`rill::Mapping`] (`manual` is the application's `manual`
 /// table, `parts` its ordered `parts` list, a file is loaded with
@@ -275,27 +164,6 @@ pub struct NetRun<T> {
     pub stats: RunStats,
 }
 
-/// A slot a network's last task fills with its result, read after the run.
-pub(crate) struct Slot<T>(Arc<Mutex<Option<T>>>);
-
-impl<T> Clone for Slot<T> {
-    fn clone(&self) -> Self {
-        Slot(self.0.clone())
-    }
-}
-
-impl<T> Slot<T> {
-    pub(crate) fn new() -> Self {
-        Slot(Arc::new(Mutex::new(None)))
-    }
-    pub(crate) fn put(&self, v: T) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
-    }
-    pub(crate) fn take(&self) -> Option<T> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-}
-
 /// Runs `rt` and times it; then takes the network's result from `slot`.
 pub(crate) fn run_timed<T>(mut rt: Runtime, slot: &Slot<T>, what: &str) -> Result<NetRun<T>> {
     let t0 = Instant::now();
@@ -303,45 +171,9 @@ pub(crate) fn run_timed<T>(mut rt: Runtime, slot: &Slot<T>, what: &str) -> Resul
     let wall = t0.elapsed();
     let stats = res.with_context(|| format!("the {what} network failed"))?;
     let value = slot
-        .take()
-        .ok_or_else(|| anyhow!("the {what} network ended without a result"))?;
+        .take(what)
+        .map_err(|_| anyhow!("the {what} network ended without a result"))?;
     Ok(NetRun { value, wall, stats })
-}
-
-/// A network's readers that may end one by one: [`rill::poll`] over those
-/// still open, with the caller's label for each.
-pub(crate) struct PollSet<T: Send + 'static, L> {
-    readers: Vec<rill::Reader<T>>,
-    labels: Vec<L>,
-}
-
-impl<T: Send + 'static, L: Copy> PollSet<T, L> {
-    pub(crate) fn new() -> Self {
-        PollSet {
-            readers: Vec::new(),
-            labels: Vec::new(),
-        }
-    }
-
-    pub(crate) fn push(&mut self, r: rill::Reader<T>, label: L) {
-        self.readers.push(r);
-        self.labels.push(label);
-    }
-
-    /// The next message and its reader's label; `None` when every reader
-    /// has ended.
-    pub(crate) fn next(&mut self) -> Option<(L, T)> {
-        loop {
-            let i = rill::poll(&mut self.readers)?;
-            match self.readers[i].read() {
-                Some(v) => return Some((self.labels[i], v)),
-                None => {
-                    self.readers.remove(i);
-                    self.labels.remove(i);
-                }
-            }
-        }
-    }
 }
 
 /// The outcome of one application run, the same shape for every application
@@ -356,9 +188,11 @@ pub struct AppRun {
     pub verified: bool,
     /// The checks that failed, in words.
     pub problems: Vec<String>,
-    /// The application's figures, for the JSON line (`bytes`, `call_price`,
-    /// `checksum`, `best_cost`...).
-    pub fields: Map<String, Value>,
+    /// The application's figures (`bytes`, `call_price`, `checksum`,
+    /// `best_cost`...), once the run has them.
+    pub figures: Option<AppFigures>,
+    /// Under `--mapping auto`, the pilot's and the plan's figures.
+    pub auto: Option<AutoFigures>,
     /// A one-line human summary of the result.
     pub summary: String,
     /// The runtime's statistics of the network's run.
@@ -429,7 +263,8 @@ impl AppRun {
             wall,
             verified: true,
             problems: Vec::new(),
-            fields: Map::new(),
+            figures: None,
+            auto: None,
             summary: String::new(),
             stats,
             monitor: None,
@@ -442,10 +277,6 @@ impl AppRun {
             self.verified = false;
             self.problems.push(what());
         }
-    }
-
-    pub(crate) fn field(&mut self, key: &str, v: impl Into<Value>) {
-        self.fields.insert(key.to_string(), v.into());
     }
 
     /// Figures of the run that are not the application's own: the runtime's
@@ -474,33 +305,163 @@ impl AppRun {
         v
     }
 
-    /// The JSON object of the run: `bench`, `workers`, `mapping`, `monitor`,
-    /// `run`, `allocator`, `wall_ms`, `verified` (and `problems` when not), the
-    /// application's figures and the [`extra_columns`](AppRun::extra_columns).
-    pub fn json(&self, opts: &AppOpts, run: u32) -> Value {
-        let mut m = Map::new();
-        m.insert("bench".into(), json!(self.bench));
-        m.insert("workers".into(), json!(opts.workers));
-        m.insert("mapping".into(), json!(opts.mapping.name()));
-        m.insert("monitor".into(), json!(opts.monitor.to_string()));
-        if let Some(l) = &opts.logs {
-            m.insert("logs".into(), json!(l));
+    /// The record of the run as `--json` writes it: `bench`, `workers`,
+    /// `mapping`, `monitor`, `run`, `allocator`, `wall_ms`, `verified` (and
+    /// `problems` when not), the application's figures, the plan's under
+    /// `--mapping auto`, and the runtime's ([`RunFigures`]).
+    pub fn record<'a>(&'a self, opts: &'a AppOpts, run: u32) -> AppRecord<'a> {
+        AppRecord {
+            bench: self.bench,
+            workers: opts.workers,
+            mapping: opts.mapping.name(),
+            monitor: opts.monitor.to_string(),
+            logs: opts.logs.as_deref(),
+            run,
+            allocator: crate::bench::allocator(),
+            wall_ms: self.wall.as_secs_f64() * 1e3,
+            verified: self.verified,
+            problems: (!self.verified).then_some(&self.problems[..]),
+            figures: self.figures.as_ref(),
+            auto: self.auto.as_ref(),
+            runtime: RunFigures::of(self),
         }
-        m.insert("run".into(), json!(run));
-        m.insert("allocator".into(), json!(crate::report::allocator()));
-        m.insert("wall_ms".into(), json!(self.wall.as_secs_f64() * 1e3));
-        m.insert("verified".into(), json!(self.verified));
-        if !self.verified {
-            m.insert("problems".into(), json!(self.problems));
-        }
-        for (k, v) in &self.fields {
-            m.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-        for (k, v) in self.extra_columns() {
-            m.entry(k.to_string()).or_insert_with(|| json!(v));
-        }
-        Value::Object(m)
     }
+
+    /// The JSON object of the run ([`AppRun::record`]).
+    pub fn json(&self, opts: &AppOpts, run: u32) -> Value {
+        serde_json::to_value(self.record(opts, run)).expect("a record serialises")
+    }
+
+    /// One of the application's figures by its JSON name (for tests).
+    #[cfg(test)]
+    pub(crate) fn figure(&self, key: &str) -> Value {
+        serde_json::to_value(&self.figures).expect("figures serialise")[key].clone()
+    }
+}
+
+/// An application's own figures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AppFigures {
+    /// DES.
+    Des(des::DesFigures),
+    /// Monte Carlo.
+    Mc(mc::McFigures),
+    /// Ray tracing.
+    Rt(rt::RtFigures),
+    /// Ant colony.
+    Ant(ant::AntFigures),
+}
+
+/// The runtime's figures of an application run: its statistics and, when
+/// monitored, what the logs say (the [`AppRun::extra_columns`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunFigures {
+    /// Tasks created.
+    pub tasks: u64,
+    /// Task dispatches.
+    pub dispatches: u64,
+    /// Time the workers spent idle, summed, in milliseconds.
+    pub idle_ms: f64,
+    /// Times a worker parked.
+    pub parks: u64,
+    /// Tasks stolen.
+    pub steals: u64,
+    /// Monitored: bytes of log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_bytes: Option<u64>,
+    /// Monitored: events recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<u64>,
+    /// Monitored: bytes per event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_per_event: Option<f64>,
+    /// Monitored: waiting events and waiting time per worker, as
+    /// `we_wN` and `wt_ms_wN` (workers 0 to 7).
+    #[serde(flatten)]
+    pub waits: Waits,
+}
+
+impl RunFigures {
+    fn of(run: &AppRun) -> RunFigures {
+        let s = &run.stats;
+        RunFigures {
+            tasks: s.tasks_created,
+            dispatches: s.dispatches,
+            idle_ms: s
+                .workers
+                .iter()
+                .map(|w| w.idle)
+                .sum::<Duration>()
+                .as_secs_f64()
+                * 1e3,
+            parks: s.workers.iter().map(|w| w.parks).sum(),
+            steals: s.workers.iter().map(|w| w.steals).sum(),
+            log_bytes: run.monitor.as_ref().map(|m| m.log_bytes),
+            events: run.monitor.as_ref().map(|m| m.events),
+            bytes_per_event: run.monitor.as_ref().map(|m| m.bytes_per_event()),
+            waits: Waits(
+                run.monitor
+                    .as_ref()
+                    .map(|m| m.waits.clone())
+                    .unwrap_or_default(),
+            ),
+        }
+    }
+}
+
+/// Waiting events and waiting time in ms per worker (the first eight).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Waits(pub Vec<(u64, f64)>);
+
+impl Serialize for Waits {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let shown = &self.0[..self.0.len().min(WE_COLS.len())];
+        let mut m = s.serialize_map(Some(2 * shown.len()))?;
+        for (i, (we, wt)) in shown.iter().enumerate() {
+            m.serialize_entry(WE_COLS[i], we)?;
+            m.serialize_entry(WT_COLS[i], wt)?;
+        }
+        m.end()
+    }
+}
+
+/// One application run as `--json` writes it, one object a line
+/// ([`AppRun::record`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct AppRecord<'a> {
+    /// `des`, `mc`, `rt` or `ant`.
+    pub bench: &'static str,
+    /// Workers.
+    pub workers: usize,
+    /// `--mapping`, by name.
+    pub mapping: String,
+    /// The monitoring mode.
+    pub monitor: String,
+    /// `--logs`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logs: Option<&'a std::path::Path>,
+    /// Index of the run among the repeats, from 0.
+    pub run: u32,
+    /// The global allocator.
+    pub allocator: &'static str,
+    /// Wall time of the network's run, in milliseconds.
+    pub wall_ms: f64,
+    /// Whether every check passed.
+    pub verified: bool,
+    /// The checks that failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problems: Option<&'a [String]>,
+    /// The application's figures.
+    #[serde(flatten)]
+    pub figures: Option<&'a AppFigures>,
+    /// The plan's, under `--mapping auto`.
+    #[serde(flatten)]
+    pub auto: Option<&'a AutoFigures>,
+    /// The runtime's.
+    #[serde(flatten)]
+    pub runtime: RunFigures,
 }
 
 /// An application ready to run: its input made and checked, its sequential
@@ -543,14 +504,6 @@ pub(crate) fn runtime_of(app: &dyn App, opts: &AppOpts) -> Result<Runtime> {
     )
 }
 
-/// The placement table in `examples/mappings/<app>.map` (written for 2
-/// workers and the default sizes).
-pub fn mapping_file(app: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("mappings")
-        .join(format!("{app}.map"))
-}
-
 /// FNV-1a of a byte string (for comparing outputs across runs in JSON).
 pub fn fnv64(data: &[u8]) -> u64 {
     let mut h = 0xCBF2_9CE4_8422_2325u64;
@@ -563,30 +516,6 @@ pub fn fnv64(data: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mapping_choices() {
-        assert_eq!("rr".parse::<MappingChoice>().unwrap(), MappingChoice::Rr);
-        assert_eq!(
-            "manual".parse::<MappingChoice>().unwrap(),
-            MappingChoice::Manual
-        );
-        assert_eq!(
-            "parts".parse::<MappingChoice>().unwrap(),
-            MappingChoice::Parts
-        );
-        assert_eq!(
-            "steal".parse::<MappingChoice>().unwrap(),
-            MappingChoice::Steal
-        );
-        let f = mapping_file("mc");
-        assert_eq!(
-            f.to_str().unwrap().parse::<MappingChoice>().unwrap(),
-            MappingChoice::File(f.clone())
-        );
-        let e = "/no/such/file.map".parse::<MappingChoice>().unwrap_err();
-        assert!(e.contains("no such mapping file"), "{e}");
-    }
 
     #[test]
     fn runtime_for_every_mapping() {

@@ -32,7 +32,9 @@ use anyhow::{anyhow, Context, Result};
 use rill::{ManualTable, Writer};
 
 use super::auto::{pilot_size, Pilot};
-use super::{run_timed, runtime_of, App, AppOpts, AppRun, NetRun, PollSet, Slot};
+use serde::Serialize;
+
+use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, PollSet, Slot};
 use crate::kernels::rt::{self as k, Checksum, Image, Scene};
 
 /// Solvers in the network.
@@ -158,7 +160,7 @@ impl Rt {
         let out_dir = self.cfg.out_dir.clone();
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::new();
+        let slot = Slot::default();
 
         let mut ready = PollSet::new();
         let mut jobs: Vec<Option<Writer<Job>>> = Vec::new();
@@ -168,9 +170,9 @@ impl Rt {
             let (mut ready_w, ready_r) = rill::stream::<()>(2);
             let (job_w, mut job_r) = rill::stream::<Job>(2);
             let (mut img_w, img_r) = rill::stream::<(u32, Image)>(cap);
-            ready.push(ready_r, s);
+            ready.push(ready_r);
             jobs.push(Some(job_w));
-            images.push(img_r, s);
+            images.push(img_r);
             rt.spawn(format!("rt/solver/{s}"), move || {
                 for _ in 0..2 {
                     if ready_w.write(()).is_err() {
@@ -191,7 +193,7 @@ impl Rt {
 
         rt.spawn("rt/dealer", move || {
             let mut next = 0u32;
-            while let Some((s, ())) = ready.next() {
+            for (s, ()) in ready {
                 let Some(w) = jobs[s].as_mut() else {
                     continue;
                 };
@@ -213,7 +215,7 @@ impl Rt {
             let mut sum = Checksum::new();
             let mut per_solver = vec![0u32; solvers];
             let mut error = None;
-            while let Some((s, (i, image))) = images.next() {
+            for (s, (i, image)) in images {
                 per_solver[s] += 1;
                 pending.insert(i, image);
                 while let Some(image) = pending.remove(&next) {
@@ -305,22 +307,29 @@ impl App for Rt {
     fn run(&self, opts: &AppOpts) -> Result<AppRun> {
         let r = self.network(opts)?;
         let mut run = AppRun::new("rt", r.wall, r.stats);
-        run.field("scenes", self.cfg.scenes);
-        run.field("width", self.cfg.width);
-        run.field("height", self.cfg.height);
-        run.field("solvers", self.cfg.solvers);
+        let mut figures = RtFigures {
+            scenes: self.cfg.scenes,
+            width: self.cfg.width,
+            height: self.cfg.height,
+            solvers: self.cfg.solvers,
+            checksum: None,
+            reference_checksum: None,
+            per_solver: None,
+        };
         let out = match r.value {
             Ok(out) => out,
             Err(e) => {
+                run.figures = Some(AppFigures::Rt(figures));
                 run.check(false, || e);
                 run.summary = "no result".into();
                 return Ok(run);
             }
         };
         let reference = self.reference();
-        run.field("checksum", format!("{:016x}", out.checksum));
-        run.field("reference_checksum", format!("{reference:016x}"));
-        run.field("per_solver", out.per_solver.clone());
+        figures.checksum = Some(format!("{:016x}", out.checksum));
+        figures.reference_checksum = Some(format!("{reference:016x}"));
+        figures.per_solver = Some(out.per_solver.clone());
+        run.figures = Some(AppFigures::Rt(figures));
         run.check(out.images == self.cfg.scenes, || {
             format!("{} images, {} scenes", out.images, self.cfg.scenes)
         });
@@ -336,6 +345,28 @@ impl App for Rt {
         );
         Ok(run)
     }
+}
+
+/// What a ray tracing run reports besides its time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RtFigures {
+    /// Scenes rendered.
+    pub scenes: u32,
+    /// Image width.
+    pub width: u32,
+    /// Image height.
+    pub height: u32,
+    /// Solver tasks.
+    pub solvers: usize,
+    /// Checksum of the images, in hex.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
+    /// The sequential renderer's checksum, in hex.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_checksum: Option<String>,
+    /// Scenes each solver rendered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_solver: Option<Vec<u32>>,
 }
 
 #[cfg(test)]
@@ -363,8 +394,9 @@ mod tests {
                 let opts = AppOpts::new(workers, m.parse().unwrap());
                 let run = app.run(&opts).unwrap();
                 assert!(run.verified, "{workers} workers {m}: {:?}", run.problems);
-                assert_eq!(run.fields["checksum"], format!("{reference:016x}"));
-                let per: u64 = run.fields["per_solver"]
+                assert_eq!(run.figure("checksum"), format!("{reference:016x}"));
+                let per: u64 = run
+                    .figure("per_solver")
                     .as_array()
                     .unwrap()
                     .iter()

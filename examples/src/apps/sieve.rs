@@ -41,11 +41,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::Result;
-use rill::{ManualTable, MonitorConfig, Reader, Runtime, Writer};
+use rill::{ManualTable, MonitorConfig};
 
-use super::{mapping_for, run_timed, NetRun, Slot};
+use super::NetRun;
 use crate::bench::SieveParams;
 use crate::kernels::sieve as kernel;
+use crate::net::{Finished, Net, NetSpec, RillNet};
 
 /// The generator's task name.
 pub const GEN: &str = "sieve/gen";
@@ -184,42 +185,52 @@ struct Chain {
 
 /// Filter `k`: reads its prime, reports it, then filters, and spawns
 /// filter `k + 1` when the first number passes it; the filter of the last
-/// prime reads its input to the end instead (see the module doc).
-fn filter(k: usize, (mut input, primes_out): (Reader<u64>, Writer<u64>), chain: Arc<Chain>) {
+/// prime reads its input to the end instead (see the module doc). Ends
+/// once the rest of the chain has.
+fn filter<N: Net>(
+    k: usize,
+    (mut input, primes_out): (N::Rx<u64>, N::Tx<u64>),
+    chain: Arc<Chain>,
+) -> Result<()> {
     let mut reads = 0u64;
     let mut primes_out = Some(primes_out);
-    let mut next: Option<Writer<u64>> = None;
+    let mut next: Option<(N::Tx<u64>, N::Inner)> = None;
+    let mut failed = None;
     // The first number to reach the end of the chain passed every filter
     // before: it is the next prime.
-    if let Some(p) = input.read() {
+    if let Some(p) = N::recv(&mut input) {
         reads += 1;
         let last = k + 1 == chain.primes;
-        let reported = primes_out.as_mut().is_some_and(|w| w.write(p).is_ok());
+        let reported = primes_out.as_mut().is_some_and(|w| N::send(w, p));
         if last {
             // The sink has every prime: its stream ends.
             primes_out = None;
         }
         if reported {
-            while let Some(x) = input.read() {
+            while let Some(x) = N::recv(&mut input) {
                 reads += 1;
                 if last || x % p == 0 {
                     continue;
                 }
                 let out = match &mut next {
-                    Some(w) => w,
+                    Some((w, _)) => w,
                     None => {
                         // The chain ends here: x is the next prime, and its
                         // filter starts with x in its stream.
-                        let (w, r) = rill::stream::<u64>(chain.capacity);
+                        let (w, r) = N::channel::<u64>(chain.capacity);
                         let sink = primes_out.take().expect("the last filter holds the sink");
                         let c = chain.clone();
-                        rill::spawn_with(filter_name(k + 1, chain.primes), (r, sink), move |e| {
-                            filter(k + 1, e, c)
-                        });
-                        next.insert(w)
+                        let name = filter_name(k + 1, chain.primes);
+                        match N::spawn_inner(name, (r, sink), move |e| filter::<N>(k + 1, e, c)) {
+                            Ok(h) => &mut next.insert((w, h)).0,
+                            Err(e) => {
+                                failed = Some(e);
+                                break;
+                            }
+                        }
                     }
                 };
-                if out.write(x).is_err() {
+                if !N::send(out, x) {
                     // The chain after this filter has failed.
                     break;
                 }
@@ -227,61 +238,84 @@ fn filter(k: usize, (mut input, primes_out): (Reader<u64>, Writer<u64>), chain: 
         }
     }
     chain.reads.fetch_add(reads, Ordering::Relaxed);
+    // Let go of every end before waiting for the rest of the chain, whose
+    // filters end as their input does.
+    drop((input, primes_out));
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    match next {
+        Some((w, h)) => {
+            drop(w);
+            N::join_inner(h)
+        }
+        None => Ok(()),
+    }
 }
 
-/// Runs the sieve once; the value is what the sink read and the numbers
-/// read in all. `wall` is the time of `Runtime::run`; the primes are not
-/// checked here.
+/// Runs the sieve once on rill; the value is what the sink read and the
+/// numbers read in all. `wall` is the time of `Runtime::run`; the primes
+/// are not checked here.
 pub fn run(p: &SieveParams, mon: &MonitorConfig) -> Result<NetRun<SieveOut>> {
+    let (value, run) = network::<RillNet>(p, Some(mon.flags), mon.dir.clone())?;
+    Ok(NetRun {
+        value,
+        wall: run.wall,
+        stats: run.stats.expect("a rill run has statistics"),
+    })
+}
+
+/// The sieve network on engine `N` (see the module doc), monitored as
+/// `monitor` says into `logs` (rill only): what the sink read and the
+/// numbers read in all, and the run.
+pub fn network<N: Net>(
+    p: &SieveParams,
+    monitor: Option<rill::MonitorFlags>,
+    logs: Option<std::path::PathBuf>,
+) -> Result<(SieveOut, Finished)> {
     let n = p.primes;
-    let mapping = mapping_for(&p.mapping, manual_table(n, p.workers), parts(n))?;
-    let mut rt = Runtime::builder()
-        .workers(p.workers)
-        .mapping(mapping)
-        .capacity(p.capacity)
-        .monitor(mon.clone())
-        .profile_planner(rill_monitor::profile_planner)
-        .build()?;
+    let names = parts(n);
+    let mut net = N::build(&NetSpec {
+        bench: "sieve",
+        workers: p.workers,
+        capacity: p.capacity,
+        mapping: Some(&p.mapping),
+        names: &names,
+        manual: manual_table(n, p.workers),
+        monitor,
+        logs,
+    })?;
     let chain = Arc::new(Chain {
         primes: n,
         capacity: p.capacity,
         reads: AtomicU64::new(0),
     });
-    let (numbers_out, numbers_in) = rill::stream::<u64>(p.capacity);
-    let (primes_out, primes_in) = rill::stream::<u64>(p.capacity);
-
-    let slot = Slot::new();
-    let result = slot.clone();
-    let c = chain.clone();
-    rt.spawn_with(SINK, primes_in, move |mut primes_in| {
+    let (mut numbers_out, numbers_in) = N::channel::<u64>(p.capacity);
+    let (primes_out, mut primes_in) = N::channel::<u64>(p.capacity);
+    let sink = net.spawn(SINK.into(), 0, move || {
         let mut primes = Vec::with_capacity(n);
-        while let Some(x) = primes_in.read() {
+        while let Some(x) = N::recv(&mut primes_in) {
             primes.push(x);
         }
-        c.reads.fetch_add(primes.len() as u64, Ordering::Relaxed);
-        result.put(primes);
-    });
+        primes
+    })?;
     let limit = kernel::limit(n);
-    rt.spawn_with(GEN, numbers_out, move |mut out| {
+    net.spawn(GEN.into(), 0, move || {
         for x in 2..=limit {
-            if out.write(x).is_err() {
+            if !N::send(&mut numbers_out, x) {
                 return;
             }
         }
-    });
+    })?;
     let c = chain.clone();
-    rt.spawn_with(filter_name(0, n), (numbers_in, primes_out), move |e| {
-        filter(0, e, c)
-    });
-    let run = run_timed(rt, &slot, "sieve")?;
-    Ok(NetRun {
-        value: SieveOut {
-            primes: run.value,
-            messages: chain.reads.load(Ordering::Relaxed),
-        },
-        wall: run.wall,
-        stats: run.stats,
-    })
+    let first = net.spawn(filter_name(0, n), 0, move || {
+        filter::<N>(0, (numbers_in, primes_out), c)
+    })?;
+    let run = net.finish()?;
+    first.take("the first filter")??;
+    let primes = sink.take(SINK)?;
+    let messages = chain.reads.load(Ordering::Relaxed) + primes.len() as u64;
+    Ok((SieveOut { primes, messages }, run))
 }
 
 #[cfg(test)]

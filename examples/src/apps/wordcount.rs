@@ -1,4 +1,4 @@
-//! Word count as a stream network on rill.
+//! Word count as a stream network, on rill and on OS threads.
 //!
 //! ```text
 //!                        ┌→ wc/count/0 ─┐
@@ -13,20 +13,23 @@
 //!   word's hash names ([`kernels::Batcher`]), then the batches not yet full.
 //! - `wc/count/k` counts its words in a `HashMap<String, u64>` and, when its
 //!   input ends, sends the map to the merger.
-//! - `wc/merge` polls the counters' streams ([`rill::poll`]) and adds up the
-//!   maps as they come.
+//! - `wc/merge` reads the counters' streams as one ([`Net::merge`]: on rill
+//!   a [`rill::PollSet`]) and adds up the maps as they come.
+//!
+//! The network is written once over [`Net`]: rill runs it as [`run`], the
+//! OS-threads peer as [`network`]`::<ThreadNet>`.
 //!
 //! Task creation order (for round-robin): source, split, counters, merge.
 //! Manual mapping: see [`manual_table`]. Parts: the tasks in that order cut
 //! into W blocks.
 
 use anyhow::Result;
-use rill::{ManualTable, MonitorConfig, Runtime};
+use rill::{ManualTable, MonitorConfig};
 
-use super::{mapping_for, run_timed, NetRun, PollSet, Slot};
+use super::NetRun;
 use crate::bench::WordcountParams;
-use crate::kernels::wordcount::{self as kernels, Counts, WordsAs};
-use rill::{Reader, Writer};
+use crate::kernels::wordcount::{self as kernels, Counts, OwnedWords, SliceWords, WordsAs};
+use crate::net::{Finished, Net, NetSpec, RillNet};
 
 /// Capacity of the streams that carry the counters' final maps.
 const RESULT_CAPACITY: usize = 1;
@@ -61,105 +64,92 @@ pub fn parts(counters: usize) -> Vec<String> {
     v
 }
 
-/// Runs the word count network once; the value is the merged counts. `wall`
-/// is the time of `Runtime::run`; the counts are not checked here.
+/// Runs the word count once on rill under `mon`; the value is the merged
+/// counts. `wall` is the time of `Runtime::run`; the counts are not checked
+/// here.
 pub fn run(p: &WordcountParams, mon: &MonitorConfig) -> Result<NetRun<Counts>> {
-    let k = p.counters;
-    let mapping = mapping_for(&p.mapping, manual_table(k, p.workers), parts(k))?;
-    let mut rt = Runtime::builder()
-        .workers(p.workers)
-        .mapping(mapping)
-        .capacity(p.capacity)
-        .monitor(mon.clone())
-        .profile_planner(rill_monitor::profile_planner)
-        .build()?;
-
-    let (k, batch) = (p.counters, p.batch);
-    let mut results = match p.words {
-        WordsAs::Owned => {
-            spawn_net::<kernels::OwnedWords>(&mut rt, p, move |mut chunks_in, mut to| {
-                let mut batcher = kernels::Batcher::new(k, batch);
-                while let Some(chunk) = chunks_in.read() {
-                    for word in chunk.split_whitespace() {
-                        if let Some((c, full)) = batcher.push(word) {
-                            if to[c].write(full).is_err() {
-                                return;
-                            }
-                        }
-                    }
-                }
-                for (c, rest) in batcher.finish() {
-                    if to[c].write(rest).is_err() {
-                        return;
-                    }
-                }
-            })
-        }
-        WordsAs::Slices => {
-            spawn_net::<kernels::SliceWords>(&mut rt, p, move |mut chunks_in, mut to| {
-                let mut batcher = kernels::SliceBatcher::new(k, batch);
-                let mut out = Vec::new();
-                while let Some(chunk) = chunks_in.read() {
-                    batcher.split(&chunk, &mut out);
-                    for (c, b) in out.drain(..) {
-                        if to[c].write(b).is_err() {
-                            return;
-                        }
-                    }
-                }
-            })
-        }
-    };
-
-    let slot = Slot::new();
-    let result = slot.clone();
-    rt.spawn("wc/merge", move || {
-        let mut total = Counts::new();
-        while let Some((_, part)) = results.next() {
-            kernels::merge_into(&mut total, part);
-        }
-        result.put(total);
-    });
-    run_timed(rt, &slot, "word count")
+    let (value, run) = network::<RillNet>(p, Some(mon.flags), mon.dir.clone())?;
+    let stats = run.stats.expect("a rill run has statistics");
+    Ok(NetRun {
+        value,
+        wall: run.wall,
+        stats,
+    })
 }
 
-/// The source, the splitter `split` (given the chunks' reader and a writer
-/// per counter) and the counters, with messages as `W` makes them; returns
-/// the counters' result streams.
-fn spawn_net<W: kernels::Words>(
-    rt: &mut Runtime,
+/// The word count network on engine `N` (see the module doc), monitored
+/// as `monitor` says into `logs` (rill only); its merged counts and the
+/// run.
+pub fn network<N: Net>(
     p: &WordcountParams,
-    split: impl FnOnce(Reader<W::Chunk>, Vec<Writer<W::Batch>>) + Send + 'static,
-) -> PollSet<Counts, usize> {
-    let (mut to_split, chunks_in) = rill::stream::<W::Chunk>(p.capacity);
+    monitor: Option<rill::MonitorFlags>,
+    logs: Option<std::path::PathBuf>,
+) -> Result<(Counts, Finished)> {
+    let names = parts(p.counters);
+    let mut net = N::build(&NetSpec {
+        bench: "wordcount",
+        workers: p.workers,
+        capacity: p.capacity,
+        mapping: Some(&p.mapping),
+        names: &names,
+        manual: manual_table(p.counters, p.workers),
+        monitor,
+        logs,
+    })?;
+    let merged = match p.words {
+        WordsAs::Owned => spawn_net::<N, OwnedWords>(&mut net, p)?,
+        WordsAs::Slices => spawn_net::<N, SliceWords>(&mut net, p)?,
+    };
+    let run = net.finish()?;
+    Ok((merged.take("wc/merge")?, run))
+}
+
+/// The tasks, with messages as `W` makes them; the merger's slot.
+fn spawn_net<N: Net, W: kernels::Words>(
+    net: &mut N,
+    p: &WordcountParams,
+) -> Result<crate::net::Slot<Counts>> {
+    let (k, batch, chunk) = (p.counters, p.batch, p.chunk);
+    let (mut to_split, mut chunks_in) = N::channel::<W::Chunk>(p.capacity);
     let text = p.corpus.text().clone();
-    let chunk = p.chunk;
-    rt.spawn("wc/source", move || {
+    net.spawn("wc/source".into(), 0, move || {
         for c in kernels::chunks(&text, chunk) {
-            if to_split.write(W::chunk(c)).is_err() {
+            if !N::send(&mut to_split, W::chunk(c)) {
                 return;
             }
         }
-    });
-
-    let (to_counters, counter_ins): (Vec<_>, Vec<_>) = (0..p.counters)
-        .map(|_| rill::stream::<W::Batch>(p.capacity))
-        .unzip();
-    rt.spawn("wc/split", move || split(chunks_in, to_counters));
-
-    let mut results = PollSet::new();
+    })?;
+    let (mut to_counters, counter_ins): (Vec<_>, Vec<_>) =
+        (0..k).map(|_| N::channel::<W::Batch>(p.capacity)).unzip();
+    net.spawn("wc/split".into(), 0, move || {
+        let mut s = W::splitter(k, batch);
+        let mut emit = |c: usize, b| N::send(&mut to_counters[c], b);
+        while let Some(chunk) = N::recv(&mut chunks_in) {
+            if !W::split(&mut s, &chunk, &mut emit) {
+                return;
+            }
+        }
+        W::finish(s, emit);
+    })?;
+    let mut results = Vec::with_capacity(k);
     for (i, mut words_in) in counter_ins.into_iter().enumerate() {
-        let (mut out, r) = rill::stream::<Counts>(RESULT_CAPACITY);
-        results.push(r, i);
-        rt.spawn(format!("wc/count/{i}"), move || {
+        let (mut out, r) = N::channel::<Counts>(RESULT_CAPACITY);
+        results.push(r);
+        net.spawn(format!("wc/count/{i}"), 0, move || {
             let mut counts = Counts::new();
-            while let Some(words) = words_in.read() {
+            while let Some(words) = N::recv(&mut words_in) {
                 W::count(&mut counts, words);
             }
-            let _ = out.write(counts);
-        });
+            N::send(&mut out, counts);
+        })?;
     }
-    results
+    net.spawn("wc/merge".into(), 0, move || {
+        let mut total = Counts::new();
+        for part in N::merge(results) {
+            kernels::merge_into(&mut total, part);
+        }
+        total
+    })
 }
 
 #[cfg(test)]

@@ -16,10 +16,11 @@ use crate::bench::{
     WordcountParams, DEFAULT_CAPACITY, DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES,
     DEFAULT_RING_SIZE, DEFAULT_WC_BATCH, DEFAULT_WC_CHUNK, DEFAULT_WC_COUNTERS, MAX_WORK_NS,
 };
-use crate::engines::{self, Engine};
+use crate::engines::Engine;
+use crate::engines::Job;
 use crate::kernels;
 use crate::kernels::wordcount::{Corpus, TextSource};
-use crate::report::Job;
+use crate::registry;
 
 const ABOUT: &str = "Runs LPEL's stream micro-benchmarks on rill and on its peers, side by side";
 
@@ -157,7 +158,7 @@ pub enum EngineChoice {
     /// Every engine the benchmark has.
     All,
     /// One engine.
-    One(&'static dyn Engine),
+    One(Engine),
 }
 
 /// The parser of `--engine`'s values: `all` or an engine's name.
@@ -165,11 +166,11 @@ fn engine_choice() -> impl TypedValueParser<Value = EngineChoice> {
     let all = PossibleValue::new("all").help(
         "every engine the benchmark has: rill, threads and tokio (wordcount: and sequential)",
     );
-    let one = engines::WORDCOUNT
+    let one = registry::WORDCOUNT
         .iter()
         .map(|e| PossibleValue::new(e.name()).help(e.about()));
     PossibleValuesParser::new(std::iter::once(all).chain(one)).map(|name| {
-        match engines::by_name(&name) {
+        match registry::by_name(&name) {
             Some(e) => EngineChoice::One(e),
             None => EngineChoice::All,
         }
@@ -225,14 +226,14 @@ pub struct CommonArgs {
 impl CommonArgs {
     /// The engines chosen, each once, in the order given (`all` expands to rill,
     /// threads, tokio).
-    pub fn engines(&self) -> Vec<&'static dyn Engine> {
-        self.engines_from(&engines::NETWORKS)
+    pub fn engines(&self) -> Vec<Engine> {
+        self.engines_from(&registry::NETWORKS)
     }
 
     /// The engines chosen, each once, in the order given, `all` standing for
     /// the engines in `all`.
-    pub fn engines_from(&self, all: &[&'static dyn Engine]) -> Vec<&'static dyn Engine> {
-        let mut out: Vec<&'static dyn Engine> = Vec::new();
+    pub fn engines_from(&self, all: &[Engine]) -> Vec<Engine> {
+        let mut out: Vec<Engine> = Vec::new();
         for choice in &self.engine {
             let add = match choice {
                 EngineChoice::All => all,
@@ -1048,15 +1049,15 @@ impl Command {
     /// The engines `--engine` asks for: `all` is every engine the benchmark
     /// has (wordcount adds `sequential`); naming `sequential` for another
     /// benchmark is an error.
-    pub fn engines(&self) -> Result<Vec<&'static dyn Engine>, ParamError> {
+    pub fn engines(&self) -> Result<Vec<Engine>, ParamError> {
         let Some(common) = self.common() else {
             return Ok(Vec::new());
         };
         if let Command::Wordcount(_) = self {
-            return Ok(common.engines_from(&engines::WORDCOUNT));
+            return Ok(common.engines_from(&registry::WORDCOUNT));
         }
         let chosen = common.engines();
-        if let Some(e) = chosen.iter().find(|e| !engines::NETWORKS.contains(e)) {
+        if let Some(e) = chosen.iter().find(|e| !registry::NETWORKS.contains(e)) {
             return Err(ParamError(format!(
                 "--engine {e}: only wordcount has a {e} engine; {} runs on rill, threads and tokio",
                 self.name()
@@ -1164,7 +1165,7 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
 
-    fn names(engines: &[&dyn Engine]) -> Vec<&'static str> {
+    fn names(engines: &[Engine]) -> Vec<&'static str> {
         engines.iter().map(|e| e.name()).collect()
     }
 

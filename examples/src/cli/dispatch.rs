@@ -7,7 +7,7 @@ use std::io::Write;
 use super::args::{Cli, Command};
 use crate::ab;
 use crate::bench::ParamError;
-use crate::engines;
+use crate::registry;
 use crate::report::{self, Outcome};
 use crate::suite;
 
@@ -62,7 +62,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, progress: &mut dyn Write) -> Result<S
                     common.repeat
                 );
                 let _ = progress.flush();
-                let result = engines::run(engine, job).map_err(|e| format!("{e:#}"));
+                let result = registry::run(engine, job).map_err(|e| format!("{e:#}"));
                 let _ = writeln!(progress, "{}", report::short_result(job, &result));
                 summary.runs += 1;
                 if result.is_err() {

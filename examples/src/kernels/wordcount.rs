@@ -259,6 +259,20 @@ pub trait Words: 'static {
     fn chunk(piece: &str) -> Self::Chunk;
     /// A counter's step.
     fn count(counts: &mut Counts, batch: Self::Batch);
+    /// The splitter's state.
+    type Splitter: Send + 'static;
+    /// A splitter for `counters` counters and batches of `batch` words.
+    fn splitter(counters: usize, batch: usize) -> Self::Splitter;
+    /// Cuts `chunk` into words and hands each batch that fills up to `emit`
+    /// with its counter, as soon as it does; `false` from `emit` stops the
+    /// cut (the counter has ended) and is returned.
+    fn split(
+        s: &mut Self::Splitter,
+        chunk: &Self::Chunk,
+        emit: impl FnMut(usize, Self::Batch) -> bool,
+    ) -> bool;
+    /// The batches left at the end of the text, to `emit` (as in `split`).
+    fn finish(s: Self::Splitter, emit: impl FnMut(usize, Self::Batch) -> bool) -> bool;
 }
 
 /// [`WordsAs::Owned`]: `String` chunks, `Vec<String>` batches.
@@ -273,6 +287,28 @@ impl Words for OwnedWords {
     fn count(counts: &mut Counts, batch: Vec<String>) {
         add_batch(counts, batch);
     }
+    type Splitter = Batcher;
+    fn splitter(counters: usize, batch: usize) -> Batcher {
+        Batcher::new(counters, batch)
+    }
+    #[inline]
+    fn split(
+        s: &mut Batcher,
+        chunk: &String,
+        mut emit: impl FnMut(usize, Vec<String>) -> bool,
+    ) -> bool {
+        for word in chunk.split_whitespace() {
+            if let Some((c, full)) = s.push(word) {
+                if !emit(c, full) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+    fn finish(s: Batcher, mut emit: impl FnMut(usize, Vec<String>) -> bool) -> bool {
+        s.finish().all(|(c, rest)| emit(c, rest))
+    }
 }
 
 /// [`WordsAs::Slices`]: `Arc<str>` chunks, [`Slices`] batches.
@@ -286,6 +322,22 @@ impl Words for SliceWords {
     }
     fn count(counts: &mut Counts, batch: Slices) {
         add_slices(counts, &batch);
+    }
+    type Splitter = (SliceBatcher, Vec<(usize, Slices)>);
+    fn splitter(counters: usize, batch: usize) -> Self::Splitter {
+        (SliceBatcher::new(counters, batch), Vec::new())
+    }
+    fn split(
+        (s, out): &mut Self::Splitter,
+        chunk: &Arc<str>,
+        mut emit: impl FnMut(usize, Slices) -> bool,
+    ) -> bool {
+        s.split(chunk, out);
+        out.drain(..).all(|(c, b)| emit(c, b))
+    }
+    fn finish(_: Self::Splitter, _: impl FnMut(usize, Slices) -> bool) -> bool {
+        // A batch never spans chunks: nothing is left.
+        true
     }
 }
 

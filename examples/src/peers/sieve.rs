@@ -6,9 +6,9 @@
 //! without passing anything on, and the channels close down the chain, so
 //! every engine reads the same numbers.
 //!
-//! - [`threads`]: one OS thread per task, `crossbeam_channel::bounded`
-//!   channels; a filter spawns its successor's thread and joins it once
-//!   its own loop has ended.
+//! - OS threads run the network of [`crate::apps::sieve::network`],
+//!   written once for rill and them: a filter spawns its successor's
+//!   thread and joins it once its own loop has ended.
 //! - [`tokio`](fn@tokio): one `tokio::spawn`ed task per task on a
 //!   multi-thread runtime with `workers` workers, `tokio::sync::mpsc`
 //!   channels; a filter awaits its successor's handle once its own loop
@@ -24,10 +24,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
-use crossbeam_channel::{bounded, Receiver, Sender};
 use tokio::sync::mpsc;
 
-use super::threads::{join, spawn};
 use super::tokio_rt::{join as join_task, multi_thread};
 use crate::bench::{Measurement, SieveParams};
 use crate::kernels::sieve::limit;
@@ -47,110 +45,6 @@ impl Chain {
             capacity: p.capacity,
             reads: AtomicU64::new(0),
         })
-    }
-}
-
-/// A filter thread's name, as rill's task names it.
-fn thread_name(k: usize, primes: usize) -> String {
-    crate::apps::sieve::filter_name(k, primes).replace('/', "-")
-}
-
-/// The sieve on OS threads: `primes + 2` threads.
-pub fn threads(p: &SieveParams) -> Result<Measurement> {
-    let chain = Chain::new(p);
-    let start = Instant::now();
-    let (numbers_out, numbers_in) = bounded::<u64>(p.capacity);
-    let (primes_out, primes_in) = bounded::<u64>(p.capacity);
-    let sink = spawn("sieve-sink".into(), move || -> Vec<u64> {
-        primes_in.iter().collect()
-    })?;
-    let last = limit(p.primes);
-    let generator = spawn("sieve-gen".into(), move || {
-        for x in 2..=last {
-            if numbers_out.send(x).is_err() {
-                return;
-            }
-        }
-    })?;
-    let c = chain.clone();
-    // Should this spawn fail, the generator and the sink see their
-    // channels' other ends dropped and end.
-    let first = spawn(thread_name(0, p.primes), move || {
-        thread_filter(0, numbers_in, primes_out, c)
-    })?;
-    let filters = join(first).and_then(|r| r);
-    let generator = join(generator);
-    let primes = join(sink);
-    let wall = start.elapsed();
-    let filters = filters?;
-    generator?;
-    let primes = primes?;
-    let reads = chain.reads.load(Ordering::Relaxed) + primes.len() as u64;
-    Ok(p.measured(wall, &primes, reads)?
-        .with("threads", filters as u64 + 2))
-}
-
-/// Filter thread `k` (see the module doc); returns the filters of the chain
-/// from `k` on.
-fn thread_filter(
-    k: usize,
-    input: Receiver<u64>,
-    primes_out: Sender<u64>,
-    chain: Arc<Chain>,
-) -> Result<usize> {
-    let mut reads = 0u64;
-    let mut primes_out = Some(primes_out);
-    let mut next: Option<(Sender<u64>, std::thread::JoinHandle<Result<usize>>)> = None;
-    let mut failed = None;
-    if let Ok(p) = input.recv() {
-        reads += 1;
-        let last = k + 1 == chain.primes;
-        let reported = primes_out.as_ref().is_some_and(|s| s.send(p).is_ok());
-        if last {
-            primes_out = None;
-        }
-        if reported {
-            for x in input.iter() {
-                reads += 1;
-                if last || x % p == 0 {
-                    continue;
-                }
-                let out = match &mut next {
-                    Some((s, _)) => s,
-                    None => {
-                        let (s, r) = bounded::<u64>(chain.capacity);
-                        let sink = primes_out.take().expect("the last filter holds the sink");
-                        let c = chain.clone();
-                        match spawn(thread_name(k + 1, chain.primes), move || {
-                            thread_filter(k + 1, r, sink, c)
-                        }) {
-                            Ok(h) => &mut next.insert((s, h)).0,
-                            Err(e) => {
-                                failed = Some(e);
-                                break;
-                            }
-                        }
-                    }
-                };
-                if out.send(x).is_err() {
-                    break;
-                }
-            }
-        }
-    }
-    chain.reads.fetch_add(reads, Ordering::Relaxed);
-    // Let go of every end before waiting for the rest of the chain, whose
-    // filters end as their input does.
-    drop((input, primes_out));
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    match next {
-        Some((s, h)) => {
-            drop(s);
-            Ok(1 + join(h)??)
-        }
-        None => Ok(1),
     }
 }
 
@@ -190,7 +84,7 @@ pub fn tokio(p: &SieveParams) -> Result<Measurement> {
     })?;
     let reads = chain.reads.load(Ordering::Relaxed) + primes.len() as u64;
     Ok(p.measured(wall, &primes, reads)?
-        .with("tasks", filters as u64 + 2))
+        .with(|f| f.tasks = Some(filters as u64 + 2)))
 }
 
 /// A filter task's future (boxed: it spawns its successor, a future of its
@@ -255,10 +149,11 @@ fn tokio_filter(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::{Bench, Engine};
     use crate::kernels::sieve::{first_primes, messages};
 
     #[test]
-    fn sieve_of_100_primes_on_both_peers() {
+    fn sieve_of_100_primes_on_every_engine() {
         for (workers, capacity) in [(1, 16), (2, 16), (2, 1)] {
             let p = SieveParams {
                 primes: 100,
@@ -266,19 +161,21 @@ mod tests {
                 workers,
                 ..SieveParams::default()
             };
-            for m in [threads(&p).unwrap(), tokio(&p).unwrap()] {
-                assert_eq!(m.ops, 100);
-                assert_eq!(m.extra["largest"], *first_primes(100).last().unwrap());
+            for engine in Engine::NETWORKS {
+                let m = p.run(engine).unwrap();
+                assert_eq!(m.ops, 100, "{engine}");
+                assert_eq!(m.figures.largest, first_primes(100).last().copied());
                 // Every number up to the limit, sieved as the sequential
                 // count says, and the sink's.
-                assert_eq!(m.extra["messages"], messages(100));
+                assert_eq!(m.figures.messages, Some(messages(100)));
             }
         }
         let one = SieveParams {
             primes: 1,
             ..SieveParams::default()
         };
-        assert_eq!(threads(&one).unwrap().extra["largest"], 2);
-        assert_eq!(tokio(&one).unwrap().extra["largest"], 2);
+        for engine in Engine::NETWORKS {
+            assert_eq!(one.run(engine).unwrap().figures.largest, Some(2));
+        }
     }
 }

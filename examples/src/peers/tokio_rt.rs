@@ -14,19 +14,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::bench::{
-    busy_work, measure_idle_cpu, verify_ring, Measurement, MicroParams, MicroRow, PipeParams,
-    RingParams, SequenceCheck, SieveParams, VerifyError, WordcountParams, MICRO_CAPACITY,
+    busy_work, measure_idle_cpu, verify_ring, Measurement, MicroRow, PipeParams, RingParams,
+    SequenceCheck, SumCheck, VerifyError, MICRO_CAPACITY,
 };
-use crate::engines::Engine;
-
-/// Yields timed by the `yield` row.
-pub const YIELD_OPS: u64 = 200_000;
-/// Tasks spawned and awaited by the `spawn` row.
-pub const SPAWN_OPS: u64 = 200_000;
-/// Messages sent by the `handoff` row.
-pub const HANDOFF_OPS: u64 = 1_000_000;
-/// Round trips made by the `cross_worker_roundtrip` row.
-pub const ROUNDTRIP_OPS: u64 = 100_000;
+use crate::net::panic_text;
 
 /// A multi-thread runtime with `workers` workers, as tokio's docs build one.
 pub(crate) fn multi_thread(workers: usize) -> Result<Runtime> {
@@ -43,7 +34,7 @@ pub(crate) async fn join<T>(what: &str, h: JoinHandle<T>) -> Result<T> {
         if e.is_panic() {
             anyhow!(
                 "tokio task {what} panicked: {}",
-                super::threads::panic_text(&e.into_panic())
+                panic_text(&e.into_panic())
             )
         } else {
             anyhow!("tokio task {what} was cancelled")
@@ -106,7 +97,7 @@ pub fn pipe(p: &PipeParams) -> Result<Measurement> {
         // messages: report the panic, the cause.
         stages_result?;
         sink_result??;
-        Ok(Measurement::new(wall, p.channel_hops()).with("tasks", d as u64))
+        Ok(Measurement::new(wall, p.channel_hops()).with(|f| f.tasks = Some(d as u64)))
     })
 }
 
@@ -135,66 +126,51 @@ pub fn ring(p: &RingParams) -> Result<Measurement> {
             .await
             .map_err(|_| anyhow!("ring task 0 ended before the token"))?;
         drop(inject);
-        let mut reads = 0;
-        let mut final_token = None;
+        let mut finals = Vec::with_capacity(s);
         for h in tasks {
-            let (r, last) = join("ring", h).await?;
-            reads += r;
-            final_token = final_token.or(last);
+            finals.push(join("ring", h).await?);
         }
         let wall = start.elapsed();
-        verify_ring(final_token, reads, hops)?;
-        Ok(Measurement::new(wall, hops).with("tasks", s as u64))
+        verify_ring(&finals, hops)?;
+        Ok(Measurement::new(wall, hops).with(|f| f.tasks = Some(s as u64)))
     })
 }
 
-async fn ring_task(
-    mut rx: mpsc::Receiver<u64>,
-    tx: mpsc::Sender<u64>,
-    hops: u64,
-) -> (u64, Option<u64>) {
-    let mut reads = 0;
+/// Ring task: the protocol of [`crate::nets::ring`]'s, awaiting where that
+/// blocks; the final token, if this task read it.
+async fn ring_task(mut rx: mpsc::Receiver<u64>, tx: mpsc::Sender<u64>, hops: u64) -> Option<u64> {
     // The loop ends when the previous task ended (its sender dropped).
     while let Some(t) = rx.recv().await {
-        reads += 1;
         if t >= hops {
-            return (reads, Some(t));
+            return Some(t);
         }
         if tx.send(t + 1).await.is_err() {
             break;
         }
     }
-    (reads, None)
+    None
 }
 
 /// One micro row on tokio.
 ///
 /// - `yield`: one spawned task calls `tokio::task::yield_now().await`
-///   [`YIELD_OPS`] times, on a multi-thread runtime with `workers` workers.
+///   `ops` times, on a multi-thread runtime with `workers` workers.
 /// - `spawn`: from inside a task, `tokio::spawn(async {})` then await its
-///   `JoinHandle`, [`SPAWN_OPS`] times, on `workers` workers.
+///   `JoinHandle`, `ops` times, on `workers` workers.
 /// - `handoff`: a current-thread runtime (one worker), two tasks, one
-///   `mpsc::channel(MICRO_CAPACITY)`, [`HANDOFF_OPS`] messages.
+///   `mpsc::channel(MICRO_CAPACITY)`, `ops` messages.
 /// - `cross_worker_roundtrip`: a multi-thread runtime with 2 workers, a ping and a
-///   pong task, [`ROUNDTRIP_OPS`] round trips. tokio decides where the two tasks
+///   pong task, `ops` round trips. tokio decides where the two tasks
 ///   run (a woken task goes to its waker's worker first), as it would for any
 ///   program.
 /// - `idle_cpu`: a multi-thread runtime with 1 worker and one task waiting on an
 ///   empty channel.
-pub fn micro(p: &MicroParams) -> Result<Measurement> {
-    let row = p.row;
-    let ops = p.ops.unwrap_or(match row {
-        MicroRow::Yield => YIELD_OPS,
-        MicroRow::Spawn => SPAWN_OPS,
-        MicroRow::Handoff => HANDOFF_OPS,
-        MicroRow::CrossWorkerRoundtrip => ROUNDTRIP_OPS,
-        MicroRow::IdleCpu => 0,
-    });
-    micro_ops(row, p.workers, ops)
+pub fn micro(row: MicroRow, workers: usize, ops: u64) -> Result<Measurement> {
+    micro_ops(row, workers, ops)
 }
 
 /// Row `row` with `ops` operations on `workers` workers.
-pub(crate) fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measurement> {
+fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measurement> {
     let workers = row.workers(workers);
     match row {
         MicroRow::Yield => {
@@ -233,9 +209,9 @@ pub(crate) fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measu
                 let start = Instant::now();
                 let (tx, mut rx) = mpsc::channel::<u64>(MICRO_CAPACITY);
                 let consumer = tokio::spawn(async move {
-                    let mut check = SequenceCheck::new();
+                    let mut check = SumCheck::default();
                     while let Some(v) = rx.recv().await {
-                        check.push(v)?;
+                        check.push(v);
                     }
                     check.finish(ops)
                 });
@@ -298,88 +274,6 @@ pub(crate) fn micro_ops(row: MicroRow, workers: usize, ops: u64) -> Result<Measu
                 return Err(VerifyError("the idle task received a message".into()).into());
             }
             m
-        }
-    }
-}
-
-/// Peer: one `tokio::spawn`ed task per task on a multi-thread tokio runtime, connected by `tokio::sync::mpsc::channel`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Tokio;
-
-impl Engine for Tokio {
-    fn name(&self) -> &'static str {
-        "tokio"
-    }
-
-    fn about(&self) -> &'static str {
-        "tokio tasks on a multi-thread runtime, tokio mpsc bounded channels"
-    }
-
-    fn pipe(&self, p: &PipeParams) -> Result<Measurement> {
-        pipe(p)
-    }
-
-    fn ring(&self, p: &RingParams) -> Result<Measurement> {
-        ring(p)
-    }
-
-    fn micro(&self, p: &MicroParams) -> Result<Measurement> {
-        micro(p)
-    }
-
-    fn wordcount(&self, p: &WordcountParams) -> Result<Measurement> {
-        super::wordcount::tokio(p)
-    }
-
-    fn sieve(&self, p: &SieveParams) -> Result<Measurement> {
-        super::sieve::tokio(p)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pipe_small_verifies() {
-        for (depth, workers) in [(2, 1), (3, 2), (7, 2)] {
-            let p = PipeParams {
-                depth,
-                messages: 1000,
-                capacity: 4,
-                workers,
-                ..PipeParams::default()
-            };
-            let m = pipe(&p).unwrap();
-            assert_eq!(m.ops, 1000 * (depth as u64 - 1));
-        }
-    }
-
-    #[test]
-    fn ring_small_verifies() {
-        for (size, hops) in [(2, 1), (2, 2), (3, 100), (10, 1000)] {
-            let p = RingParams {
-                size,
-                hops,
-                capacity: 2,
-                workers: 2,
-                ..RingParams::default()
-            };
-            let m = ring(&p).unwrap();
-            assert_eq!(m.ops, hops);
-        }
-    }
-
-    #[test]
-    fn micro_rows_run() {
-        for row in MicroRow::ALL {
-            let m = micro_ops(row, 2, 100).unwrap();
-            if row == MicroRow::IdleCpu {
-                let share = m.cpu_share().unwrap();
-                assert!((0.0..=2.0).contains(&share), "{share}");
-            } else {
-                assert!(m.ns_per_op().unwrap() > 0.0);
-            }
         }
     }
 }

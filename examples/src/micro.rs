@@ -1,0 +1,232 @@
+//! The micro rows as a benchmark: their run on each engine, and rill's
+//! rows: those that are rill's own (`yield`, `spawn`, `idle_cpu`), and the
+//! two that move messages on [`crate::nets`]. Each row runs on a runtime of
+//! its own.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use rill::{Mapping, MonitorConfig, Runtime};
+
+use crate::bench::{
+    measure_idle_cpu, Measurement, MicroParams, MicroRow, ParamError, Params, MICRO_CAPACITY,
+};
+use crate::engines::{monitor_name, Bench, Engine};
+use crate::net::{monitor_config, rill_figures, rill_runtime, NetSpec, RillNet, Slot};
+use crate::nets;
+use crate::peers::{threads, tokio_rt};
+
+impl Bench for MicroParams {
+    fn name(&self) -> &'static str {
+        "micro"
+    }
+
+    fn validate(&self) -> Result<(), ParamError> {
+        MicroParams::validate(self)
+    }
+
+    fn params(&self) -> Params {
+        let moves = matches!(self.row, MicroRow::Handoff | MicroRow::CrossWorkerRoundtrip);
+        Params {
+            row: Some(self.row.name()),
+            workers: Some(self.row.workers(self.workers)),
+            monitor: monitor_name(self.monitor),
+            logs: self.logs.clone(),
+            capacity: moves.then_some(MICRO_CAPACITY),
+            ..Params::default()
+        }
+    }
+
+    fn title(&self) -> String {
+        format!("micro  workers={}", self.workers)
+    }
+
+    fn label(&self) -> String {
+        format!("micro {}", self.row)
+    }
+
+    /// `idle_cpu` shows the share of a core in percent.
+    fn unit(&self) -> &'static str {
+        match self.row {
+            MicroRow::IdleCpu => "% core",
+            _ => "ns/op",
+        }
+    }
+
+    fn figure(&self, m: &Measurement) -> Option<f64> {
+        match self.row {
+            MicroRow::IdleCpu => m.cpu_share().map(|s| s * 100.0),
+            _ => m.ns_per_op(),
+        }
+    }
+
+    fn crosses_workers(&self) -> bool {
+        self.row == MicroRow::CrossWorkerRoundtrip
+    }
+
+    fn run(&self, engine: Engine) -> Result<Measurement> {
+        match engine {
+            Engine::Rill => rill(self),
+            Engine::Threads => threads::micro(self.row, self.ops_on(engine)),
+            Engine::Tokio => tokio_rt::micro(self.row, self.workers, self.ops_on(engine)),
+            Engine::Sequential => Err(engine.lacks("micro")),
+        }
+    }
+}
+
+impl MicroParams {
+    /// The operations the row times on `engine`: `--ops`, or the engine's
+    /// own count for the row, chosen so that it runs for tens of
+    /// milliseconds there (`idle_cpu` has none).
+    pub fn ops_on(&self, engine: Engine) -> u64 {
+        use MicroRow::*;
+        self.ops.unwrap_or(match (engine, self.row) {
+            (_, IdleCpu) => 0,
+            (Engine::Rill, Yield | Handoff) => 5_000_000,
+            (Engine::Rill, Spawn) => 500_000,
+            (Engine::Rill, CrossWorkerRoundtrip) => 100_000,
+            (_, Yield) => 200_000,
+            (Engine::Tokio, Spawn) => 200_000,
+            (_, Spawn) => 2_000,
+            (Engine::Tokio, Handoff) => 1_000_000,
+            (_, Handoff) => 500_000,
+            (Engine::Tokio, CrossWorkerRoundtrip) => 100_000,
+            (_, CrossWorkerRoundtrip) => 20_000,
+        })
+    }
+}
+
+/// One micro row ([`micro`] says on how many workers). With
+/// monitoring, the row's logs go to `LOGS/ROW` (default
+/// `rill-logs/micro/ROW`).
+fn rill(p: &MicroParams) -> Result<Measurement> {
+    let row = p.row;
+    let logs = p.logs.as_ref().map(|d| d.join(row.name()));
+    let mon = monitor_config(p.monitor, logs.as_deref(), &format!("micro/{}", row.name()));
+    let ops = p.ops_on(Engine::Rill);
+    let (m, stats) = micro(row, ops, &mon)?;
+    Ok(rill_figures(m, &stats, &mon))
+}
+
+fn runtime(workers: usize, capacity: usize, mon: &MonitorConfig) -> Result<Runtime> {
+    rill_runtime(workers, capacity, mon, Mapping::RoundRobin)
+}
+
+/// Runs micro row `row` with `n` operations: `yield`, `spawn` and `handoff`
+/// on one worker, `cross_worker_roundtrip` on two, and `idle_cpu` on two
+/// (worker 0 blocked in the OS by a task that measures with
+/// [`measure_idle_cpu`], worker 1 idle; `n` does not apply). Returns the
+/// measurement (`n` operations in the time the row times) and the run's
+/// figures.
+pub fn micro(row: MicroRow, n: u64, mon: &MonitorConfig) -> Result<(Measurement, rill::RunStats)> {
+    let timed = |d: Duration, stats: rill::RunStats| (Measurement::new(d, n), stats);
+    match row {
+        MicroRow::Yield => {
+            let mut rt = runtime(1, 16, mon)?;
+            let t: Slot<Duration> = Slot::default();
+            let t2 = t.clone();
+            rt.spawn("micro/yield", move || {
+                let t0 = Instant::now();
+                for _ in 0..n {
+                    rill::yield_now();
+                }
+                t2.put(t0.elapsed());
+            });
+            let stats = rt.run()?;
+            Ok(timed(t.take("yield")?, stats))
+        }
+        MicroRow::Spawn => {
+            let mut rt = runtime(1, 16, mon)?;
+            let t: Slot<Duration> = Slot::default();
+            let t2 = t.clone();
+            let done = Arc::new(AtomicU64::new(0));
+            let d2 = done.clone();
+            rt.spawn("micro/spawner", move || {
+                let t0 = Instant::now();
+                let batch = 64;
+                let mut spawned = 0;
+                while spawned < n {
+                    for _ in 0..batch.min(n - spawned) {
+                        let d = d2.clone();
+                        rill::spawn("micro/empty", move || {
+                            d.fetch_add(1, Ordering::Relaxed);
+                        });
+                        spawned += 1;
+                    }
+                    rill::yield_now();
+                }
+                while d2.load(Ordering::Relaxed) < n {
+                    rill::yield_now();
+                }
+                t2.put(t0.elapsed());
+            });
+            let stats = rt.run()?;
+            if done.load(Ordering::Relaxed) != n {
+                bail!("spawn: {} of {n} tasks ran", done.load(Ordering::Relaxed));
+            }
+            Ok(timed(t.take("spawn")?, stats))
+        }
+        // The spec of the rows on the nets: on worker 0 and 1 of a
+        // round-robin runtime.
+        MicroRow::Handoff => {
+            let (m, run) = nets::handoff::<RillNet>(n, 16, &micro_spec(1, mon))?;
+            Ok((m, run.stats.expect("a rill run has statistics")))
+        }
+        MicroRow::CrossWorkerRoundtrip => {
+            let (m, run) = nets::roundtrip::<RillNet>(n, 1, &micro_spec(2, mon))?;
+            Ok((m, run.stats.expect("a rill run has statistics")))
+        }
+        MicroRow::IdleCpu => {
+            let mut rt = runtime(2, 16, mon)?;
+            let m: Slot<Result<Measurement>> = Slot::default();
+            let m2 = m.clone();
+            // Worker 1 has nothing to do; this task blocks worker 0 in the OS.
+            rt.try_spawn_on(0, "micro/sleeper", move || {
+                m2.put(measure_idle_cpu());
+            })?;
+            let stats = rt.run()?;
+            Ok((m.take("idle_cpu")??, stats))
+        }
+    }
+}
+
+/// The network of a micro row on `workers` workers (its tasks placed by
+/// hand, pinned), monitored as `mon` says.
+fn micro_spec(workers: usize, mon: &MonitorConfig) -> NetSpec<'static> {
+    NetSpec {
+        bench: "micro",
+        workers,
+        capacity: 16,
+        mapping: None,
+        names: &[],
+        manual: rill::ManualTable::new(),
+        monitor: Some(mon.flags),
+        logs: mon.dir.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micro_rows_run_on_every_engine() {
+        for engine in Engine::NETWORKS {
+            for row in MicroRow::ALL {
+                let p = MicroParams {
+                    ops: Some(100),
+                    ..MicroParams::new(row, 2)
+                };
+                let m = p.run(engine).unwrap();
+                if row == MicroRow::IdleCpu {
+                    let share = m.cpu_share().unwrap();
+                    assert!((0.0..=2.0).contains(&share), "{engine} {share}");
+                } else {
+                    assert!(m.ns_per_op().unwrap() > 0.0, "{engine} {row}");
+                }
+            }
+        }
+    }
+}
