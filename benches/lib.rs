@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use rill_examples::bench::Measurement;
-use rill_examples::engines::{self, Engine};
+use rill_examples::engines::Engine;
 
 /// The engines every bench compares.
-pub const ENGINES: [&dyn Engine; 3] = engines::NETWORKS;
+pub const ENGINES: [Engine; 3] = Engine::NETWORKS;
 
 /// Runs `f` `iters` times and returns the summed wall time it measured itself
 /// (the engines time their own runs; set-up is excluded).

@@ -6,6 +6,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rill_benches::{total, ENGINES};
 use rill_examples::bench::{MicroParams, MicroRow};
+use rill_examples::engines::Bench;
 
 fn micro(c: &mut Criterion) {
     for row in [
@@ -19,7 +20,7 @@ fn micro(c: &mut Criterion) {
         for e in ENGINES {
             let p = MicroParams::new(row, 2);
             g.bench_with_input(BenchmarkId::from_parameter(e.name()), &p, |b, p| {
-                b.iter_custom(|iters| total(iters, || e.micro(p)))
+                b.iter_custom(|iters| total(iters, || p.run(e)))
             });
         }
         g.finish();

@@ -4,6 +4,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rill_benches::{total, ENGINES};
 use rill_examples::bench::{PipeParams, Placement};
+use rill_examples::engines::Bench;
 
 fn pipe(c: &mut Criterion) {
     for placement in [Placement::Const, Placement::Rr, Placement::Parts] {
@@ -20,7 +21,7 @@ fn pipe(c: &mut Criterion) {
         g.throughput(Throughput::Elements(p.messages * (p.depth as u64 - 1)));
         for e in ENGINES {
             g.bench_with_input(BenchmarkId::from_parameter(e.name()), &p, |b, p| {
-                b.iter_custom(|iters| total(iters, || e.pipe(p)))
+                b.iter_custom(|iters| total(iters, || p.run(e)))
             });
         }
         g.finish();

@@ -3,6 +3,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rill_benches::{total, ENGINES};
 use rill_examples::bench::{Placement, RingParams};
+use rill_examples::engines::Bench;
 
 fn ring(c: &mut Criterion) {
     let mut g = c.benchmark_group("ring");
@@ -20,7 +21,7 @@ fn ring(c: &mut Criterion) {
     g.throughput(Throughput::Elements(p.hops));
     for e in ENGINES {
         g.bench_with_input(BenchmarkId::from_parameter(e.name()), &p, |b, p| {
-            b.iter_custom(|iters| total(iters, || e.ring(p)))
+            b.iter_custom(|iters| total(iters, || p.run(e)))
         });
     }
     g.finish();
