@@ -17,7 +17,7 @@
 //!
 //! The figure moves with the host: on the shared 2-vCPU machine it went
 //! from 122 to 560 ns within an hour, with the crossing rows moving in
-//! step (`docs/measurements.md`). That is why `rill-bench ab` measures it
+//! step (`docs/measurements/crossing.md#crossing-floor`). That is why `rill-bench ab` measures it
 //! before each round and `micro` and `all` print it beside their rows.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -16,7 +16,7 @@ use rill::{ManualTable, Mapping, MonitorFlags};
 /// 300,000 paths) kept the chains whole in 15 of 15 plans, its pilot took
 /// about 7 ms (a thirtieth sampled at 10 kHz: 16 ms), and auto with its
 /// pilot ran level with the manual table, 1.51-1.55x rr (`compare mc
-/// --paths 300000 --repeat 15 --auto`; `docs/measurements.md`). At 1/6 the
+/// --paths 300000 --repeat 15 --auto`; `docs/measurements/rill-mon.md#auto-pilot`). At 1/6 the
 /// pilot cost more than the plan saved (auto with its pilot 385.7 ms
 /// against rr 300.2). The other applications' pilots sit on their floors
 /// at 1/30 already (rt, ant) or take a few milliseconds (des).

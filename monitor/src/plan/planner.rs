@@ -716,7 +716,7 @@ fn mapped_tasks(
 /// A sample-mode run shorter than this gets a warning with its plan: its
 /// busy times per task rest on a few samples each, and runs of a few
 /// milliseconds were found off by more than the samples' statistics say
-/// (7 to 23 points per worker on 6-10 ms runs; `docs/measurements.md`),
+/// (7 to 23 points per worker on 6-10 ms runs; `docs/measurements/rill-mon.md#auto-pilot`),
 /// where runs of 200 ms and more stay within the bound.
 pub const SHORT_SAMPLED_RUN_NS: u64 = 200_000_000;
 

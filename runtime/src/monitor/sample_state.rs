@@ -11,7 +11,7 @@
 /// (`self_sample::sampled_word`). So the steps between dispatches are
 /// sampled as `SCHED`, which `rill-mon` spreads over the window's
 /// running samples. (A `RUN` word stored per dispatch, as before, cost
-/// no difference this machine could show; `docs/measurements.md`.)
+/// no difference this machine could show; `docs/measurements/sampling.md#sample-start-end`.)
 pub(crate) const SCHED: u64 = 0;
 /// Running the task whose id is in the high bits (only in samples).
 pub(crate) const RUN: u64 = 1;
