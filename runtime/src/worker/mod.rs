@@ -535,7 +535,9 @@ impl WorkerLocal {
         })
     }
 
-    #[inline]
+    // Always inlined: the dispatch loop and worker 0's watch
+    // (`plan.rs`) both call it, and the loop's copy is the hot path.
+    #[inline(always)]
     fn dispatch<const MON: bool, const SAMPLE: bool>(&self, t: TaskRef) {
         let task = t.get();
         // SAFETY: we own the task (it came from our queue); only we touch its
