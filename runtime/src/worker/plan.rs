@@ -103,11 +103,10 @@ impl WorkerLocal {
             if self.shared.stealing() && self.try_steal() {
                 return Some(true);
             }
-            if self.spin.shares_core() {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
+            // Give the core away at each turn: where workers share cores
+            // with each other or with other processes, worker 0 is the one
+            // that must run now.
+            std::thread::yield_now();
         }
         self.plan_done.set(true);
         let block = self.shared.take_block(self.id);
