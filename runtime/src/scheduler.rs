@@ -142,6 +142,17 @@ impl ReadyQueue {
         d.pop()
     }
 
+    /// How many tasks that ran are queued (ready again), by a scan of the
+    /// FIFO (`worker/plan.rs`, only while blocks wait).
+    pub(crate) fn started_ready(&self) -> usize {
+        let f = &self.started;
+        (0..f.tail.wrapping_sub(f.head))
+            .filter(|k| {
+                f.buf[f.head.wrapping_add(*k) & f.mask].is_some_and(|t| !t.get().never_ran())
+            })
+            .count()
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.started.head == self.started.tail && self.fresh.as_ref().is_none_or(|d| d.is_empty())
     }

@@ -384,3 +384,90 @@ fn an_idle_worker_takes_unstarted_tasks_from_a_busy_one() {
         assert!(stats.steals >= 1, "{stats:?}");
     });
 }
+
+/// Tasks added before the run, `n` of them in a cycle of streams (task i
+/// reads stream i, writes stream i+1) when `ring`, else a chain from a
+/// source of `messages` values to a sink; returns where each started and
+/// the run's statistics. The spin (so each waiting block's grace) is long,
+/// so that what decides is what worker 0 sees, not the clock.
+fn before_the_run(ring: bool, n: usize, messages: u64) -> (Vec<usize>, rill::RunStats) {
+    let seen: Seen = Arc::default();
+    let mut rt = Runtime::builder()
+        .workers(2)
+        .spin(std::time::Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let (mut ws, mut rs): (Vec<_>, Vec<_>) = (0..n)
+        .map(|_| {
+            let (w, r) = rill::stream::<u64>(4);
+            (Some(w), Some(r))
+        })
+        .unzip();
+    for i in 0..n {
+        let mut r = rs[i].take();
+        let mut w = if ring || i + 1 < n {
+            ws[(i + 1) % n].take()
+        } else {
+            None
+        };
+        let s = seen.clone();
+        rt.spawn(format!("t/{i:02}"), move || {
+            note(&s);
+            if i == 0 {
+                let w = w.as_mut().unwrap();
+                if ring {
+                    w.write(0).unwrap();
+                } else {
+                    for v in 0..messages {
+                        w.write(v).unwrap();
+                    }
+                    return;
+                }
+            }
+            let r = r.as_mut().unwrap();
+            while let Some(h) = r.read() {
+                if ring && h >= messages {
+                    return;
+                }
+                if let Some(w) = w.as_mut() {
+                    if w.write(h + 1).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        // Stream 0's ends: the ring's last task writes it, task 0 reads
+        // it; the chain's source reads nothing.
+        if i == 0 && !ring {
+            drop(rs[0].take());
+        }
+    }
+    drop(ws);
+    let stats = rt.run().expect("run");
+    let s = seen.lock().unwrap();
+    let at = (0..n).map(|i| s[&format!("t/{i:02}")]).collect();
+    (at, stats)
+}
+
+/// A ring that passes one token has one task ready at a time: worker 0
+/// starts its block, runs dry when the token reaches the other block, and
+/// takes that block before it started (the waiting worker's grace is
+/// long here), so the whole ring starts on worker 0 and no message
+/// crosses. A chain from a source has two tasks ready at once after a few
+/// dispatches, and its blocks start as planned (task i of n on worker
+/// i·2/n), nothing taken.
+#[test]
+fn a_one_token_ring_added_before_the_run_starts_on_one_worker_a_chain_on_its_blocks() {
+    with_timeout("plan", 120, || {
+        for _ in 0..5 {
+            let (at, stats) = before_the_run(true, 20, 2_000);
+            assert_eq!(at, vec![0; 20], "the ring started on one worker");
+            assert_eq!(stats.steals, 10, "worker 0 took the waiting block");
+            assert_eq!(stats.crossed, 0, "{stats:?}");
+            let (at, stats) = before_the_run(false, 20, 2_000);
+            let want: Vec<usize> = (0..20).map(|i| i * 2 / 20).collect();
+            assert_eq!(at, want, "the chain's blocks as planned");
+            assert_eq!(stats.steals, 0, "{stats:?}");
+        }
+    });
+}

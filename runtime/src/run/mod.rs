@@ -248,6 +248,10 @@ impl Runtime {
             stealing,
             steal_batches,
             initial_assigns: Vec::new(),
+            deferred: (0..n).map(|_| Mutex::new(Vec::new())).collect(),
+            deferred_open: AtomicUsize::new(0),
+            parallel: std::sync::atomic::AtomicBool::new(false),
+            plan_progress: std::sync::atomic::AtomicU64::new(0),
             ticker: TickerShared::new(),
             waiter: std::sync::OnceLock::new(),
             workers_left: AtomicUsize::new(0),
@@ -454,7 +458,20 @@ fn place_initial(
         debug_assert_eq!(t.get().id, k as TaskId + 1);
         assigns.push((t.get().id, target, label));
         created[target] += 1;
-        shared.workers[target].inbox.push(t);
+        if shared.steals_batches() && hint.is_none() && target != 0 {
+            // A block of the plan beyond worker 0's: it waits for its
+            // worker until the run shows it can use more than one
+            // (`worker/plan.rs`).
+            let mut b = shared.deferred[target]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if b.is_empty() {
+                shared.deferred_open.fetch_add(1, Ordering::AcqRel);
+            }
+            b.push(t);
+        } else {
+            shared.workers[target].inbox.push(t);
+        }
     }
     if let Some(sh) = Arc::get_mut(shared) {
         sh.initial_assigns = assigns;

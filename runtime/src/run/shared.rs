@@ -53,6 +53,18 @@ pub(crate) struct Shared {
     pub(crate) profile_record: Option<profile::Record>,
     /// Tasks placed before the run: (id, worker, name), logged by their worker.
     pub(crate) initial_assigns: Vec<(TaskId, usize, String)>,
+    /// The blocks of tasks added before the run that wait for their worker
+    /// (`worker/plan.rs`): entry `w` is worker `w`'s block, in spawn order;
+    /// worker 0's is always empty.
+    pub(crate) deferred: Box<[Mutex<Vec<TaskRef>>]>,
+    /// How many entries of `deferred` still hold tasks.
+    pub(crate) deferred_open: AtomicUsize,
+    /// Worker 0 saw two started tasks ready at once while the blocks
+    /// waited: the network has work for more than one worker.
+    pub(crate) parallel: std::sync::atomic::AtomicBool,
+    /// Worker 0's dispatches while blocks wait (`worker/plan.rs`): a
+    /// waiting worker sees from it whether worker 0 still moves.
+    pub(crate) plan_progress: std::sync::atomic::AtomicU64,
     /// The ticker's shared half (`worker/ticker.rs`).
     pub(crate) ticker: TickerShared,
     /// The thread that called `run`, when it does more than wait for the
@@ -105,6 +117,23 @@ impl Shared {
     /// Whether a thief takes a contiguous run of tasks (`scheduler.rs`).
     pub(crate) fn steals_batches(&self) -> bool {
         self.steal_batches
+    }
+
+    /// Whether some block of tasks added before the run still waits for
+    /// its worker (`worker/plan.rs`).
+    #[inline]
+    pub(crate) fn blocks_wait(&self) -> bool {
+        self.deferred_open.load(Ordering::Acquire) > 0
+    }
+
+    /// Takes worker `w`'s waiting block, if it still waits.
+    pub(crate) fn take_block(&self, w: usize) -> Vec<TaskRef> {
+        let mut b = self.deferred[w].lock().unwrap_or_else(|e| e.into_inner());
+        let taken = std::mem::take(&mut *b);
+        if !taken.is_empty() {
+            self.deferred_open.fetch_sub(1, Ordering::AcqRel);
+        }
+        taken
     }
 
     /// Ends the run (first caller wins) and wakes every worker.

@@ -8,6 +8,7 @@ mod inbox;
 #[cfg(all(test, loom))]
 pub(crate) use inbox::Inbox;
 mod park;
+mod plan;
 mod post;
 pub(crate) mod settle;
 pub(crate) mod ticker;
@@ -103,6 +104,11 @@ pub(crate) struct WorkerLocal {
     solo: bool,
     /// When the worker last covered its own window (`solo` only).
     last_cover: std::cell::Cell<Instant>,
+    /// Its block of the tasks added before the run no longer waits
+    /// (`plan.rs`).
+    plan_done: std::cell::Cell<bool>,
+    /// When its block's grace ends (`plan.rs`), once it began.
+    plan_until: std::cell::Cell<Option<Instant>>,
     /// How long the worker spins when it runs out of work.
     spin: idle_spin::IdleSpin,
     log: UnsafeCell<Option<WorkerLog>>,
@@ -146,6 +152,8 @@ impl WorkerLocal {
             use_barrier,
             solo,
             last_cover: std::cell::Cell::new(Instant::now()),
+            plan_done: std::cell::Cell::new(id == 0),
+            plan_until: std::cell::Cell::new(None),
             spin,
             sampled: log.as_ref().is_some_and(|l| l.is_sampled()),
             totals: log.as_ref().is_some_and(|l| l.is_sample_only()),
@@ -353,6 +361,9 @@ impl WorkerLocal {
     /// loop per value, so that an unmonitored worker's dispatch has no
     /// monitoring test at all.
     fn work<const MON: bool, const SAMPLE: bool>(&self) {
+        if self.id == 0 && self.shared.blocks_wait() {
+            self.watch_plan::<MON, SAMPLE>();
+        }
         loop {
             if let Some(t) = self.next_task() {
                 self.dispatch::<MON, SAMPLE>(t);
@@ -524,7 +535,9 @@ impl WorkerLocal {
         })
     }
 
-    #[inline]
+    // Always inlined: the dispatch loop and worker 0's watch
+    // (`plan.rs`) both call it, and the loop's copy is the hot path.
+    #[inline(always)]
     fn dispatch<const MON: bool, const SAMPLE: bool>(&self, t: TaskRef) {
         let task = t.get();
         // SAFETY: we own the task (it came from our queue); only we touch its
@@ -724,6 +737,11 @@ impl WorkerLocal {
     /// when the run is over.
     #[cold]
     fn idle(&self) -> bool {
+        if !self.plan_done.get() {
+            if let Some(found) = self.wait_for_plan() {
+                return found;
+            }
+        }
         let me = &self.shared.workers[self.id];
         if let Some(work) = self.shared.idle_work.as_deref() {
             let found = idle_work::look(

@@ -1,0 +1,128 @@
+//! The blocks of tasks added before the run, under the adaptive mapping:
+//! when they start, and where.
+//!
+//! The mapper cuts the tasks added before the run into W contiguous blocks
+//! (`mapper.rs`). Worker 0 starts its block at once; the others wait,
+//! unstarted, until the run shows whether it can use more than one worker:
+//!
+//! - Worker 0 sees two started tasks ready at once after a dispatch (a
+//!   pipeline's stage woke its writer and its reader): the network has
+//!   work for two workers, and every worker starts its own block, as
+//!   planned.
+//! - Worker 0, after its first dispatch, stays in one dispatch for
+//!   [`PLAN_STALL_SPINS`] configured spins (a computation, not a
+//!   hand-off), or a waiting
+//!   worker's grace ends ([`PLAN_GRACE_SPINS`] configured spins, spent
+//!   spinning, never parked): the waiting worker starts its own block, as
+//!   planned. So computations that do not talk still spread.
+//! - Worker 0 runs out of work first, without that sign: it takes every
+//!   block still waiting (counted as steals). A ring that passes one token
+//!   has one task ready at a time, and runs on one worker instead of
+//!   crossing at each block's edge.
+//!
+//! Only tasks that never ran move; worker 0's watch (a scan of its ready
+//! queue after each dispatch) runs only while a block waits, in a loop of
+//! its own, so the dispatch loop is the same as without it.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::WorkerLocal;
+use crate::run::shared::Phase;
+
+impl WorkerLocal {
+    /// Worker 0, while blocks wait: dispatches until the sign of
+    /// parallelism (two started tasks ready) or until it runs dry, then
+    /// takes the blocks still waiting. Returns to the dispatch loop.
+    pub(super) fn watch_plan<const MON: bool, const SAMPLE: bool>(&self) {
+        while self.shared.blocks_wait() {
+            if self.shared.phase() != Phase::Running {
+                return;
+            }
+            let Some(t) = self.next_task() else {
+                // Dry before any sign: the network has one worker's work.
+                for w in 1..self.shared.workers.len() {
+                    for t in self.shared.take_block(w) {
+                        self.ready().push_kept(t);
+                    }
+                }
+                return;
+            };
+            self.dispatch::<MON, SAMPLE>(t);
+            self.shared.plan_progress.fetch_add(1, Ordering::Relaxed);
+            if self.ready().started_ready() >= 2 {
+                self.shared.parallel.store(true, Ordering::Release);
+                return;
+            }
+        }
+    }
+
+    /// A worker whose block waits, with nothing else to run: waits for
+    /// worker 0's sign or the end of its grace, spinning (taking new tasks
+    /// from others meanwhile), then starts its block if worker 0 has not
+    /// taken it. `None` when its block no longer waits; else what `idle`
+    /// returns.
+    #[cold]
+    pub(super) fn wait_for_plan(&self) -> Option<bool> {
+        if self.plan_done.get() {
+            return None;
+        }
+        let spin = self.shared.cfg.spin;
+        let until = match self.plan_until.get() {
+            Some(u) => u,
+            None => {
+                let u = Instant::now() + spin * PLAN_GRACE_SPINS;
+                self.plan_until.set(Some(u));
+                u
+            }
+        };
+        let me = &self.shared.workers[self.id];
+        let (mut seen, mut moved) = (0, Instant::now());
+        loop {
+            if self.shared.phase() != Phase::Running {
+                return Some(false);
+            }
+            let now = Instant::now();
+            let p = self.shared.plan_progress.load(Ordering::Relaxed);
+            if p != seen {
+                (seen, moved) = (p, now);
+            }
+            // Worker 0 started and then stayed in one dispatch for a
+            // while: a computation, not a hand-off.
+            let stalled = seen > 0 && now >= moved + spin * PLAN_STALL_SPINS;
+            if self.shared.parallel.load(Ordering::Acquire)
+                || !self.shared.blocks_wait()
+                || stalled
+                || now >= until
+            {
+                break;
+            }
+            if !me.inbox.is_empty() {
+                return Some(true);
+            }
+            if self.shared.stealing() && self.try_steal() {
+                return Some(true);
+            }
+            // Give the core away at each turn: where workers share cores
+            // with each other or with other processes, worker 0 is the one
+            // that must run now.
+            std::thread::yield_now();
+        }
+        self.plan_done.set(true);
+        let block = self.shared.take_block(self.id);
+        if block.is_empty() {
+            return None;
+        }
+        for t in block {
+            self.ready().push_kept(t);
+        }
+        Some(true)
+    }
+}
+
+/// A waiting block's grace, in configured spins.
+pub(crate) const PLAN_GRACE_SPINS: u32 = 40;
+
+/// How long worker 0 may stay in one dispatch (or away from its core)
+/// before a waiting worker starts its block, in configured spins.
+pub(crate) const PLAN_STALL_SPINS: u32 = 4;
