@@ -557,8 +557,13 @@ mod tests {
         me.samples.drain(|_| busy += 1);
         let signals = me.samples.take_signals();
         assert!(asleep <= 2, "{asleep} samples while asleep");
+        // About 40; fewer where the host shares the core: the kernel checks
+        // the timer once a tick, a signal carries at most `MAX_OVERRUN`
+        // periods, and the periods pending when the timer is deleted are
+        // lost (27 seen at load 8 on 2 vCPUs). Half of them still tells CPU
+        // time from sleep (none while asleep, above).
         assert!(
-            (30..=50).contains(&busy),
+            (20..=50).contains(&busy),
             "{busy} samples in 40 ms of CPU at 1 kHz"
         );
         assert!(
