@@ -154,6 +154,11 @@ pub struct GroupSummary {
     pub wait_ns: Option<u64>,
     /// Whether `busy_ns` is an estimate (sample mode).
     pub estimated: bool,
+    /// Its busiest task, when that was busy over twice the median of the
+    /// group's tasks (a group of two or more, the lower median for an even
+    /// count: the fold's sums hide it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outlier: Option<crate::summary::outlier::GroupOutlier>,
 }
 
 /// One stream's traffic.

@@ -291,6 +291,7 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
         }
     }
     let mut rows: Vec<GroupSummary> = Vec::new();
+    let mut members: Vec<Vec<(u64, &str, u64)>> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for t in tasks {
         let name = if group {
@@ -310,9 +311,12 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
                 waits: 0,
                 wait_ns: (!sampled).then_some(0),
                 estimated: sampled,
+                outlier: None,
             });
+            members.push(Vec::new());
             rows.len() - 1
         });
+        members[i].push((t.task, t.name.as_str(), t.total_ns));
         let g = &mut rows[i];
         let (n, ticks) = waits.get(&t.task).copied().unwrap_or_default();
         g.tasks += 1;
@@ -322,6 +326,9 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
         g.writes = g.writes.saturating_add(t.writes);
         g.waits = g.waits.saturating_add(n);
         g.wait_ns = g.wait_ns.map(|w| w.saturating_add(run.ns(ticks)));
+    }
+    for (g, m) in rows.iter_mut().zip(members) {
+        g.outlier = crate::summary::outlier::group_outlier(m);
     }
     let all = rows.iter().fold(0u64, |n, g| n.saturating_add(g.busy_ns));
     for g in &mut rows {

@@ -130,6 +130,21 @@ impl Summary {
                 &rows,
                 &[0],
             );
+            let flagged: Vec<_> = self
+                .groups
+                .iter()
+                .filter_map(|g| g.outlier.as_ref().map(|x| (g, x)))
+                .collect();
+            if !flagged.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "  uneven groups (a task busy over {}x its group's median; the sums above hide it):",
+                    crate::summary::outlier::OUTLIER_RATIO
+                );
+                for (g, x) in flagged {
+                    let _ = writeln!(o, "    {}: {}", g.group, x.describe());
+                }
+            }
         }
 
         if !self.tasks.is_empty() {
