@@ -62,3 +62,64 @@ fn a_group_names_its_outlier_in_summary_text_json_and_report() {
     );
     assert!(!html.contains("uneven group log/emit/*"));
 }
+
+// ---------------------------------------------------------------------------
+// The mapping advice in the API's words for a program of one's own.
+
+/// Two tasks named `first` (busy) and `second` on two workers, one stream
+/// between them; `prefix` leads their names.
+fn two_tasks(dir: &std::path::Path, prefix: &str) {
+    let a = format!("{prefix}first");
+    let b = format!("{prefix}second");
+    let w0 = vec![
+        assign(1, 0, &a),
+        bind(10, rill_log::Side::Writer, 1),
+        p(0, 500, 1, EndState::Ended, vec![woke(10, 0, 5)]),
+    ];
+    let w1 = vec![
+        assign(2, 1, &b),
+        bind(10, rill_log::Side::Reader, 2),
+        p(0, 400, 2, EndState::Ended, vec![io(10, 5, 0)]),
+    ];
+    write_run(dir, &[w0, w1]);
+}
+
+fn mapping_section(html: &str) -> &str {
+    let at = html
+        .find("<section id=\"mapping\">")
+        .expect("a mapping section");
+    let end = html[at..].find("</section>").unwrap() + at;
+    &html[at..end]
+}
+
+#[test]
+fn mapping_advice_for_a_program_of_ones_own_speaks_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    two_tasks(dir.path(), "log/");
+    let run = load_run(dir.path()).unwrap();
+    let html = report_html(&run, &ReportOptions::default());
+    let m = mapping_section(&html);
+    assert!(!m.contains("rill-bench"), "not a rill-bench run: {m}");
+    assert!(m.contains("rill-mon map "), "{m}");
+    assert!(m.contains("-o proposed-2.map"), "{m}");
+    assert!(
+        m.contains(
+            ".mapping(rill::Mapping::Manual(rill::ManualTable::load(&quot;proposed-2.map&quot;)?))"
+        ),
+        "{m}"
+    );
+}
+
+#[test]
+fn mapping_advice_for_a_rill_bench_run_names_its_command() {
+    let dir = tempfile::tempdir().unwrap();
+    two_tasks(dir.path(), "mc/");
+    let run = load_run(dir.path()).unwrap();
+    let html = report_html(&run, &ReportOptions::default());
+    let m = mapping_section(&html);
+    assert!(
+        m.contains("rill-bench mc --workers 2 --mapping proposed-2.map"),
+        "{m}"
+    );
+    assert!(!m.contains("Mapping::Manual"), "{m}");
+}
