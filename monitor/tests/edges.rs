@@ -123,3 +123,81 @@ fn mapping_advice_for_a_rill_bench_run_names_its_command() {
     );
     assert!(!m.contains("Mapping::Manual"), "{m}");
 }
+
+// ---------------------------------------------------------------------------
+// Poll waits in the summary's stream table.
+
+/// Three sources, each spinning `work` before each of its `messages`
+/// writes, merged by `poll/collect` through a `PollSet` on another worker:
+/// the collector blocks on the poll, not on one stream.
+fn polled(dir: &std::path::Path, messages: u64, work: std::time::Duration) -> rill::RunStats {
+    let mut rt = runs::runtime_with(
+        dir,
+        2,
+        rill::Mapping::RoundRobin,
+        rill_log::MonitorFlags::FULL,
+    );
+    let (total, stats) = rt
+        .run_main(move || {
+            // The main task is the collector.
+            let mut set = rill::PollSet::new();
+            for k in 0..3u64 {
+                let (mut w, r) = rill::stream::<u64>(2);
+                set.push(r);
+                rill::spawn(format!("poll/src/{k}"), move || {
+                    for i in 0..messages {
+                        runs::spin(work);
+                        w.write(i).unwrap();
+                    }
+                });
+            }
+            let mut n = 0u64;
+            while let Some((_, v)) = set.next() {
+                n += v;
+            }
+            n
+        })
+        .unwrap();
+    assert_eq!(total, 3 * (0..messages).sum::<u64>());
+    stats
+}
+
+#[test]
+fn summary_counts_poll_waits_on_streams_as_waits_does() {
+    let dir = tempfile::tempdir().unwrap();
+    polled(dir.path(), 200, std::time::Duration::from_micros(20));
+    let run = load_run(dir.path()).unwrap();
+    let s = summarize(&run);
+    let w = rill_monitor::waits(&run, false);
+    // Per stream: the summary's reader waits are `waits`' reader waits.
+    let mut polls = 0;
+    for st in &s.streams {
+        let row = w.streams.iter().find(|r| r.stream == st.stream);
+        let theirs = row.map_or(0, |r| r.reader_waits);
+        assert_eq!(
+            st.reader_blocked + st.reader_poll_waits,
+            theirs,
+            "stream {}",
+            st.stream
+        );
+        polls += st.reader_poll_waits;
+    }
+    assert!(
+        polls > 0,
+        "the collector blocked on its poll: {}",
+        s.to_text()
+    );
+    assert_eq!(s.unattributed_poll_waits, w.unattributed_polls);
+    let text = s.to_text();
+    assert!(
+        text.contains("reader waits") && text.contains("a poll wait"),
+        "{text}"
+    );
+    // The text's column shows them: some polled stream's row is not 0.
+    let json = serde_json::to_value(&s).unwrap();
+    assert!(json["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|x| x["reader_poll_waits"].as_u64().unwrap() > 0));
+}

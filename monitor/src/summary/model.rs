@@ -40,6 +40,9 @@ pub struct Summary {
     pub groups: Vec<GroupSummary>,
     /// Per stream, by id.
     pub streams: Vec<StreamSummary>,
+    /// Poll waits put on no stream (the task's next period read nothing,
+    /// or there was none), as `waits` counts them.
+    pub unattributed_poll_waits: u64,
     /// Outputs per second (absent without periods and stream counts).
     pub throughput: Option<Throughput>,
     /// Per-input latency and jitter (absent unless the run recorded the
@@ -181,6 +184,12 @@ pub struct StreamSummary {
     pub read: u64,
     /// How often its reader blocked on it (periods ending blocked on input on it).
     pub reader_blocked: u64,
+    /// Poll waits of its reader put on it: periods that ended blocked on
+    /// several inputs at once (`PollSet`, `rill::poll`) whose task read
+    /// this stream first when it next ran, as `waits` puts them. The text's
+    /// "reader waits" are `reader_blocked + reader_poll_waits`, `waits`'
+    /// reader waits.
+    pub reader_poll_waits: u64,
     /// How often its writer blocked on it (periods ending blocked on output on it).
     pub writer_blocked: u64,
     /// In a run across ranks, the rank it lives on (absent for a

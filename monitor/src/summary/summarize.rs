@@ -180,6 +180,7 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
             written: s.written,
             read: s.read,
             reader_blocked: s.reader_blocked,
+            reader_poll_waits: s.poll_waits,
             writer_blocked: s.writer_blocked,
             rank: run
                 .ranks
@@ -257,6 +258,7 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
         grouped: group,
         groups,
         streams,
+        unattributed_poll_waits: run.unattributed_polls,
         throughput,
         latency,
         sampling,

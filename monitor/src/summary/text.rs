@@ -199,7 +199,11 @@ impl Summary {
         }
 
         if !self.streams.is_empty() {
-            o.push_str("\nstreams\n");
+            o.push_str(
+                "\nstreams (waits: how often a task blocked on the stream, reading it empty or \
+                 writing it full;\n  a poll wait, blocked on several inputs at once, counts on \
+                 the stream its task read first\n  when it next ran, as `waits` counts it)\n",
+            );
             let ranked = self.ranks.is_some();
             let rows: Vec<Vec<String>> = self
                 .streams
@@ -216,7 +220,9 @@ impl Summary {
                         s.read.to_string(),
                         s.written.to_string(),
                         s.writer_blocked.to_string(),
-                        s.reader_blocked.to_string(),
+                        s.reader_blocked
+                            .saturating_add(s.reader_poll_waits)
+                            .to_string(),
                     ];
                     if ranked {
                         row.push(match (&s.cross_rank, s.rank) {
@@ -235,13 +241,20 @@ impl Summary {
                 "reader",
                 "carried",
                 "written",
-                "writer blocked",
-                "reader blocked",
+                "writer waits",
+                "reader waits",
             ];
             if ranked {
                 head.push("rank");
             }
             table(&mut o, &head, &rows, &[2, 3, 8]);
+            if self.unattributed_poll_waits > 0 {
+                let _ = writeln!(
+                    o,
+                    "  {} poll wait(s) are on no stream: the period after them read nothing",
+                    self.unattributed_poll_waits
+                );
+            }
         }
 
         if let Some(t) = &self.throughput {
