@@ -25,6 +25,31 @@ const SINK: u64 = 3;
 const IN: u64 = 10;
 const OUT: u64 = 11;
 
+/// Every element id on the page is unique (the timelines, the evolution
+/// and the bars share one document), and every in-page reference
+/// (`href="#x"`, `url(#x)`) names one of them.
+fn check_ids(page: &str) {
+    let mut ids: Vec<&str> = Vec::new();
+    for (at, _) in page.match_indices("id=\"") {
+        // An attribute: after whitespace, not inside a longer name.
+        if page[..at].ends_with(|c: char| c.is_ascii_whitespace()) {
+            let rest = &page[at + 4..];
+            ids.push(&rest[..rest.find('"').unwrap()]);
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for id in &ids {
+        assert!(seen.insert(*id), "the id {id:?} repeats among {ids:?}");
+    }
+    for (open, close) in [("href=\"#", '"'), ("url(#", ')')] {
+        for (at, _) in page.match_indices(open) {
+            let rest = &page[at + open.len()..];
+            let target = &rest[..rest.find(close).unwrap()];
+            assert!(seen.contains(target), "{open}{target} names no element");
+        }
+    }
+}
+
 /// The sections, in page order.
 const SECTIONS: [&str; 9] = [
     "findings",
@@ -131,6 +156,7 @@ fn pipeline3(dir: &Path, workers: u32, flags: MonitorFlags, rounds: u64) {
 fn check_page(page: &str) {
     check_xml(page).unwrap_or_else(|e| panic!("not well-formed: {e}"));
     assert!(page.starts_with("<!DOCTYPE html>"));
+    check_ids(page);
     // Every section, in order, and in the table of contents.
     let mut at = 0;
     for id in SECTIONS {
