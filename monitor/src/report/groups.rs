@@ -44,7 +44,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
     for t in run.tasks.values() {
         let g = groups.entry(group_of(&t.label()).into_owned()).or_default();
         g.tasks += 1;
-        g.dispatches = g.dispatches.saturating_add(t.dispatches);
+        g.dispatches = g.dispatches.saturating_add(t.resumptions());
         g.busy_ns = g.busy_ns.saturating_add(run.ns(t.busy));
         g.reads = g.reads.saturating_add(t.reads);
         g.writes = g.writes.saturating_add(t.writes);

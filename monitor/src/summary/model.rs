@@ -91,8 +91,14 @@ pub struct WorkerSummary {
     pub unaccounted_ns: u64,
     /// Number of waits: WE.
     pub waiting_events: u64,
-    /// Periods (task dispatches).
+    /// Task dispatches (resumptions), as `rill::RunStats` counts them:
+    /// its periods less its spins.
     pub dispatches: u64,
+    /// Spins before a block: a task about to block spun first and went
+    /// on, which its log shows as a period that ended blocked, a wait and
+    /// a new period (no dispatch). From the logged pattern (exact for the
+    /// runtime's logs), or in sample mode from the worker's totals.
+    pub spins: u64,
     /// Monitoring events in its log.
     pub events: u64,
     /// Its log's size (header and intact records).
@@ -114,11 +120,14 @@ pub struct TaskSummary {
     pub worker: Option<u32>,
     /// Creating task (0 = none).
     pub parent: u64,
-    /// Number of periods.
+    /// Its dispatches (resumptions): its periods less its spins.
     pub dispatches: u64,
+    /// Its spins before a block (periods that are no dispatch of their
+    /// own).
+    pub spins: u64,
     /// Total execution time.
     pub total_ns: u64,
-    /// Mean execution time per period.
+    /// Mean execution time per period (a spin's period counts).
     pub mean_ns: f64,
     /// Messages read.
     pub reads: u64,
@@ -138,8 +147,10 @@ pub struct GroupSummary {
     pub group: String,
     /// Tasks in it.
     pub tasks: u64,
-    /// Their periods.
+    /// Their dispatches (resumptions).
     pub dispatches: u64,
+    /// Their spins before a block.
+    pub spins: u64,
     /// Their execution time (estimated in sample mode: see `estimated`).
     pub busy_ns: u64,
     /// `busy_ns` over all tasks' execution time.

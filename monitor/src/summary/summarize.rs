@@ -135,7 +135,8 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
                 wait_ns: run.ns(s.wait),
                 unaccounted_ns: run.ns(span.saturating_sub(s.busy).saturating_sub(s.wait)),
                 waiting_events: s.waits,
-                dispatches: s.dispatches,
+                dispatches: s.resumptions(),
+                spins: s.all_spins(),
                 events: s.events,
                 bytes: w.valid_len,
                 truncated: w.header.truncated.map(|t| t.cause()),
@@ -151,7 +152,8 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
             name: t.label(),
             worker: t.assigned,
             parent: t.parent,
-            dispatches: t.dispatches,
+            dispatches: t.resumptions(),
+            spins: t.spins,
             total_ns: run.ns(t.busy),
             mean_ns: if t.dispatches == 0 {
                 0.0
@@ -306,6 +308,7 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
                 group: name,
                 tasks: 0,
                 dispatches: 0,
+                spins: 0,
                 busy_ns: 0,
                 busy_share: 0.0,
                 reads: 0,
@@ -323,6 +326,7 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
         let (n, ticks) = waits.get(&t.task).copied().unwrap_or_default();
         g.tasks += 1;
         g.dispatches = g.dispatches.saturating_add(t.dispatches);
+        g.spins = g.spins.saturating_add(t.spins);
         g.busy_ns = g.busy_ns.saturating_add(t.total_ns);
         g.reads = g.reads.saturating_add(t.reads);
         g.writes = g.writes.saturating_add(t.writes);

@@ -50,7 +50,11 @@ impl Summary {
             self.events, self.bytes, self.bytes_per_event
         );
 
-        o.push_str("\nworkers (WE = waiting events, WT = waiting time)\n");
+        o.push_str(
+            "\nworkers (WE = waiting events, WT = waiting time; dispatches = task resumptions, \
+             as RunStats counts them;\n  spins = a task about to block spun first and went on, \
+             logged as a period, a wait and a new period)\n",
+        );
         let rows: Vec<Vec<String>> = self
             .workers
             .iter()
@@ -64,6 +68,7 @@ impl Summary {
                     w.waiting_events.to_string(),
                     fmt_ns(w.unaccounted_ns as f64),
                     w.dispatches.to_string(),
+                    w.spins.to_string(),
                 ]
             })
             .collect();
@@ -78,6 +83,7 @@ impl Summary {
                 "WE",
                 "unaccounted",
                 "dispatches",
+                "spins",
             ],
             &rows,
             &[],
