@@ -38,7 +38,7 @@
 //! | `render/` | `number`, `table`, `svg` | presentation that knows nothing of a run: durations and axis numbers as text ([`fmt_ns`]), plain-text tables, SVG escaping ([`xml_escape`]) and task colours ([`task_colour`]) |
 //! | `load/` | `scan`, `ids`, `bytes`, `chunks`, `groups`, `raw_latency`, `samples`, `ranks/`, `worker_log`, `model`, `files`, `pool`, `aggregate`, `scan_file`, `merge_files`, `sampled`, `open` | a run's logs read once: the record [`scan`]ner, id maps, a log's bytes and page release, the chunk index, task groups ([`group_of`]), the data model ([`RunLog`], [`WorkerLog`], [`TaskInfo`], [`StreamInfo`], [`Sampled`], [`Ranks`] and the latency replay's raw result), finding and reading the files, a thread pool, the per-file scan and its totals, the merge of the scans, sample mode's estimates, runs across ranks, and the loader ([`LoadOptions`]) that hands each log's periods to a pass beside its scans |
 //! | `replay/` | `merge`, `wakeups`, `grid`, `activity_model`, `activity`, `sampled_activity`, `latency_feed`, `latency`, `chunky_logs` (tests), `load_run`, `crossing` | passes over all workers' periods in time order: the merge, wake-ups, the window grid, the activity (busy, ready, blocked time) of tasks, streams and workers, the latency replay, cross-rank delays ([`CrossingDelays`]), and [`load_run`] (the loader with the latency replay beside it) |
-//! | `summary/` | `latency`, `model`, `summarize`, `text` | [`summarize`]: the totals, throughput, latency and jitter ([`Summary`]) |
+//! | `summary/` | `latency`, `outlier`, `model`, `summarize`, `text` | [`summarize`]: the totals, throughput, latency and jitter ([`Summary`]), and a task group's outlier ([`GroupOutlier`]) |
 //! | `trace/` | `detail`, `protobuf`, `perfetto/` (`writer`, `layout`, `pass`), `chrome`, `timeline` | pictures of the run over time: the detail levels, the Perfetto trace ([`write_perfetto_trace`]: the wire format, its writer, the track layout, the pass), Chrome JSON ([`chrome_trace`]) and the SVG timeline ([`timeline_svg`]) |
 //! | `plan/` | `partition`, `mapfile`, `planner`, `rankmap` | where tasks should run: the graph partition ([`partition`]), the mapping file ([`MapPlan`]), the planner ([`plan_mapping`]) and the planner over ranks ([`plan_rank_mapping`]) |
 //! | `explain/` | `waits`, `findings`, `task_graph`, `placement`, `verdict`, `bottleneck` | who waited for whom ([`waits()`]) and what held the run back ([`bottleneck()`]): its findings, the task graph its rules read, the placement rule, the words of the verdict, the window rules |
@@ -111,6 +111,7 @@ pub use summary::latency::{LatencyStats, LatencySummary, SinkLatency};
 pub use summary::model::{
     GroupSummary, StreamSummary, Summary, TaskSummary, Throughput, WorkerSummary,
 };
+pub use summary::outlier::{group_outlier, GroupOutlier, OUTLIER_RATIO};
 pub use summary::summarize::{end_state_name, summarize, summarize_grouped, summarize_totals};
 pub use trace::chrome::{chrome_trace, write_chrome_trace, write_chrome_trace_window, TraceStats};
 pub use trace::perfetto::{write_perfetto_trace, PerfettoOptions, PerfettoStats, MAX_BUCKETS};

@@ -21,6 +21,42 @@ pub(crate) struct Agg {
     /// Poll waits on no stream, and their ticks.
     pub(crate) unattributed_polls: u64,
     pub(crate) unattributed_poll_ticks: u64,
+    /// Where the log stands in the pattern of a spin before a block.
+    pub(crate) spin: Spin,
+}
+
+/// A spin before a block (`rill::WorkerStats::spins`) as a log shows it: a
+/// period of task T ends blocked, a worker wait starts at its end, and T's
+/// next period starts at that wait's end. The runtime counts no dispatch
+/// for the new period (the task never left its worker), so a worker's log
+/// holds its dispatches plus its spins periods. A spin that failed (nothing
+/// came) is followed by a period of T that did nothing and ended blocked
+/// the same way: the real block, whose wait and dispatch are not a spin.
+/// Where workers share cores the runtime does not spin, and a real block
+/// that its worker idled through shows the same pattern: the loader then
+/// drops the count (`load/merge_files.rs`).
+#[derive(Clone, Copy, Default)]
+pub(crate) enum Spin {
+    /// No spin under way.
+    #[default]
+    None,
+    /// Task `task`'s period ended blocked (`state`) at `end`; `real`: it
+    /// was the block after a failed spin.
+    Blocked {
+        task: u64,
+        end: u64,
+        state: EndState,
+        real: bool,
+    },
+    /// Then the worker waited until `until`; `acted`: a record other than
+    /// a period came after the wait (a stream closed, a task spawned: the
+    /// next period did something).
+    Waited {
+        task: u64,
+        until: u64,
+        state: EndState,
+        acted: bool,
+    },
 }
 
 impl Agg {
@@ -80,6 +116,7 @@ impl Agg {
         for io in sc.io() {
             reads = reads.saturating_add(u64::from(io.reads));
             writes = writes.saturating_add(u64::from(io.writes));
+            self.stats.wakes += u64::from(io.woke_peer);
             if io.reads | io.writes != 0 || io.woke_peer {
                 let s = self.stream(io.stream);
                 s.read = s.read.saturating_add(u64::from(io.reads));
@@ -103,7 +140,37 @@ impl Agg {
             EndState::BlockedOutput { stream } => self.stream(stream).writer_blocked += 1,
             _ => {}
         }
+        let spun = matches!(self.spin, Spin::Waited { task, until, .. }
+            if task == p.task && until == p.start);
+        let blocked = matches!(
+            p.end_state,
+            EndState::BlockedInput { .. } | EndState::BlockedOutput { .. } | EndState::BlockedAny
+        );
+        self.spin = if blocked {
+            // After a spin, a period that did nothing and blocked the same
+            // way is the block the spin tried to save.
+            let real = spun
+                && reads == 0
+                && writes == 0
+                && matches!(self.spin, Spin::Waited { state, acted: false, .. }
+                    if state == p.end_state);
+            Spin::Blocked {
+                task: p.task,
+                end: p.end,
+                state: p.end_state,
+                real,
+            }
+        } else {
+            Spin::None
+        };
+        self.stats.blocked_periods += u64::from(blocked);
+        if spun {
+            self.stats.spins += 1;
+        }
         let i = self.task_index(p.task);
+        if spun {
+            self.tasks[i].spins += 1;
+        }
         if let Some((from, state)) = self.prev[i].replace((p.end, p.end_state)) {
             self.wait(from, p.start, state, sc);
         }
@@ -154,9 +221,26 @@ impl Agg {
     /// A record other than a period.
     pub(crate) fn item(&mut self, item: &Item<'_>) {
         self.stats.records += 1;
+        if let Spin::Waited { acted, .. } = &mut self.spin {
+            *acted = true;
+        }
         match *item {
             Item::Period(_) => unreachable!("periods go to Agg::period"),
             Item::WorkerWait { t, dur } => {
+                self.spin = match self.spin {
+                    Spin::Blocked {
+                        task,
+                        end,
+                        state,
+                        real: false,
+                    } if end == t => Spin::Waited {
+                        task,
+                        until: t.saturating_add(dur),
+                        state,
+                        acted: false,
+                    },
+                    _ => Spin::None,
+                };
                 self.time(t, t.saturating_add(dur));
                 self.stats.wait = self.stats.wait.saturating_add(dur);
                 self.stats.waits += 1;
@@ -276,6 +360,7 @@ impl Agg {
                 self.stats.events += 1;
                 let st = &mut self.stats;
                 st.dispatches = st.dispatches.saturating_add(dispatches);
+                st.logged_spins = st.logged_spins.saturating_add(spins);
                 // As a period-recording run counts them: each idle stretch
                 // and each spin before a block is a wait.
                 st.waits = st.waits.saturating_add(idles).saturating_add(spins);

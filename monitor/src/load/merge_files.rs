@@ -144,6 +144,7 @@ pub(crate) fn merge(
             }
             e.busy = e.busy.saturating_add(t.busy);
             e.dispatches += t.dispatches;
+            e.spins += t.spins;
             e.reads = e.reads.saturating_add(t.reads);
             e.writes = e.writes.saturating_add(t.writes);
             e.migrations += t.migrations;
@@ -221,6 +222,7 @@ pub(crate) fn merge(
             s.writer_wait = s.writer_wait.saturating_add(ticks);
         }
     }
+    drop_spins_of_shared_cores(&mut workers, &mut tasks);
     Ok(RunLog {
         dir: dir.to_owned(),
         flags: first_header.flags,
@@ -240,4 +242,29 @@ pub(crate) fn merge(
         unattributed_polls,
         unattributed_poll_ticks,
     })
+}
+
+/// A spin before a block is a block that no wake-up ended: of the run's
+/// blocked periods, those some peer's operation woke (each wake-up sets its
+/// period's woke-peer bit; one period may wake several) are no spin, so the
+/// spins are at most the blocked periods less the woke-peer bits. A run
+/// whose logs show more spins than that ran on workers that share cores,
+/// where the runtime does not spin and a block its worker idled through
+/// shows the pattern of one (`load/aggregate.rs`'s `Spin`): it has none.
+fn drop_spins_of_shared_cores(workers: &mut [WorkerLog], tasks: &mut BTreeMap<u64, TaskInfo>) {
+    let sum = |f: &dyn Fn(&crate::load::worker_log::WorkerStats) -> u64| {
+        workers
+            .iter()
+            .fold(0u64, |n, w| n.saturating_add(f(&w.stats)))
+    };
+    let spins = sum(&|s| s.spins);
+    let room = sum(&|s| s.blocked_periods).saturating_sub(sum(&|s| s.wakes));
+    if spins > room {
+        for w in workers.iter_mut() {
+            w.stats.spins = 0;
+        }
+        for t in tasks.values_mut() {
+            t.spins = 0;
+        }
+    }
 }

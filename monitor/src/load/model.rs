@@ -73,8 +73,11 @@ pub struct TaskInfo {
     pub created: Option<u64>,
     /// Total execution time (sum of its periods), ticks.
     pub busy: u64,
-    /// Number of periods.
+    /// Number of periods (in sample mode, the dispatches its totals record).
     pub dispatches: u64,
+    /// Spins before a block among its periods (periods that are no
+    /// dispatch of their own: see [`WorkerStats`](crate::WorkerStats)).
+    pub spins: u64,
     /// Messages read.
     pub reads: u64,
     /// Messages written.
@@ -97,6 +100,12 @@ impl TaskInfo {
             Some(n) => n.clone(),
             None => format!("task#{}", self.id),
         }
+    }
+
+    /// Its dispatches as the runtime counts them (resumptions): its
+    /// periods less the spins before a block among them.
+    pub fn resumptions(&self) -> u64 {
+        self.dispatches.saturating_sub(self.spins)
     }
 
     /// A task that reads messages but writes none (its reads are the run's outputs).

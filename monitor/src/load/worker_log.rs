@@ -169,8 +169,21 @@ pub struct WorkerStats {
     pub wait: u64,
     /// Number of `WorkerWait` records.
     pub waits: u64,
-    /// Number of periods.
+    /// Number of periods (in sample mode, where there are none, the
+    /// dispatches the worker's totals record). A spin before a block is
+    /// logged as a period more: the worker's dispatches (resumptions, as
+    /// `rill::RunStats` counts them) are [`resumptions`](Self::resumptions).
     pub dispatches: u64,
+    /// Spins before a block the log shows (see `load/aggregate.rs`'s
+    /// `Spin`): periods that are no dispatch of their own.
+    pub spins: u64,
+    /// Periods that ended blocked (on a stream or a poll).
+    pub blocked_periods: u64,
+    /// Stream entries of its periods whose operation woke the peer.
+    pub wakes: u64,
+    /// Sample mode: the spins the worker's totals record (no period
+    /// shows them).
+    pub logged_spins: u64,
     /// Monitoring events (a period counts 1 + its messages).
     pub events: u64,
     /// Records decoded.
@@ -183,6 +196,21 @@ pub struct WorkerStats {
     pub timed_periods: u64,
     /// Periods that stored an op order.
     pub ordered_periods: u64,
+}
+
+impl WorkerStats {
+    /// The worker's dispatches as the runtime counts them (resumptions of
+    /// a task, `rill::WorkerStats::dispatches`): its periods less the spins
+    /// before a block among them.
+    pub fn resumptions(&self) -> u64 {
+        self.dispatches.saturating_sub(self.spins)
+    }
+
+    /// Its spins before a block: those its periods show, or in sample mode
+    /// those its totals record.
+    pub fn all_spins(&self) -> u64 {
+        self.spins.saturating_add(self.logged_spins)
+    }
 }
 
 impl Behind {

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::html::{self, Cell, Row};
 use super::Ctx;
 use crate::load::groups::group_of;
+use crate::summary::outlier::{group_outlier, OUTLIER_RATIO};
 
 #[derive(Default)]
 struct Group {
@@ -17,6 +18,8 @@ struct Group {
     waits: u64,
     wait_ns: u64,
     workers: BTreeSet<u32>,
+    /// Its tasks: id, name, busy ns.
+    members: Vec<(u64, String, u64)>,
 }
 
 fn workers_text(w: &BTreeSet<u32>) -> String {
@@ -41,10 +44,11 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
     for t in run.tasks.values() {
         let g = groups.entry(group_of(&t.label()).into_owned()).or_default();
         g.tasks += 1;
-        g.dispatches = g.dispatches.saturating_add(t.dispatches);
+        g.dispatches = g.dispatches.saturating_add(t.resumptions());
         g.busy_ns = g.busy_ns.saturating_add(run.ns(t.busy));
         g.reads = g.reads.saturating_add(t.reads);
         g.writes = g.writes.saturating_add(t.writes);
+        g.members.push((t.id, t.label(), run.ns(t.busy)));
         if let Some(x) = t.ran_on.or(t.assigned) {
             g.workers.insert(x);
         }
@@ -128,6 +132,19 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
     ));
     o.push_str("</div>\n");
     o.push_str(&ctx.more(list.len(), "groups", "rill-mon summary DIR"));
+    if timed {
+        for (name, g) in &list {
+            let members = g.members.iter().map(|(id, n, b)| (*id, n.as_str(), *b));
+            if let Some(x) = group_outlier(members) {
+                o.push_str(&html::caution(&format!(
+                    "uneven group {name}: {}; its row's sums hide it (a task busy over {}x its \
+                     group's median is flagged).",
+                    x.describe(),
+                    OUTLIER_RATIO
+                )));
+            }
+        }
+    }
     o.push_str(&html::note(
         "A group folds the tasks whose names differ only in numeric path segments \
          (mc/star/*/step/* for mc/star/3/step/7); unnamed tasks (task#ID) stay alone. Heaviest \

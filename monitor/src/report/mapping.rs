@@ -149,26 +149,37 @@ fn plan_section(ctx: &Ctx<'_>, plan: &MapPlan) -> String {
     let file = plan.to_file();
     let name = format!("proposed-{w}.map");
     let dir = run.dir.display().to_string();
+    let app = app_of(run);
+    let (how, cmd) = match app {
+        Some(app) => (
+            "the first command below writes the same file, the second runs the application \
+             with it",
+            format!(
+                "rill-mon map {} --workers {w} -o {name}\nrill-bench {app} --workers {w} \
+                 --mapping {name}",
+                sh(&dir)
+            ),
+        ),
+        None => (
+            "the command below writes the same file; the program loads it into its runtime's \
+             builder",
+            format!(
+                "rill-mon map {} --workers {w} -o {name}\n\n// in the program:\n\
+                 let rt = rill::Runtime::builder()\n    .workers({w})\n    \
+                 .mapping(rill::Mapping::Manual(rill::ManualTable::load(\"{name}\")?))\n    \
+                 .build()?;",
+                sh(&dir)
+            ),
+        ),
+    };
     let _ = writeln!(
         o,
         "<p>The mapping file<span class=\"download\"> (<a download=\"{}\" \
-         href=\"data:text/plain;charset=utf-8,{}\">save it</a>)</span>; the first command \
-         below writes the same file, the second runs with it:</p>",
+         href=\"data:text/plain;charset=utf-8,{}\">save it</a>)</span>; {how}:</p>",
         esc(&name),
         html::percent_encode(&file)
     );
     let _ = writeln!(o, "<pre>{}</pre>", esc(&file));
-    let app = app_of(run);
-    let mut cmd = format!(
-        "rill-mon map {} --workers {w} -o {name}\nrill-bench {} --workers {w} --mapping {name}",
-        sh(&dir),
-        app.unwrap_or("APP")
-    );
-    if app.is_none() {
-        cmd.push_str(
-            "\n# or in a program: Builder::mapping(Mapping::Manual(ManualTable::load(FILE)?))",
-        );
-    }
     o.push_str(&html::command(&cmd));
     o
 }

@@ -343,19 +343,29 @@ fn header(ctx: &Ctx<'_>, verdict: Option<&str>) -> String {
         "<header>\n<h1>rill run report</h1>\n<div class=\"facts\"><span><b>{}</b></span></div>",
         esc(&run.dir.display().to_string())
     );
-    let dispatches = run
-        .workers
-        .iter()
-        .fold(0u64, |n, w| n.saturating_add(w.stats.dispatches));
+    // Dispatches as the runtime counts them (resumptions), its spins
+    // before a block apart.
+    let (dispatches, spins) = run.workers.iter().fold((0u64, 0u64), |(d, s), w| {
+        (
+            d.saturating_add(w.stats.resumptions()),
+            s.saturating_add(w.stats.all_spins()),
+        )
+    });
+    let spins = if spins > 0 {
+        format!(", {spins} spins")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         o,
         "<div class=\"facts\"><span>wall {}</span><span>{} worker(s)</span><span>{} task(s)</span>\
-         <span>{} stream(s)</span><span>{} dispatches</span><span>log {}</span></div>",
+         <span>{} stream(s)</span><span>{} dispatches{}</span><span>log {}</span></div>",
         html::ns(run.span_ns()),
         run.worker_count,
         run.tasks.len(),
         run.streams.len(),
         dispatches,
+        spins,
         html::bytes(run.bytes())
     );
     if let Some(r) = &run.ranks {

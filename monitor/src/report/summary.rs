@@ -26,11 +26,12 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
     let sum = |f: &dyn Fn(&crate::summary::model::WorkerSummary) -> u64| {
         s.workers.iter().fold(0u64, |n, w| n.saturating_add(f(w)))
     };
-    let (busy, wt, we, disp, unacc) = (
+    let (busy, wt, we, disp, spins, unacc) = (
         sum(&|w| w.busy_ns),
         sum(&|w| w.wait_ns),
         sum(&|w| w.waiting_events),
         sum(&|w| w.dispatches),
+        sum(&|w| w.spins),
         sum(&|w| w.unaccounted_ns),
     );
     let all_time = sum(&|w| w.span_ns) as f64;
@@ -66,7 +67,14 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
             "unaccounted (span − busy − WT), summed",
             est(ctx, html::ns(unacc)),
         ),
-        ("dispatches", disp.to_string()),
+        (
+            "dispatches (task resumptions, as RunStats counts them)",
+            disp.to_string(),
+        ),
+        (
+            "spins before a block (each logged as a period more)",
+            spins.to_string(),
+        ),
         ("tasks", run.tasks.len().to_string()),
         ("streams", run.streams.len().to_string()),
     ];
@@ -102,6 +110,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
                 Cell::num(w.waiting_events.to_string()),
                 Cell::num(est(ctx, html::ns(w.unaccounted_ns))),
                 Cell::num(w.dispatches.to_string()),
+                Cell::num(w.spins.to_string()),
                 Cell::text(match &w.truncated {
                     Some(t) => format!("log truncated: {t}"),
                     None => String::new(),
@@ -119,6 +128,7 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
             "WE",
             "unaccounted",
             "dispatches",
+            "spins",
             "",
         ],
         &rows,
@@ -126,7 +136,10 @@ pub(super) fn body(ctx: &Ctx<'_>) -> String {
     o.push_str(&html::note(
         "WT = waiting time (the worker idle: spinning or parked), WE = waiting events (how \
          often it went idle); unaccounted = span − busy − WT (scheduling between tasks, and \
-         time no record covers).",
+         time no record covers). dispatches = task resumptions (rill::RunStats::dispatches); \
+         spins = times a task about to block spun first and went on without leaving its \
+         worker, which the log shows as a period that ended blocked, a wait and a new \
+         period: a log holds dispatches + spins periods.",
     ));
     for n in &s.notes {
         if n.starts_with("no ") {

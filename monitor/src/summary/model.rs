@@ -40,6 +40,9 @@ pub struct Summary {
     pub groups: Vec<GroupSummary>,
     /// Per stream, by id.
     pub streams: Vec<StreamSummary>,
+    /// Poll waits put on no stream (the task's next period read nothing,
+    /// or there was none), as `waits` counts them.
+    pub unattributed_poll_waits: u64,
     /// Outputs per second (absent without periods and stream counts).
     pub throughput: Option<Throughput>,
     /// Per-input latency and jitter (absent unless the run recorded the
@@ -88,8 +91,14 @@ pub struct WorkerSummary {
     pub unaccounted_ns: u64,
     /// Number of waits: WE.
     pub waiting_events: u64,
-    /// Periods (task dispatches).
+    /// Task dispatches (resumptions), as `rill::RunStats` counts them:
+    /// its periods less its spins.
     pub dispatches: u64,
+    /// Spins before a block: a task about to block spun first and went
+    /// on, which its log shows as a period that ended blocked, a wait and
+    /// a new period (no dispatch). From the logged pattern (exact for the
+    /// runtime's logs), or in sample mode from the worker's totals.
+    pub spins: u64,
     /// Monitoring events in its log.
     pub events: u64,
     /// Its log's size (header and intact records).
@@ -111,11 +120,14 @@ pub struct TaskSummary {
     pub worker: Option<u32>,
     /// Creating task (0 = none).
     pub parent: u64,
-    /// Number of periods.
+    /// Its dispatches (resumptions): its periods less its spins.
     pub dispatches: u64,
+    /// Its spins before a block (periods that are no dispatch of their
+    /// own).
+    pub spins: u64,
     /// Total execution time.
     pub total_ns: u64,
-    /// Mean execution time per period.
+    /// Mean execution time per period (a spin's period counts).
     pub mean_ns: f64,
     /// Messages read.
     pub reads: u64,
@@ -135,8 +147,10 @@ pub struct GroupSummary {
     pub group: String,
     /// Tasks in it.
     pub tasks: u64,
-    /// Their periods.
+    /// Their dispatches (resumptions).
     pub dispatches: u64,
+    /// Their spins before a block.
+    pub spins: u64,
     /// Their execution time (estimated in sample mode: see `estimated`).
     pub busy_ns: u64,
     /// `busy_ns` over all tasks' execution time.
@@ -154,6 +168,11 @@ pub struct GroupSummary {
     pub wait_ns: Option<u64>,
     /// Whether `busy_ns` is an estimate (sample mode).
     pub estimated: bool,
+    /// Its busiest task, when that was busy over twice the median of the
+    /// group's tasks (a group of two or more, the lower median for an even
+    /// count: the fold's sums hide it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outlier: Option<crate::summary::outlier::GroupOutlier>,
 }
 
 /// One stream's traffic.
@@ -176,6 +195,12 @@ pub struct StreamSummary {
     pub read: u64,
     /// How often its reader blocked on it (periods ending blocked on input on it).
     pub reader_blocked: u64,
+    /// Poll waits of its reader put on it: periods that ended blocked on
+    /// several inputs at once (`PollSet`, `rill::poll`) whose task read
+    /// this stream first when it next ran, as `waits` puts them. The text's
+    /// "reader waits" are `reader_blocked + reader_poll_waits`, `waits`'
+    /// reader waits.
+    pub reader_poll_waits: u64,
     /// How often its writer blocked on it (periods ending blocked on output on it).
     pub writer_blocked: u64,
     /// In a run across ranks, the rank it lives on (absent for a

@@ -135,7 +135,8 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
                 wait_ns: run.ns(s.wait),
                 unaccounted_ns: run.ns(span.saturating_sub(s.busy).saturating_sub(s.wait)),
                 waiting_events: s.waits,
-                dispatches: s.dispatches,
+                dispatches: s.resumptions(),
+                spins: s.all_spins(),
                 events: s.events,
                 bytes: w.valid_len,
                 truncated: w.header.truncated.map(|t| t.cause()),
@@ -151,7 +152,8 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
             name: t.label(),
             worker: t.assigned,
             parent: t.parent,
-            dispatches: t.dispatches,
+            dispatches: t.resumptions(),
+            spins: t.spins,
             total_ns: run.ns(t.busy),
             mean_ns: if t.dispatches == 0 {
                 0.0
@@ -180,6 +182,7 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
             written: s.written,
             read: s.read,
             reader_blocked: s.reader_blocked,
+            reader_poll_waits: s.poll_waits,
             writer_blocked: s.writer_blocked,
             rank: run
                 .ranks
@@ -257,6 +260,7 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
         grouped: group,
         groups,
         streams,
+        unattributed_poll_waits: run.unattributed_polls,
         throughput,
         latency,
         sampling,
@@ -291,6 +295,7 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
         }
     }
     let mut rows: Vec<GroupSummary> = Vec::new();
+    let mut members: Vec<Vec<(u64, &str, u64)>> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for t in tasks {
         let name = if group {
@@ -303,6 +308,7 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
                 group: name,
                 tasks: 0,
                 dispatches: 0,
+                spins: 0,
                 busy_ns: 0,
                 busy_share: 0.0,
                 reads: 0,
@@ -310,18 +316,25 @@ fn group_rows(run: &RunLog, tasks: &[TaskSummary], group: bool) -> Vec<GroupSumm
                 waits: 0,
                 wait_ns: (!sampled).then_some(0),
                 estimated: sampled,
+                outlier: None,
             });
+            members.push(Vec::new());
             rows.len() - 1
         });
+        members[i].push((t.task, t.name.as_str(), t.total_ns));
         let g = &mut rows[i];
         let (n, ticks) = waits.get(&t.task).copied().unwrap_or_default();
         g.tasks += 1;
         g.dispatches = g.dispatches.saturating_add(t.dispatches);
+        g.spins = g.spins.saturating_add(t.spins);
         g.busy_ns = g.busy_ns.saturating_add(t.total_ns);
         g.reads = g.reads.saturating_add(t.reads);
         g.writes = g.writes.saturating_add(t.writes);
         g.waits = g.waits.saturating_add(n);
         g.wait_ns = g.wait_ns.map(|w| w.saturating_add(run.ns(ticks)));
+    }
+    for (g, m) in rows.iter_mut().zip(members) {
+        g.outlier = crate::summary::outlier::group_outlier(m);
     }
     let all = rows.iter().fold(0u64, |n, g| n.saturating_add(g.busy_ns));
     for g in &mut rows {

@@ -50,7 +50,11 @@ impl Summary {
             self.events, self.bytes, self.bytes_per_event
         );
 
-        o.push_str("\nworkers (WE = waiting events, WT = waiting time)\n");
+        o.push_str(
+            "\nworkers (WE = waiting events, WT = waiting time; dispatches = task resumptions, \
+             as RunStats counts them;\n  spins = a task about to block spun first and went on, \
+             logged as a period, a wait and a new period)\n",
+        );
         let rows: Vec<Vec<String>> = self
             .workers
             .iter()
@@ -64,6 +68,7 @@ impl Summary {
                     w.waiting_events.to_string(),
                     fmt_ns(w.unaccounted_ns as f64),
                     w.dispatches.to_string(),
+                    w.spins.to_string(),
                 ]
             })
             .collect();
@@ -78,6 +83,7 @@ impl Summary {
                 "WE",
                 "unaccounted",
                 "dispatches",
+                "spins",
             ],
             &rows,
             &[],
@@ -130,6 +136,21 @@ impl Summary {
                 &rows,
                 &[0],
             );
+            let flagged: Vec<_> = self
+                .groups
+                .iter()
+                .filter_map(|g| g.outlier.as_ref().map(|x| (g, x)))
+                .collect();
+            if !flagged.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "  uneven groups (a task busy over {}x its group's median; the sums above hide it):",
+                    crate::summary::outlier::OUTLIER_RATIO
+                );
+                for (g, x) in flagged {
+                    let _ = writeln!(o, "    {}: {}", g.group, x.describe());
+                }
+            }
         }
 
         if !self.tasks.is_empty() {
@@ -184,7 +205,11 @@ impl Summary {
         }
 
         if !self.streams.is_empty() {
-            o.push_str("\nstreams\n");
+            o.push_str(
+                "\nstreams (waits: how often a task blocked on the stream, reading it empty or \
+                 writing it full;\n  a poll wait, blocked on several inputs at once, counts on \
+                 the stream its task read first\n  when it next ran, as `waits` counts it)\n",
+            );
             let ranked = self.ranks.is_some();
             let rows: Vec<Vec<String>> = self
                 .streams
@@ -201,7 +226,9 @@ impl Summary {
                         s.read.to_string(),
                         s.written.to_string(),
                         s.writer_blocked.to_string(),
-                        s.reader_blocked.to_string(),
+                        s.reader_blocked
+                            .saturating_add(s.reader_poll_waits)
+                            .to_string(),
                     ];
                     if ranked {
                         row.push(match (&s.cross_rank, s.rank) {
@@ -220,13 +247,20 @@ impl Summary {
                 "reader",
                 "carried",
                 "written",
-                "writer blocked",
-                "reader blocked",
+                "writer waits",
+                "reader waits",
             ];
             if ranked {
                 head.push("rank");
             }
             table(&mut o, &head, &rows, &[2, 3, 8]);
+            if self.unattributed_poll_waits > 0 {
+                let _ = writeln!(
+                    o,
+                    "  {} poll wait(s) are on no stream: the period after them read nothing",
+                    self.unattributed_poll_waits
+                );
+            }
         }
 
         if let Some(t) = &self.throughput {

@@ -62,17 +62,17 @@ pub fn chain(
     work: Duration,
     messages: u64,
 ) {
-    chain_with(runtime(dir, workers, mapping), names, slow, work, messages)
+    chain_with(runtime(dir, workers, mapping), names, slow, work, messages);
 }
 
-/// [`chain`] on the runtime `rt`.
+/// [`chain`] on the runtime `rt`; the run's statistics.
 pub fn chain_with(
     mut rt: Runtime,
     names: &[String],
     slow: Option<usize>,
     work: Duration,
     messages: u64,
-) {
+) -> rill::RunStats {
     let names = names.to_vec();
     rt.run_main(move || {
         let (mut w, mut r) = rill::stream::<u64>(4);
@@ -104,7 +104,8 @@ pub fn chain_with(
             assert_eq!(n, messages);
         });
     })
-    .unwrap();
+    .unwrap()
+    .1
 }
 
 /// A ring of `tasks` tasks (`ring/0`, ...) passing `tokens` tokens
