@@ -1,0 +1,223 @@
+//! `rill-bench pipe|ring` under mpirun: LPEL's pipe and ring built with
+//! `rill::dist::Net` over every rank's workers, with the one-process
+//! benchmarks' names ([`pipe_task_names`], `ring/i`), per-message protocol
+//! and checks ([`SequenceCheck`], [`verify_ring`]).
+//!
+//! - pipe: `pipe/source` writes `0..messages`, `depth - 2` relays pass
+//!   them on, `pipe/sink` checks the sequence (the output lands on the
+//!   sink's rank).
+//! - ring: `size` tasks pass one token for `hops` hops; each task writes
+//!   the token it ended with (or none) to `ring/check`, which checks that
+//!   exactly one task saw it and that it made `hops` hops.
+//! - wordcount: the one-process network (`crate::apps::wordcount`) with
+//!   the chunks, batches and counts as messages that cross ranks; the
+//!   merged counts are compared with the sequential count.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rill::dist::{Net, Placement};
+use rill::PollSet;
+use rill_examples::bench::{verify_ring, SequenceCheck, WordcountParams};
+use rill_examples::kernels::wordcount::{self as kernels, Counts};
+use rill_examples::nets::pipe_task_names;
+
+type Out<T> = Arc<Mutex<Option<T>>>;
+
+fn finish<T>(net: Net, out: &Out<T>) -> Result<(f64, Option<T>), String> {
+    let t0 = Instant::now();
+    net.run().map_err(|e| e.to_string())?;
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    Ok((ms, out.lock().unwrap().take()))
+}
+
+/// One run of the pipe on `net`: wall ms on this rank and, on the sink's
+/// rank, the sink's verdict (`Err` with what went wrong).
+pub fn pipe(
+    mut net: Net,
+    placement: Option<Placement>,
+    depth: usize,
+    messages: u64,
+    capacity: usize,
+) -> Result<(f64, Option<Result<(), String>>), String> {
+    let names = pipe_task_names(depth);
+    let out: Out<Result<(), String>> = Arc::default();
+    let (w, mut r) = net.stream::<u64>(capacity);
+    net.spawn_with(names[0].clone(), w, move |mut w| {
+        for i in 0..messages {
+            // A write fails only when the sink ended early; it says why.
+            if w.write(i).is_err() {
+                return;
+            }
+        }
+    });
+    for name in &names[1..names.len() - 1] {
+        let (w2, r2) = net.stream::<u64>(capacity);
+        let input = std::mem::replace(&mut r, r2);
+        net.spawn_with(name.clone(), (input, w2), |(input, mut w2)| {
+            for v in input {
+                if w2.write(v).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    let o = out.clone();
+    net.spawn_with(names[names.len() - 1].clone(), r, move |r| {
+        let mut check = SequenceCheck::new();
+        let mut verdict = Ok(());
+        for v in r {
+            if let Err(e) = check.push(v) {
+                verdict = Err(e.0);
+                break;
+            }
+        }
+        *o.lock().unwrap() = Some(verdict.and_then(|()| check.finish(messages).map_err(|e| e.0)));
+    });
+    if let Some(p) = placement {
+        net.placement(p);
+    }
+    finish(net, &out)
+}
+
+/// One run of the ring on `net`: wall ms on this rank and, on the rank of
+/// `ring/check`, its verdict.
+pub fn ring(
+    mut net: Net,
+    placement: Option<Placement>,
+    size: usize,
+    hops: u64,
+    capacity: usize,
+) -> Result<(f64, Option<Result<(), String>>), String> {
+    let out: Out<Result<(), String>> = Arc::default();
+    let (mut writers, mut readers): (Vec<_>, Vec<_>) = (0..size)
+        .map(|_| {
+            let (w, r) = net.stream::<u64>(capacity);
+            (Some(w), Some(r))
+        })
+        .unzip();
+    let mut reports = PollSet::new();
+    for i in 0..size {
+        let input = readers[i].take().expect("each reader is taken once");
+        let output = writers[(i + 1) % size]
+            .take()
+            .expect("each writer is taken once");
+        let (rw, rr) = net.stream::<(u64, Option<u64>)>(1);
+        reports.push(rr);
+        net.spawn_with(
+            format!("ring/{i}"),
+            (input, output, rw),
+            move |(input, mut output, mut report)| {
+                let mut last = None;
+                if i != 0 || output.write(0).is_ok() {
+                    for t in input {
+                        if t >= hops {
+                            last = Some(t);
+                            break;
+                        }
+                        if output.write(t + 1).is_err() {
+                            break;
+                        }
+                    }
+                }
+                // The token's end closes the ring: dropping this task's
+                // ends ends its neighbours' reads.
+                drop(output);
+                let _ = report.write((i as u64, last));
+            },
+        );
+    }
+    let o = out.clone();
+    net.spawn_with("ring/check", reports, move |reports| {
+        let mut finals = vec![None; size];
+        let mut seen = 0;
+        for (_, (i, last)) in reports {
+            finals[i as usize] = last;
+            seen += 1;
+        }
+        let verdict = if seen == size {
+            verify_ring(&finals, hops).map_err(|e| e.0)
+        } else {
+            Err(format!("{seen} of {size} ring tasks reported"))
+        };
+        *o.lock().unwrap() = Some(verdict);
+    });
+    if let Some(p) = placement {
+        net.placement(p);
+    }
+    finish(net, &out)
+}
+
+/// One run of the word count on `net` (the one-process network's tasks and
+/// kernels: `wc/source` sends the text in chunks, `wc/split` batches the
+/// words by counter ([`kernels::Batcher`]), `wc/count/k` counts them,
+/// `wc/merge` adds the counters' counts): wall ms on this rank and, on the
+/// merger's rank, the merged counts.
+pub fn wordcount(
+    mut net: Net,
+    placement: Option<Placement>,
+    p: &WordcountParams,
+) -> Result<(f64, Option<Counts>), String> {
+    let (k, batch, chunk, cap) = (p.counters, p.batch, p.chunk, p.capacity);
+    let out: Out<Counts> = Arc::default();
+    let (to_split, chunks_in) = net.stream::<String>(cap);
+    let text = p.corpus.text().clone();
+    net.spawn_with("wc/source", to_split, move |mut w| {
+        for c in kernels::chunks(&text, chunk) {
+            if w.write(c.to_owned()).is_err() {
+                return;
+            }
+        }
+    });
+    let (to_counters, counter_ins): (Vec<_>, Vec<_>) =
+        (0..k).map(|_| net.stream::<Vec<String>>(cap)).unzip();
+    net.spawn_with(
+        "wc/split",
+        (chunks_in, to_counters),
+        move |(chunks_in, mut to)| {
+            let mut s = kernels::Batcher::new(k, batch);
+            for c in chunks_in {
+                for word in c.split_whitespace() {
+                    if let Some((i, b)) = s.push(word) {
+                        if to[i].write(b).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            for (i, b) in s.finish() {
+                if to[i].write(b).is_err() {
+                    return;
+                }
+            }
+        },
+    );
+    let mut results = PollSet::new();
+    for (i, words_in) in counter_ins.into_iter().enumerate() {
+        let (w, r) = net.stream::<Vec<(String, u64)>>(1);
+        results.push(r);
+        net.spawn_with(
+            format!("wc/count/{i}"),
+            (words_in, w),
+            |(words_in, mut w)| {
+                let mut counts = Counts::new();
+                for b in words_in {
+                    kernels::add_batch(&mut counts, b);
+                }
+                let _ = w.write(counts.into_iter().collect());
+            },
+        );
+    }
+    let o = out.clone();
+    net.spawn_with("wc/merge", results, move |results| {
+        let mut total = Counts::new();
+        for (_, part) in results {
+            kernels::merge_into(&mut total, part.into_iter().collect());
+        }
+        *o.lock().unwrap() = Some(total);
+    });
+    if let Some(p) = placement {
+        net.placement(p);
+    }
+    finish(net, &out)
+}
