@@ -57,14 +57,14 @@ fn across_ranks(ranks: usize) -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let first = args.first().map(String::as_str).unwrap_or("");
     #[cfg(feature = "mpi")]
-    if ["des", "mc", "pipe", "ring", "wordcount"].contains(&first) {
+    if ["des", "mc", "pipe", "ring", "rt", "ant", "wordcount"].contains(&first) {
         return mpi_bench::main_with(args);
     }
     if job_rank() == 0 {
         if cfg!(feature = "mpi") {
             eprintln!(
                 "rill-bench: '{first}' does not run across ranks; under mpirun with {ranks} ranks \
-                 rill-bench runs des, mc, pipe, ring, wordcount and mpi (or run it without mpirun, or with -n 1)"
+                 rill-bench runs des, mc, pipe, ring, rt, ant, wordcount and mpi (or run it without mpirun, or with -n 1)"
             );
         } else {
             eprintln!(

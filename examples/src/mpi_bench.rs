@@ -328,6 +328,33 @@ pub(crate) const APPS: &[(&str, &[(&str, u64)])] = &[
         ],
     ),
     (
+        "ant",
+        &[
+            ("--jobs", rill_examples::kernels::ant::DEFAULT_JOBS as u64),
+            ("--ants", rill_examples::kernels::ant::DEFAULT_ANTS as u64),
+            (
+                "--iterations",
+                rill_examples::kernels::ant::DEFAULT_ITERATIONS as u64,
+            ),
+            ("--seed", 1),
+        ],
+    ),
+    (
+        "rt",
+        &[
+            (
+                "--scenes",
+                rill_examples::kernels::rt::DEFAULT_SCENES as u64,
+            ),
+            ("--width", rill_examples::kernels::rt::DEFAULT_WIDTH as u64),
+            (
+                "--height",
+                rill_examples::kernels::rt::DEFAULT_HEIGHT as u64,
+            ),
+            ("--solvers", rill_examples::apps::rt::DEFAULT_SOLVERS as u64),
+        ],
+    ),
+    (
         "wordcount",
         &[
             (
@@ -466,6 +493,53 @@ fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
                 &opts,
                 |net, pl| crate::mpi_nets::pipe(net, pl, depth, messages, cap),
                 report_wrong,
+            )
+        }
+        "ant" => {
+            use rill_examples::kernels::ant as ak;
+            let (ants, iterations, seed) =
+                (p("--ants") as u32, p("--iterations") as u32, p("--seed"));
+            let inst = std::sync::Arc::new(ak::generate(p("--jobs") as usize, seed));
+            let reference = ak::solve_sequential(&inst, ants, iterations, seed);
+            alternate(
+                world,
+                &opts,
+                |net, pl| crate::mpi_nets::ant(net, pl, &inst, ants, iterations, seed),
+                |got| {
+                    report_wrong(if got == reference {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "best cost {}, the sequential colony's {}",
+                            got.1, reference.1
+                        ))
+                    })
+                },
+            )
+        }
+        "rt" => {
+            use rill_examples::kernels::rt as rk;
+            let (scenes, size) = (
+                p("--scenes") as u32,
+                (p("--width") as u32, p("--height") as u32),
+            );
+            let reference = rk::checksum(&rk::render_all(scenes, size.0, size.1));
+            let solvers = p("--solvers") as usize;
+            alternate(
+                world,
+                &opts,
+                |net, pl| crate::mpi_nets::rt(net, pl, scenes, size, solvers),
+                |got| {
+                    report_wrong(got.and_then(|(sum, n)| {
+                        if (sum, n) == (reference, scenes) {
+                            Ok(())
+                        } else {
+                            Err(format!(
+                            "checksum {sum:#x} of {n} images, expected {reference:#x} of {scenes}"
+                        ))
+                        }
+                    }))
+                },
             )
         }
         "wordcount" => {
