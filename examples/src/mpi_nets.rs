@@ -30,7 +30,11 @@ use rill_examples::nets::pipe_task_names;
 
 type Out<T> = Arc<Mutex<Option<T>>>;
 
-fn finish<T>(net: Net, out: &Out<T>) -> Result<(f64, Option<T>), String> {
+/// One run on this rank: its wall ms and, on the rank that collected it,
+/// the network's output.
+pub type RunOn<T> = Result<(f64, Option<T>), String>;
+
+fn finish<T>(net: Net, out: &Out<T>) -> RunOn<T> {
     let t0 = Instant::now();
     net.run().map_err(|e| e.to_string())?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -45,7 +49,7 @@ pub fn pipe(
     depth: usize,
     messages: u64,
     capacity: usize,
-) -> Result<(f64, Option<Result<(), String>>), String> {
+) -> RunOn<Result<(), String>> {
     let names = pipe_task_names(depth);
     let out: Out<Result<(), String>> = Arc::default();
     let (w, mut r) = net.stream::<u64>(capacity);
@@ -94,7 +98,7 @@ pub fn ring(
     size: usize,
     hops: u64,
     capacity: usize,
-) -> Result<(f64, Option<Result<(), String>>), String> {
+) -> RunOn<Result<(), String>> {
     let out: Out<Result<(), String>> = Arc::default();
     let (mut writers, mut readers): (Vec<_>, Vec<_>) = (0..size)
         .map(|_| {
@@ -159,11 +163,7 @@ pub fn ring(
 /// words by counter ([`kernels::Batcher`]), `wc/count/k` counts them,
 /// `wc/merge` adds the counters' counts): wall ms on this rank and, on the
 /// merger's rank, the merged counts.
-pub fn wordcount(
-    mut net: Net,
-    placement: Option<Placement>,
-    p: &WordcountParams,
-) -> Result<(f64, Option<Counts>), String> {
+pub fn wordcount(mut net: Net, placement: Option<Placement>, p: &WordcountParams) -> RunOn<Counts> {
     let (k, batch, chunk, cap) = (p.counters, p.batch, p.chunk, p.capacity);
     let out: Out<Counts> = Arc::default();
     let (to_split, chunks_in) = net.stream::<String>(cap);
@@ -247,7 +247,7 @@ pub fn rt(
     scenes: u32,
     (width, height): (u32, u32),
     solvers: usize,
-) -> Result<(f64, Option<RtOut>), String> {
+) -> RunOn<RtOut> {
     let out: Out<RtOut> = Arc::default();
     let cap = rill_examples::apps::rt::DEFAULT_CAPACITY;
     let mut ready = PollSet::new();
@@ -367,7 +367,7 @@ pub fn ant(
     ants: u32,
     iterations: u32,
     seed: u64,
-) -> Result<(f64, Option<(Vec<u32>, u64)>), String> {
+) -> RunOn<(Vec<u32>, u64)> {
     let out: Out<(Vec<u32>, u64)> = Arc::default();
     let mut to_ants = Vec::new();
     let mut from_ants = Vec::new();
