@@ -643,7 +643,13 @@ pub fn main() -> ExitCode {
 }
 
 /// Runs `args` (`[des|mc|pipe|ring] FLAGS...`, or the stream rows).
-pub fn main_with(args: Vec<String>) -> ExitCode {
+pub fn main_with(mut args: Vec<String>) -> ExitCode {
+    // `rill-bench des` names the input's size `--size`; `mpi des`, `--bytes`.
+    if args.first().is_some_and(|a| a == "des") {
+        for a in args.iter_mut().filter(|a| *a == "--size") {
+            *a = "--bytes".into();
+        }
+    }
     if args.iter().any(|a| a == "--help" || a == "-h") {
         if env_rank() == 0 {
             println!("{}", include_str!("mpi_bench_help.txt"));
