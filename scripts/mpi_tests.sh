@@ -53,15 +53,52 @@ grep -q "^rank 0: deadlock across ranks.*left" "$out/log" &&
   cat "$out/log" >&2; echo "mpi: the deadlock across ranks was not reported on every rank" >&2; exit 1; }
 grep '^rank 0' "$out/log" | cut -c1-300
 
-echo "-- rill-bench mpi: the stream rows beside raw MPI, DES and Monte Carlo across 2 ranks (each checks its results)"
+echo "-- rill-bench mpi: the stream rows beside raw MPI (each row checks its messages)"
 cargo build --release -q -p rill-examples --features mpi --bin rill-bench
 bench=target/release/rill-bench
-for args in "mpi --quick --json" "mpi des --bytes 2000000 --rounds 1" "mpi mc --paths 60000 --rounds 1"; do
+timeout 300 "${MPIRUN[@]}" -n 2 "$bench" mpi --quick --json >"$out/log" 2>&1 || {
+  cat "$out/log" >&2; echo "mpi: rill-bench mpi --quick failed" >&2; exit 1; }
+grep -E '^\{' "$out/log"
+
+echo "-- the applications across 2 ranks (rill-bench APP under mpirun), each beside 1 rank x 2 workers and verified"
+apps=(
+  "pipe --depth 12 --messages 20000 --rounds 1"
+  "pipe --depth 12 --messages 5000 --rounds 1 --mapping rr"
+  "ring --size 10 --hops 5000 --rounds 1"
+  "ring --size 10 --hops 2000 --rounds 1 --mapping $out/ring.map"
+  "des --bytes 2000000 --rounds 1"
+  "mpi des --bytes 500000 --rounds 1"
+  "mc --paths 60000 --rounds 1"
+  "mc --paths 20000 --rounds 1 --mapping parts"
+  "wordcount --bytes 1000000 --rounds 1"
+  "rt --scenes 12 --width 64 --height 48 --rounds 1"
+  "ant --jobs 60 --ants 6 --iterations 3 --rounds 1"
+)
+printf 'ring/0 = 1:0\nring/5 = 1:0\nring/check = 0:0\n' >"$out/ring.map"
+for args in "${apps[@]}"; do
   # shellcheck disable=SC2086
   timeout 300 "${MPIRUN[@]}" -n 2 "$bench" $args >"$out/log" 2>&1 || {
     cat "$out/log" >&2; echo "mpi: rill-bench $args failed" >&2; exit 1; }
-  grep -E '^\{|^(des|mc) ' "$out/log"
+  [[ $(grep -c 'verified true$' "$out/log") -eq 2 ]] || {
+    cat "$out/log" >&2; echo "mpi: rill-bench $args: two verified rows expected" >&2; exit 1; }
+  [[ $(wc -l <"$out/log") -eq 3 ]] || {
+    cat "$out/log" >&2; echo "mpi: rill-bench $args: rank 0's title and two rows expected, nothing else" >&2; exit 1; }
+  cat "$out/log"
 done
+timeout 120 "${MPIRUN[@]}" -n 2 "$bench" pipe --depth 4 --rounds 1 --json >"$out/log" 2>&1 || {
+  cat "$out/log" >&2; echo "mpi: rill-bench pipe --json failed" >&2; exit 1; }
+[[ $(grep -c '"ranks":2,.*"verified":true' "$out/log") -eq 1 && $(grep -c '"mapping":"default"' "$out/log") -eq 2 ]] || {
+  cat "$out/log" >&2; echo "mpi: rill-bench pipe --json: rows with ranks, mapping and verified expected" >&2; exit 1; }
+
+echo "-- under mpirun, --mapping auto and the commands that do not run across ranks are refused"
+if timeout 60 "${MPIRUN[@]}" -n 2 "$bench" pipe --mapping auto >"$out/log" 2>&1; then
+  cat "$out/log" >&2; echo "mpi: --mapping auto was not refused" >&2; exit 1; fi
+[[ $(grep -c 'mapping auto does not run across ranks' "$out/log") -eq 1 ]] || {
+  cat "$out/log" >&2; echo "mpi: --mapping auto: one clear error expected" >&2; exit 1; }
+if timeout 60 "${MPIRUN[@]}" -n 2 "$bench" sieve >"$out/log" 2>&1; then
+  cat "$out/log" >&2; echo "mpi: rill-bench sieve ran under mpirun" >&2; exit 1; fi
+grep -q "'sieve' does not run across ranks" "$out/log" || {
+  cat "$out/log" >&2; echo "mpi: rill-bench sieve under mpirun: no clear error" >&2; exit 1; }
 
 echo "-- a killed rank ends the job instead of hanging it"
 timeout 120 "${MPIRUN[@]}" -n 2 "$bin" stuck >"$out/log" 2>&1 &

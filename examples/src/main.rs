@@ -30,6 +30,52 @@ mod mpi_bench;
 mod mpi_des;
 #[cfg(feature = "mpi")]
 mod mpi_mc;
+#[cfg(feature = "mpi")]
+mod mpi_nets;
+
+/// The size of the mpirun job this process is in (1 outside one), from
+/// what the launcher sets before MPI starts.
+fn job_ranks() -> usize {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+        .unwrap_or(1)
+}
+
+/// This process's rank in its mpirun job (0 outside one).
+fn job_rank() -> usize {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Under mpirun with more than one rank, the applications that run across
+/// ranks run there (`rill-bench des|mc|pipe|ring ...`, rank 0 printing);
+/// anything else is refused once, by rank 0, rather than run R times.
+fn across_ranks(ranks: usize) -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let first = args.first().map(String::as_str).unwrap_or("");
+    #[cfg(feature = "mpi")]
+    if ["des", "mc", "pipe", "ring", "rt", "ant", "wordcount"].contains(&first) {
+        return mpi_bench::main_with(args);
+    }
+    if job_rank() == 0 {
+        if cfg!(feature = "mpi") {
+            eprintln!(
+                "rill-bench: '{first}' does not run across ranks; under mpirun with {ranks} ranks \
+                 rill-bench runs des, mc, pipe, ring, rt, ant, wordcount and mpi (or run it without mpirun, or with -n 1)"
+            );
+        } else {
+            eprintln!(
+                "rill-bench: running under mpirun with {ranks} ranks, but this rill-bench was built \
+                 without the mpi feature; build it with `cargo build --release -p rill-examples \
+                 --features mpi --bin rill-bench` (needs openmpi-bin, libopenmpi-dev and libclang-dev)"
+            );
+        }
+    }
+    ExitCode::from(2)
+}
 
 fn main() -> ExitCode {
     // `rill-bench mpi` runs under mpirun, with a CLI of its own.
@@ -41,6 +87,10 @@ fn main() -> ExitCode {
             eprintln!("rill-bench mpi: this rill-bench was built without MPI; build it with `cargo build --release -p rill-examples --features mpi` (needs openmpi-bin, libopenmpi-dev and libclang-dev)");
             return ExitCode::FAILURE;
         }
+    }
+    let ranks = job_ranks();
+    if ranks > 1 {
+        return across_ranks(ranks);
     }
     rill_examples::report::set_allocator(ALLOCATOR);
     let args = Cli::parse();

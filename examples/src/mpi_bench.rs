@@ -17,6 +17,7 @@ use mpi::point_to_point::{Destination, Source};
 use mpi::topology::Communicator;
 use rill::dist::{Placement, RankTable, World};
 use rill::Runtime;
+use rill_examples::bench;
 
 struct Row {
     row: &'static str,
@@ -181,37 +182,91 @@ fn mpi_round_trip(world: &World, n: u64) -> (f64, bool) {
     })
 }
 
-/// A row of an application across ranks: label, median wall ms, verified.
-pub(crate) type AppRow = (String, f64, bool);
+/// How an application runs across the ranks: workers per rank, rounds,
+/// and the placement `--mapping` asked for (`None`: the application's own).
+pub(crate) struct AppOpts {
+    pub workers: usize,
+    pub rounds: usize,
+    pub placement: Option<Placement>,
+    /// The mapping's name for the table and the JSON.
+    pub mapping: String,
+}
+
+/// A row of an application: the run, its ranks and workers per rank, the
+/// median wall ms, and whether every output was right.
+pub(crate) struct AppRow {
+    pub label: String,
+    pub ranks: usize,
+    pub workers: usize,
+    pub ms: f64,
+    pub verified: bool,
+}
+
+/// `p` for one rank with `ranks`·`workers` workers: a table's rank r
+/// worker w becomes worker r·W + w (the global worker it named); the
+/// other placements are defined over the global workers already.
+fn one_rank(p: &Placement, workers: usize) -> Placement {
+    match p {
+        Placement::Table(t) => Placement::Table(
+            t.entries()
+                .iter()
+                .fold(RankTable::new(), |acc, (prefix, r, w)| {
+                    acc.with(prefix.clone(), 0, r * workers + w)
+                }),
+        ),
+        other => other.clone(),
+    }
+}
 
 /// Runs an application's network `rounds` times across the ranks (W
-/// workers each) and, alternating, on rank 0 alone with 2·W workers (a
-/// one-rank network of the same code). `run` builds and runs one network
-/// and returns its wall ms and, on the rank that collected it, its output;
-/// `check` says whether an output is right (an output the one-rank run
-/// lacks is wrong). Rank 0 gets the two rows (medians); the others none.
+/// workers each) and, alternating, on rank 0 alone with R·W workers (a
+/// one-rank network of the same code, under the same placement over the
+/// same global workers). `run` builds the network on the net it is given,
+/// applies the placement (when one is given) and runs it, and returns its
+/// wall ms and, on the rank that collected it, its output; `check` says
+/// whether an output is right. Every rank's verdicts are summed on every
+/// rank: a run across ranks must yield exactly one output, on some rank,
+/// and it must be right. Rank 0 gets the two rows (medians); the others
+/// none.
 pub(crate) fn alternate<T>(
     world: &World,
-    workers: usize,
-    rounds: usize,
-    mut run: impl FnMut(rill::dist::Net) -> Result<(f64, Option<T>), String>,
+    opts: &AppOpts,
+    mut run: impl FnMut(rill::dist::Net, Option<Placement>) -> Result<(f64, Option<T>), String>,
     mut check: impl FnMut(T) -> bool,
 ) -> Result<Vec<AppRow>, String> {
-    let (mut across, mut local, mut ok) = (Vec::new(), Vec::new(), true);
-    for _ in 0..rounds {
+    let (workers, ranks) = (opts.workers, world.size());
+    let (mut across, mut local) = (Vec::new(), Vec::new());
+    // Outputs across ranks, wrong ones among them, failed one-rank runs.
+    let (mut outputs, mut wrong, mut local_bad) = (0u64, 0u64, 0u64);
+    for _ in 0..opts.rounds {
         let net = world
             .net(Runtime::builder().workers(workers).pin(false))
             .map_err(|e| e.to_string())?;
-        let (ms, out) = run(net)?;
-        ok &= out.is_none_or(&mut check);
+        let (ms, out) = run(net, opts.placement.clone())?;
+        if let Some(out) = out {
+            outputs += 1;
+            wrong += u64::from(!check(out));
+        }
         across.push(ms);
         if world.rank() == 0 {
             let t = rill::dist::Loopback::ranks(1).pop().expect("one rank");
-            let b = Runtime::builder().workers(2 * workers).pin(false);
-            let net = rill::dist::Net::loopback(t, b).map_err(|e| e.to_string())?;
-            let (ms, out) = run(net)?;
-            ok &= out.is_some_and(&mut check);
-            local.push(ms);
+            let b = Runtime::builder().workers(ranks * workers).pin(false);
+            let p = opts.placement.as_ref().map(|p| one_rank(p, workers));
+            // A failure here is counted, not returned: the other ranks
+            // wait for this rank at the barrier below.
+            match rill::dist::Net::loopback(t, b)
+                .map_err(|e| e.to_string())
+                .and_then(|net| run(net, p))
+            {
+                Ok((ms, out)) => {
+                    local_bad += u64::from(!out.is_some_and(&mut check));
+                    local.push(ms);
+                }
+                Err(e) => {
+                    eprintln!("rank 0: the one-rank run failed: {e}");
+                    local_bad += 1;
+                }
+            }
         }
         // The other ranks wait for rank 0's one-rank run before the next round.
         world.with_mpi(|w| {
@@ -219,48 +274,134 @@ pub(crate) fn alternate<T>(
             w.barrier();
         });
     }
+    let sums = world.with_mpi(move |w| {
+        use mpi::collective::{CommunicatorCollectives, SystemOperation};
+        let mut sums = [0u64; 2];
+        w.all_reduce_into(&[outputs, wrong][..], &mut sums[..], SystemOperation::sum());
+        sums
+    });
     if world.rank() != 0 {
         return Ok(Vec::new());
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
     };
+    let w = |n: usize| if n == 1 { "worker" } else { "workers" };
     Ok(vec![
-        (
-            format!("2 ranks x {workers} worker(s)"),
-            median(&mut across),
-            ok,
-        ),
-        (
-            format!("1 rank x {} workers", 2 * workers),
-            median(&mut local),
-            ok,
-        ),
+        AppRow {
+            label: format!("{ranks} ranks x {workers} {}", w(workers)),
+            ranks,
+            workers,
+            ms: median(&mut across),
+            verified: sums == [opts.rounds as u64, 0],
+        },
+        AppRow {
+            label: format!("1 rank x {} {}", ranks * workers, w(ranks * workers)),
+            ranks: 1,
+            workers: ranks * workers,
+            ms: median(&mut local),
+            verified: local_bad == 0 && local.len() == opts.rounds,
+        },
     ])
 }
 
+/// The applications that run across ranks, and the number flags each
+/// takes (besides --workers, --rounds) with their defaults.
+pub(crate) const APPS: &[(&str, &[(&str, u64)])] = &[
+    ("des", &[("--bytes", 20_000_000)]),
+    ("mc", &[("--paths", 300_000)]),
+    (
+        "pipe",
+        &[
+            ("--depth", bench::DEFAULT_DEPTH as u64),
+            ("--messages", bench::DEFAULT_MESSAGES),
+            ("--capacity", bench::DEFAULT_CAPACITY as u64),
+        ],
+    ),
+    (
+        "ring",
+        &[
+            ("--size", bench::DEFAULT_RING_SIZE as u64),
+            ("--hops", bench::DEFAULT_HOPS),
+            ("--capacity", bench::DEFAULT_CAPACITY as u64),
+        ],
+    ),
+    (
+        "ant",
+        &[
+            ("--jobs", rill_examples::kernels::ant::DEFAULT_JOBS as u64),
+            ("--ants", rill_examples::kernels::ant::DEFAULT_ANTS as u64),
+            (
+                "--iterations",
+                rill_examples::kernels::ant::DEFAULT_ITERATIONS as u64,
+            ),
+            ("--seed", 1),
+        ],
+    ),
+    (
+        "rt",
+        &[
+            (
+                "--scenes",
+                rill_examples::kernels::rt::DEFAULT_SCENES as u64,
+            ),
+            ("--width", rill_examples::kernels::rt::DEFAULT_WIDTH as u64),
+            (
+                "--height",
+                rill_examples::kernels::rt::DEFAULT_HEIGHT as u64,
+            ),
+            ("--solvers", rill_examples::apps::rt::DEFAULT_SOLVERS as u64),
+        ],
+    ),
+    (
+        "wordcount",
+        &[
+            (
+                "--bytes",
+                rill_examples::kernels::wordcount::DEFAULT_BYTES as u64,
+            ),
+            ("--counters", bench::DEFAULT_WC_COUNTERS as u64),
+            ("--batch", bench::DEFAULT_WC_BATCH as u64),
+            ("--chunk", bench::DEFAULT_WC_CHUNK as u64),
+            ("--capacity", bench::DEFAULT_CAPACITY as u64),
+        ],
+    ),
+];
+
+/// The rank mpirun gave this process (before MPI starts), for printing
+/// argument errors once.
+fn env_rank() -> usize {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Refuses what `rill-bench mpi` does not take, before MPI starts: an
-/// unknown row or flag, or a number flag without a whole number.
+/// unknown row or flag, a number flag without a whole number, a mapping
+/// that does not run across ranks.
 fn check_args(args: &[String]) -> Result<(), String> {
-    let (app, rest) = match args.first().map(String::as_str) {
-        Some(a @ ("des" | "mc")) => (Some(a), &args[1..]),
-        _ => (None, args),
-    };
-    let numbers: &[&str] = match app {
-        Some("des") => &["--bytes", "--workers", "--rounds"],
-        Some(_) => &["--paths", "--workers", "--rounds"],
-        None => &[],
-    };
+    let app = args
+        .first()
+        .and_then(|a| APPS.iter().find(|(name, _)| name == a));
+    let rest = if app.is_some() { &args[1..] } else { args };
     let mut i = 0;
     while i < rest.len() {
         let a = rest[i].as_str();
-        if numbers.contains(&a) {
+        let number = app.is_some_and(|(_, flags)| {
+            flags.iter().any(|(f, _)| *f == a) || ["--workers", "--rounds", "--repeat"].contains(&a)
+        });
+        if number {
             let v = rest.get(i + 1).ok_or(format!("{a} needs a number"))?;
-            match v.replace('_', "").parse::<usize>() {
+            match v.replace('_', "").parse::<u64>() {
                 Ok(n) if n > 0 => {}
                 _ => return Err(format!("{a} takes a whole number above 0, not '{v}'")),
             }
+            i += 2;
+        } else if a == "--mapping" && app.is_some() {
+            let v = rest.get(i + 1).ok_or("--mapping needs a value")?;
+            mapping(v)?;
             i += 2;
         } else if a == "--json" || (a == "--quick" && app.is_none()) {
             i += 1;
@@ -268,32 +409,173 @@ fn check_args(args: &[String]) -> Result<(), String> {
             return Err(format!("unexpected argument '{a}'"));
         }
     }
-    Ok(())
+    match app {
+        Some(("pipe", _)) if value(rest, "--depth").is_some_and(|d| d < 2) => {
+            Err("--depth takes 2 or more (a source and a sink)".into())
+        }
+        _ => Ok(()),
+    }
 }
 
-fn value(args: &[String], name: &str) -> Option<usize> {
+/// `--mapping` across ranks: `blocks` (contiguous blocks in spawn order
+/// over every rank's workers), `parts` (the same cut), `rr`, or a file of
+/// `prefix = RANK:WORKER` lines.
+fn mapping(v: &str) -> Result<Option<Placement>, String> {
+    Ok(match v {
+        "blocks" | "parts" | "contiguous" => Some(Placement::Contiguous),
+        "rr" => Some(Placement::RoundRobin),
+        "auto" => {
+            return Err(
+                "--mapping auto does not run across ranks (its pilot run and planner \
+                        are one process's); use blocks, parts, rr or a file of \
+                        'prefix = RANK:WORKER' lines"
+                    .into(),
+            )
+        }
+        "steal" | "adaptive" | "manual" | "const" => {
+            return Err(format!(
+                "--mapping {v} does not run across ranks; use blocks, parts, rr or a file of \
+                 'prefix = RANK:WORKER' lines"
+            ))
+        }
+        file => Some(Placement::Table(
+            RankTable::load(file).map_err(|e| format!("--mapping: {e}"))?,
+        )),
+    })
+}
+
+fn value(args: &[String], name: &str) -> Option<u64> {
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.replace('_', "").parse().ok())
 }
 
-/// `rill-bench mpi des|mc`: the application's network across the ranks
-/// beside one rank with as many workers in all, alternating.
+/// `rill-bench des|mc|pipe|ring` under mpirun (and `rill-bench mpi
+/// des|mc`): the application's network across the ranks beside one rank
+/// with as many workers in all, alternating; rank 0 prints the rows.
 fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
-    let workers = value(args, "--workers").unwrap_or(1);
-    let rounds = value(args, "--rounds").unwrap_or(5);
-    let (size, rows) = if app == "des" {
-        let bytes = value(args, "--bytes").unwrap_or(20_000_000);
-        (bytes, crate::mpi_des::rows(world, bytes, workers, rounds))
-    } else {
-        let paths = value(args, "--paths").unwrap_or(300_000);
-        (
-            paths,
-            crate::mpi_mc::rows(world, paths as u64, workers, rounds),
-        )
+    let flags = APPS
+        .iter()
+        .find(|(name, _)| *name == app)
+        .expect("a known application")
+        .1;
+    let params: Vec<(&str, u64)> = flags
+        .iter()
+        .map(|&(f, d)| (f, value(args, f).unwrap_or(d)))
+        .collect();
+    let p = |f: &str| params.iter().find(|(n, _)| *n == f).expect("a flag").1;
+    let mapping_arg = args
+        .iter()
+        .position(|a| a == "--mapping")
+        .and_then(|i| args.get(i + 1));
+    let opts = AppOpts {
+        workers: value(args, "--workers").unwrap_or(1) as usize,
+        rounds: value(args, "--rounds")
+            .or(value(args, "--repeat"))
+            .unwrap_or(5) as usize,
+        placement: mapping_arg
+            .map(|m| mapping(m).expect("checked before MPI started"))
+            .unwrap_or(None),
+        mapping: mapping_arg.cloned().unwrap_or_else(|| "default".into()),
     };
-    let unit = if app == "des" { "bytes" } else { "paths" };
+    let rows = match app {
+        "des" => crate::mpi_des::rows(world, p("--bytes") as usize, &opts),
+        "mc" => crate::mpi_mc::rows(world, p("--paths"), &opts),
+        "pipe" => {
+            let (depth, messages, cap) = (
+                p("--depth") as usize,
+                p("--messages"),
+                p("--capacity") as usize,
+            );
+            alternate(
+                world,
+                &opts,
+                |net, pl| crate::mpi_nets::pipe(net, pl, depth, messages, cap),
+                report_wrong,
+            )
+        }
+        "ant" => {
+            use rill_examples::kernels::ant as ak;
+            let (ants, iterations, seed) =
+                (p("--ants") as u32, p("--iterations") as u32, p("--seed"));
+            let inst = std::sync::Arc::new(ak::generate(p("--jobs") as usize, seed));
+            let reference = ak::solve_sequential(&inst, ants, iterations, seed);
+            alternate(
+                world,
+                &opts,
+                |net, pl| crate::mpi_nets::ant(net, pl, &inst, ants, iterations, seed),
+                |got| {
+                    report_wrong(if got == reference {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "best cost {}, the sequential colony's {}",
+                            got.1, reference.1
+                        ))
+                    })
+                },
+            )
+        }
+        "rt" => {
+            use rill_examples::kernels::rt as rk;
+            let (scenes, size) = (
+                p("--scenes") as u32,
+                (p("--width") as u32, p("--height") as u32),
+            );
+            let reference = rk::checksum(&rk::render_all(scenes, size.0, size.1));
+            let solvers = p("--solvers") as usize;
+            alternate(
+                world,
+                &opts,
+                |net, pl| crate::mpi_nets::rt(net, pl, scenes, size, solvers),
+                |got| {
+                    report_wrong(got.and_then(|(sum, n)| {
+                        if (sum, n) == (reference, scenes) {
+                            Ok(())
+                        } else {
+                            Err(format!(
+                            "checksum {sum:#x} of {n} images, expected {reference:#x} of {scenes}"
+                        ))
+                        }
+                    }))
+                },
+            )
+        }
+        "wordcount" => {
+            use rill_examples::kernels::wordcount::{compare, Corpus, TextSource};
+            let corpus = Corpus::new(TextSource::Generated {
+                bytes: p("--bytes") as usize,
+                seed: 1,
+            })
+            .map_err(|e| e.to_string());
+            corpus.and_then(|corpus| {
+                let wp = bench::WordcountParams {
+                    counters: p("--counters") as usize,
+                    batch: p("--batch") as usize,
+                    chunk: p("--chunk") as usize,
+                    capacity: p("--capacity") as usize,
+                    ..bench::WordcountParams::new(corpus, opts.workers)
+                };
+                let reference = wp.corpus.reference().clone();
+                alternate(
+                    world,
+                    &opts,
+                    |net, pl| crate::mpi_nets::wordcount(net, pl, &wp),
+                    |got| report_wrong(compare(&got, &reference)),
+                )
+            })
+        }
+        _ => {
+            let (size, hops, cap) = (p("--size") as usize, p("--hops"), p("--capacity") as usize);
+            alternate(
+                world,
+                &opts,
+                |net, pl| crate::mpi_nets::ring(net, pl, size, hops, cap),
+                report_wrong,
+            )
+        }
+    };
     let rows = match rows {
         Ok(r) => r,
         Err(e) => {
@@ -301,28 +583,44 @@ fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let ok = rows.iter().all(|r| r.2);
+    let ok = rows.iter().all(|r| r.verified);
     if world.rank() == 0 {
-        let base = rows.get(1).map_or(f64::NAN, |r| r.1);
-        for (label, ms, verified) in &rows {
+        let base = rows.get(1).map_or(f64::NAN, |r| r.ms);
+        if !json {
+            let shown: Vec<String> = params
+                .iter()
+                .map(|(f, v)| format!("{}={v}", &f[2..]))
+                .collect();
+            println!(
+                "{app}  {} mapping={} rounds={} (medians; ratio to the one-rank run)",
+                shown.join(" "),
+                opts.mapping,
+                opts.rounds
+            );
+        }
+        for r in &rows {
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string(&AppLine {
-                        row: app,
-                        run: label,
-                        bytes: (unit == "bytes").then_some(size),
-                        paths: (unit == "paths").then_some(size),
-                        wall_ms: *ms,
-                        ratio: ms / base,
-                        verified: *verified,
-                    })
-                    .expect("a record serialises")
-                );
+                let mut o = serde_json::Map::new();
+                o.insert("row".into(), app.into());
+                o.insert("run".into(), r.label.clone().into());
+                o.insert("ranks".into(), r.ranks.into());
+                o.insert("workers".into(), r.workers.into());
+                o.insert("mapping".into(), opts.mapping.clone().into());
+                o.insert("rounds".into(), opts.rounds.into());
+                for (f, v) in &params {
+                    o.insert(f[2..].into(), (*v).into());
+                }
+                o.insert("wall_ms".into(), r.ms.into());
+                o.insert("ratio".into(), (r.ms / base).into());
+                o.insert("verified".into(), r.verified.into());
+                println!("{}", serde_json::Value::Object(o));
             } else {
                 println!(
-                    "{app} {size} {unit}  {label:<24} {ms:>9.1} ms  {:>5.2}x  verified {verified}",
-                    ms / base
+                    "{app}  {:<24} {:>9.1} ms  {:>5.2}x  verified {}",
+                    r.label,
+                    r.ms,
+                    r.ms / base,
+                    r.verified
                 );
             }
         }
@@ -334,15 +632,34 @@ fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
     }
 }
 
-/// Runs the rows; rank 0 prints them.
+/// A verdict's check: says what was wrong, on the rank that saw it.
+fn report_wrong(v: Result<(), String>) -> bool {
+    v.map_err(|e| eprintln!("wrong output: {e}")).is_ok()
+}
+
+/// `rill-bench mpi ARGS`: runs the rows; rank 0 prints them.
 pub fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(2).collect();
+    main_with(std::env::args().skip(2).collect())
+}
+
+/// Runs `args` (`[des|mc|pipe|ring] FLAGS...`, or the stream rows).
+pub fn main_with(mut args: Vec<String>) -> ExitCode {
+    // `rill-bench des` names the input's size `--size`; `mpi des`, `--bytes`.
+    if args.first().is_some_and(|a| a == "des") {
+        for a in args.iter_mut().filter(|a| *a == "--size") {
+            *a = "--bytes".into();
+        }
+    }
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{}", include_str!("mpi_bench_help.txt"));
+        if env_rank() == 0 {
+            println!("{}", include_str!("mpi_bench_help.txt"));
+        }
         return ExitCode::SUCCESS;
     }
     if let Err(e) = check_args(&args) {
-        eprintln!("rill-bench mpi: {e} (see rill-bench mpi --help)");
+        if env_rank() == 0 {
+            eprintln!("rill-bench mpi: {e} (see rill-bench mpi --help)");
+        }
         return ExitCode::from(2);
     }
     let json = args.iter().any(|a| a == "--json");
@@ -354,10 +671,11 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match args.first().map(String::as_str) {
-        Some("des") => return app_main(&world, &args, json, "des"),
-        Some("mc") => return app_main(&world, &args, json, "mc"),
-        _ => {}
+    if let Some(app) = args
+        .first()
+        .and_then(|a| APPS.iter().find(|(name, _)| name == a))
+    {
+        return app_main(&world, &args[1..], json, app.0);
     }
     if world.size() != 2 {
         if world.rank() == 0 {
@@ -445,20 +763,6 @@ pub fn main() -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-/// `rill-bench mpi des|mc --json`: one run of an application.
-#[derive(serde::Serialize)]
-struct AppLine<'a, S: serde::Serialize> {
-    row: &'a str,
-    run: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    bytes: Option<S>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    paths: Option<S>,
-    wall_ms: f64,
-    ratio: f64,
-    verified: bool,
 }
 
 /// `rill-bench mpi --json`: one row, rill beside raw MPI.

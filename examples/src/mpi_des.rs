@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::mpi_bench::{alternate, AppRow};
-use rill::dist::{Net, World};
+use crate::mpi_bench::{alternate, AppOpts, AppRow};
+use rill::dist::{Net, Placement, World};
 use rill::PollSet;
 use rill_examples::apps::des::{DEFAULT_BATCH, DEFAULT_CAPACITY, DEFAULT_KEY, DEFAULT_STAGES};
 use rill_examples::kernels::des as k;
@@ -104,11 +104,15 @@ fn build(
 /// if the collector ran here.
 fn run(
     mut net: Net,
+    placement: Option<Placement>,
     ks: &Arc<k::KeySchedule>,
     data: &Arc<Vec<u8>>,
 ) -> Result<(f64, Option<Vec<u8>>), String> {
     let out = Arc::new(Mutex::new(None));
     build(&mut net, ks.clone(), data.clone(), out.clone());
+    if let Some(p) = placement {
+        net.placement(p);
+    }
     let t0 = Instant::now();
     net.run().map_err(|e| e.to_string())?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -118,20 +122,14 @@ fn run(
 
 /// The DES rows (see [`crate::mpi_bench::alternate`]): the output checked
 /// byte for byte against the sequential cipher.
-pub fn rows(
-    world: &World,
-    bytes: usize,
-    workers: usize,
-    rounds: usize,
-) -> Result<Vec<AppRow>, String> {
+pub fn rows(world: &World, bytes: usize, opts: &AppOpts) -> Result<Vec<AppRow>, String> {
     let ks = Arc::new(k::KeySchedule::from_hex(DEFAULT_KEY).map_err(|e| e.to_string())?);
     let data = Arc::new(k::generate_input(bytes, 1));
     let reference = k::encrypt_ecb(&ks, &data);
     alternate(
         world,
-        workers,
-        rounds,
-        |net| run(net, &ks, &data),
+        opts,
+        |net, p| run(net, p, &ks, &data),
         |out| out == reference,
     )
 }

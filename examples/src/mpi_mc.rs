@@ -12,7 +12,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::mpi_bench::{alternate, AppRow};
+use crate::mpi_bench::{alternate, AppOpts, AppRow};
 use rill::dist::{Net, Placement, RankTable, Wire, WireError, World};
 use rill::{PollSet, Reader, Writer};
 use rill_examples::apps::mc::{DEFAULT_BATCH, DEFAULT_CAPACITY, FEED_CAPACITY};
@@ -160,11 +160,15 @@ fn build(
 
 fn run(
     mut net: Net,
+    placement: Option<Placement>,
     params: &Arc<McParams>,
     paths: u64,
 ) -> Result<(f64, Option<(Partial, u64)>), String> {
     let out = Arc::new(Mutex::new(None));
     build(&mut net, params.clone(), paths, out.clone());
+    if let Some(p) = placement {
+        net.placement(p);
+    }
     let t0 = Instant::now();
     net.run().map_err(|e| e.to_string())?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -172,22 +176,21 @@ fn run(
     Ok((ms, v))
 }
 
-/// The MC rows (see [`crate::mpi_bench::alternate`]): every path counted,
-/// and the sums the same bits in every run (the merge is exact).
-pub fn rows(
-    world: &World,
-    paths: u64,
-    workers: usize,
-    rounds: usize,
-) -> Result<Vec<AppRow>, String> {
+/// The MC rows (see [`crate::mpi_bench::alternate`]): every record
+/// counted, and the sums the same bits as the sequential price's (the
+/// merge is exact, so the prices are the same for the seed).
+pub fn rows(world: &World, paths: u64, opts: &AppOpts) -> Result<Vec<AppRow>, String> {
     let params = Arc::new(McParams::default());
     let records = k::batch_count(paths, DEFAULT_BATCH);
-    let mut first: Option<Partial> = None;
+    let mut reference = Partial::default();
+    for b in 0..records {
+        let (first, n) = k::batch_bounds(paths, DEFAULT_BATCH, b);
+        reference.merge(&k::simulate_batch(&params, first, n));
+    }
     alternate(
         world,
-        workers,
-        rounds,
-        |net| run(net, &params, paths),
-        |(total, n)| n == records && total.paths == paths && *first.get_or_insert(total) == total,
+        opts,
+        |net, p| run(net, p, &params, paths),
+        |(total, n)| n == records && total.paths == paths && total == reference,
     )
 }
