@@ -6,8 +6,9 @@
 //!   in spawn order (task i of n on worker i·W/n), so that a chain handed
 //!   over whole stays whole; the blocks beyond worker 0's wait unstarted
 //!   until the run shows work for more than one worker, and worker 0 takes
-//!   them if it runs out of work first (`worker/plan.rs`: a ring that
-//!   passes one token runs on one worker); idle workers take tasks that
+//!   them if it runs out of work first after its tasks talked
+//!   (`worker/plan.rs`: a ring that passes one token runs on one worker;
+//!   consumers added before their producers start as planned); idle workers take tasks that
 //!   never ran from others in contiguous runs (`scheduler.rs`).
 //! - [`Mapping::RoundRobin`]: the n-th task goes to worker n mod W.
 //! - [`Mapping::Manual`]: a table from task-name prefix to worker (the longest
@@ -43,10 +44,13 @@ pub enum Mapping {
     /// block at once; each other block starts on its worker once worker 0
     /// has two started tasks ready at once, or has stayed in one dispatch
     /// for four configured spins ([`Builder::spin`](crate::Builder::spin)),
-    /// or forty spins have passed; if worker 0 runs out of work before any
-    /// of these, it takes the blocks still waiting (a network with one
-    /// task ready at a time, such as a ring passing one token, then runs on
-    /// one worker; `RunStats::steals` counts them). A worker with nothing
+    /// or forty spins have passed. If worker 0 runs out of work before any
+    /// of these, what its blocked tasks wait on decides: when most of them
+    /// wait on streams that nobody has used yet (consumers added before
+    /// their producers, a farm's workers before its dealer), every block
+    /// starts as planned; else it takes the blocks still waiting (a network
+    /// with one task ready at a time, such as a ring passing one token,
+    /// then runs on one worker; `RunStats::steals` counts them). A worker with nothing
     /// to run takes tasks that never ran from another worker, a contiguous
     /// run of them at a time (about half of what that worker holds). A task
     /// that ran stays on its worker, as under [`Mapping::Steal`].

@@ -471,3 +471,54 @@ fn a_one_token_ring_added_before_the_run_starts_on_one_worker_a_chain_on_its_blo
         }
     });
 }
+
+/// Consumers added before their source (a farm's workers before its
+/// dealer, as DES, RT and ANT do): worker 0 starts its block, whose tasks
+/// all block reading streams that nobody has written yet, and runs dry.
+/// That is not a network with one worker's work, as a ring's token is:
+/// the producers wait in the other block. So every block starts on its
+/// worker as planned (task k of n on worker k·2/n) and nothing is taken.
+/// The spin is long, so the grace and the stall rule cannot decide.
+#[test]
+fn consumers_added_before_their_source_start_on_their_blocks() {
+    with_timeout("farm plan", 120, || {
+        for _ in 0..5 {
+            let seen: Seen = Arc::default();
+            let mut rt = Runtime::builder()
+                .workers(2)
+                .spin(std::time::Duration::from_millis(50))
+                .build()
+                .unwrap();
+            let n = 8;
+            let mut outs = Vec::new();
+            for i in 0..n {
+                let (w, mut r) = rill::stream::<u64>(4);
+                outs.push(w);
+                let s = seen.clone();
+                rt.spawn(format!("t/{i:02}"), move || {
+                    note(&s);
+                    let mut sum = 0;
+                    while let Some(v) = r.read() {
+                        sum += v;
+                    }
+                    assert_eq!(sum, (0..100u64).sum::<u64>());
+                });
+            }
+            let s = seen.clone();
+            rt.spawn(format!("t/{n:02}"), move || {
+                note(&s);
+                for v in 0..100u64 {
+                    for w in outs.iter_mut() {
+                        w.write(v).unwrap();
+                    }
+                }
+            });
+            let stats = rt.run().expect("run");
+            let s = seen.lock().unwrap();
+            let at: Vec<usize> = (0..=n).map(|i| s[&format!("t/{i:02}")]).collect();
+            let want: Vec<usize> = (0..=n).map(|k| k * 2 / (n + 1)).collect();
+            assert_eq!(at, want, "the blocks as planned");
+            assert_eq!(stats.steals, 0, "{stats:?}");
+        }
+    });
+}

@@ -538,13 +538,13 @@ impl WorkerLocal {
     // Always inlined: the dispatch loop and worker 0's watch
     // (`plan.rs`) both call it, and the loop's copy is the hot path.
     #[inline(always)]
-    fn dispatch<const MON: bool, const SAMPLE: bool>(&self, t: TaskRef) {
+    fn dispatch<const MON: bool, const SAMPLE: bool>(&self, t: TaskRef) -> Dispatched {
         let task = t.get();
         // SAFETY: we own the task (it came from our queue); only we touch its
         // coroutine now, and the short borrow ends before start_task.
         let started = task.coro.with(|p| unsafe { (*p).is_some() });
         if !started && !self.start_task(t) {
-            return;
+            return Dispatched::Gone;
         }
         // SAFETY: as above; this borrow is the only one until the match below.
         let coro = task.coro.with_mut(|p| unsafe { &mut *p });
@@ -585,21 +585,25 @@ impl WorkerLocal {
                 task.transition_to_ready_after_yield();
                 // It ran, so it is not for thieves: straight to the FIFO.
                 self.ready().push_kept(t);
+                Dispatched::Kept
             }
             CoroutineResult::Yield(Suspend::Blocked) => {
                 // The task is owned by whoever wakes it now, but wakers only
                 // queue it to this worker, which runs it after this returns.
                 self.check_canary(canary_at, task);
+                Dispatched::Blocked
             }
             CoroutineResult::Return(false) => {
                 // Checked before the stack goes back to the pool, so that an
                 // overflow is blamed on the task that caused it.
                 self.check_canary(canary_at, task);
-                self.finish(t)
+                self.finish(t);
+                Dispatched::Gone
             }
             CoroutineResult::Return(true) => {
                 // The panic was reported where it was caught (task::make_coroutine).
                 self.finish(t);
+                Dispatched::Gone
             }
         }
     }
@@ -895,4 +899,16 @@ impl Drop for TimerGuard<'_> {
         // is over.
         drop(self.0.sample_timer.with_mut(|p| unsafe { (*p).take() }));
     }
+}
+
+/// How a dispatch ended, for worker 0's watch while blocks wait
+/// (`plan.rs`); the dispatch loop ignores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Dispatched {
+    /// Yielded: back in the ready queue.
+    Kept,
+    /// Suspended on a stream.
+    Blocked,
+    /// Ended, panicked, or could not start.
+    Gone,
 }

@@ -15,10 +15,19 @@
 //!   worker's grace ends ([`PLAN_GRACE_SPINS`] configured spins, spent
 //!   spinning, never parked): the waiting worker starts its own block, as
 //!   planned. So computations that do not talk still spread.
-//! - Worker 0 runs out of work first, without that sign: it takes every
-//!   block still waiting (counted as steals). A ring that passes one token
-//!   has one task ready at a time, and runs on one worker instead of
-//!   crossing at each block's edge.
+//! - Worker 0 runs out of work first, without that sign. Then what its
+//!   blocked tasks wait on decides:
+//!   - Most of them (and at least two) wait on a stream side that nobody
+//!     has used yet (the run's `waits_unknown` count, which the block path
+//!     keeps for the stall rule): the network has not started talking, its
+//!     producers are in the waiting blocks (consumers spawned before their
+//!     sources, a farm's workers before their dealer). Every worker starts
+//!     its own block, as planned.
+//!   - Else the tasks waited on each other after talking: it takes every
+//!     block still waiting (counted as steals). A ring that passes one
+//!     token has one task ready at a time (one of its blocked tasks waits
+//!     on a side not used yet, the others on their neighbours), and runs on
+//!     one worker instead of crossing at each block's edge.
 //!
 //! Only tasks that never ran move; worker 0's watch (a scan of its ready
 //! queue after each dispatch) runs only while a block waits, in a loop of
@@ -27,7 +36,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::WorkerLocal;
+use super::{Dispatched, WorkerLocal};
 use crate::run::shared::Phase;
 
 impl WorkerLocal {
@@ -35,12 +44,26 @@ impl WorkerLocal {
     /// parallelism (two started tasks ready) or until it runs dry, then
     /// takes the blocks still waiting. Returns to the dispatch loop.
     pub(super) fn watch_plan<const MON: bool, const SAMPLE: bool>(&self) {
+        // Tasks started here during the watch that have not ended: at the
+        // point of running dry, every one of them is blocked.
+        let mut alive = 0usize;
         while self.shared.blocks_wait() {
             if self.shared.phase() != Phase::Running {
                 return;
             }
             let Some(t) = self.next_task() else {
-                // Dry before any sign: the network has one worker's work.
+                // Dry before any sign.
+                // SeqCst: the count is updated SeqCst by the block path
+                // before a task suspends (`stream/block.rs`), and every
+                // task here has suspended.
+                let unknown = self.shared.waits_unknown.load(Ordering::SeqCst)
+                    + self.shared.waits_outside.load(Ordering::SeqCst);
+                if alive >= 2 && unknown * 2 > alive {
+                    // Not talking yet: the producers wait in the blocks.
+                    self.shared.parallel.store(true, Ordering::Release);
+                    return;
+                }
+                // One worker's work: a token went round.
                 for w in 1..self.shared.workers.len() {
                     for t in self.shared.take_block(w) {
                         self.ready().push_kept(t);
@@ -48,7 +71,12 @@ impl WorkerLocal {
                 }
                 return;
             };
-            self.dispatch::<MON, SAMPLE>(t);
+            if t.get().never_ran() {
+                alive += 1;
+            }
+            if self.dispatch::<MON, SAMPLE>(t) == Dispatched::Gone {
+                alive = alive.saturating_sub(1);
+            }
             self.shared.plan_progress.fetch_add(1, Ordering::Relaxed);
             if self.ready().started_ready() >= 2 {
                 self.shared.parallel.store(true, Ordering::Release);

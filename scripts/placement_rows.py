@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Issue 38's rows, alternating run by run: every round runs each row once.
+
+Usage: scripts/placement_rows.py [ROUNDS] [--loaded]
+
+Runs target/release/rill-bench (build it first), reads `wall_ms` or
+`ns_per_op` from each `--json` line, and prints one markdown table row per
+program and mapping: median (min-max) over the rounds. Every run must say
+"verified": true, or the script stops. `--loaded` starts one busy loop per
+core for the spell and stops them at the end.
+"""
+import json, os, statistics, subprocess, sys
+
+B = "target/release/rill-bench"
+ROWS = [
+    # (label, args, engine filter, field)
+    ("sieve 2,000 primes, ms", "sieve --workers 2 --engine rill,tokio --mapping adaptive", None, "wall_ms"),
+    ("sieve 2,000 primes, ms", "sieve --workers 2 --engine rill --mapping rr", None, "wall_ms"),
+    ("sieve 2,000 primes, ms", "sieve --workers 2 --engine rill --mapping manual", None, "wall_ms"),
+    ("sieve 2,000 primes, ms", "sieve --workers 2 --engine rill --mapping parts", None, "wall_ms"),
+    ("MC 300,000 paths, ms", "mc --paths 300000 --workers 2 --mapping adaptive", None, "wall_ms"),
+    ("MC 300,000 paths, ms", "mc --paths 300000 --workers 2 --mapping manual", None, "wall_ms"),
+    ("MC 300,000 paths, ms", "mc --paths 300000 --workers 2 --mapping rr", None, "wall_ms"),
+    ("word count, ms", "wordcount --workers 2 --engine rill,threads,tokio --mapping adaptive", None, "wall_ms"),
+    ("word count, ms", "wordcount --workers 1 --engine rill --mapping adaptive", None, "wall_ms"),
+    ("pipe d=100, ns/msg/stage", "pipe --depth 100 --workers 2 --engine rill --mapping adaptive", None, "ns_per_op"),
+    ("pipe d=100, ns/msg/stage", "pipe --depth 100 --workers 2 --engine rill --placement parts", None, "ns_per_op"),
+    ("ring 100, ns/hop", "ring --size 100 --workers 2 --engine rill --mapping adaptive", None, "ns_per_op"),
+    ("ring 100, ns/hop", "ring --size 100 --workers 2 --engine rill --placement const", None, "ns_per_op"),
+    ("DES, ms", "des --size 20000000 --workers 2 --mapping adaptive", None, "wall_ms"),
+    ("DES, ms", "des --size 20000000 --workers 2 --mapping rr", None, "wall_ms"),
+    ("DES, ms", "des --size 20000000 --workers 2 --mapping manual", None, "wall_ms"),
+    ("RT, ms", "rt --workers 2 --mapping adaptive", None, "wall_ms"),
+    ("RT, ms", "rt --workers 2 --mapping rr", None, "wall_ms"),
+    ("RT, ms", "rt --workers 2 --mapping manual", None, "wall_ms"),
+    ("ANT, ms", "ant --workers 2 --mapping adaptive", None, "wall_ms"),
+    ("ANT, ms", "ant --workers 2 --mapping rr", None, "wall_ms"),
+    ("ANT, ms", "ant --workers 2 --mapping manual", None, "wall_ms"),
+]
+
+
+def key(rec, args):
+    mapping = rec.get("mapping") or rec.get("placement") or "?"
+    if "--placement" in args:
+        mapping = args.split("--placement ")[1].split()[0]
+    return f'{rec.get("engine", "rill")}, {mapping}, {rec.get("workers", "?")}w'
+
+
+def main():
+    argv = [a for a in sys.argv[1:] if not a.startswith("--")]
+    rounds = int(argv[0]) if argv else 7
+    loops = []
+    if "--loaded" in sys.argv:
+        for _ in range(os.cpu_count() or 2):
+            loops.append(subprocess.Popen(["sh", "-c", "while :; do :; done"]))
+    results = {}
+    order = []
+    try:
+        for r in range(rounds):
+            print(f"round {r + 1}/{rounds}, load {os.getloadavg()[0]:.1f}", file=sys.stderr)
+            for label, args, _, field in ROWS:
+                out = subprocess.run([B] + args.split() + ["--json"], capture_output=True, text=True)
+                if out.returncode != 0:
+                    sys.exit(f"{args}: exit {out.returncode}\n{out.stderr}")
+                for line in out.stdout.splitlines():
+                    if not line.startswith("{"):
+                        continue
+                    rec = json.loads(line)
+                    if rec.get("verified") is not True:
+                        sys.exit(f"{args}: not verified: {line}")
+                    k = (label, key(rec, args))
+                    if k not in results:
+                        results[k] = []
+                        order.append(k)
+                    results[k].append(rec[field])
+    finally:
+        for p in loops:
+            p.kill()
+    print("| program | run | median (min-max) |")
+    print("| --- | --- | --- |")
+    for k in order:
+        v = results[k]
+        print(f"| {k[0]} | {k[1]} | {statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f}) |")
+
+
+if __name__ == "__main__":
+    main()
