@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Issue 38's rows, alternating run by run: every round runs each row once.
 
-Usage: scripts/placement_rows.py [ROUNDS] [--loaded]
+Usage: scripts/placement_rows.py [ROUNDS] [--loaded] [--profile]
 
 Runs target/release/rill-bench (build it first), reads `wall_ms` or
 `ns_per_op` from each `--json` line, and prints one markdown table row per
 program and mapping: median (min-max) over the rounds. Every run must say
 "verified": true, or the script stops. `--loaded` starts one busy loop per
-core for the spell and stops them at the end.
+core for the spell and stops them at the end. `--profile` adds each
+application's second run under `--mapping profile:PATH` (the file written
+by a first run before the rounds).
 """
 import json, os, statistics, subprocess, sys
 
@@ -38,9 +40,22 @@ ROWS = [
     ("ANT, ms", "ant --workers 2 --mapping manual", None, "wall_ms"),
 ]
 
+# The profile-guided form: the file is written by one run before the
+# rounds (`--mapping profile:PATH` writes it when missing), then loaded.
+PROFILED = [
+    ("sieve 2,000 primes, ms", "sieve --workers 2 --engine rill"),
+    ("MC 300,000 paths, ms", "mc --paths 300000 --workers 2"),
+    ("word count, ms", "wordcount --workers 2 --engine rill"),
+    ("DES, ms", "des --size 20000000 --workers 2"),
+    ("RT, ms", "rt --workers 2"),
+    ("ANT, ms", "ant --workers 2"),
+]
+
 
 def key(rec, args):
     mapping = rec.get("mapping") or rec.get("placement") or "?"
+    if mapping.startswith("profile"):
+        mapping = "profile"
     if "--placement" in args:
         mapping = args.split("--placement ")[1].split()[0]
     return f'{rec.get("engine", "rill")}, {mapping}, {rec.get("workers", "?")}w'
@@ -53,12 +68,22 @@ def main():
     if "--loaded" in sys.argv:
         for _ in range(os.cpu_count() or 2):
             loops.append(subprocess.Popen(["sh", "-c", "while :; do :; done"]))
+    rows = list(ROWS)
+    if "--profile" in sys.argv:
+        for label, args in PROFILED:
+            path = f"/tmp/rill-profile-{args.split()[0]}.map"
+            if os.path.exists(path):
+                os.remove(path)
+            made = subprocess.run([B] + args.split() + ["--mapping", f"profile:{path}"], capture_output=True, text=True)
+            if made.returncode != 0 or not os.path.exists(path):
+                sys.exit(f"{args}: the profile run did not write {path}\n{made.stderr}")
+            rows.append((label, f"{args} --mapping profile:{path}", None, "wall_ms"))
     results = {}
     order = []
     try:
         for r in range(rounds):
             print(f"round {r + 1}/{rounds}, load {os.getloadavg()[0]:.1f}", file=sys.stderr)
-            for label, args, _, field in ROWS:
+            for label, args, _, field in rows:
                 out = subprocess.run([B] + args.split() + ["--json"], capture_output=True, text=True)
                 if out.returncode != 0:
                     sys.exit(f"{args}: exit {out.returncode}\n{out.stderr}")
