@@ -89,7 +89,7 @@ pub use load::ranks::is_run_across_ranks;
 pub use load::ranks::meta::LocalSide;
 pub use load::ranks::model::{CrossStream, RankInfo, Ranks};
 pub use load::samples::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
-pub use load::worker_log::{WorkerLog, WorkerStats};
+pub use load::worker_log::{LoggedTotals, WorkerLog, WorkerStats};
 pub use plan::mapfile::{quote_name, Basis, Cut, Estimate, MapPlan, MappedTask, WorkerLoad};
 pub use plan::partition::{
     evaluate, partition, partition_from, partition_from_within, partition_within, Evaluation,
