@@ -35,7 +35,7 @@ mod tests {
         assert_eq!(fill("cross-worker wake-ups", 8), "cross-worker\nwake-ups");
         assert_eq!(fill("α β γ δ", 3), "α β\nγ δ");
         assert_eq!(
-            wrap_indented("one two three", 9, "• x:", "    "),
+            wrap_indented("one two three", 9, "• x: ", "    "),
             ["• x: one", "    two", "    three"]
         );
     }
