@@ -26,7 +26,6 @@ mod common;
 use std::io::Write as _;
 use std::path::Path;
 
-use assert_cmd::Command;
 use common::*;
 use rill_log::{Calibration, EndState, MonitorFlags, Op, Record, Side};
 
@@ -254,8 +253,7 @@ fn run() -> tempfile::TempDir {
 /// `rill-mon args`, which must succeed without a panic: its stdout with
 /// each `(path, name)`'s path replaced by its name.
 fn mon(args: &[&str], paths: &[(&Path, &str)]) -> String {
-    let out = Command::cargo_bin("rill-mon")
-        .unwrap()
+    let out = assert_cmd::cargo::cargo_bin_cmd!("rill-mon")
         .args(args)
         .assert()
         .success()
