@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# insta's golden files (monitor/tests/snapshots): a missing or changed
+# snapshot fails, and nothing is written (not even a .snap.new), whatever
+# the caller's environment says.
+export INSTA_UPDATE=no INSTA_FORCE_PASS=0
+
 # What the tests need beyond the Rust toolchain, from Debian's packages when
 # missing: valgrind (the memcheck stage) and tmux (the terminal that
 # rill-mon watch's live view is tested in).

@@ -1,12 +1,119 @@
-//! Runs the built `rill-bench` binary as a user would.
+//! Runs the built `rill-bench` binary as a user would: `--help`, argument
+//! errors (assert_cmd: exit status 2, clap's one error, no panic), and runs
+//! checked on what they print.
 
 use std::process::Command;
 
+use assert_cmd::assert::Assert;
+use predicates::prelude::*;
+
+/// A run whose output a test reads field by field (std's `Command`: the
+/// test parses stdout and stderr itself, which assert_cmd would not shorten).
 fn rill_bench(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_rill-bench"))
         .args(args)
         .output()
         .expect("running rill-bench")
+}
+
+/// `rill-bench args`, run.
+fn bench(args: &[&str]) -> Assert {
+    assert_cmd::cargo::cargo_bin_cmd!("rill-bench")
+        .args(args)
+        .assert()
+}
+
+/// An argument error as rill-bench reports it (clap's format, for the
+/// values clap parses and for those rill-bench checks itself): exit status
+/// 2, nothing on stdout, and on stderr the error (`error: ...` up to the
+/// first blank line: one line, or the line and the missing arguments under
+/// it) holding `says`, then only clap's hints (the usage, `--help`), no
+/// panic.
+fn usage_error(args: &[&str], says: &str) {
+    let says = says.to_owned();
+    bench(args)
+        .code(2)
+        .stdout("")
+        .stderr(predicate::function(move |e: &str| {
+            let (error, rest) = e.split_once("\n\n").unwrap_or((e, ""));
+            error.starts_with("error: ")
+                && error.contains(says.as_str())
+                && !rest.contains("error")
+                && rest.contains("--help")
+        }))
+        .stderr(predicate::str::contains("panicked").not());
+}
+
+/// `--help` exits 0 and lists every command, each of whose own `--help`
+/// has its usage line; `-V` names the version.
+#[test]
+fn help_names_every_command() {
+    let a = bench(&["--help"]).success().stderr("");
+    let help = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    assert!(help.contains("Usage: rill-bench <COMMAND>"), "{help}");
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    for cmd in [
+        "pipe",
+        "ring",
+        "micro",
+        "wordcount",
+        "des",
+        "mc",
+        "all",
+        "ab",
+    ] {
+        assert!(commands.contains(&cmd), "--help lacks {cmd}: {commands:?}");
+    }
+    for cmd in &commands {
+        bench(&[cmd, "--help"])
+            .success()
+            .stdout(predicate::str::contains(format!("Usage: rill-bench {cmd}")));
+    }
+    bench(&["-V"])
+        .success()
+        .stdout(predicate::str::starts_with("rill-bench "));
+}
+
+/// Input a user gets wrong: exit status 2 with the one error, no panic.
+#[test]
+fn bad_input_exits_2_with_one_error() {
+    usage_error(&["frobnicate"], "unrecognized subcommand 'frobnicate'");
+    usage_error(&["pipe", "--depth", "x"], "invalid value 'x' for '--depth");
+    usage_error(&["pipe", "--frob"], "unexpected argument '--frob'");
+    for app in ["pipe", "ring", "mc", "des", "wordcount"] {
+        usage_error(
+            &[app, "--mapping", "/nonexistent.map"],
+            "no such mapping file",
+        );
+    }
+    usage_error(&["pipe", "--monitor", "loud"], "unknown monitoring flag");
+    usage_error(&["des", "--key"], "a value is required for '--key");
+    // No command: the usage on stderr, status 2.
+    bench(&[])
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains("Usage: rill-bench <COMMAND>"));
+    // Under mpirun with several ranks, a command that does not run across
+    // ranks is refused once, in one line.
+    assert_cmd::cargo::cargo_bin_cmd!("rill-bench")
+        .args(["micro"])
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .env("OMPI_COMM_WORLD_RANK", "0")
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains("ranks"))
+        .stderr(predicate::function(|e: &str| {
+            e.trim_end().lines().count() == 1
+        }));
 }
 
 #[test]
@@ -65,17 +172,16 @@ fn table_has_every_engine() {
 
 #[test]
 fn bad_values_exit_2_without_panic() {
-    for args in [
-        &["pipe", "--depth", "1"][..],
-        &["pipe", "--engine", "erlang"],
-        &["pipe", "--depth", "3", "--messages", "18446744073709551615"],
-        &["ring", "--size", "0"],
+    for (args, says) in [
+        (&["pipe", "--depth", "1"][..], "1 is not in 2.."),
+        (&["pipe", "--engine", "erlang"], "invalid value 'erlang'"),
+        (
+            &["pipe", "--depth", "3", "--messages", "18446744073709551615"],
+            "more channel hops than fit",
+        ),
+        (&["ring", "--size", "0"], "0 is not in 2.."),
     ] {
-        let out = rill_bench(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains("error:"), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        usage_error(args, says);
     }
 }
 
@@ -211,11 +317,7 @@ fn wordcount_argument_errors_exit_2() {
         (&["wordcount", "--engine", "python"], "invalid value"),
         (&["pipe", "--engine", "sequential"], "only wordcount"),
     ] {
-        let out = rill_bench(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        usage_error(args, says);
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -473,11 +575,7 @@ fn app_argument_errors_exit_2() {
         (&["compare", "mc", "--mapping", "rr"], "leave out --mapping"),
         (&["all", "--repeat", "0"], "0 is not in 1.."),
     ] {
-        let out = rill_bench(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        usage_error(args, says);
     }
 }
 
@@ -716,8 +814,7 @@ fn sieve_json_on_every_engine() {
     assert_eq!(lines[0]["tasks"], 102);
     assert_eq!(lines[1]["threads"], 102);
     assert_eq!(lines[2]["tasks"], 102);
-    let out = rill_bench(&["sieve", "--primes", "0"]);
-    assert_eq!(out.status.code(), Some(2));
+    usage_error(&["sieve", "--primes", "0"], "--primes");
 }
 
 #[test]
@@ -890,10 +987,7 @@ fn ab_argument_errors_and_failed_runs() {
         (&["ab", "--monitor", "loud"], "unknown monitoring flag"),
         (&["ab", "--rounds", "0"], "0 is not in 1.."),
     ] {
-        let out = rill_bench(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        usage_error(args, says);
     }
     // A run that fails is reported, and the exit status is 1.
     let out = rill_bench(&[
@@ -977,11 +1071,7 @@ fn pipe_work_and_slow_relays() {
         (&["pipe", "--mapping", "manual"], "no table of their own"),
         (&["ring", "--mapping", "auto"], "rill-mon map"),
     ] {
-        let out = rill_bench(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        usage_error(args, says);
     }
 }
 
@@ -1090,10 +1180,10 @@ fn pipe_and_ring_follow_a_mapping_file() {
     );
     // A file naming a worker the run lacks is an argument error.
     std::fs::write(&map, "\"pipe/sink\" = 5\n").unwrap();
-    let out = rill_bench(&["pipe", "--mapping", map.to_str().unwrap(), "--workers", "2"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("--workers 2"), "{stderr}");
+    usage_error(
+        &["pipe", "--mapping", map.to_str().unwrap(), "--workers", "2"],
+        "--workers 2",
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -8,6 +8,9 @@
 //! `fallocate`; ext4) and so need root, `mount`, and for the images
 //! `mkfs.ext2`/`mkfs.ext4` and loop devices; where those are missing they
 //! say so on stderr and skip.
+//!
+//! The runs use std's `Command`: they are spawned, killed and waited on,
+//! under mounts they set up, which assert_cmd's run-to-the-end does not do.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

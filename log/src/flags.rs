@@ -35,7 +35,8 @@ impl MonitorFlags {
     /// rate instead of recorded per dispatch, and exact counts are written
     /// as totals. With [`SCHEDULER`](Self::SCHEDULER) as well (`full,sample`)
     /// a run records its periods and samples both, so that the samples can
-    /// be checked against the periods; it writes no totals then.
+    /// be checked against the periods; it writes no task or stream totals
+    /// then (a worker's totals every monitored worker writes).
     pub const SAMPLE: Self = Self(1 << 6);
     /// Sample mode as the word `sample` selects it: [`SAMPLE`](Self::SAMPLE)
     /// with task placement, worker and stream events.

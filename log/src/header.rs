@@ -12,8 +12,11 @@ pub const MAGIC: [u8; 8] = *b"RILLLOG\0";
 /// `StreamName` record, version 4 sample mode's records (`TaskTotals`,
 /// `StreamTotals`, `WorkerTotals`, `Samples`), which older files never hold;
 /// version 5 the signal count of a window of samples (a new tag; version 4's
-/// windows are still read, their samples standing for one signal each).
-pub const FORMAT_VERSION: u16 = 5;
+/// windows are still read, their samples standing for one signal each);
+/// version 6 a `WorkerTotals` record at the end of every monitored worker's
+/// log, periods or not (a reader of version 5 would count the dispatches of
+/// a log of periods twice).
+pub const FORMAT_VERSION: u16 = 6;
 /// The oldest format version this build reads.
 pub const OLDEST_VERSION: u16 = 2;
 /// Size of the header this build writes.

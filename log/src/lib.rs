@@ -34,7 +34,7 @@
 //! makes its logs until it has finished them ([`DirLock`]). Readers need no
 //! lock; they ignore every other file.
 //!
-//! # Layout (version 5, little endian)
+//! # Layout (version 6, little endian)
 //!
 //! A [`Header`] of [`HEADER_LEN`] (56) bytes:
 //!
@@ -79,7 +79,7 @@
 //! | `0x0d` | `StreamName` (version 3) | Δt, stream, name length, name bytes |
 //! | `0x0e` | `TaskTotals` (version 4) | Δt, task, dispatches |
 //! | `0x0f`/`0x10` | `StreamTotals` reader/writer (version 4) | Δt, stream, messages, waits |
-//! | `0x11` | `WorkerTotals` (version 4) | Δt, dispatches, spins, idles, parks |
+//! | `0x11` | `WorkerTotals` (version 4: sample mode; version 6: every monitored worker, at its end) | Δt, dispatches, spins, idles, parks |
 //! | `0x12` | `Samples` (version 4, `sampler.rlog` only) | Δt, dur, worker, total, sched, spin, idle, parked, n, n × (Δtask, samples) (the next Δ is from t + dur; task ids ascend, each the step from the previous); read as one signal per sample |
 //! | `0x13` | `Samples` (version 5, `sampler.rlog` only) | as `0x12` with `signals` after `total`: the timer signals behind the samples |
 //! | `0x80..=0xff` | `Period` | see below |

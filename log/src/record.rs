@@ -367,7 +367,9 @@ pub enum Record {
         /// full (writer) and waited (spun or blocked).
         waits: u64,
     },
-    /// A worker's exact counts, written when it stops (sample mode, version 4).
+    /// A worker's exact counts, written when it stops (sample mode since
+    /// version 4; every monitored worker since version 6). A log of periods
+    /// holds `dispatches + spins` of them.
     WorkerTotals {
         /// When.
         t: u64,

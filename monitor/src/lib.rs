@@ -35,7 +35,7 @@
 //!
 //! | layer | modules | what |
 //! |-------|---------|------|
-//! | `render/` | `number`, `table`, `svg` | presentation that knows nothing of a run: durations and axis numbers as text ([`fmt_ns`]), plain-text tables, SVG escaping ([`xml_escape`]) and task colours ([`task_colour`]) |
+//! | `render/` | `number`, `table`, `prose`, `svg` | presentation that knows nothing of a run: durations and axis numbers as text ([`fmt_ns`]), plain-text tables, prose wrapped to a width, SVG escaping ([`xml_escape`]) and task colours ([`task_colour`]) |
 //! | `load/` | `scan`, `ids`, `bytes`, `chunks`, `groups`, `raw_latency`, `samples`, `ranks/`, `worker_log`, `model`, `files`, `pool`, `aggregate`, `scan_file`, `merge_files`, `sampled`, `open` | a run's logs read once: the record [`scan`]ner, id maps, a log's bytes and page release, the chunk index, task groups ([`group_of`]), the data model ([`RunLog`], [`WorkerLog`], [`TaskInfo`], [`StreamInfo`], [`Sampled`], [`Ranks`] and the latency replay's raw result), finding and reading the files, a thread pool, the per-file scan and its totals, the merge of the scans, sample mode's estimates, runs across ranks, and the loader ([`LoadOptions`]) that hands each log's periods to a pass beside its scans |
 //! | `replay/` | `merge`, `wakeups`, `grid`, `activity_model`, `activity`, `sampled_activity`, `latency_feed`, `latency`, `chunky_logs` (tests), `load_run`, `crossing` | passes over all workers' periods in time order: the merge, wake-ups, the window grid, the activity (busy, ready, blocked time) of tasks, streams and workers, the latency replay, cross-rank delays ([`CrossingDelays`]), and [`load_run`] (the loader with the latency replay beside it) |
 //! | `summary/` | `latency`, `outlier`, `model`, `summarize`, `text` | [`summarize`]: the totals, throughput, latency and jitter ([`Summary`]), and a task group's outlier ([`GroupOutlier`]) |
@@ -89,7 +89,7 @@ pub use load::ranks::is_run_across_ranks;
 pub use load::ranks::meta::LocalSide;
 pub use load::ranks::model::{CrossStream, RankInfo, Ranks};
 pub use load::samples::{Sampled, SamplerCheck, WorkerSamples, SAMPLER_FILE};
-pub use load::worker_log::{WorkerLog, WorkerStats};
+pub use load::worker_log::{LoggedTotals, WorkerLog, WorkerStats};
 pub use plan::mapfile::{quote_name, Basis, Cut, Estimate, MapPlan, MappedTask, WorkerLoad};
 pub use plan::partition::{
     evaluate, partition, partition_from, partition_from_within, partition_within, Evaluation,

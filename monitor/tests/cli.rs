@@ -1,53 +1,85 @@
-//! The `rill-mon` command: outputs and error handling.
+//! The `rill-mon` command run as a user would (assert_cmd): outputs,
+//! `--help`, and errors (exit status 2, one line on stderr, no panic).
 
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
+use assert_cmd::assert::Assert;
 use common::*;
+use predicates::prelude::*;
+use predicates::str::contains;
 use rill_log::{Calibration, EndState, Header, MonitorFlags, Record};
 
-fn mon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rill-mon"))
+/// `rill-mon args`, run.
+fn mon(args: &[&str]) -> Assert {
+    assert_cmd::cargo::cargo_bin_cmd!("rill-mon")
         .args(args)
-        .output()
-        .expect("run rill-mon")
+        .assert()
+}
+
+/// `rill-mon args`, which must succeed: its stdout.
+fn ok(args: &[&str]) -> String {
+    let a = mon(args).success();
+    String::from_utf8(a.get_output().stdout.clone()).unwrap()
 }
 
 fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
-/// Exit status 2 and exactly one line on stderr containing every needle.
-fn assert_error(out: &Output, needles: &[&str]) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(err.starts_with("rill-mon: error: "), "{err}");
-    for n in needles {
-        assert!(err.contains(n), "{n:?} missing in {err}");
-    }
+/// No panic on stderr.
+fn no_panic() -> impl Predicate<str> {
+    contains("panicked").not()
+}
+
+/// rill-mon's own error: exit status 2, nothing on stdout, and exactly one
+/// line on stderr, `rill-mon: error: ...`, containing every needle.
+fn fails(args: &[&str], needles: &[&str]) {
+    let needles: Vec<String> = needles.iter().map(|n| n.to_string()).collect();
+    mon(args)
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::starts_with("rill-mon: error: "))
+        .stderr(predicate::function(|e: &str| {
+            e.trim_end().lines().count() == 1
+        }))
+        .stderr(predicate::function(move |e: &str| {
+            needles.iter().all(|n| e.contains(n.as_str()))
+        }))
+        .stderr(no_panic());
+}
+
+/// A usage error as clap reports it: exit status 2, nothing on stdout, and
+/// on stderr the error (`error: ...` up to the first blank line: one line,
+/// or the line and the missing arguments under it) containing `needle`,
+/// then only clap's hints (the usage, `--help`), no panic.
+fn usage_error(args: &[&str], needle: &str) {
+    let needle = needle.to_owned();
+    mon(args)
+        .code(2)
+        .stdout("")
+        .stderr(predicate::function(move |e: &str| {
+            let (error, rest) = e.split_once("\n\n").unwrap_or((e, ""));
+            error.starts_with("error: ")
+                && error.contains(needle.as_str())
+                && !rest.contains("error")
+                && rest.contains("--help")
+        }))
+        .stderr(no_panic());
 }
 
 #[test]
 fn summary_text_and_json() {
     let dir = tempfile::tempdir().unwrap();
     pipeline(dir.path(), false, Calibration::nanos());
-    let out = mon(&["summary", p(dir.path())]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    // No progress bar for small logs.
+    let a = mon(&["summary", p(dir.path())]).success().stderr("");
+    let text = String::from_utf8(a.get_output().stdout.clone()).unwrap();
     assert!(text.contains("relay") && text.contains("jitter"), "{text}");
-    assert!(out.stderr.is_empty(), "no progress bar for small logs");
 
-    let out = mon(&["summary", p(dir.path()), "--json"]);
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&["summary", p(dir.path()), "--json"])).unwrap();
     assert_eq!(v["workers"][1]["busy_ns"], 36);
     assert_eq!(v["workers"][0]["waiting_events"], 2);
     assert_eq!(v["events"], 36);
@@ -60,17 +92,12 @@ fn timeline_and_trace_files() {
     pipeline(dir.path(), false, Calibration::nanos());
     let out_dir = tempfile::tempdir().unwrap();
     let svg = out_dir.path().join("t.svg");
-    let out = mon(&["timeline", p(dir.path()), "-o", p(&svg), "--width", "900"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&["timeline", p(dir.path()), "-o", p(&svg), "--width", "900"]);
     let s = std::fs::read_to_string(&svg).unwrap();
     check_xml(&s).unwrap();
     assert!(s.contains("width=\"900\""));
 
-    let out = mon(&[
+    ok(&[
         "timeline",
         p(dir.path()),
         "-o",
@@ -80,16 +107,10 @@ fn timeline_and_trace_files() {
         "--to",
         "0.0001",
     ]);
-    assert!(out.status.success());
     check_xml(&std::fs::read_to_string(&svg).unwrap()).unwrap();
 
     let json = out_dir.path().join("t.json");
-    let out = mon(&["trace", p(dir.path()), "-o", p(&json)]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&["trace", p(dir.path()), "-o", p(&json)]);
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["displayTimeUnit"], "ns");
@@ -118,16 +139,11 @@ fn trace_format_follows_the_extension() {
         let file = out_dir.path().join(name);
         let mut args = vec!["trace", p(dir.path()), "-o", p(&file)];
         args.extend_from_slice(extra);
-        let out = mon(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{name}: {err}");
+        let a = mon(&args).success();
         assert_eq!(is_json(&file), json, "{name}");
         if !json {
             // One line saying what was written.
-            assert!(
-                err.contains("periods as slices") && err.contains(" MB"),
-                "{err}"
-            );
+            a.stderr(contains("periods as slices").and(contains(" MB")));
         }
     }
     // JSON keeps the window's events only.
@@ -135,7 +151,7 @@ fn trace_format_follows_the_extension() {
         let file = out_dir.path().join("w.json");
         let mut args = vec!["trace", p(dir.path()), "-o", p(&file)];
         args.extend_from_slice(extra);
-        assert!(mon(&args).status.success());
+        ok(&args);
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         v["traceEvents"].as_array().unwrap().len()
@@ -145,9 +161,9 @@ fn trace_format_follows_the_extension() {
         events(&["--from", "0.00006", "--to", "0.00009"]),
     );
     assert!(some < all && some > 5, "{some} of {all}");
-    let out = mon(&["trace", p(dir.path()), "-o", "/dev/null", "--from", "10"]);
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no period starts in the window"));
+    mon(&["trace", p(dir.path()), "-o", "/dev/null", "--from", "10"])
+        .success()
+        .stderr(contains("no period starts in the window"));
     for (args, needle) in [
         (
             &["--buckets", "0"][..],
@@ -159,10 +175,9 @@ fn trace_format_follows_the_extension() {
     ] {
         let mut a = vec!["trace", p(dir.path()), "-o", "/dev/null"];
         a.extend_from_slice(args);
-        assert_error(&mon(&a), &[needle]);
+        fails(&a, &[needle]);
     }
-    let out = mon(&["trace", "--help"]);
-    let help = String::from_utf8_lossy(&out.stdout);
+    let help = ok(&["trace", "--help"]);
     for needle in [
         ".pftrace",
         ".json",
@@ -177,19 +192,27 @@ fn trace_format_follows_the_extension() {
 
 #[test]
 fn missing_directory() {
-    let out = mon(&["summary", "/nonexistent/rill-logs"]);
-    assert_error(&out, &["/nonexistent/rill-logs", "not found"]);
+    fails(
+        &["summary", "/nonexistent/rill-logs"],
+        &["/nonexistent/rill-logs", "not found"],
+    );
+    for cmd in ["waits", "bottleneck", "report", "evolution --csv"] {
+        let mut args: Vec<&str> = cmd.split(' ').collect();
+        args.insert(1, "/nonexistent/rill-logs");
+        fails(&args, &["/nonexistent/rill-logs", "not found"]);
+    }
 }
 
 #[test]
 fn directory_without_logs() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
-    let out = mon(&["summary", p(dir.path())]);
-    assert_error(&out, &["no rill logs", p(dir.path())]);
+    fails(
+        &["summary", p(dir.path())],
+        &["no rill logs", p(dir.path())],
+    );
     let file = dir.path().join("notes.txt");
-    let out = mon(&["summary", p(&file)]);
-    assert_error(&out, &["not a directory"]);
+    fails(&["summary", p(&file)], &["not a directory"]);
 }
 
 #[test]
@@ -200,12 +223,16 @@ fn not_a_rill_log() {
         "hello, world, this is not a log at all!!!!!!!!!!!",
     )
     .unwrap();
-    let out = mon(&["summary", p(dir.path())]);
-    assert_error(&out, &["worker-0.rlog", "not a rill log"]);
+    fails(
+        &["summary", p(dir.path())],
+        &["worker-0.rlog", "not a rill log"],
+    );
     // A file too short for the magic.
     std::fs::write(dir.path().join("worker-0.rlog"), "RIL").unwrap();
-    let out = mon(&["trace", p(dir.path()), "-o", "/dev/null"]);
-    assert_error(&out, &["worker-0.rlog"]);
+    fails(
+        &["trace", p(dir.path()), "-o", "/dev/null"],
+        &["worker-0.rlog"],
+    );
 }
 
 #[test]
@@ -213,11 +240,14 @@ fn newer_format_version() {
     let dir = tempfile::tempdir().unwrap();
     let h = Header::new(MonitorFlags::FULL, 0, 1, Calibration::nanos());
     let mut bytes = h.to_bytes().to_vec();
-    bytes[8..10].copy_from_slice(&7u16.to_le_bytes());
+    let newer = rill_log::FORMAT_VERSION + 1;
+    bytes[8..10].copy_from_slice(&newer.to_le_bytes());
     bytes.extend_from_slice(&[1, 0]);
     std::fs::write(dir.path().join("worker-0.rlog"), bytes).unwrap();
-    let out = mon(&["timeline", p(dir.path()), "-o", "/dev/null"]);
-    assert_error(&out, &["worker-0.rlog", "version 7", "newer"]);
+    fails(
+        &["timeline", p(dir.path()), "-o", "/dev/null"],
+        &["worker-0.rlog", &format!("version {newer}"), "newer"],
+    );
 }
 
 #[test]
@@ -240,8 +270,10 @@ fn headers_must_agree() {
         Calibration::nanos(),
         &recs,
     );
-    let out = mon(&["summary", p(dir.path())]);
-    assert_error(&out, &["worker-1.rlog", "worker count"]);
+    fails(
+        &["summary", p(dir.path())],
+        &["worker-1.rlog", "worker count"],
+    );
 }
 
 #[test]
@@ -264,56 +296,64 @@ fn damaged_log_warns_and_succeeds() {
     data.truncate(data.len() - 3);
     data.push(0xee); // an unknown tag
     std::fs::write(&path, data).unwrap();
-    let out = mon(&["summary", p(dir.path())]);
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("damaged record at byte"), "{text}");
-    assert!(text.contains("worker(s) 1 are missing"), "{text}");
+    mon(&["summary", p(dir.path())])
+        .success()
+        .stdout(contains("damaged record at byte").and(contains("worker(s) 1 are missing")));
 }
 
 #[test]
 fn bad_arguments() {
-    let out = mon(&[
-        "timeline",
-        "/tmp",
-        "-o",
-        "/dev/null",
-        "--from",
-        "5",
-        "--to",
-        "2",
-    ]);
-    assert_error(&out, &["--to"]);
-    let out = mon(&["frobnicate"]);
-    assert_eq!(out.status.code(), Some(2));
+    fails(
+        &[
+            "timeline",
+            "/tmp",
+            "-o",
+            "/dev/null",
+            "--from",
+            "5",
+            "--to",
+            "2",
+        ],
+        &["--to"],
+    );
+    usage_error(&["frobnicate"], "unrecognized subcommand 'frobnicate'");
+    usage_error(
+        &["summary", "/tmp", "--frob"],
+        "unexpected argument '--frob'",
+    );
+    usage_error(
+        &["timeline", "/tmp", "-o", "x.svg", "--width", "x"],
+        "invalid value 'x'",
+    );
+    usage_error(
+        &["trace", "/tmp", "-o", "x.json", "--format", "xml"],
+        "invalid value 'xml'",
+    );
+    // No command: the usage, on stderr, and status 2.
+    mon(&[])
+        .code(2)
+        .stdout("")
+        .stderr(contains("Usage: rill-mon <COMMAND>").and(no_panic()));
 }
 
 #[test]
 fn waits_bottleneck_and_map() {
     let dir = tempfile::tempdir().unwrap();
     pipeline(dir.path(), false, Calibration::nanos());
-    let ok = |out: &Output| {
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout.clone()).unwrap()
-    };
-    let text = ok(&mon(&["waits", p(dir.path())]));
+    let text = ok(&["waits", p(dir.path())]);
     assert!(text.contains("W(A,B)") && text.contains("relay"), "{text}");
     let v: serde_json::Value =
-        serde_json::from_str(&ok(&mon(&["waits", p(dir.path()), "--json", "--no-group"]))).unwrap();
+        serde_json::from_str(&ok(&["waits", p(dir.path()), "--json", "--no-group"])).unwrap();
     assert_eq!(v["streams"].as_array().unwrap().len(), 2);
     assert_eq!(v["grouped"], false);
 
-    let text = ok(&mon(&["bottleneck", p(dir.path()), "--windows", "4"]));
+    let text = ok(&["bottleneck", p(dir.path()), "--windows", "4"]);
     assert!(
         text.contains("4 windows") && text.contains("α = 90%"),
         "{text}"
     );
     let v: serde_json::Value =
-        serde_json::from_str(&ok(&mon(&["bottleneck", p(dir.path()), "--json"]))).unwrap();
+        serde_json::from_str(&ok(&["bottleneck", p(dir.path()), "--json"])).unwrap();
     assert!(
         v["bottlenecks"].is_array() && v["verdict"].is_string(),
         "{v}"
@@ -321,18 +361,11 @@ fn waits_bottleneck_and_map() {
 
     let out_dir = tempfile::tempdir().unwrap();
     let file = out_dir.path().join("map.txt");
-    let text = ok(&mon(&[
-        "map",
-        p(dir.path()),
-        "--workers",
-        "2",
-        "-o",
-        p(&file),
-    ]));
+    let text = ok(&["map", p(dir.path()), "--workers", "2", "-o", p(&file)]);
     assert!(text.contains("predicted run time"), "{text}");
     let table = rill::ManualTable::load(&file).unwrap();
     assert_eq!(table.entries().len(), 3);
-    let v: serde_json::Value = serde_json::from_str(&ok(&mon(&[
+    let v: serde_json::Value = serde_json::from_str(&ok(&[
         "map",
         p(dir.path()),
         "-w",
@@ -340,7 +373,7 @@ fn waits_bottleneck_and_map() {
         "-o",
         p(&file),
         "--json",
-    ])))
+    ]))
     .unwrap();
     assert_eq!(v["workers"], 1);
     assert_eq!(v["estimate"]["proposed_cut"]["streams"], 0);
@@ -351,40 +384,37 @@ fn bad_arguments_of_the_explaining_commands() {
     let dir = tempfile::tempdir().unwrap();
     pipeline(dir.path(), false, Calibration::nanos());
     let d = p(dir.path());
-    assert_error(
-        &mon(&["bottleneck", d, "--windows", "0"]),
+    fails(
+        &["bottleneck", d, "--windows", "0"],
         &["--windows", "1 and 1000"],
     );
-    assert_error(
-        &mon(&["bottleneck", d, "--windows", "5000"]),
-        &["--windows"],
-    );
-    assert_error(
-        &mon(&["bottleneck", d, "--alpha", "1.5"]),
+    fails(&["bottleneck", d, "--windows", "5000"], &["--windows"]);
+    fails(
+        &["bottleneck", d, "--alpha", "1.5"],
         &["--alpha", "at most 1"],
     );
-    assert_error(&mon(&["bottleneck", d, "--beta", "0"]), &["--beta"]);
-    assert_error(&mon(&["bottleneck", d, "--gamma", "NaN"]), &["--gamma"]);
-    assert_error(
-        &mon(&["map", d, "--workers", "0", "-o", "/dev/null"]),
+    fails(&["bottleneck", d, "--beta", "0"], &["--beta"]);
+    fails(&["bottleneck", d, "--gamma", "NaN"], &["--gamma"]);
+    fails(
+        &["map", d, "--workers", "0", "-o", "/dev/null"],
         &["--workers", "between 1"],
     );
-    assert_error(
-        &mon(&["map", d, "--workers", "2", "-o", "/nonexistent/dir/map.txt"]),
+    fails(
+        &["map", d, "--workers", "2", "-o", "/nonexistent/dir/map.txt"],
         &["cannot create", "/nonexistent/dir/map.txt"],
     );
-    assert_error(&mon(&["waits", "/nonexistent/rill-logs"]), &["not found"]);
+    fails(&["waits", "/nonexistent/rill-logs"], &["not found"]);
     // Clap's own errors (a missing or malformed option) also exit with 2.
-    for args in [
-        vec!["map", d, "--workers", "2"],
-        vec!["map", d, "-o", "/dev/null"],
-        vec!["bottleneck", d, "--windows", "many"],
-        vec!["waits"],
+    for (args, needle) in [
+        (vec!["map", d, "--workers", "2"], "--output"),
+        (vec!["map", d, "-o", "/dev/null"], "--workers"),
+        (
+            vec!["bottleneck", d, "--windows", "many"],
+            "invalid value 'many'",
+        ),
+        (vec!["waits"], "<DIR>"),
     ] {
-        let out = mon(&args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("error:") && !err.contains("panicked"), "{err}");
+        usage_error(&args, needle);
     }
     // A run without task names has nothing to map.
     let empty = tempfile::tempdir().unwrap();
@@ -396,8 +426,8 @@ fn bad_arguments_of_the_explaining_commands() {
         Calibration::nanos(),
         &[Record::WorkerStart { t: 0 }],
     );
-    assert_error(
-        &mon(&["map", p(empty.path()), "--workers", "2", "-o", "/dev/null"]),
+    fails(
+        &["map", p(empty.path()), "--workers", "2", "-o", "/dev/null"],
         &["name no task"],
     );
 }
@@ -406,15 +436,7 @@ fn bad_arguments_of_the_explaining_commands() {
 fn diff_of_intact_damaged_and_bad_logs() {
     let a = tempfile::tempdir().unwrap();
     pipeline(a.path(), false, Calibration::nanos());
-    let ok = |out: &Output| {
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout.clone()).unwrap()
-    };
-    let text = ok(&mon(&["diff", p(a.path()), p(a.path())]));
+    let text = ok(&["diff", p(a.path()), p(a.path())]);
     assert!(text.contains("A and B take the same time"), "{text}");
     assert!(
         text.contains("task groups") && text.contains("relay"),
@@ -435,14 +457,14 @@ fn diff_of_intact_damaged_and_bad_logs() {
     // Half of its records (the header kept whole).
     let h = rill_log::HEADER_LEN;
     std::fs::write(&w1, &data[..h + (data.len() - h) / 2 + 10]).unwrap();
-    let text = ok(&mon(&["diff", p(a.path()), p(b.path())]));
+    let text = ok(&["diff", p(a.path()), p(b.path())]);
     assert!(
         text.contains("B: worker-0.rlog: damaged record at byte"),
         "{text}"
     );
     assert!(text.contains("B: worker-1.rlog"), "{text}");
     let v: serde_json::Value =
-        serde_json::from_str(&ok(&mon(&["diff", p(a.path()), p(b.path()), "--json"]))).unwrap();
+        serde_json::from_str(&ok(&["diff", p(a.path()), p(b.path()), "--json"])).unwrap();
     assert!(v["a"]["warnings"].as_array().unwrap().is_empty(), "{v}");
     assert_eq!(v["b"]["warnings"].as_array().unwrap().len(), 2, "{v}");
     let relay = v["groups"]
@@ -455,18 +477,54 @@ fn diff_of_intact_damaged_and_bad_logs() {
     assert!(relay["busy_ns"]["b"].as_u64().unwrap() < 36, "{relay}");
 
     // Errors name the run and the file, on one line.
-    assert_error(
-        &mon(&["diff", p(a.path()), "/nonexistent/rill-logs"]),
+    fails(
+        &["diff", p(a.path()), "/nonexistent/rill-logs"],
         &["run B", "/nonexistent/rill-logs", "not found"],
     );
     let bad = tempfile::tempdir().unwrap();
     std::fs::write(bad.path().join("worker-0.rlog"), "not a log, not a log!").unwrap();
-    assert_error(
-        &mon(&["diff", p(bad.path()), p(a.path())]),
+    fails(
+        &["diff", p(bad.path()), p(a.path())],
         &["run A", "worker-0.rlog", "not a rill log"],
     );
-    let out = mon(&["diff", p(a.path())]);
-    assert_eq!(out.status.code(), Some(2));
+    usage_error(&["diff", p(a.path())], "<B>");
+}
+
+/// `--help` exits 0, names every command and says what each does; `-V`
+/// names the version.
+#[test]
+fn help_names_every_command() {
+    let help = ok(&["--help"]);
+    for cmd in [
+        "summary",
+        "timeline",
+        "trace",
+        "waits",
+        "bottleneck",
+        "map",
+        "evolution",
+        "diff",
+        "report",
+        "watch",
+    ] {
+        assert!(
+            help.lines().any(|l| l.trim_start().starts_with(cmd)),
+            "--help lacks {cmd}:\n{help}"
+        );
+        // Each command's own help, with its usage line.
+        let own = ok(&[cmd, "--help"]);
+        assert!(
+            own.contains(&format!("Usage: rill-mon {cmd}")),
+            "{cmd} --help:\n{own}"
+        );
+    }
+    assert!(help.contains("Analyses the monitoring logs"), "{help}");
+    mon(&["help", "summary"])
+        .success()
+        .stdout(contains("Usage: rill-mon summary"));
+    mon(&["-V"])
+        .success()
+        .stdout(predicate::str::starts_with("rill-mon "));
 }
 
 #[test]
@@ -495,9 +553,7 @@ fn help_explains_each_command() {
             ][..],
         ),
     ] {
-        let out = mon(&[cmd, "--help"]);
-        assert!(out.status.success());
-        let help = String::from_utf8(out.stdout).unwrap();
+        let help = ok(&[cmd, "--help"]);
         for n in needles {
             assert!(help.contains(n), "{cmd} --help lacks {n:?}:\n{help}");
         }

@@ -319,3 +319,126 @@ fn dispatches_where_workers_share_cores() {
     assert_eq!(stats.spins, 0);
     check_dispatches(dir.path(), &stats);
 }
+
+/// Every monitored mode, periods or not: each worker's log ends with its
+/// own counts, and the summary's and the report's dispatches and spins are
+/// `RunStats`' exactly (`rill::WorkerStats::spins` is the runtime's one
+/// definition of a spin; the logs' shape is only the fallback).
+#[test]
+fn summary_spins_are_the_runtimes_in_every_monitored_mode() {
+    use rill_log::MonitorFlags as F;
+    let count = F::MAPPING
+        .union(F::SCHEDULER)
+        .union(F::WORKER)
+        .union(F::STREAM);
+    let mut spun = 0;
+    for (mode, flags) in [
+        ("full", F::FULL),
+        ("count", count),
+        ("task", F::SCHEDULER),
+        ("full,sample", F::FULL.union(F::SAMPLE)),
+        ("sample", F::SAMPLED),
+        ("map,worker", F::MAPPING.union(F::WORKER)),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let names: Vec<String> = (0..3).map(|k| format!("pipe/relay/{k}")).collect();
+        let rt = runs::runtime_with(dir.path(), 2, rill::Mapping::RoundRobin, flags);
+        let d = std::time::Duration::from_micros(2);
+        let stats = runs::chain_with(rt, &names, Some(1), d, 400);
+        spun += stats.spins;
+        let run = load_run(dir.path()).unwrap();
+        let s = summarize(&run);
+        for w in &run.workers {
+            let rs = &stats.workers[w.worker as usize];
+            let t = w.stats.totals.expect("a worker's totals");
+            assert_eq!((t.dispatches, t.spins), (rs.dispatches, rs.spins), "{mode}");
+            assert_eq!((t.idles, t.parks), (rs.idles, rs.parks), "{mode}");
+            let row = s.workers.iter().find(|r| r.worker == w.worker).unwrap();
+            assert_eq!(
+                (row.dispatches, row.spins),
+                (rs.dispatches, rs.spins),
+                "{mode}, worker {}",
+                w.worker
+            );
+        }
+        let html = report_html(&run, &ReportOptions::default());
+        assert_eq!(
+            header_counts(&html),
+            (stats.dispatches, stats.spins),
+            "{mode}"
+        );
+    }
+    // On one core per worker the runs spin; where workers share cores they
+    // do not (and the counts still agree).
+    eprintln!("spins: {spun}");
+}
+
+/// Worker 0's four periods of task 1 have a spin's shape twice (ended
+/// blocked, a wait from that end, the next period from the wait's end);
+/// worker 1's one period of task 2 wakes it. `totals`: the workers' own
+/// counts (dispatches, spins).
+fn spin_shapes(dir: &std::path::Path, totals: Option<[(u64, u64); 2]>) {
+    use rill_log::Side;
+    let blocked = EndState::BlockedInput { stream: 10 };
+    let mut w0 = vec![
+        Record::WorkerStart { t: 0 },
+        assign(1, 0, "sink"),
+        assign(2, 1, "src"),
+        bind(10, Side::Reader, 1),
+        bind(10, Side::Writer, 2),
+        p(0, 10, 1, blocked, vec![]),
+        Record::WorkerWait { t: 10, dur: 5 },
+        p(15, 20, 1, blocked, vec![io(10, 1, 0)]),
+        Record::WorkerWait { t: 20, dur: 5 },
+        p(25, 30, 1, blocked, vec![io(10, 1, 0)]),
+        // Woken at 45 (the source's write), dispatched at 50: no spin.
+        Record::WorkerWait { t: 30, dur: 15 },
+        p(50, 60, 1, EndState::Ended, vec![io(10, 1, 0)]),
+    ];
+    let mut w1 = vec![
+        Record::WorkerStart { t: 0 },
+        p(0, 45, 2, EndState::Ended, vec![woke(10, 0, 3)]),
+    ];
+    if let Some([(d0, s0), (d1, s1)]) = totals {
+        for (log, dispatches, spins) in [(&mut w0, d0, s0), (&mut w1, d1, s1)] {
+            log.push(Record::WorkerTotals {
+                t: 60,
+                dispatches,
+                spins,
+                idles: 1,
+                parks: 0,
+            });
+        }
+    }
+    w0.push(Record::WorkerEnd { t: 60 });
+    w1.push(Record::WorkerEnd { t: 60 });
+    write_run(dir, &[w0, w1]);
+}
+
+#[test]
+fn worker_totals_outrank_the_logs_shape() {
+    let counts = |totals| {
+        let dir = tempfile::tempdir().unwrap();
+        spin_shapes(dir.path(), totals);
+        let s = summarize(&load_run(dir.path()).unwrap());
+        let w: Vec<(u64, u64)> = s.workers.iter().map(|w| (w.dispatches, w.spins)).collect();
+        let sink = s.tasks.iter().find(|t| t.name == "sink").unwrap();
+        (w, (sink.dispatches, sink.spins))
+    };
+    // No totals (a log of format version 5): the spins from the shape.
+    assert_eq!(counts(None), (vec![(2, 2), (1, 0)], (2, 2)));
+    // The totals agree: the same figures.
+    assert_eq!(
+        counts(Some([(2, 2), (1, 0)])),
+        (vec![(2, 2), (1, 0)], (2, 2))
+    );
+    // The worker never spun (workers sharing cores): the shape was a
+    // block it idled through, for the worker and its tasks.
+    assert_eq!(
+        counts(Some([(4, 0), (1, 0)])),
+        (vec![(4, 0), (1, 0)], (4, 0))
+    );
+    // The totals say one spin: the worker's figures are theirs; the task's
+    // split still follows the shape.
+    assert_eq!(counts(Some([(3, 1), (1, 0)])).0, vec![(3, 1), (1, 0)]);
+}

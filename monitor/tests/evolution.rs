@@ -7,7 +7,6 @@ mod pfdecode;
 mod runs;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -522,44 +521,50 @@ fn damaged_full_and_sampled_logs_give_partial_answers() {
     }
 }
 
-fn mon(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rill-mon"))
+/// `rill-mon args`, run.
+fn mon(args: &[&str]) -> assert_cmd::assert::Assert {
+    assert_cmd::cargo::cargo_bin_cmd!("rill-mon")
         .args(args)
-        .output()
-        .unwrap()
+        .assert()
 }
 
 #[test]
 fn the_command_writes_svg_json_and_csv() {
+    use predicates::str::{contains, starts_with};
     let dir = tempfile::tempdir().unwrap();
     planted(dir.path(), MonitorFlags::FULL);
     let out = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     let svg = out.path().join("e.svg");
-    let r = mon(&[
+    mon(&[
         "evolution",
         d,
         "-o",
         svg.to_str().unwrap(),
         "--buckets",
         "10",
-    ]);
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    ])
+    .success()
+    .stderr(contains("10 buckets"));
     check_xml(&std::fs::read_to_string(&svg).unwrap()).unwrap();
-    assert!(String::from_utf8_lossy(&r.stderr).contains("10 buckets"));
-    let r = mon(&["evolution", d, "--json", "--no-group"]);
-    assert!(r.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let r = mon(&["evolution", d, "--json", "--no-group"]).success();
+    let v: serde_json::Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
     assert_eq!(v["grouped"], false);
     assert_eq!(v["start_ms"].as_array().unwrap().len(), 200);
-    let r = mon(&["evolution", d, "--csv", "--buckets", "5"]);
-    assert!(String::from_utf8(r.stdout)
+    // The CSV reads back as records of the header's seven fields.
+    let r = mon(&["evolution", d, "--csv", "--buckets", "5"]).success();
+    let mut csv = csv::Reader::from_reader(&r.get_output().stdout[..]);
+    assert_eq!(
+        csv.headers().unwrap(),
+        vec!["panel", "series", "bucket", "start_ms", "end_ms", "mean", "share"]
+    );
+    let records: Vec<csv::StringRecord> = csv.records().map(|r| r.unwrap()).collect();
+    assert!(records.len() >= 5 && records.iter().all(|r| r.len() == 7));
+    let file = out.path().join("e.csv");
+    mon(&["evolution", d, "-o", file.to_str().unwrap()]).success();
+    assert!(std::fs::read_to_string(&file)
         .unwrap()
-        .starts_with("panel,series"));
-    let csv = out.path().join("e.csv");
-    let r = mon(&["evolution", d, "-o", csv.to_str().unwrap()]);
-    assert!(r.status.success());
-    assert!(std::fs::read_to_string(&csv).unwrap().starts_with("panel,"));
+        .starts_with("panel,"));
     // Errors: one line, status 2.
     for args in [
         vec!["evolution", d],
@@ -567,13 +572,12 @@ fn the_command_writes_svg_json_and_csv() {
         vec!["evolution", d, "--json", "--from", "5", "--to", "1"],
         vec!["evolution", "/nonexistent/rill", "--json"],
     ] {
-        let r = mon(&args);
-        assert_eq!(r.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&r.stderr);
-        assert!(
-            err.starts_with("rill-mon: error: ") && err.trim_end().lines().count() == 1,
-            "{args:?}: {err}"
-        );
+        mon(&args)
+            .code(2)
+            .stderr(starts_with("rill-mon: error: "))
+            .stderr(predicates::function::function(|e: &str| {
+                e.trim_end().lines().count() == 1
+            }));
     }
 }
 

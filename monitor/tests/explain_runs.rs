@@ -7,7 +7,6 @@
 mod runs;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -186,15 +185,14 @@ fn map_writes_a_file_the_runtime_loads_back() {
     );
     let out = tempfile::tempdir().unwrap();
     let file = out.path().join("map.txt");
-    let o = Command::new(env!("CARGO_BIN_EXE_rill-mon"))
+    let o = assert_cmd::cargo::cargo_bin_cmd!("rill-mon")
         .arg("map")
         .arg(observed.path())
         .args(["--workers", "2", "--json", "-o"])
         .arg(&file)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        .assert()
+        .success();
+    let plan: serde_json::Value = serde_json::from_slice(&o.get_output().stdout).unwrap();
     let intended: BTreeMap<String, usize> = plan["tasks"]
         .as_array()
         .unwrap()
@@ -247,14 +245,13 @@ fn map_writes_a_file_the_runtime_loads_back() {
 
 /// `rill-mon diff A B --json` on two real runs, as JSON.
 fn diff_json(a: &std::path::Path, b: &std::path::Path) -> serde_json::Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_rill-mon"))
+    let a = assert_cmd::cargo::cargo_bin_cmd!("rill-mon")
         .arg("diff")
         .args([a, b])
         .arg("--json")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
+        .assert()
+        .success();
+    serde_json::from_slice(&a.get_output().stdout).unwrap()
 }
 
 #[test]

@@ -1,14 +1,25 @@
-//! The whole summary of a generated run, pinned: `tests/golden/summary.json`
-//! holds the JSON that `rill-mon summary --json` printed for it when it was
-//! blessed (`RILL_BLESS=1 cargo test -p rill-monitor --test golden`), so any
-//! change in what the summary says shows up here, down to the last digit;
-//! `tests/golden/summary.txt` holds the text report, so any change in how it
-//! is laid out shows up too.
+//! rill-mon's outputs on generated runs, pinned as insta snapshots
+//! (`tests/snapshots/golden__*.snap`): the summary (text and JSON), the
+//! waits, the bottleneck verdict, the mapping plan and its file, the diff
+//! of two runs and the evolution's CSV, each as the `rill-mon` command
+//! prints it (not `watch`, whose end of a run follows the files' times). Any change in what they say, down to the last digit, or in
+//! how they are laid out fails here.
+//!
+//! The logs are written from records with fixed time stamps (no clock is
+//! read), so the outputs are the same on any machine and under any load;
+//! the temporary directory's path is the one part replaced (`<dir>`, `<B>`,
+//! `<map>`).
+//!
+//! To accept a change, look at it first: `cargo insta review` (with
+//! cargo-insta), or `INSTA_UPDATE=always cargo test -p rill-monitor --test
+//! golden` and `git diff`. A missing or changed snapshot fails the test
+//! (`scripts/test.sh` sets `INSTA_UPDATE=no`, so nothing is written there).
 //!
 //! The run covers what the scanner and the replay distinguish: three workers,
 //! implied, interleaved, listed and absent op orders, per-message times on
 //! some periods, blocked end states, a migration, waits, ids above the
-//! direct-indexed range, and a damaged tail.
+//! direct-indexed range, the workers' own totals on two logs (the third
+//! ends in a damaged tail, so its spins fall back to the log's shape).
 
 mod common;
 
@@ -17,7 +28,6 @@ use std::path::Path;
 
 use common::*;
 use rill_log::{Calibration, EndState, MonitorFlags, Op, Record, Side};
-use rill_monitor::{load_run, summarize};
 
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
@@ -41,8 +51,9 @@ const S1: u64 = 10;
 const S2: u64 = 5_000_000;
 const S3: u64 = 12;
 
-fn generate(dir: &Path) {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+/// The run with the generator's seed `seed`.
+fn generate(dir: &Path, seed: u64) {
+    let mut rng = Rng(seed);
     let mut logs: [Vec<Record>; 3] = Default::default();
     for (w, log) in logs.iter_mut().enumerate() {
         log.push(Record::WorkerStart { t: 100 + w as u64 });
@@ -196,6 +207,20 @@ fn generate(dir: &Path) {
         op_times: vec![],
     });
     for (w, log) in logs.iter_mut().enumerate() {
+        // Workers 0 and 1 end with their own totals: their periods are
+        // their dispatches (none spun), their waits their idle stretches.
+        if w < 2 {
+            let count = |f: fn(&Record) -> bool| log.iter().filter(|r| f(r)).count() as u64;
+            let dispatches = count(|r| matches!(r, Record::Period { .. }));
+            let idles = count(|r| matches!(r, Record::WorkerWait { .. }));
+            log.push(Record::WorkerTotals {
+                t: t + 19,
+                dispatches,
+                spins: 0,
+                idles,
+                parks: idles / 2,
+            });
+        }
         log.push(Record::WorkerEnd {
             t: t + 20 + w as u64,
         });
@@ -215,42 +240,126 @@ fn generate(dir: &Path) {
     }
 }
 
-/// Compares `got` with the golden file `name`, or writes it there with
-/// `RILL_BLESS` set.
-fn pinned(name: &str, got: &str) {
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("RILL_BLESS").is_some() {
-        std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
-        std::fs::write(&golden, got).unwrap();
+/// The seed of the main run.
+const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The main run, in a fresh directory.
+fn run() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), SEED);
+    dir
+}
+
+/// `rill-mon args`, which must succeed without a panic: its stdout with
+/// each `(path, name)`'s path replaced by its name.
+fn mon(args: &[&str], paths: &[(&Path, &str)]) -> String {
+    let out = assert_cmd::cargo::cargo_bin_cmd!("rill-mon")
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    let mut text = String::from_utf8(out.stdout).unwrap();
+    for (path, name) in paths {
+        text = text.replace(&path.display().to_string(), name);
     }
-    let want = std::fs::read_to_string(&golden)
-        .unwrap_or_else(|_| panic!("tests/golden/{name} (bless it)"));
-    assert!(
-        got == want,
-        "{name} changed; got:\n{got}\n(if intended: RILL_BLESS=1)"
-    );
+    text
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
 }
 
 #[test]
-fn summary_text_is_pinned() {
-    let dir = tempfile::tempdir().unwrap();
-    generate(dir.path());
-    let text = summarize(&load_run(dir.path()).unwrap()).to_text();
-    pinned(
-        "summary.txt",
-        &text.replace(&dir.path().display().to_string(), "<dir>"),
-    );
+fn summary_text() {
+    let dir = run();
+    let d = dir.path();
+    insta::assert_snapshot!(mon(&["summary", p(d)], &[(d, "<dir>")]));
 }
 
 #[test]
-fn summary_is_pinned() {
-    let dir = tempfile::tempdir().unwrap();
-    generate(dir.path());
-    let s = summarize(&load_run(dir.path()).unwrap());
-    let mut json = serde_json::to_value(&s).unwrap();
-    json["dir"] = "<dir>".into();
-    let got = serde_json::to_string_pretty(&json).unwrap() + "\n";
-    pinned("summary.json", &got);
+fn summary_json() {
+    let dir = run();
+    let d = dir.path();
+    insta::assert_snapshot!(mon(&["summary", p(d), "--json"], &[(d, "<dir>")]));
+}
+
+#[test]
+fn waits_text() {
+    let dir = run();
+    let d = dir.path();
+    insta::assert_snapshot!(mon(&["waits", p(d)], &[(d, "<dir>")]));
+}
+
+#[test]
+fn waits_json() {
+    let dir = run();
+    let d = dir.path();
+    insta::assert_snapshot!(mon(&["waits", p(d), "--json"], &[(d, "<dir>")]));
+}
+
+#[test]
+fn bottleneck_text() {
+    let dir = run();
+    let d = dir.path();
+    insta::assert_snapshot!(mon(
+        &["bottleneck", p(d), "--windows", "8"],
+        &[(d, "<dir>")]
+    ));
+}
+
+#[test]
+fn bottleneck_json() {
+    let dir = run();
+    let d = dir.path();
+    insta::assert_snapshot!(mon(
+        &["bottleneck", p(d), "--windows", "8", "--json"],
+        &[(d, "<dir>")]
+    ));
+}
+
+/// The plan's text, its JSON and the mapping file it writes.
+#[test]
+fn map_text_json_and_file() {
+    let dir = run();
+    let d = dir.path();
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("proposed-2.map");
+    let paths = [(file.as_path(), "<map>"), (d, "<dir>")];
+    let args = ["map", p(d), "--workers", "2", "-o", p(&file)];
+    insta::assert_snapshot!("map_text", mon(&args, &paths));
+    let map = std::fs::read_to_string(&file).unwrap();
+    insta::assert_snapshot!("map_file", map.replace(p(d), "<dir>"));
+    let mut json = args.to_vec();
+    json.push("--json");
+    insta::assert_snapshot!("map_json", mon(&json, &paths));
+    // The file reads back as the runtime's mapping table.
+    let table = rill::ManualTable::load(&file).unwrap();
+    assert_eq!(table.entries().len(), 4);
+}
+
+/// The main run against one from another seed.
+#[test]
+fn diff_text_and_json() {
+    let a = run();
+    let b = tempfile::tempdir().unwrap();
+    generate(b.path(), 0x2545_f491_4f6c_dd1d);
+    let paths = [(a.path(), "<A>"), (b.path(), "<B>")];
+    let args = ["diff", p(a.path()), p(b.path())];
+    insta::assert_snapshot!("diff_text", mon(&args, &paths));
+    let mut json = args.to_vec();
+    json.push("--json");
+    insta::assert_snapshot!("diff_json", mon(&json, &paths));
+}
+
+#[test]
+fn evolution_csv() {
+    let dir = run();
+    let d = dir.path();
+    insta::assert_snapshot!(mon(
+        &["evolution", p(d), "--csv", "--buckets", "6"],
+        &[(d, "<dir>")]
+    ));
 }

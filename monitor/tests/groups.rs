@@ -4,7 +4,6 @@
 mod common;
 mod runs;
 
-use std::process::Command;
 use std::time::Duration;
 
 use rill::MonitorFlags;
@@ -97,27 +96,26 @@ fn the_summary_command_takes_no_group() {
     let dir = tempfile::tempdir().unwrap();
     relays(dir.path(), MonitorFlags::FULL);
     let mon = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_rill-mon"))
+        let a = assert_cmd::cargo::cargo_bin_cmd!("rill-mon")
             .args(args)
-            .output()
-            .unwrap()
+            .assert()
+            .success();
+        String::from_utf8(a.get_output().stdout.clone()).unwrap()
     };
     let d = dir.path().to_str().unwrap();
-    let out = mon(&["summary", d, "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&mon(&["summary", d, "--json"])).unwrap();
     assert!(v["groups"]
         .as_array()
         .unwrap()
         .iter()
         .any(|g| g["group"] == "pipe/relay/*"));
-    let out = mon(&["summary", d, "--json", "--no-group"]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&mon(&["summary", d, "--json", "--no-group"])).unwrap();
     assert_eq!(v["grouped"], false);
     assert!(v["groups"]
         .as_array()
         .unwrap()
         .iter()
         .any(|g| g["group"] == "pipe/relay/3"));
-    let out = mon(&["summary", d]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("task groups"));
+    assert!(mon(&["summary", d]).contains("task groups"));
 }

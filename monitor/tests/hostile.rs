@@ -95,7 +95,8 @@ fn cap_address_space() -> std::io::Result<()> {
 }
 
 /// Runs `rill-mon args` with its address space capped at [`MEM_CAP`],
-/// killing it after `limit`.
+/// killing it after `limit` (std's `Command`: the cap is set in the child
+/// before exec, and the child is killed on time, which assert_cmd does not do).
 fn rill_mon_capped(args: &[&OsStr], limit: Duration) -> Exit {
     let mut err = tempfile::tempfile().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rill-mon"));

@@ -9,7 +9,6 @@ mod common;
 mod runs;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use rill::{Mapping, MonitorFlags};
 use rill_monitor::{load_run, summarize, RunLog};
@@ -23,20 +22,16 @@ const RESIDUAL_NS: u64 = 800;
 /// Where a header keeps the calibration's Unix start (rill-log's layout).
 const START_UNIX_AT: usize = 40;
 
-fn mon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rill-mon"))
+/// `rill-mon args`, run.
+fn mon(args: &[&str]) -> assert_cmd::assert::Assert {
+    assert_cmd::cargo::cargo_bin_cmd!("rill-mon")
         .args(args)
-        .output()
-        .expect("run rill-mon")
+        .assert()
 }
 
-fn text(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
+/// `rill-mon args`, which must succeed: its stdout.
+fn ok(args: &[&str]) -> String {
+    String::from_utf8(mon(args).success().get_output().stdout.clone()).unwrap()
 }
 
 fn p(path: &Path) -> &str {
@@ -298,18 +293,18 @@ fn the_commands_mark_ranks() {
     two_ranks(dir.path());
     let d = dir.path();
 
-    let summary = text(&mon(&["summary", p(d)]));
+    let summary = ok(&["summary", p(d)]);
     assert!(
         summary.contains("2 rank(s)") && summary.contains("⇄ r0→r1"),
         "{summary}"
     );
 
-    let waits = text(&mon(&["waits", p(d)]));
+    let waits = ok(&["waits", p(d)]);
     assert!(waits.contains("⇄ r0→r1"), "{waits}");
     assert!(waits.contains("across ranks"), "{waits}");
 
     let svg_path = d.join("t.svg");
-    text(&mon(&["timeline", p(d), "-o", p(&svg_path)]));
+    ok(&["timeline", p(d), "-o", p(&svg_path)]);
     let svg = std::fs::read_to_string(&svg_path).unwrap();
     assert_eq!(
         svg.matches("class=\"rank\"").count(),
@@ -319,16 +314,16 @@ fn the_commands_mark_ranks() {
     assert!(svg.contains("r1/w0"), "lanes named by rank");
 
     let html_path = d.join("r.html");
-    text(&mon(&["report", p(d), "-o", p(&html_path)]));
+    ok(&["report", p(d), "-o", p(&html_path)]);
     let html = std::fs::read_to_string(&html_path).unwrap();
     assert!(html.contains("⇄ r0→r1") && html.contains("class=\"rank\""));
 
-    let b = text(&mon(&["bottleneck", p(d), "--json"]));
+    let b = ok(&["bottleneck", p(d), "--json"]);
     serde_json::from_str::<serde_json::Value>(&b).unwrap();
 
     // The plan over ranks: RANK:WORKER lines, the costs in the header.
     let map_path = d.join("auto.map");
-    let out = text(&mon(&[
+    let out = ok(&[
         "map",
         p(d),
         "--ranks",
@@ -337,7 +332,7 @@ fn the_commands_mark_ranks() {
         "1",
         "-o",
         p(&map_path),
-    ]));
+    ]);
     assert!(out.contains("2 rank(s)"), "{out}");
     let file = std::fs::read_to_string(&map_path).unwrap();
     let lines: Vec<&str> = file
@@ -443,11 +438,12 @@ fn forged_ranks_are_warnings_or_clean_errors() {
 
     // A forged id: rank 1's ids cannot be moved a stride up.
     log(1, u64::MAX - 1);
-    let out = mon(&["summary", p(dir.path())]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains("cannot be kept apart"), "{err}");
+    mon(&["summary", p(dir.path())])
+        .code(2)
+        .stderr(predicates::str::contains("cannot be kept apart"))
+        .stderr(predicates::function::function(|e: &str| {
+            e.trim_end().lines().count() == 1
+        }));
 
     // A damaged tail: named by its rank.
     let path = log(1, 2);

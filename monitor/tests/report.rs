@@ -6,7 +6,6 @@ mod common;
 mod runs;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -419,44 +418,46 @@ fn a_damaged_log_gives_a_partial_page() {
     assert!(page.contains("mid/&lt;ii&gt;/3 holds the run back"));
 }
 
-fn rill_mon(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rill-mon"))
+/// `rill-mon args`, run.
+fn rill_mon(args: &[&str]) -> assert_cmd::assert::Assert {
+    assert_cmd::cargo::cargo_bin_cmd!("rill-mon")
         .args(args)
-        .output()
-        .expect("run rill-mon")
+        .assert()
+}
+
+/// One line on stderr.
+fn one_line() -> impl predicates::Predicate<str> {
+    predicates::function::function(|e: &str| e.trim_end().lines().count() == 1)
 }
 
 #[test]
 fn the_command_writes_dir_report_html_or_the_file_given() {
+    use predicates::str::{contains, starts_with};
     let dir = tempfile::tempdir().unwrap();
     pipeline3(dir.path(), 2, MonitorFlags::FULL, 10);
     let d = dir.path().to_str().unwrap();
-    let out = rill_mon(&["report", d]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(
-        err.contains("report.html") && err.lines().count() == 1,
-        "{err}"
-    );
+    rill_mon(&["report", d])
+        .success()
+        .stderr(contains("report.html"))
+        .stderr(one_line());
     check_page(&std::fs::read_to_string(dir.path().join("report.html")).unwrap());
     let other = tempfile::tempdir().unwrap();
     let file = other.path().join("r.html");
-    let out = rill_mon(&["report", d, "-o", file.to_str().unwrap(), "--rows", "0"]);
-    assert!(out.status.success());
+    rill_mon(&["report", d, "-o", file.to_str().unwrap(), "--rows", "0"]).success();
     check_page(&std::fs::read_to_string(&file).unwrap());
     // Errors: one line, status 2.
-    let out = rill_mon(&["report", "/nonexistent/rill-logs"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.starts_with("rill-mon: error: ") && err.trim_end().lines().count() == 1);
-    let out = rill_mon(&["report", d, "-o", "/nonexistent/dir/r.html"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create"));
-    let help = String::from_utf8_lossy(&rill_mon(&["report", "--help"]).stdout).into_owned();
-    assert!(
-        help.contains("report.html") && help.contains("sample"),
-        "{help}"
-    );
+    rill_mon(&["report", "/nonexistent/rill-logs"])
+        .code(2)
+        .stderr(starts_with("rill-mon: error: "))
+        .stderr(one_line());
+    rill_mon(&["report", d, "-o", "/nonexistent/dir/r.html"])
+        .code(2)
+        .stderr(contains("cannot create"))
+        .stderr(one_line());
+    rill_mon(&["report", "--help"])
+        .success()
+        .stdout(contains("report.html"))
+        .stdout(contains("sample"));
 }
 
 /// Real runs: a pipe with a slow relay on 2 workers, monitored in `flags`;
@@ -467,9 +468,7 @@ fn real_run(flags: MonitorFlags) -> String {
     let names: Vec<String> = (0..3).map(|k| format!("pipe/relay/{k}")).collect();
     runs::chain_with(rt, &names, Some(1), Duration::from_micros(20), 3000);
     let d = dir.path().to_str().unwrap();
-    let out = rill_mon(&["report", d]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{flags}: {err}");
+    rill_mon(&["report", d]).success();
     let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     check_page(&page);
     assert!(page.contains("pipe/relay/*"), "{flags}: groups");

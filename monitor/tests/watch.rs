@@ -20,6 +20,8 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
     RUNS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The binary. These tests keep std's `Command`: the watcher runs beside a
+/// run (spawned, waited on), and under tmux, which assert_cmd does not do.
 fn rill_mon() -> &'static str {
     env!("CARGO_BIN_EXE_rill-mon")
 }

@@ -43,7 +43,6 @@
 //! one scan per log, both releasing the pages they have read.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use serde::Serialize;
 
@@ -736,15 +735,6 @@ fn finish(
     }
 }
 
-/// A CSV field, quoted where it must be.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
-
 impl Evolution {
     /// The series as one JSON document.
     pub fn to_json(&self) -> String {
@@ -756,17 +746,33 @@ impl Evolution {
     /// `workers`, `worker N` or `groups`; `tasks`/`live` gives the live
     /// tasks).
     pub fn to_csv(&self) -> String {
-        let mut o = String::from("panel,series,bucket,start_ms,end_ms,mean,share\n");
+        // Numbers as `Display` writes them (1, 0.333333), not as serde's
+        // floats (1.0), so the records are written field by field.
+        let mut o = csv::Writer::from_writer(Vec::new());
+        // Writing to memory cannot fail.
+        let write = |o: &mut csv::Writer<Vec<u8>>, record: &[&str]| {
+            o.write_record(record).expect("a CSV record in memory");
+        };
+        write(
+            &mut o,
+            &[
+                "panel", "series", "bucket", "start_ms", "end_ms", "mean", "share",
+            ],
+        );
         let end = |i: usize| -> f64 { self.start_ms.get(i + 1).copied().unwrap_or(self.to_ms) };
         let mut rows = |panel: &str, s: &Series| {
             for (i, (&m, &sh)) in s.mean.iter().zip(&s.share).enumerate() {
-                let _ = writeln!(
-                    o,
-                    "{},{},{i},{},{},{m},{sh}",
-                    csv_field(panel),
-                    csv_field(&s.state),
-                    round6(self.start_ms[i]),
-                    round6(end(i))
+                write(
+                    &mut o,
+                    &[
+                        panel,
+                        &s.state,
+                        &i.to_string(),
+                        &round6(self.start_ms[i]).to_string(),
+                        &round6(end(i)).to_string(),
+                        &m.to_string(),
+                        &sh.to_string(),
+                    ],
                 );
             }
         };
@@ -804,7 +810,8 @@ impl Evolution {
         for g in &self.groups {
             rows("groups", &g.series);
         }
-        o
+        let bytes = o.into_inner().expect("a CSV document in memory");
+        String::from_utf8(bytes).expect("CSV of UTF-8 fields")
     }
 
     /// The picture: stacked shares per panel (task states, worker states,

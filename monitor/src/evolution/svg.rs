@@ -10,6 +10,7 @@ use super::{
     TASK_STATES, WAIT_WORKER_STATES, WORKER_STATES,
 };
 use crate::render::number::{fmt_ms_step, nice_step};
+use crate::render::prose::wrap_indented;
 use crate::render::svg::xml_escape;
 
 const LEFT: f64 = 58.0;
@@ -137,17 +138,7 @@ pub(super) fn draw(ev: &Evolution, width: u32) -> String {
     let mut lines: Vec<String> = Vec::new();
     let per_line = ((width - 2.0 * LEFT) / CHAR_W) as usize;
     let mut say = |prefix: &str, s: &str| {
-        let mut cur = String::from(prefix);
-        for word in s.split_whitespace() {
-            if cur.chars().count() + word.chars().count() + 1 > per_line && cur.len() > 4 {
-                lines.push(std::mem::replace(&mut cur, String::from("    ")));
-            }
-            if !cur.ends_with(' ') && !cur.is_empty() {
-                cur.push(' ');
-            }
-            cur.push_str(word);
-        }
-        lines.push(cur);
+        lines.extend(wrap_indented(s, per_line, &format!("{prefix} "), "    "));
     };
     for u in &ev.unavailable {
         say("• not available:", u);

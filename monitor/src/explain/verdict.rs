@@ -7,6 +7,7 @@ use crate::explain::findings::{BottleneckOptions, Bottlenecks, Finding, Placemen
 use crate::explain::task_graph::Graph;
 use crate::load::model::RunLog;
 use crate::render::number::fmt_ns;
+use crate::render::prose::fill;
 use crate::replay::activity_model::Activity;
 
 /// Findings below this share are listed in the JSON only (the text counts
@@ -477,26 +478,6 @@ pub(crate) fn verdict(
     v
 }
 
-/// Wraps text at spaces to lines of at most `width` characters (longer
-/// words stay whole).
-fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = 0;
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
-        let n = word.chars().count();
-        if line > 0 && line + 1 + n > width {
-            out.push('\n');
-            line = 0;
-        } else if line > 0 {
-            out.push(' ');
-            line += 1;
-        }
-        out.push_str(word);
-        line += n;
-    }
-    out
-}
-
 impl Bottlenecks {
     /// The human-readable report: the verdict, the findings, the definitions.
     pub fn to_text(&self) -> String {
@@ -511,7 +492,7 @@ impl Bottlenecks {
             pct(self.beta),
             pct(self.gamma)
         );
-        let _ = writeln!(o, "{}", wrap(&self.verdict, 78));
+        let _ = writeln!(o, "{}", fill(&self.verdict, 78));
         if !self.bottlenecks.is_empty() {
             let _ = writeln!(
                 o,
@@ -529,7 +510,7 @@ impl Bottlenecks {
                     None => format!("share {}", pct(f.share)),
                 };
                 let line = format!("{}. {} {} ({share}): {}", k + 1, f.kind, f.name, f.evidence);
-                for (j, l) in wrap(&line, 75).lines().enumerate() {
+                for (j, l) in fill(&line, 75).lines().enumerate() {
                     let _ = writeln!(o, "{}{l}", if j == 0 { "  " } else { "     " });
                 }
             }
@@ -555,7 +536,7 @@ impl Bottlenecks {
         let _ = writeln!(
             o,
             "\n{}",
-            wrap(
+            fill(
                 &format!(
                     "{defs} {}{}",
                     if self.across_ranks {

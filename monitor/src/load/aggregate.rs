@@ -1,15 +1,20 @@
 //! Per-file totals, filled record by record: [`Agg`].
 
-use rill_log::{EndState, Side};
+use rill_log::{EndState, MonitorFlags, Side};
 
 use crate::load::ids::IdIndex;
 use crate::load::model::{StreamInfo, TaskInfo};
 use crate::load::scan::{Item, ScannedPeriod, Scanner};
-use crate::load::worker_log::WorkerStats;
+use crate::load::worker_log::{LoggedTotals, WorkerStats};
 
 /// Per-file totals, filled record by record.
 #[derive(Default)]
 pub(crate) struct Agg {
+    /// The log records periods (its flags have `SCHEDULER`).
+    pub(crate) periods: bool,
+    /// The log is sample mode's only (no periods, no worker waits): its
+    /// worker totals stand for both.
+    pub(crate) sample_only: bool,
     pub(crate) stats: WorkerStats,
     pub(crate) tasks: Vec<TaskInfo>,
     pub(crate) task_ix: IdIndex,
@@ -33,8 +38,12 @@ pub(crate) struct Agg {
 /// came) is followed by a period of T that did nothing and ended blocked
 /// the same way: the real block, whose wait and dispatch are not a spin.
 /// Where workers share cores the runtime does not spin, and a real block
-/// that its worker idled through shows the same pattern: the loader then
-/// drops the count (`load/merge_files.rs`).
+/// that its worker idled through shows the same pattern. The count is the
+/// fallback for a log without the worker's own totals (`WorkerTotals`,
+/// which hold its exact spins): with them, a worker that did not spin has
+/// no spin per task either ([`Agg::settle_spins`]); without them the loader
+/// drops the count where the run leaves no room for it
+/// (`load/merge_files.rs`).
 #[derive(Clone, Copy, Default)]
 pub(crate) enum Spin {
     /// No spin under way.
@@ -60,6 +69,27 @@ pub(crate) enum Spin {
 }
 
 impl Agg {
+    /// An empty aggregate for a log with `flags`.
+    pub(crate) fn new(flags: MonitorFlags) -> Self {
+        Agg {
+            periods: flags.contains(MonitorFlags::SCHEDULER),
+            sample_only: flags.is_sampled() && !flags.contains(MonitorFlags::SCHEDULER),
+            ..Agg::default()
+        }
+    }
+
+    /// After the last record: a worker whose totals say it never spun has
+    /// no spin in any task's count either (the shape was a block its worker
+    /// idled through). Otherwise each task keeps the spins its periods'
+    /// shape shows, which is how the worker's exact count is split.
+    pub(crate) fn settle_spins(&mut self) {
+        if self.stats.totals.is_some_and(|t| t.spins == 0) {
+            for t in &mut self.tasks {
+                t.spins = 0;
+            }
+        }
+    }
+
     #[inline]
     pub(crate) fn time(&mut self, t0: u64, t1: u64) {
         let s = &mut self.stats;
@@ -165,7 +195,7 @@ impl Agg {
         };
         self.stats.blocked_periods += u64::from(blocked);
         if spun {
-            self.stats.spins += 1;
+            self.stats.inferred_spins += 1;
         }
         let i = self.task_index(p.task);
         if spun {
@@ -354,16 +384,27 @@ impl Agg {
                 dispatches,
                 spins,
                 idles,
-                ..
+                parks,
             } => {
                 self.time(t, t);
                 self.stats.events += 1;
                 let st = &mut self.stats;
-                st.dispatches = st.dispatches.saturating_add(dispatches);
-                st.logged_spins = st.logged_spins.saturating_add(spins);
-                // As a period-recording run counts them: each idle stretch
-                // and each spin before a block is a wait.
-                st.waits = st.waits.saturating_add(idles).saturating_add(spins);
+                // One per log; a second (a log written twice over) adds up.
+                let tot = st.totals.get_or_insert_with(LoggedTotals::default);
+                tot.dispatches = tot.dispatches.saturating_add(dispatches);
+                tot.spins = tot.spins.saturating_add(spins);
+                tot.idles = tot.idles.saturating_add(idles);
+                tot.parks = tot.parks.saturating_add(parks);
+                if !self.periods {
+                    // No period to count: the totals are the dispatches.
+                    st.dispatches = st.dispatches.saturating_add(dispatches);
+                }
+                if self.sample_only {
+                    // No worker wait logged either. As a period-recording
+                    // run counts them: each idle stretch and each spin
+                    // before a block is a wait.
+                    st.waits = st.waits.saturating_add(idles).saturating_add(spins);
+                }
             }
             // Only the sampler's own log holds windows (`load/sampled.rs`).
             Item::Samples(_) => {}

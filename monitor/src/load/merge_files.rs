@@ -244,24 +244,30 @@ pub(crate) fn merge(
     })
 }
 
-/// A spin before a block is a block that no wake-up ended: of the run's
-/// blocked periods, those some peer's operation woke (each wake-up sets its
-/// period's woke-peer bit; one period may wake several) are no spin, so the
-/// spins are at most the blocked periods less the woke-peer bits. A run
-/// whose logs show more spins than that ran on workers that share cores,
-/// where the runtime does not spin and a block its worker idled through
-/// shows the pattern of one (`load/aggregate.rs`'s `Spin`): it has none.
+/// For logs without the workers' own totals (older ones), whose spins are
+/// inferred from their shape: a spin before a block is a block that no
+/// wake-up ended: of the run's blocked periods, those some peer's operation
+/// woke (each wake-up sets its period's woke-peer bit; one period may wake
+/// several) are no spin, so the spins are at most the blocked periods less
+/// the woke-peer bits. A run whose logs show more spins than that ran on
+/// workers that share cores, where the runtime does not spin and a block
+/// its worker idled through shows the pattern of one (`load/aggregate.rs`'s
+/// `Spin`): it has none. A run any of whose logs has its totals is left as
+/// it is (a log without them there was cut short; its inferred spins stand).
 fn drop_spins_of_shared_cores(workers: &mut [WorkerLog], tasks: &mut BTreeMap<u64, TaskInfo>) {
+    if workers.iter().any(|w| w.stats.totals.is_some()) {
+        return;
+    }
     let sum = |f: &dyn Fn(&crate::load::worker_log::WorkerStats) -> u64| {
         workers
             .iter()
             .fold(0u64, |n, w| n.saturating_add(f(&w.stats)))
     };
-    let spins = sum(&|s| s.spins);
+    let spins = sum(&|s| s.inferred_spins);
     let room = sum(&|s| s.blocked_periods).saturating_sub(sum(&|s| s.wakes));
     if spins > room {
         for w in workers.iter_mut() {
-            w.stats.spins = 0;
+            w.stats.inferred_spins = 0;
         }
         for t in tasks.values_mut() {
             t.spins = 0;

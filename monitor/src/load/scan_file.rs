@@ -59,7 +59,7 @@ pub(crate) fn scan_file<F: PeriodFeed>(
 ) -> Scanned {
     let data = &f.data;
     let header = f.header;
-    let mut agg = Agg::default();
+    let mut agg = Agg::new(header.flags);
     let mut sc = Scanner::new(data, f.records_start);
     let mut reported = f.records_start;
     let mut n = 0u32;
@@ -101,6 +101,7 @@ pub(crate) fn scan_file<F: PeriodFeed>(
     if let Some(feed) = feed {
         feed.finish();
     }
+    agg.settle_spins();
     if chunk.any() {
         chunks.push(chunk);
     }

@@ -169,21 +169,23 @@ pub struct WorkerStats {
     pub wait: u64,
     /// Number of `WorkerWait` records.
     pub waits: u64,
-    /// Number of periods (in sample mode, where there are none, the
+    /// Number of periods (in a log without periods, as in sample mode, the
     /// dispatches the worker's totals record). A spin before a block is
     /// logged as a period more: the worker's dispatches (resumptions, as
     /// `rill::RunStats` counts them) are [`resumptions`](Self::resumptions).
     pub dispatches: u64,
-    /// Spins before a block the log shows (see `load/aggregate.rs`'s
-    /// `Spin`): periods that are no dispatch of their own.
-    pub spins: u64,
+    /// Spins before a block inferred from the shape of the log's periods
+    /// (see `load/aggregate.rs`'s `Spin`): what [`spins`](Self::spins)
+    /// falls back to in a log without [`totals`](Self::totals).
+    pub inferred_spins: u64,
     /// Periods that ended blocked (on a stream or a poll).
     pub blocked_periods: u64,
     /// Stream entries of its periods whose operation woke the peer.
     pub wakes: u64,
-    /// Sample mode: the spins the worker's totals record (no period
-    /// shows them).
-    pub logged_spins: u64,
+    /// The worker's own counts, from the `WorkerTotals` record it writes
+    /// at its end (every monitored worker since format version 6, sample
+    /// mode before); `None` in an older log or one cut short.
+    pub totals: Option<LoggedTotals>,
     /// Monitoring events (a period counts 1 + its messages).
     pub events: u64,
     /// Records decoded.
@@ -198,18 +200,37 @@ pub struct WorkerStats {
     pub ordered_periods: u64,
 }
 
+/// A worker's counts as the runtime kept them (`rill::WorkerStats`), from
+/// the `WorkerTotals` record of its log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoggedTotals {
+    /// Task dispatches (resumptions).
+    pub dispatches: u64,
+    /// Spins before a block.
+    pub spins: u64,
+    /// Times the worker ran out of tasks.
+    pub idles: u64,
+    /// Times it went to sleep.
+    pub parks: u64,
+}
+
 impl WorkerStats {
     /// The worker's dispatches as the runtime counts them (resumptions of
-    /// a task, `rill::WorkerStats::dispatches`): its periods less the spins
-    /// before a block among them.
+    /// a task, `rill::WorkerStats::dispatches`): those its totals record,
+    /// or in a log without them its periods less the spins inferred among
+    /// them.
     pub fn resumptions(&self) -> u64 {
-        self.dispatches.saturating_sub(self.spins)
+        match self.totals {
+            Some(t) => t.dispatches,
+            None => self.dispatches.saturating_sub(self.inferred_spins),
+        }
     }
 
-    /// Its spins before a block: those its periods show, or in sample mode
-    /// those its totals record.
-    pub fn all_spins(&self) -> u64 {
-        self.spins.saturating_add(self.logged_spins)
+    /// Its spins before a block (`rill::WorkerStats::spins`): those its
+    /// totals record, or in a log without them those inferred from its
+    /// periods' shape.
+    pub fn spins(&self) -> u64 {
+        self.totals.map_or(self.inferred_spins, |t| t.spins)
     }
 }
 

@@ -1,4 +1,7 @@
 //! Plain-text tables.
+//!
+//! Hand-written rather than comfy-table (which rill-bench uses for its
+//! bordered tables): a borderless table of padded columns is these few lines.
 
 /// A plain-text table: right-aligned columns, except the ones listed in `left`.
 pub(crate) fn table(out: &mut String, head: &[&str], rows: &[Vec<String>], left: &[usize]) {

@@ -348,7 +348,7 @@ fn header(ctx: &Ctx<'_>, verdict: Option<&str>) -> String {
     let (dispatches, spins) = run.workers.iter().fold((0u64, 0u64), |(d, s), w| {
         (
             d.saturating_add(w.stats.resumptions()),
-            s.saturating_add(w.stats.all_spins()),
+            s.saturating_add(w.stats.spins()),
         )
     });
     let spins = if spins > 0 {

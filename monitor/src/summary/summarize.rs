@@ -136,7 +136,7 @@ fn summarize_with(run: &RunLog, with_latency: bool, group: bool) -> Summary {
                 unaccounted_ns: run.ns(span.saturating_sub(s.busy).saturating_sub(s.wait)),
                 waiting_events: s.waits,
                 dispatches: s.resumptions(),
-                spins: s.all_spins(),
+                spins: s.spins(),
                 events: s.events,
                 bytes: w.valid_len,
                 truncated: w.header.truncated.map(|t| t.cause()),

@@ -312,7 +312,7 @@ impl WorkerLog {
             .task_totals(&mut self.writer, clock::now(), task, dispatches);
     }
 
-    /// Sample mode: the worker's counts at its end.
+    /// The worker's counts at its end (every monitored worker).
     pub(crate) fn worker_totals(&mut self, dispatches: u64, spins: u64, idles: u64, parks: u64) {
         self.enc.worker_totals(
             &mut self.writer,

@@ -116,8 +116,9 @@ pub(crate) struct WorkerLocal {
     monitoring: bool,
     /// The worker publishes its state for the sampler (`monitor/sampler.rs`).
     sampled: bool,
-    /// Sample mode only: the worker logs exact counts as totals.
-    totals: bool,
+    /// Sample mode only: the worker logs each task's dispatches when it
+    /// ends (`TaskTotals`); its own totals every monitored worker logs.
+    task_totals: bool,
     /// Sample mode: the worker's sample timer, from the loop's start to its
     /// end (a wall-clock one is paused while the worker is parked).
     sample_timer: UnsafeCell<Option<crate::monitor::self_sample::SampleTimer>>,
@@ -156,7 +157,7 @@ impl WorkerLocal {
             plan_until: std::cell::Cell::new(None),
             spin,
             sampled: log.as_ref().is_some_and(|l| l.is_sampled()),
-            totals: log.as_ref().is_some_and(|l| l.is_sample_only()),
+            task_totals: log.as_ref().is_some_and(|l| l.is_sample_only()),
             monitoring: log.as_ref().is_some_and(|l| !l.is_sample_only()),
             log: UnsafeCell::new(log),
             sample_timer: UnsafeCell::new(None),
@@ -342,10 +343,11 @@ impl WorkerLocal {
         let mut log_end = (0, false);
         // SAFETY: the loop is over; nothing else borrows the log.
         if let Some(mut log) = self.log.with_mut(|p| unsafe { (*p).take() }) {
-            if self.totals {
-                let s = self.stats();
-                log.worker_totals(s.dispatches, s.spins, s.idles, s.parks);
-            }
+            // Every monitored worker, once, at its end: its exact counts
+            // (in a log of periods, a spin before a block shows only by the
+            // periods' shape; the loader takes dispatches and spins from here).
+            let s = self.stats();
+            log.worker_totals(s.dispatches, s.spins, s.idles, s.parks);
             log.worker_end();
             log_end = log.finish();
         }
@@ -713,7 +715,7 @@ impl WorkerLocal {
     fn finish(&self, t: TaskRef) {
         let task = t.get();
         task.transition_to_done();
-        if self.totals {
+        if self.task_totals {
             if let Some(log) = self.log() {
                 log.task_totals(task.id, task.dispatches.get());
             }
