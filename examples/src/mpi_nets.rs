@@ -20,9 +20,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rill::dist::{Net, Placement, Wire, WireError};
+use rill::dist::{Net, Wire, WireError};
 use rill::PollSet;
 use rill_examples::bench::{verify_ring, SequenceCheck, WordcountParams};
+use rill_examples::dist_place::{apply, Placing};
 use rill_examples::kernels::ant as ak;
 use rill_examples::kernels::rt as rk;
 use rill_examples::kernels::wordcount::{self as kernels, Counts};
@@ -45,7 +46,7 @@ fn finish<T>(net: Net, out: &Out<T>) -> RunOn<T> {
 /// rank, the sink's verdict (`Err` with what went wrong).
 pub fn pipe(
     mut net: Net,
-    placement: Option<Placement>,
+    placement: Option<Placing>,
     depth: usize,
     messages: u64,
     capacity: usize,
@@ -84,9 +85,7 @@ pub fn pipe(
         }
         *o.lock().unwrap() = Some(verdict.and_then(|()| check.finish(messages).map_err(|e| e.0)));
     });
-    if let Some(p) = placement {
-        net.placement(p);
-    }
+    apply(&mut net, placement);
     finish(net, &out)
 }
 
@@ -94,7 +93,7 @@ pub fn pipe(
 /// `ring/check`, its verdict.
 pub fn ring(
     mut net: Net,
-    placement: Option<Placement>,
+    placement: Option<Placing>,
     size: usize,
     hops: u64,
     capacity: usize,
@@ -152,9 +151,7 @@ pub fn ring(
         };
         *o.lock().unwrap() = Some(verdict);
     });
-    if let Some(p) = placement {
-        net.placement(p);
-    }
+    apply(&mut net, placement);
     finish(net, &out)
 }
 
@@ -163,7 +160,7 @@ pub fn ring(
 /// words by counter ([`kernels::Batcher`]), `wc/count/k` counts them,
 /// `wc/merge` adds the counters' counts): wall ms on this rank and, on the
 /// merger's rank, the merged counts.
-pub fn wordcount(mut net: Net, placement: Option<Placement>, p: &WordcountParams) -> RunOn<Counts> {
+pub fn wordcount(mut net: Net, placement: Option<Placing>, p: &WordcountParams) -> RunOn<Counts> {
     let (k, batch, chunk, cap) = (p.counters, p.batch, p.chunk, p.capacity);
     let out: Out<Counts> = Arc::default();
     let (to_split, chunks_in) = net.stream::<String>(cap);
@@ -222,9 +219,7 @@ pub fn wordcount(mut net: Net, placement: Option<Placement>, p: &WordcountParams
         }
         *o.lock().unwrap() = Some(total);
     });
-    if let Some(p) = placement {
-        net.placement(p);
-    }
+    apply(&mut net, placement);
     finish(net, &out)
 }
 
@@ -243,7 +238,7 @@ pub type RtOut = Result<(u64, u32), String>;
 /// checksum and the images counted.
 pub fn rt(
     mut net: Net,
-    placement: Option<Placement>,
+    placement: Option<Placing>,
     scenes: u32,
     (width, height): (u32, u32),
     solvers: usize,
@@ -323,9 +318,7 @@ pub fn rt(
             ))
         });
     });
-    if let Some(p) = placement {
-        net.placement(p);
-    }
+    apply(&mut net, placement);
     finish(net, &out)
 }
 
@@ -362,7 +355,7 @@ impl Wire for SharedColony {
 /// colony's rank, the best schedule and its cost.
 pub fn ant(
     mut net: Net,
-    placement: Option<Placement>,
+    placement: Option<Placing>,
     inst: &Arc<ak::Instance>,
     ants: u32,
     iterations: u32,
@@ -426,8 +419,6 @@ pub fn ant(
             }
         });
     }
-    if let Some(p) = placement {
-        net.placement(p);
-    }
+    apply(&mut net, placement);
     finish(net, &out)
 }
