@@ -3,38 +3,46 @@
 //! workers ([`cut`]).
 //!
 //! One process's `parts` cuts the application's ordered list of task
-//! groups into W contiguous runs, so a group (a DES pipeline's stages, a
-//! Monte Carlo chain) stays on one worker and a chain is cut once per
-//! worker. Across ranks the network is known before it runs
-//! ([`rill::dist::Net::graph`]: every task and the two tasks of every
-//! stream), so `parts` cuts that graph itself, as `rill-mon map --ranks`
-//! cuts a logged run's, with the same partitioner
-//! ([`rill_monitor::partition_within`]) and no log:
+//! groups into W contiguous runs (pipe and ring: the chain into W
+//! blocks), so that a chain is cut once per worker. Across ranks the
+//! network is known before it runs ([`rill::dist::Net::graph`]: every
+//! task and the two tasks of every stream), so `parts` cuts that graph,
+//! with `rill-mon map`'s partitioner ([`rill_monitor::partition_from_within`])
+//! and no log:
 //!
 //! 1. one node per task name (tasks sharing a name share a place), each of
-//!    weight [`TASK_WEIGHT`] (the work of a task is not known before it
-//!    runs: every task counts the same); one edge of weight 1 per stream;
-//! 2. the names cut into R parts, balanced (no part above the mean plus
-//!    one task), and among balanced cuts the one with the fewest streams
-//!    between ranks (a crossing costs 1 against a task's
-//!    [`TASK_WEIGHT`], so it only breaks ties of balance);
-//! 3. each rank's names cut into W parts the same way.
+//!    weight [`TASK_WEIGHT`] (a task's work is not known before it runs:
+//!    every task counts the same); one edge of weight 1 per stream;
+//! 2. the start is the contiguous blocks (`blocks`: the tasks in spawn
+//!    order cut into R·W runs, rank r's W runs after one another); the
+//!    names are moved between ranks one at a time while a move lowers the
+//!    heaviest rank's load (its tasks: [`CROSSING`]), or keeps it and
+//!    cuts fewer streams between ranks, never above a rank's fair share
+//!    plus one task;
+//! 3. each rank's names are moved between its W workers the same way.
 //!
+//! So `parts` is `blocks` where the blocks are already a balanced cut
+//! that no single move improves (a chain: pipe; a star: ant, rt), and
+//! differs where a block edge falls inside a group that one move can make
+//! whole (DES on 3 ranks: the blocks put the third pipeline's initial
+//! permutation on the second rank; `parts` moves it to its pipeline's).
 //! Tasks pinned to a place (`Net::spawn_with_on`) keep it and count in
 //! its part. The result is a `prefix = RANK:WORKER` table naming every
-//! task. Where the plain contiguous blocks are already a balanced cut with
-//! the fewest crossings (a chain: pipe, ring), the two are the same
-//! placement; they differ where a group's tasks would straddle a block
-//! edge (DES on 3 ranks: blocks cut the third pipeline after its initial
-//! permutation; the cut keeps every pipeline whole).
+//! task.
 
 use std::collections::BTreeMap;
 
 use rill::dist::{Net, NetGraph, Placement, RankTable};
-use rill_monitor::{partition_within, PartGraph, CUT_TOLERANCE};
+use rill_monitor::{partition_from_within, PartGraph, CUT_TOLERANCE};
 
-/// A task's weight in the cut, against 1 for a stream.
+/// A task's weight in the cut.
 pub const TASK_WEIGHT: u64 = 1000;
+
+/// What a stream between two parts adds to a part's load in the
+/// partitioner's objective: nothing, so that balance always comes first
+/// and the number of streams cut decides only between moves of equal
+/// balance.
+pub const CROSSING: f64 = 0.0;
 
 /// How an application's network is placed over every rank's workers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,20 +82,33 @@ pub fn apply(net: &mut Net, placing: Option<Placing>) {
 /// The `parts` table of `g` over `ranks` × `workers` (see the module
 /// documentation).
 pub fn cut(g: &NetGraph, ranks: usize, workers: usize) -> RankTable {
-    // Step 1: one node per name.
+    let places = ranks * workers;
+    // One node per name: its weight, its pin, and the global worker the
+    // contiguous blocks give its first task (free tasks in spawn order).
     let mut node_of_name: BTreeMap<&str, usize> = BTreeMap::new();
     let mut names: Vec<&str> = Vec::new();
     let mut weights: Vec<u64> = Vec::new();
     let mut pinned: Vec<Option<(usize, usize)>> = Vec::new();
+    let mut block: Vec<usize> = Vec::new();
+    let free = g.pinned.iter().filter(|p| p.is_none()).count().max(1);
+    let mut nth_free = 0;
     let node_of: Vec<usize> = g
         .tasks
         .iter()
         .zip(&g.pinned)
         .map(|(name, pin)| {
+            let gw = match pin {
+                Some((r, w)) => r * workers + w,
+                None => {
+                    nth_free += 1;
+                    (nth_free - 1) * places / free
+                }
+            };
             let k = *node_of_name.entry(name).or_insert_with(|| {
                 names.push(name);
                 weights.push(0);
                 pinned.push(None);
+                block.push(gw);
                 names.len() - 1
             });
             weights[k] += TASK_WEIGHT;
@@ -102,19 +123,19 @@ pub fn cut(g: &NetGraph, ranks: usize, workers: usize) -> RankTable {
         .iter()
         .map(|&(w, r)| (node_of[w], node_of[r], 1))
         .collect();
-    // Step 2: ranks.
-    let rank_of = partition_within(
+    // Step 2: ranks, from the blocks' ranks.
+    let rank_of = partition_from_within(
         &PartGraph {
             weights: weights.clone(),
             edges: edges.clone(),
             pinned: pinned.iter().map(|p| p.map(|p| p.0)).collect(),
         },
         ranks,
-        1.0,
+        CROSSING,
+        &block.iter().map(|gw| gw / workers).collect::<Vec<_>>(),
         CUT_TOLERANCE,
-        f64::INFINITY,
     );
-    // Step 3: workers within each rank.
+    // Step 3: workers within each rank, from the blocks' workers.
     let mut table = RankTable::new();
     for r in 0..ranks {
         let members: Vec<usize> = (0..names.len()).filter(|&k| rank_of[k] == r).collect();
@@ -128,7 +149,8 @@ pub fn cut(g: &NetGraph, ranks: usize, workers: usize) -> RankTable {
                 .collect(),
             pinned: members.iter().map(|&k| pinned[k].map(|p| p.1)).collect(),
         };
-        let part = partition_within(&sub, workers, 1.0, CUT_TOLERANCE, f64::INFINITY);
+        let start: Vec<usize> = members.iter().map(|&k| block[k] % workers).collect();
+        let part = partition_from_within(&sub, workers, CROSSING, &start, CUT_TOLERANCE);
         for (i, &k) in members.iter().enumerate() {
             table = table.with(names[k], r, part[i]);
         }
