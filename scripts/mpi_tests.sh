@@ -130,6 +130,17 @@ timeout 300 "${MPIRUN[@]}" -n 2 "$bench" pipe --depth 6 --messages 5000 --rounds
    -s $out/auto-json/run-1/auto.map ]] || {
   cat "$out/log" >&2; echo "mpi: rill-bench pipe --mapping auto --json: rows with pilot_ms and total_ms, a plan per round expected" >&2; exit 1; }
 
+echo "-- auto: a rank's pilot logs that rank 0 cannot read (another --logs, as on a node without a shared filesystem) are sent to it"
+rm -rf "$out/auto-a" "$out/auto-b"
+timeout 300 "${MPIRUN[@]}" -n 1 "$bench" pipe --depth 8 --messages 5000 --rounds 1 --mapping auto --logs "$out/auto-a" : \
+  -n 1 "$bench" pipe --depth 8 --messages 5000 --rounds 1 --mapping auto --logs "$out/auto-b" >"$out/log" 2>&1 || {
+  cat "$out/log" >&2; echo "mpi: auto with the ranks' logs apart failed" >&2; exit 1; }
+[[ $(grep -c 'verified true$' "$out/log") -eq 2 ]] &&
+  cmp -s "$out/auto-a/pilot/rank-1/rank.json" "$out/auto-b/pilot/rank-1/rank.json" &&
+  [[ ! -e $out/auto-a/pilot/rank-1/rill.lock ]] || {
+  cat "$out/log" >&2; ls -R "$out/auto-a" >&2; echo "mpi: auto: rank 1's pilot logs did not reach rank 0's directory" >&2; exit 1; }
+echo "rank 1's pilot logs reached rank 0's directory; the plan and the run verified"
+
 echo "-- under mpirun, the commands that do not run across ranks are refused"
 if timeout 60 "${MPIRUN[@]}" -n 2 "$bench" sieve >"$out/log" 2>&1; then
   cat "$out/log" >&2; echo "mpi: rill-bench sieve ran under mpirun" >&2; exit 1; fi

@@ -35,9 +35,12 @@
 //! 1, R·W)`, `LOGS/one-rank/auto.map`).
 //!
 //! Time, on rank 0: `pilot_run_ms`, the pilot network's wall time (the
-//! time of its `Net::run`, as every row's); `plan_ms`, from the pilot's end
-//! to the table parsed on this rank (summing the verdicts, the logs'
-//! fingerprints, loading, planning, writing the file, the broadcast);
+//! time of its `Net::run`, as every row's; the ranks start it together,
+//! `crate::mpi_bench::alternate` begins each round at a barrier);
+//! `plan_ms`, from the pilot's end to the table parsed on this rank
+//! (summing the verdicts, which waits for the last rank to leave its
+//! pilot, the logs' fingerprints, loading, planning, writing the file, the
+//! broadcast);
 //! `pilot_ms` their sum, and `total_ms` = `pilot_ms` + the real run's wall
 //! time: the figure to set beside the other mappings' wall time.
 
@@ -299,7 +302,8 @@ fn fnv(data: &[u8]) -> u64 {
     rill_examples::apps::fnv64(data)
 }
 
-/// The plain files directly in `dir`, sorted by name, with their bytes.
+/// The logs directly in `dir` (`*.rlog` and `rank.json`; not the run's
+/// `rill.lock`), sorted by name, with their bytes.
 fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
         .into_iter()
@@ -308,6 +312,7 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
+            (name.ends_with(".rlog") || name == "rank.json").then_some(())?;
             Some((name, std::fs::read(e.path()).ok()?))
         })
         .collect();

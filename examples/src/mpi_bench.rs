@@ -322,6 +322,13 @@ pub(crate) fn alternate<T>(
     let (mut across_auto, mut local_auto) = (Vec::new(), Vec::new());
     // Outputs across ranks, wrong ones among them, failed one-rank runs.
     let (mut outputs, mut wrong, mut local_bad) = (0u64, 0u64, 0u64);
+    // Every round starts with the ranks together (here, then after the
+    // barrier that ends the round before), so that no rank's time counts
+    // another's set-up (building the input and the reference).
+    world.with_mpi(|w| {
+        use mpi::collective::CommunicatorCollectives;
+        w.barrier();
+    });
     for round in 0..opts.rounds {
         let mut builder = Runtime::builder().workers(workers).pin(false);
         let (placing, planned) = match (opts.auto.as_ref(), pilot.as_mut()) {
