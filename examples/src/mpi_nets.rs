@@ -358,8 +358,9 @@ impl Wire for SharedColony {
 /// are fed by `ant/relay/R`, pinned on that rank (beside its first ant),
 /// which receives the colony and hands one shared copy to each of them
 /// over local streams; the colony's own rank's ants get the colony's
-/// `Arc` directly (default size, 2 ranks × 1 worker: 4.9 s with a copy per
-/// remote ant, 2.5 s with one per rank; `docs/measurements/mpi.md#ant-relay`).
+/// `Arc` directly (default size, 2 ranks × 1 worker in a quiet spell: 2.5 s
+/// with a copy per remote ant, 1.1 s with one per rank, level with 1 rank ×
+/// 2 workers; `docs/measurements/mpi.md#ant-relay`).
 /// Wall ms on this rank and, on the colony's rank, the best schedule and
 /// its cost.
 pub fn ant(
