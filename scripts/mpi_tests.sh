@@ -3,7 +3,9 @@
 # networks over 2 and 3 ranks, over shared memory and over TCP (the
 # transport between nodes), with monitoring off and on (the ranks' logs read
 # back as one run by rill-mon); a panic on the last rank ending every rank
-# with its name; a killed rank ending the job instead of hanging it.
+# with its name; a killed rank ending the job instead of hanging it; the
+# applications across ranks under each --mapping (parts over 3 ranks, auto's
+# pilot on every rank and its plan shared), each verified.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,6 +75,8 @@ apps=(
   "wordcount --bytes 1000000 --rounds 1"
   "rt --scenes 12 --width 64 --height 48 --rounds 1"
   "ant --jobs 60 --ants 6 --iterations 3 --rounds 1"
+  "ant --jobs 60 --ants 6 --iterations 3 --rounds 1 --mapping parts"
+  "des --bytes 1000000 --rounds 1 --mapping parts"
 )
 printf 'ring/0 = 1:0\nring/5 = 1:0\nring/check = 0:0\n' >"$out/ring.map"
 for args in "${apps[@]}"; do
@@ -90,11 +94,54 @@ timeout 120 "${MPIRUN[@]}" -n 2 "$bench" pipe --depth 4 --rounds 1 --json >"$out
 [[ $(grep -c '"ranks":2,.*"verified":true' "$out/log") -eq 1 && $(grep -c '"mapping":"default"' "$out/log") -eq 2 ]] || {
   cat "$out/log" >&2; echo "mpi: rill-bench pipe --json: rows with ranks, mapping and verified expected" >&2; exit 1; }
 
-echo "-- under mpirun, --mapping auto and the commands that do not run across ranks are refused"
-if timeout 60 "${MPIRUN[@]}" -n 2 "$bench" pipe --mapping auto >"$out/log" 2>&1; then
-  cat "$out/log" >&2; echo "mpi: --mapping auto was not refused" >&2; exit 1; fi
-[[ $(grep -c 'mapping auto does not run across ranks' "$out/log") -eq 1 ]] || {
-  cat "$out/log" >&2; echo "mpi: --mapping auto: one clear error expected" >&2; exit 1; }
+echo "-- parts across 3 ranks: DES's pipelines and MC's chains cut whole, verified"
+for args in "des --bytes 1000000 --rounds 1 --mapping parts" "mc --paths 20000 --rounds 1 --mapping parts"; do
+  # shellcheck disable=SC2086
+  timeout 300 "${MPIRUN[@]}" -n 3 "$bench" $args >"$out/log" 2>&1 || {
+    cat "$out/log" >&2; echo "mpi: rill-bench $args on 3 ranks failed" >&2; exit 1; }
+  [[ $(grep -c 'verified true$' "$out/log") -eq 2 ]] || {
+    cat "$out/log" >&2; echo "mpi: rill-bench $args on 3 ranks: two verified rows expected" >&2; exit 1; }
+  cat "$out/log"
+done
+
+echo "-- --mapping auto across 2 ranks: the pilot on every rank, rank 0's plan broadcast, the run under it (verified)"
+for args in "pipe --depth 12 --messages 20000" "des --bytes 2000000" "mc --paths 60000"; do
+  app=${args%% *}
+  logs="$out/auto-$app"
+  # shellcheck disable=SC2086
+  timeout 300 "${MPIRUN[@]}" -n 2 "$bench" $args --rounds 1 --mapping auto --logs "$logs" >"$out/log" 2>&1 || {
+    cat "$out/log" >&2; echo "mpi: rill-bench $args --mapping auto failed" >&2; exit 1; }
+  [[ $(grep -c 'pilot [0-9.]* ms (run [0-9.]* + plan [0-9.]*), total [0-9.]* ms  verified true$' "$out/log") -eq 2 &&
+     $(wc -l <"$out/log") -eq 3 ]] || {
+    cat "$out/log" >&2; echo "mpi: rill-bench $args --mapping auto: a title and two verified rows with pilot and total expected" >&2; exit 1; }
+  for r in 0 1; do
+    [[ -s $logs/pilot/rank-$r/rank.json && -n $(find "$logs/pilot/rank-$r" -name 'worker-*.rlog' -size +0) ]] || {
+      ls -R "$logs" >&2; echo "mpi: $app --mapping auto: no pilot logs of rank $r in $logs/pilot/rank-$r" >&2; exit 1; }
+  done
+  # The plan names every network task with a RANK:WORKER line, over both ranks.
+  grep -q '^"[^"]*" = 0:0$' "$logs/auto.map" && grep -q '^"[^"]*" = 1:0$' "$logs/auto.map" || {
+    cat "$logs/auto.map" >&2; echo "mpi: $app --mapping auto: the plan does not use both ranks" >&2; exit 1; }
+  [[ -s $logs/one-rank/auto.map ]] || { echo "mpi: $app --mapping auto: no one-rank plan" >&2; exit 1; }
+  cat "$out/log"
+done
+timeout 300 "${MPIRUN[@]}" -n 2 "$bench" pipe --depth 6 --messages 5000 --rounds 2 --mapping auto --logs "$out/auto-json" --json >"$out/log" 2>&1 || {
+  cat "$out/log" >&2; echo "mpi: rill-bench pipe --mapping auto --json failed" >&2; exit 1; }
+[[ $(grep -c '"mapping":"auto".*"pilot_ms":.*"total_ms":.*"verified":true' "$out/log") -eq 2 &&
+   -s $out/auto-json/run-1/auto.map ]] || {
+  cat "$out/log" >&2; echo "mpi: rill-bench pipe --mapping auto --json: rows with pilot_ms and total_ms, a plan per round expected" >&2; exit 1; }
+
+echo "-- auto: a rank's pilot logs that rank 0 cannot read (another --logs, as on a node without a shared filesystem) are sent to it"
+rm -rf "$out/auto-a" "$out/auto-b"
+timeout 300 "${MPIRUN[@]}" -n 1 "$bench" pipe --depth 8 --messages 5000 --rounds 1 --mapping auto --logs "$out/auto-a" : \
+  -n 1 "$bench" pipe --depth 8 --messages 5000 --rounds 1 --mapping auto --logs "$out/auto-b" >"$out/log" 2>&1 || {
+  cat "$out/log" >&2; echo "mpi: auto with the ranks' logs apart failed" >&2; exit 1; }
+[[ $(grep -c 'verified true$' "$out/log") -eq 2 ]] &&
+  cmp -s "$out/auto-a/pilot/rank-1/rank.json" "$out/auto-b/pilot/rank-1/rank.json" &&
+  [[ ! -e $out/auto-a/pilot/rank-1/rill.lock ]] || {
+  cat "$out/log" >&2; ls -R "$out/auto-a" >&2; echo "mpi: auto: rank 1's pilot logs did not reach rank 0's directory" >&2; exit 1; }
+echo "rank 1's pilot logs reached rank 0's directory; the plan and the run verified"
+
+echo "-- under mpirun, the commands that do not run across ranks are refused"
 if timeout 60 "${MPIRUN[@]}" -n 2 "$bench" sieve >"$out/log" 2>&1; then
   cat "$out/log" >&2; echo "mpi: rill-bench sieve ran under mpirun" >&2; exit 1; fi
 grep -q "'sieve' does not run across ranks" "$out/log" || {

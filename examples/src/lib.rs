@@ -11,7 +11,9 @@
 //!   and the hand-off written once over it.
 //! - [`nets`], [`micro`], [`wordcount_bench`], [`sieve_bench`]: each
 //!   benchmark's [`Bench`](engines::Bench) (its run on each engine).
-//! - [`mapping`]: `--mapping` and what it means for a network.
+//! - [`mapping`]: `--mapping` and what it means for a network;
+//!   [`dist_place`]: what it means across ranks (`parts` as a cut of the
+//!   network's stream graph).
 //! - [`kernels`]: the applications' computations (DES, MC, RT, ANT), runtime-free.
 //! - [`apps`]: the applications as stream networks of named tasks on rill.
 //! - [`peers`]: the same benchmarks on OS threads and on tokio.
@@ -27,6 +29,7 @@ pub mod ab;
 pub mod apps;
 pub mod bench;
 pub mod cli;
+pub mod dist_place;
 pub mod engines;
 pub mod kernels;
 pub mod line;

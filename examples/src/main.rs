@@ -25,6 +25,8 @@ const ALLOCATOR: &str = if cfg!(feature = "system-alloc") {
 };
 
 #[cfg(feature = "mpi")]
+mod mpi_auto;
+#[cfg(feature = "mpi")]
 mod mpi_bench;
 #[cfg(feature = "mpi")]
 mod mpi_des;

@@ -15,9 +15,17 @@ use std::time::Instant;
 
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::Communicator;
-use rill::dist::{Placement, RankTable, World};
+use rill::dist::{Net, Placement, RankTable, World};
 use rill::Runtime;
+use rill_examples::apps::auto::{AUTO_ROOT, MAX_PILOT_DIVISOR};
 use rill_examples::bench;
+use rill_examples::dist_place::Placing;
+
+use crate::mpi_auto::{AutoOpts, Planned, PILOT_DIVISOR};
+use crate::mpi_nets::RunOn;
+
+/// The pilot's floor for the pipe's messages and the ring's hops.
+const PILOT_MESSAGES: u64 = 1000;
 
 struct Row {
     row: &'static str,
@@ -187,9 +195,44 @@ fn mpi_round_trip(world: &World, n: u64) -> (f64, bool) {
 pub(crate) struct AppOpts {
     pub workers: usize,
     pub rounds: usize,
-    pub placement: Option<Placement>,
+    pub placing: Option<Placing>,
+    /// `--mapping auto`: where the pilots go, and their size.
+    pub auto: Option<AutoOpts>,
     /// The mapping's name for the table and the JSON.
     pub mapping: String,
+}
+
+/// An application's network at one size: how to run it on a net under a
+/// placement (building it, placing it, running it: its wall ms on this
+/// rank and, on the rank that collected it, its output), and whether an
+/// output is right.
+pub(crate) struct Workload<'a, T> {
+    /// The size in words (`20000 of 300000 paths`), for a pilot.
+    pub size: String,
+    pub run: Box<dyn FnMut(Net, Option<Placing>) -> RunOn<T> + 'a>,
+    pub check: Box<dyn FnMut(T) -> bool + 'a>,
+}
+
+impl<'a, T> Workload<'a, T> {
+    pub fn new(
+        size: impl Into<String>,
+        run: impl FnMut(Net, Option<Placing>) -> RunOn<T> + 'a,
+        check: impl FnMut(T) -> bool + 'a,
+    ) -> Self {
+        Workload {
+            size: size.into(),
+            run: Box::new(run),
+            check: Box::new(check),
+        }
+    }
+}
+
+/// `n / divisor` with one process's pilot floors (`apps::auto::pilot_size`),
+/// and the pilot's size in words.
+pub(crate) fn pilot_size(opts: &AppOpts, n: u64, floor: u64, unit: &str) -> (u64, String) {
+    let divisor = opts.auto.as_ref().map_or(PILOT_DIVISOR, |a| a.divisor);
+    let k = rill_examples::apps::auto::pilot_size(n, divisor, floor);
+    (k, format!("{k} of {n} {unit}"))
 }
 
 /// A row of an application: the run, its ranks and workers per rank, the
@@ -200,20 +243,59 @@ pub(crate) struct AppRow {
     pub workers: usize,
     pub ms: f64,
     pub verified: bool,
+    /// Under `--mapping auto`: the pilots' and plans' figures (medians).
+    pub auto: Option<AutoRow>,
+}
+
+/// The auto figures of a row (see `crate::mpi_auto`), medians over the
+/// rounds; the files and the size are the last round's.
+pub(crate) struct AutoRow {
+    pub pilot_ms: f64,
+    pub pilot_run_ms: f64,
+    pub plan_ms: f64,
+    pub total_ms: f64,
+    pub size: String,
+    pub file: String,
+    pub logs: String,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+impl AutoRow {
+    /// From each round's plan and real run's wall ms.
+    fn of(rounds: &[(Planned, f64)]) -> Option<AutoRow> {
+        let last = &rounds.last()?.0;
+        let col = |f: &dyn Fn(&Planned, f64) -> f64| {
+            median(&mut rounds.iter().map(|(p, ms)| f(p, *ms)).collect::<Vec<_>>())
+        };
+        Some(AutoRow {
+            pilot_ms: col(&|p, _| p.pilot_ms()),
+            pilot_run_ms: col(&|p, _| p.pilot_run_ms),
+            plan_ms: col(&|p, _| p.plan_ms),
+            total_ms: col(&|p, ms| p.pilot_ms() + ms),
+            size: last.size.clone(),
+            file: last.file.display().to_string(),
+            logs: last.logs.display().to_string(),
+        })
+    }
 }
 
 /// `p` for one rank with `ranks`·`workers` workers: a table's rank r
 /// worker w becomes worker r·W + w (the global worker it named); the
-/// other placements are defined over the global workers already.
-fn one_rank(p: &Placement, workers: usize) -> Placement {
+/// other placements are defined over the global workers already (parts
+/// cuts the one rank's graph over its R·W workers).
+fn one_rank(p: &Placing, workers: usize) -> Placing {
     match p {
-        Placement::Table(t) => Placement::Table(
+        Placing::Given(Placement::Table(t)) => Placing::Given(Placement::Table(
             t.entries()
                 .iter()
                 .fold(RankTable::new(), |acc, (prefix, r, w)| {
                     acc.with(prefix.clone(), 0, r * workers + w)
                 }),
-        ),
+        )),
         other => other.clone(),
     }
 }
@@ -221,46 +303,79 @@ fn one_rank(p: &Placement, workers: usize) -> Placement {
 /// Runs an application's network `rounds` times across the ranks (W
 /// workers each) and, alternating, on rank 0 alone with R·W workers (a
 /// one-rank network of the same code, under the same placement over the
-/// same global workers). `run` builds the network on the net it is given,
-/// applies the placement (when one is given) and runs it, and returns its
-/// wall ms and, on the rank that collected it, its output; `check` says
-/// whether an output is right. Every rank's verdicts are summed on every
-/// rank: a run across ranks must yield exactly one output, on some rank,
-/// and it must be right. Rank 0 gets the two rows (medians); the others
-/// none.
+/// same global workers). `full.run` builds the network on the net it is
+/// given, applies the placement (when one is given) and runs it;
+/// `full.check` says whether an output is right. Every rank's verdicts
+/// are summed on every rank: a run across ranks must yield exactly one
+/// output, on some rank, and it must be right. Under `--mapping auto`
+/// each round first runs `pilot` and plans (`crate::mpi_auto`: across the
+/// ranks for the first row, on rank 0 alone for the second). Rank 0 gets
+/// the two rows (medians); the others none.
 pub(crate) fn alternate<T>(
     world: &World,
     opts: &AppOpts,
-    mut run: impl FnMut(rill::dist::Net, Option<Placement>) -> Result<(f64, Option<T>), String>,
-    mut check: impl FnMut(T) -> bool,
+    mut full: Workload<'_, T>,
+    mut pilot: Option<Workload<'_, T>>,
 ) -> Result<Vec<AppRow>, String> {
     let (workers, ranks) = (opts.workers, world.size());
     let (mut across, mut local) = (Vec::new(), Vec::new());
+    let (mut across_auto, mut local_auto) = (Vec::new(), Vec::new());
     // Outputs across ranks, wrong ones among them, failed one-rank runs.
     let (mut outputs, mut wrong, mut local_bad) = (0u64, 0u64, 0u64);
-    for _ in 0..opts.rounds {
-        let net = world
-            .net(Runtime::builder().workers(workers).pin(false))
-            .map_err(|e| e.to_string())?;
-        let (ms, out) = run(net, opts.placement.clone())?;
+    // Every round starts with the ranks together (here, then after the
+    // barrier that ends the round before), so that no rank's time counts
+    // another's set-up (building the input and the reference).
+    world.with_mpi(|w| {
+        use mpi::collective::CommunicatorCollectives;
+        w.barrier();
+    });
+    for round in 0..opts.rounds {
+        let mut builder = Runtime::builder().workers(workers).pin(false);
+        let (placing, planned) = match (opts.auto.as_ref(), pilot.as_mut()) {
+            (Some(a), Some(pilot)) => {
+                let dir = a.round_dir(round, opts.rounds);
+                let planned = crate::mpi_auto::across(world, &dir, workers, pilot)?;
+                builder = builder.mapping(planned.mapping_on(world.rank()));
+                (Some(planned.placing()), Some(planned))
+            }
+            _ => (opts.placing.clone(), None),
+        };
+        let net = world.net(builder).map_err(|e| e.to_string())?;
+        let (ms, out) = (full.run)(net, placing)?;
         if let Some(out) = out {
             outputs += 1;
-            wrong += u64::from(!check(out));
+            wrong += u64::from(!(full.check)(out));
         }
         across.push(ms);
+        if let Some(p) = planned {
+            across_auto.push((p, ms));
+        }
         if world.rank() == 0 {
-            let t = rill::dist::Loopback::ranks(1).pop().expect("one rank");
-            let b = Runtime::builder().workers(ranks * workers).pin(false);
-            let p = opts.placement.as_ref().map(|p| one_rank(p, workers));
             // A failure here is counted, not returned: the other ranks
             // wait for this rank at the barrier below.
-            match rill::dist::Net::loopback(t, b)
-                .map_err(|e| e.to_string())
-                .and_then(|net| run(net, p))
-            {
-                Ok((ms, out)) => {
-                    local_bad += u64::from(!out.is_some_and(&mut check));
+            let mut one = || -> Result<(f64, Option<T>, Option<Planned>), String> {
+                let mut b = Runtime::builder().workers(ranks * workers).pin(false);
+                let (placing, planned) = match (opts.auto.as_ref(), pilot.as_mut()) {
+                    (Some(a), Some(pilot)) => {
+                        let dir = a.round_dir(round, opts.rounds).join("one-rank");
+                        let planned = crate::mpi_auto::one_rank(&dir, ranks * workers, pilot)?;
+                        b = b.mapping(planned.mapping_on(0));
+                        (Some(planned.placing()), Some(planned))
+                    }
+                    _ => (opts.placing.as_ref().map(|p| one_rank(p, workers)), None),
+                };
+                let t = rill::dist::Loopback::ranks(1).pop().expect("one rank");
+                let net = rill::dist::Net::loopback(t, b).map_err(|e| e.to_string())?;
+                let (ms, out) = (full.run)(net, placing)?;
+                Ok((ms, out, planned))
+            };
+            match one() {
+                Ok((ms, out, planned)) => {
+                    local_bad += u64::from(!out.is_some_and(&mut full.check));
                     local.push(ms);
+                    if let Some(p) = planned {
+                        local_auto.push((p, ms));
+                    }
                 }
                 Err(e) => {
                     eprintln!("rank 0: the one-rank run failed: {e}");
@@ -283,10 +398,6 @@ pub(crate) fn alternate<T>(
     if world.rank() != 0 {
         return Ok(Vec::new());
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-    };
     let w = |n: usize| if n == 1 { "worker" } else { "workers" };
     Ok(vec![
         AppRow {
@@ -295,6 +406,7 @@ pub(crate) fn alternate<T>(
             workers,
             ms: median(&mut across),
             verified: sums == [opts.rounds as u64, 0],
+            auto: AutoRow::of(&across_auto),
         },
         AppRow {
             label: format!("1 rank x {} {}", ranks * workers, w(ranks * workers)),
@@ -302,6 +414,7 @@ pub(crate) fn alternate<T>(
             workers: ranks * workers,
             ms: median(&mut local),
             verified: local_bad == 0 && local.len() == opts.rounds,
+            auto: AutoRow::of(&local_auto),
         },
     ])
 }
@@ -390,7 +503,8 @@ fn check_args(args: &[String]) -> Result<(), String> {
     while i < rest.len() {
         let a = rest[i].as_str();
         let number = app.is_some_and(|(_, flags)| {
-            flags.iter().any(|(f, _)| *f == a) || ["--workers", "--rounds", "--repeat"].contains(&a)
+            flags.iter().any(|(f, _)| *f == a)
+                || ["--workers", "--rounds", "--repeat", "--pilot"].contains(&a)
         });
         if number {
             let v = rest.get(i + 1).ok_or(format!("{a} needs a number"))?;
@@ -403,6 +517,9 @@ fn check_args(args: &[String]) -> Result<(), String> {
             let v = rest.get(i + 1).ok_or("--mapping needs a value")?;
             mapping(v)?;
             i += 2;
+        } else if a == "--logs" && app.is_some() {
+            rest.get(i + 1).ok_or("--logs needs a directory")?;
+            i += 2;
         } else if a == "--json" || (a == "--quick" && app.is_none()) {
             i += 1;
         } else {
@@ -413,34 +530,35 @@ fn check_args(args: &[String]) -> Result<(), String> {
         Some(("pipe", _)) if value(rest, "--depth").is_some_and(|d| d < 2) => {
             Err("--depth takes 2 or more (a source and a sink)".into())
         }
+        _ if value(rest, "--pilot").is_some_and(|n| n > MAX_PILOT_DIVISOR) => Err(format!(
+            "--pilot takes 1 to {MAX_PILOT_DIVISOR} (the pilot runs 1/N of the size)"
+        )),
         _ => Ok(()),
     }
 }
 
 /// `--mapping` across ranks: `blocks` (contiguous blocks in spawn order
-/// over every rank's workers), `parts` (the same cut), `rr`, or a file of
-/// `prefix = RANK:WORKER` lines.
-fn mapping(v: &str) -> Result<Option<Placement>, String> {
+/// over every rank's workers), `parts` (a cut of the network's stream
+/// graph, `rill_examples::dist_place`), `rr`, a file of `prefix =
+/// RANK:WORKER` lines, or `auto` (`crate::mpi_auto`; the bool).
+fn mapping(v: &str) -> Result<(Option<Placing>, bool), String> {
     Ok(match v {
-        "blocks" | "parts" | "contiguous" => Some(Placement::Contiguous),
-        "rr" => Some(Placement::RoundRobin),
-        "auto" => {
-            return Err(
-                "--mapping auto does not run across ranks (its pilot run and planner \
-                        are one process's); use blocks, parts, rr or a file of \
-                        'prefix = RANK:WORKER' lines"
-                    .into(),
-            )
-        }
+        "blocks" | "contiguous" => (Some(Placing::Given(Placement::Contiguous)), false),
+        "parts" => (Some(Placing::Parts), false),
+        "rr" => (Some(Placing::Given(Placement::RoundRobin)), false),
+        "auto" => (None, true),
         "steal" | "adaptive" | "manual" | "const" => {
             return Err(format!(
-                "--mapping {v} does not run across ranks; use blocks, parts, rr or a file of \
-                 'prefix = RANK:WORKER' lines"
+                "--mapping {v} does not run across ranks; use blocks, parts, rr, auto or a file \
+                 of 'prefix = RANK:WORKER' lines"
             ))
         }
-        file => Some(Placement::Table(
-            RankTable::load(file).map_err(|e| format!("--mapping: {e}"))?,
-        )),
+        file => (
+            Some(Placing::Given(Placement::Table(
+                RankTable::load(file).map_err(|e| format!("--mapping: {e}"))?,
+            ))),
+            false,
+        ),
     })
 }
 
@@ -469,16 +587,29 @@ fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
         .iter()
         .position(|a| a == "--mapping")
         .and_then(|i| args.get(i + 1));
+    let (placing, auto) = mapping_arg
+        .map(|m| mapping(m).expect("checked before MPI started"))
+        .unwrap_or((None, false));
     let opts = AppOpts {
         workers: value(args, "--workers").unwrap_or(1) as usize,
         rounds: value(args, "--rounds")
             .or(value(args, "--repeat"))
             .unwrap_or(5) as usize,
-        placement: mapping_arg
-            .map(|m| mapping(m).expect("checked before MPI started"))
-            .unwrap_or(None),
+        placing,
+        auto: auto.then(|| AutoOpts {
+            dir: args
+                .iter()
+                .position(|a| a == "--logs")
+                .and_then(|i| args.get(i + 1))
+                .map_or_else(
+                    || std::path::Path::new(AUTO_ROOT).join(format!("mpi-{app}")),
+                    std::path::PathBuf::from,
+                ),
+            divisor: value(args, "--pilot").unwrap_or(PILOT_DIVISOR),
+        }),
         mapping: mapping_arg.cloned().unwrap_or_else(|| "default".into()),
     };
+    let auto = opts.auto.is_some();
     let rows = match app {
         "des" => crate::mpi_des::rows(world, p("--bytes") as usize, &opts),
         "mc" => crate::mpi_mc::rows(world, p("--paths"), &opts),
@@ -488,34 +619,47 @@ fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
                 p("--messages"),
                 p("--capacity") as usize,
             );
-            alternate(
-                world,
-                &opts,
-                |net, pl| crate::mpi_nets::pipe(net, pl, depth, messages, cap),
-                report_wrong,
-            )
+            let make = |messages: u64, size: String| {
+                Workload::new(
+                    size,
+                    move |net, pl| crate::mpi_nets::pipe(net, pl, depth, messages, cap),
+                    report_wrong,
+                )
+            };
+            let pilot = auto.then(|| {
+                let (n, size) = pilot_size(&opts, messages, PILOT_MESSAGES, "messages");
+                make(n, size)
+            });
+            alternate(world, &opts, make(messages, String::new()), pilot)
         }
         "ant" => {
             use rill_examples::kernels::ant as ak;
             let (ants, iterations, seed) =
                 (p("--ants") as u32, p("--iterations") as u32, p("--seed"));
             let inst = std::sync::Arc::new(ak::generate(p("--jobs") as usize, seed));
-            let reference = ak::solve_sequential(&inst, ants, iterations, seed);
-            alternate(
-                world,
-                &opts,
-                |net, pl| crate::mpi_nets::ant(net, pl, &inst, ants, iterations, seed),
-                |got| {
-                    report_wrong(if got == reference {
-                        Ok(())
-                    } else {
-                        Err(format!(
-                            "best cost {}, the sequential colony's {}",
-                            got.1, reference.1
-                        ))
-                    })
-                },
-            )
+            let make = |iterations: u32, size: String| {
+                let reference = ak::solve_sequential(&inst, ants, iterations, seed);
+                let inst = inst.clone();
+                Workload::new(
+                    size,
+                    move |net, pl| crate::mpi_nets::ant(net, pl, &inst, ants, iterations, seed),
+                    move |got| {
+                        report_wrong(if got == reference {
+                            Ok(())
+                        } else {
+                            Err(format!(
+                                "best cost {}, the sequential colony's {}",
+                                got.1, reference.1
+                            ))
+                        })
+                    },
+                )
+            };
+            let pilot = auto.then(|| {
+                let (n, size) = pilot_size(&opts, u64::from(iterations), 1, "iterations");
+                make(n as u32, size)
+            });
+            alternate(world, &opts, make(iterations, String::new()), pilot)
         }
         "rt" => {
             use rill_examples::kernels::rt as rk;
@@ -523,33 +667,40 @@ fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
                 p("--scenes") as u32,
                 (p("--width") as u32, p("--height") as u32),
             );
-            let reference = rk::checksum(&rk::render_all(scenes, size.0, size.1));
             let solvers = p("--solvers") as usize;
-            alternate(
-                world,
-                &opts,
-                |net, pl| crate::mpi_nets::rt(net, pl, scenes, size, solvers),
-                |got| {
-                    report_wrong(got.and_then(|(sum, n)| {
-                        if (sum, n) == (reference, scenes) {
-                            Ok(())
-                        } else {
-                            Err(format!(
-                            "checksum {sum:#x} of {n} images, expected {reference:#x} of {scenes}"
-                        ))
-                        }
-                    }))
-                },
-            )
+            let make = |scenes: u32, words: String| {
+                let reference = rk::checksum(&rk::render_all(scenes, size.0, size.1));
+                Workload::new(
+                    words,
+                    move |net, pl| crate::mpi_nets::rt(net, pl, scenes, size, solvers),
+                    move |got: crate::mpi_nets::RtOut| {
+                        report_wrong(got.and_then(|(sum, n)| {
+                            if (sum, n) == (reference, scenes) {
+                                Ok(())
+                            } else {
+                                Err(format!(
+                                "checksum {sum:#x} of {n} images, expected {reference:#x} of {scenes}"
+                            ))
+                            }
+                        }))
+                    },
+                )
+            };
+            let pilot = auto.then(|| {
+                let floor = 2 * solvers as u64;
+                let (n, words) = pilot_size(&opts, u64::from(scenes), floor, "scenes");
+                make(n as u32, words)
+            });
+            alternate(world, &opts, make(scenes, String::new()), pilot)
         }
         "wordcount" => {
             use rill_examples::kernels::wordcount::{compare, Corpus, TextSource};
-            let corpus = Corpus::new(TextSource::Generated {
-                bytes: p("--bytes") as usize,
-                seed: 1,
-            })
-            .map_err(|e| e.to_string());
-            corpus.and_then(|corpus| {
+            let make = |bytes: u64, size: String| -> Result<Workload<'static, _>, String> {
+                let corpus = Corpus::new(TextSource::Generated {
+                    bytes: bytes as usize,
+                    seed: 1,
+                })
+                .map_err(|e| e.to_string())?;
                 let wp = bench::WordcountParams {
                     counters: p("--counters") as usize,
                     batch: p("--batch") as usize,
@@ -558,22 +709,35 @@ fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
                     ..bench::WordcountParams::new(corpus, opts.workers)
                 };
                 let reference = wp.corpus.reference().clone();
-                alternate(
-                    world,
-                    &opts,
-                    |net, pl| crate::mpi_nets::wordcount(net, pl, &wp),
-                    |got| report_wrong(compare(&got, &reference)),
-                )
-            })
+                Ok(Workload::new(
+                    size,
+                    move |net, pl| crate::mpi_nets::wordcount(net, pl, &wp),
+                    move |got| report_wrong(compare(&got, &reference)),
+                ))
+            };
+            let bytes = p("--bytes");
+            let pilot = auto
+                .then(|| {
+                    let (n, size) = pilot_size(&opts, bytes, 64 << 10, "bytes");
+                    make(n, size)
+                })
+                .transpose();
+            pilot.and_then(|pilot| alternate(world, &opts, make(bytes, String::new())?, pilot))
         }
         _ => {
             let (size, hops, cap) = (p("--size") as usize, p("--hops"), p("--capacity") as usize);
-            alternate(
-                world,
-                &opts,
-                |net, pl| crate::mpi_nets::ring(net, pl, size, hops, cap),
-                report_wrong,
-            )
+            let make = |hops: u64, words: String| {
+                Workload::new(
+                    words,
+                    move |net, pl| crate::mpi_nets::ring(net, pl, size, hops, cap),
+                    report_wrong,
+                )
+            };
+            let pilot = auto.then(|| {
+                let (n, words) = pilot_size(&opts, hops, PILOT_MESSAGES, "hops");
+                make(n, words)
+            });
+            alternate(world, &opts, make(hops, String::new()), pilot)
         }
     };
     let rows = match rows {
@@ -591,8 +755,11 @@ fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
                 .iter()
                 .map(|(f, v)| format!("{}={v}", &f[2..]))
                 .collect();
+            let pilot = opts.auto.as_ref().map_or(String::new(), |a| {
+                format!(" (pilot 1/{} in {})", a.divisor, a.dir.display())
+            });
             println!(
-                "{app}  {} mapping={} rounds={} (medians; ratio to the one-rank run)",
+                "{app}  {} mapping={}{pilot} rounds={} (medians; ratio to the one-rank run)",
                 shown.join(" "),
                 opts.mapping,
                 opts.rounds
@@ -612,11 +779,26 @@ fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
                 }
                 o.insert("wall_ms".into(), r.ms.into());
                 o.insert("ratio".into(), (r.ms / base).into());
+                if let Some(a) = &r.auto {
+                    o.insert("pilot_ms".into(), a.pilot_ms.into());
+                    o.insert("pilot_run_ms".into(), a.pilot_run_ms.into());
+                    o.insert("plan_ms".into(), a.plan_ms.into());
+                    o.insert("total_ms".into(), a.total_ms.into());
+                    o.insert("pilot_size".into(), a.size.clone().into());
+                    o.insert("mapping_file".into(), a.file.clone().into());
+                    o.insert("pilot_logs".into(), a.logs.clone().into());
+                }
                 o.insert("verified".into(), r.verified.into());
                 println!("{}", serde_json::Value::Object(o));
             } else {
+                let auto = r.auto.as_ref().map_or(String::new(), |a| {
+                    format!(
+                        "  pilot {:.1} ms (run {:.1} + plan {:.1}), total {:.1} ms",
+                        a.pilot_ms, a.pilot_run_ms, a.plan_ms, a.total_ms
+                    )
+                });
                 println!(
-                    "{app}  {:<24} {:>9.1} ms  {:>5.2}x  verified {}",
+                    "{app}  {:<24} {:>9.1} ms  {:>5.2}x{auto}  verified {}",
                     r.label,
                     r.ms,
                     r.ms / base,

@@ -9,10 +9,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::mpi_bench::{alternate, AppOpts, AppRow};
-use rill::dist::{Net, Placement, World};
+use crate::mpi_bench::{alternate, pilot_size, AppOpts, AppRow, Workload};
+use rill::dist::{Net, World};
 use rill::PollSet;
 use rill_examples::apps::des::{DEFAULT_BATCH, DEFAULT_CAPACITY, DEFAULT_KEY, DEFAULT_STAGES};
+use rill_examples::dist_place::{apply, Placing};
 use rill_examples::kernels::des as k;
 
 type Msg<T> = (u64, Vec<T>);
@@ -104,15 +105,13 @@ fn build(
 /// if the collector ran here.
 fn run(
     mut net: Net,
-    placement: Option<Placement>,
+    placement: Option<Placing>,
     ks: &Arc<k::KeySchedule>,
     data: &Arc<Vec<u8>>,
 ) -> Result<(f64, Option<Vec<u8>>), String> {
     let out = Arc::new(Mutex::new(None));
     build(&mut net, ks.clone(), data.clone(), out.clone());
-    if let Some(p) = placement {
-        net.placement(p);
-    }
+    apply(&mut net, placement);
     let t0 = Instant::now();
     net.run().map_err(|e| e.to_string())?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -120,16 +119,28 @@ fn run(
     Ok((ms, v))
 }
 
-/// The DES rows (see [`crate::mpi_bench::alternate`]): the output checked
-/// byte for byte against the sequential cipher.
-pub fn rows(world: &World, bytes: usize, opts: &AppOpts) -> Result<Vec<AppRow>, String> {
+/// The network on `bytes` of generated input, its output checked byte
+/// for byte against the sequential cipher's.
+fn workload(bytes: usize, size: String) -> Result<Workload<'static, Vec<u8>>, String> {
     let ks = Arc::new(k::KeySchedule::from_hex(DEFAULT_KEY).map_err(|e| e.to_string())?);
     let data = Arc::new(k::generate_input(bytes, 1));
     let reference = k::encrypt_ecb(&ks, &data);
-    alternate(
-        world,
-        opts,
-        |net, p| run(net, p, &ks, &data),
-        |out| out == reference,
-    )
+    Ok(Workload::new(
+        size,
+        move |net, p| run(net, p, &ks, &data),
+        move |out| out == reference,
+    ))
+}
+
+/// The DES rows (see [`crate::mpi_bench::alternate`]); under auto the
+/// pilot encrypts 1/N of the bytes (at least 64 KiB, as one process's).
+pub fn rows(world: &World, bytes: usize, opts: &AppOpts) -> Result<Vec<AppRow>, String> {
+    let pilot = match opts.auto {
+        Some(_) => {
+            let (n, size) = pilot_size(opts, bytes as u64, 64 << 10, "bytes");
+            Some(workload(n as usize, size)?)
+        }
+        None => None,
+    };
+    alternate(world, opts, workload(bytes, String::new())?, pilot)
 }

@@ -12,10 +12,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::mpi_bench::{alternate, AppOpts, AppRow};
+use crate::mpi_bench::{alternate, pilot_size, AppOpts, AppRow, Workload};
 use rill::dist::{Net, Placement, RankTable, Wire, WireError, World};
 use rill::{PollSet, Reader, Writer};
 use rill_examples::apps::mc::{DEFAULT_BATCH, DEFAULT_CAPACITY, FEED_CAPACITY};
+use rill_examples::dist_place::{apply, Placing};
 use rill_examples::kernels::mc::{self as k, McParams, Partial, PathBatch};
 
 /// A record travelling down a chain, as it crosses ranks.
@@ -160,15 +161,13 @@ fn build(
 
 fn run(
     mut net: Net,
-    placement: Option<Placement>,
+    placement: Option<Placing>,
     params: &Arc<McParams>,
     paths: u64,
 ) -> Result<(f64, Option<(Partial, u64)>), String> {
     let out = Arc::new(Mutex::new(None));
     build(&mut net, params.clone(), paths, out.clone());
-    if let Some(p) = placement {
-        net.placement(p);
-    }
+    apply(&mut net, placement);
     let t0 = Instant::now();
     net.run().map_err(|e| e.to_string())?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -176,10 +175,10 @@ fn run(
     Ok((ms, v))
 }
 
-/// The MC rows (see [`crate::mpi_bench::alternate`]): every record
-/// counted, and the sums the same bits as the sequential price's (the
-/// merge is exact, so the prices are the same for the seed).
-pub fn rows(world: &World, paths: u64, opts: &AppOpts) -> Result<Vec<AppRow>, String> {
+/// The network on `paths` paths: every record counted, and the sums the
+/// same bits as the sequential price's (the merge is exact, so the prices
+/// are the same for the seed).
+fn workload(paths: u64, size: String) -> Workload<'static, (Partial, u64)> {
     let params = Arc::new(McParams::default());
     let records = k::batch_count(paths, DEFAULT_BATCH);
     let mut reference = Partial::default();
@@ -187,10 +186,22 @@ pub fn rows(world: &World, paths: u64, opts: &AppOpts) -> Result<Vec<AppRow>, St
         let (first, n) = k::batch_bounds(paths, DEFAULT_BATCH, b);
         reference.merge(&k::simulate_batch(&params, first, n));
     }
-    alternate(
-        world,
-        opts,
-        |net, p| run(net, p, &params, paths),
-        |(total, n)| n == records && total.paths == paths && total == reference,
+    Workload::new(
+        size,
+        move |net, p| run(net, p, &params, paths),
+        move |(total, n)| n == records && total.paths == paths && total == reference,
     )
+}
+
+/// The MC rows (see [`crate::mpi_bench::alternate`]); under auto the pilot
+/// prices 1/N of the paths, at least one process's floor (2,000, and four
+/// records per chain).
+pub fn rows(world: &World, paths: u64, opts: &AppOpts) -> Result<Vec<AppRow>, String> {
+    let pilot = opts.auto.as_ref().map(|_| {
+        let chains = (world.size() * opts.workers).max(2) as u64;
+        let floor = 2000u64.max(4 * chains * DEFAULT_BATCH as u64);
+        let (n, size) = pilot_size(opts, paths, floor, "paths");
+        workload(n, size)
+    });
+    alternate(world, opts, workload(paths, String::new()), pilot)
 }

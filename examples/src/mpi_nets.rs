@@ -12,17 +12,20 @@
 //! - wordcount: the one-process network (`crate::apps::wordcount`) with
 //!   the chunks, batches and counts as messages that cross ranks; the
 //!   merged counts are compared with the sequential count.
-//! - ant: the colony and one task per ant; the best schedule and cost
-//!   compared with the sequential colony's for the seed.
+//! - ant: the colony, one task per ant and a relay per other rank that
+//!   has ants (the colony crosses to a rank once per iteration); the best
+//!   schedule and cost compared with the sequential colony's for the
+//!   seed.
 //! - rt: the ray tracer's dealer, solvers and collector; the images'
 //!   checksum is compared with the sequential renderer's.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rill::dist::{Net, Placement, Wire, WireError};
-use rill::PollSet;
+use rill::dist::{Net, NetGraph, Wire, WireError};
+use rill::{PollSet, Writer};
 use rill_examples::bench::{verify_ring, SequenceCheck, WordcountParams};
+use rill_examples::dist_place::{apply, Placing};
 use rill_examples::kernels::ant as ak;
 use rill_examples::kernels::rt as rk;
 use rill_examples::kernels::wordcount::{self as kernels, Counts};
@@ -45,7 +48,7 @@ fn finish<T>(net: Net, out: &Out<T>) -> RunOn<T> {
 /// rank, the sink's verdict (`Err` with what went wrong).
 pub fn pipe(
     mut net: Net,
-    placement: Option<Placement>,
+    placement: Option<Placing>,
     depth: usize,
     messages: u64,
     capacity: usize,
@@ -84,9 +87,7 @@ pub fn pipe(
         }
         *o.lock().unwrap() = Some(verdict.and_then(|()| check.finish(messages).map_err(|e| e.0)));
     });
-    if let Some(p) = placement {
-        net.placement(p);
-    }
+    apply(&mut net, placement);
     finish(net, &out)
 }
 
@@ -94,7 +95,7 @@ pub fn pipe(
 /// `ring/check`, its verdict.
 pub fn ring(
     mut net: Net,
-    placement: Option<Placement>,
+    placement: Option<Placing>,
     size: usize,
     hops: u64,
     capacity: usize,
@@ -152,9 +153,7 @@ pub fn ring(
         };
         *o.lock().unwrap() = Some(verdict);
     });
-    if let Some(p) = placement {
-        net.placement(p);
-    }
+    apply(&mut net, placement);
     finish(net, &out)
 }
 
@@ -163,7 +162,7 @@ pub fn ring(
 /// words by counter ([`kernels::Batcher`]), `wc/count/k` counts them,
 /// `wc/merge` adds the counters' counts): wall ms on this rank and, on the
 /// merger's rank, the merged counts.
-pub fn wordcount(mut net: Net, placement: Option<Placement>, p: &WordcountParams) -> RunOn<Counts> {
+pub fn wordcount(mut net: Net, placement: Option<Placing>, p: &WordcountParams) -> RunOn<Counts> {
     let (k, batch, chunk, cap) = (p.counters, p.batch, p.chunk, p.capacity);
     let out: Out<Counts> = Arc::default();
     let (to_split, chunks_in) = net.stream::<String>(cap);
@@ -222,9 +221,7 @@ pub fn wordcount(mut net: Net, placement: Option<Placement>, p: &WordcountParams
         }
         *o.lock().unwrap() = Some(total);
     });
-    if let Some(p) = placement {
-        net.placement(p);
-    }
+    apply(&mut net, placement);
     finish(net, &out)
 }
 
@@ -243,7 +240,7 @@ pub type RtOut = Result<(u64, u32), String>;
 /// checksum and the images counted.
 pub fn rt(
     mut net: Net,
-    placement: Option<Placement>,
+    placement: Option<Placing>,
     scenes: u32,
     (width, height): (u32, u32),
     solvers: usize,
@@ -323,9 +320,7 @@ pub fn rt(
             ))
         });
     });
-    if let Some(p) = placement {
-        net.placement(p);
-    }
+    apply(&mut net, placement);
     finish(net, &out)
 }
 
@@ -357,37 +352,83 @@ impl Wire for SharedColony {
 /// `crate::apps::ant`: every iteration `ant/colony` sends the colony to
 /// every ant task, ant `a` runs [`ak::run_ant`] for `(a, iteration)` and
 /// answers its schedule and cost, and the colony reduces the answers in
-/// ant order and updates). Spawned colony first, then the ants, so the
-/// default blocks split the ants evenly. Wall ms on this rank and, on the
-/// colony's rank, the best schedule and its cost.
+/// ant order and updates). Placed as colony first, then the ants, so the
+/// default blocks split the ants evenly. The colony crosses to each other
+/// rank once per iteration: the ants of a rank other than the colony's
+/// are fed by `ant/relay/R`, pinned on that rank (beside its first ant),
+/// which receives the colony and hands one shared copy to each of them
+/// over local streams; the colony's own rank's ants get the colony's
+/// `Arc` directly (default size, 2 ranks × 1 worker in a quiet spell: 2.5 s
+/// with a copy per remote ant, 1.1 s with one per rank, level with 1 rank ×
+/// 2 workers; `docs/measurements/mpi.md#ant-relay`).
+/// Wall ms on this rank and, on the colony's rank, the best schedule and
+/// its cost.
 pub fn ant(
     mut net: Net,
-    placement: Option<Placement>,
+    placement: Option<Placing>,
     inst: &Arc<ak::Instance>,
     ants: u32,
     iterations: u32,
     seed: u64,
 ) -> RunOn<(Vec<u32>, u64)> {
     let out: Out<(Vec<u32>, u64)> = Arc::default();
-    let mut to_ants = Vec::new();
+    let mut names = vec!["ant/colony".to_string()];
+    names.extend((0..ants).map(|a| format!("ant/ant/{a}")));
+    // The placement first: the relays follow from where the ants run
+    // (parts cuts the colony's star of two streams per ant).
+    if let Some(p) = placement {
+        let mut g = NetGraph {
+            tasks: names.clone(),
+            pinned: vec![None; names.len()],
+            streams: Vec::new(),
+        };
+        for a in 1..names.len() {
+            g.streams.extend([(0, a), (a, 0)]);
+        }
+        let p = p.resolve(&g, net.ranks(), net.workers());
+        net.placement(p);
+    }
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let places = net.places_of(&refs).map_err(|e| e.to_string())?;
+    let colony_rank = places[0].0;
+    // Per rank other than the colony's: its relay's worker and its ants.
+    let mut relays: std::collections::BTreeMap<usize, (usize, Vec<usize>)> = Default::default();
+    for (a, &(rank, worker)) in places[1..].iter().enumerate() {
+        if rank != colony_rank {
+            relays.entry(rank).or_insert((worker, Vec::new())).1.push(a);
+        }
+    }
+    let mut feeds = Vec::new(); // the colony's writers: relays, then its rank's ants
+    let mut to_ant: Vec<Option<Writer<(u32, SharedColony)>>> = Vec::new();
     let mut from_ants = Vec::new();
     let mut ends = Vec::new();
     for _ in 0..ants {
         // One message per iteration is outstanding each way.
         let (w, r) = net.stream::<(u32, SharedColony)>(1);
         let (back_w, back) = net.stream::<(u32, Vec<u32>, u64)>(1);
-        to_ants.push(w);
+        to_ant.push(Some(w));
         from_ants.push(back);
         ends.push((r, back_w));
     }
+    let mut relay_tasks = Vec::new();
+    for (&rank, (worker, members)) in &relays {
+        let (w, r) = net.stream::<(u32, SharedColony)>(1);
+        feeds.push(w);
+        let outs: Vec<_> = members
+            .iter()
+            .map(|&a| to_ant[a].take().expect("each ant is fed once"))
+            .collect();
+        relay_tasks.push((rank, *worker, r, outs));
+    }
+    feeds.extend(to_ant.into_iter().flatten());
     let (i, o) = (inst.clone(), out.clone());
     net.spawn_with(
         "ant/colony",
-        (to_ants, from_ants),
-        move |(mut to_ants, mut from_ants)| {
+        (feeds, from_ants),
+        move |(mut feeds, mut from_ants)| {
             let mut colony = Arc::new(ak::Colony::new(&i, ak::AcoParams::default()));
             for it in 0..iterations {
-                for w in to_ants.iter_mut() {
+                for w in feeds.iter_mut() {
                     if w.write((it, SharedColony(colony.clone()))).is_err() {
                         return;
                     }
@@ -408,7 +449,7 @@ pub fn ant(
                 // this updates in place unless a copy still waits to cross.
                 ak::update(Arc::make_mut(&mut colony), &schedule, cost);
             }
-            drop(to_ants); // ends the ants
+            drop(feeds); // ends the relays and the ants
             if let Some(best) = colony.best.clone() {
                 *o.lock().unwrap() = Some(best);
             }
@@ -426,8 +467,22 @@ pub fn ant(
             }
         });
     }
-    if let Some(p) = placement {
-        net.placement(p);
+    for (rank, worker, input, outs) in relay_tasks {
+        net.spawn_with_on(
+            rank,
+            worker,
+            format!("ant/relay/{rank}"),
+            (input, outs),
+            |(input, mut outs)| {
+                for (it, colony) in input {
+                    for w in outs.iter_mut() {
+                        if w.write((it, SharedColony(colony.0.clone()))).is_err() {
+                            return;
+                        }
+                    }
+                }
+            },
+        );
     }
     finish(net, &out)
 }

@@ -338,3 +338,52 @@ fn idle_workers_carry_a_ping_pong_between_ranks() {
         );
     }
 }
+
+/// A task pinned with `spawn_with_on` runs where it says and does not
+/// count in the placement: the other tasks' places are what `places_of`
+/// gave before the pinned one was added; `graph` lists every stream's
+/// two tasks.
+#[test]
+fn pinned_tasks_run_where_pinned_and_leave_the_placement_alone() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let results = on_ranks(2, 1, move |net| {
+        let before = net.places_of(&["a", "b", "c", "d"]).unwrap();
+        assert_eq!(before, vec![(0, 0), (0, 0), (1, 0), (1, 0)]);
+        let (w1, r1) = net.stream::<u64>(2);
+        let (w2, r2) = net.stream::<u64>(2);
+        let (w3, r3) = net.stream::<(u64, u64)>(2);
+        net.spawn_with("a", w1, |mut w| w.write(7).unwrap());
+        // Pinned to rank 1 between "a" and "b": the blocks stay a,b | c,d.
+        net.spawn_with_on(1, 0, "relay", (r1, w2), |(r, mut w)| {
+            for v in r {
+                w.write(v + 1).unwrap();
+            }
+        });
+        net.spawn_with("b", (r2, w3), |(r, mut w)| {
+            for v in r {
+                w.write((v, 0)).unwrap();
+            }
+        });
+        net.spawn("c", || {});
+        let s = s.clone();
+        net.spawn_with("d", r3, move |r| s.lock().unwrap().extend(r));
+        let g = net.graph();
+        assert_eq!(g.tasks, ["a", "relay", "b", "c", "d"]);
+        assert_eq!(g.pinned[1], Some((1, 0)));
+        assert_eq!(g.streams, vec![(0, 1), (1, 2), (2, 4)]);
+        let plan = net.plan().unwrap();
+        let at: Vec<(usize, usize)> = plan.iter().map(|(_, r, w)| (*r, *w)).collect();
+        assert_eq!(at, vec![(0, 0), (1, 0), (0, 0), (1, 0), (1, 0)]);
+    });
+    for r in &results {
+        let s = r.as_ref().expect("every rank ends");
+        assert_eq!(s.local_tasks, if s.rank == 0 { 2 } else { 3 });
+    }
+    assert_eq!(*seen.lock().unwrap(), vec![(8, 0)]);
+    let out_of_range = on_ranks(2, 1, |net| net.spawn_with_on(2, 0, "x", (), |()| {}));
+    for r in out_of_range {
+        let e = r.expect_err("a pin past the ranks is refused").to_string();
+        assert!(e.contains("pinned to rank 2"), "{e}");
+    }
+}

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex};
 pub use bridge::BridgeStats;
 #[cfg(feature = "mpi")]
 pub use mpi::World;
-pub use net::{Bridging, Net, NetEnds, NetStats};
+pub use net::{Bridging, Net, NetEnds, NetGraph, NetStats};
 pub use place::{Placement, RankTable};
 pub use transport::{Loopback, Transport};
 pub use wire::{Wire, WireError};

@@ -130,7 +130,25 @@ type Build = Box<dyn FnOnce(Here, &mut Runtime, &mut Bridging) -> Result<(), Dis
 struct Pending {
     name: String,
     ends: Vec<(u64, Side)>,
+    /// The rank and worker given at spawn ([`Net::spawn_with_on`]); `None`:
+    /// where the placement puts it.
+    pinned: Option<(usize, usize)>,
     build: Build,
+}
+
+/// A network's tasks and streams as built so far ([`Net::graph`]): what
+/// a placement that cuts the stream graph needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetGraph {
+    /// The tasks' names in spawn order.
+    pub tasks: Vec<String>,
+    /// Per task, the rank and worker it was pinned to
+    /// ([`Net::spawn_with_on`]); `None` for a task the placement places.
+    pub pinned: Vec<Option<(usize, usize)>>,
+    /// One entry per network stream handed to two tasks: the writing
+    /// task's and the reading task's index in `tasks`, in the order the
+    /// streams were made.
+    pub streams: Vec<(usize, usize)>,
 }
 
 /// How a network's run went on this rank.
@@ -252,13 +270,42 @@ impl Net {
         E: NetEnds,
         F: FnOnce(E) + Send + 'static,
     {
-        let name = name.into();
+        self.add(name.into(), None, ends, f);
+    }
+
+    /// Adds the task `name` on rank `rank`, worker `worker`, whatever the
+    /// placement (see [`spawn_with`](Self::spawn_with)): a task whose
+    /// place follows from others' (a relay on the rank of the tasks it
+    /// feeds, found with [`places_of`](Self::places_of)). Pinned tasks do
+    /// not count in the placement: the others are placed as if they were
+    /// the network's only tasks. A rank or worker past the run's is an
+    /// error of [`run`](Self::run).
+    pub fn spawn_with_on<E, F>(
+        &mut self,
+        rank: usize,
+        worker: usize,
+        name: impl Into<Cow<'static, str>>,
+        ends: E,
+        f: F,
+    ) where
+        E: NetEnds,
+        F: FnOnce(E) + Send + 'static,
+    {
+        self.add(name.into(), Some((rank, worker)), ends, f);
+    }
+
+    fn add<E, F>(&mut self, name: Cow<'static, str>, pinned: Option<(usize, usize)>, ends: E, f: F)
+    where
+        E: NetEnds,
+        F: FnOnce(E) + Send + 'static,
+    {
         let mut seen = Vec::new();
         ends.visit(&mut |id, side| seen.push((id, side)));
         let task_name = name.clone();
         self.pending.push(Pending {
             name: name.into_owned(),
             ends: seen,
+            pinned,
             build: Box::new(move |here, rt, bridging| match here {
                 Here::Local(worker) => rt
                     .try_spawn_with_on(worker, task_name, ends, f)
@@ -282,14 +329,64 @@ impl Net {
 
     /// The (rank, worker) of each task added so far, in spawn order.
     pub fn plan(&self) -> Result<Vec<(String, usize, usize)>, DistError> {
-        let names: Vec<&str> = self.pending.iter().map(|p| p.name.as_str()).collect();
-        let at = place::place(&self.placement, &names, self.ranks, self.workers())
-            .map_err(DistError::Placement)?;
-        Ok(names
+        let free: Vec<&str> = self
+            .pending
             .iter()
-            .zip(at)
-            .map(|(n, (r, w))| (n.to_string(), r, w))
-            .collect())
+            .filter(|p| p.pinned.is_none())
+            .map(|p| p.name.as_str())
+            .collect();
+        let mut placed = self.places_of(&free)?.into_iter();
+        let workers = self.workers();
+        self.pending
+            .iter()
+            .map(|p| {
+                let (r, w) = match p.pinned {
+                    Some((r, w)) if r >= self.ranks || w >= workers => {
+                        return Err(DistError::Placement(format!(
+                            "task '{}' is pinned to rank {r} worker {w}, but the run has {} rank(s) of {workers} worker(s)",
+                            p.name, self.ranks
+                        )))
+                    }
+                    Some(at) => at,
+                    None => placed.next().expect("a place per free task"),
+                };
+                Ok((p.name.clone(), r, w))
+            })
+            .collect()
+    }
+
+    /// Where the placement puts tasks named `names`, spawned in this order
+    /// (not counting pinned tasks): what [`plan`](Self::plan) will say of
+    /// them once they are the network's tasks. A network whose wiring
+    /// depends on where its tasks run (a relay per rank) asks before it
+    /// spawns them.
+    pub fn places_of(&self, names: &[&str]) -> Result<Vec<(usize, usize)>, DistError> {
+        place::place(&self.placement, names, self.ranks, self.workers())
+            .map_err(DistError::Placement)
+    }
+
+    /// The tasks and streams added so far (see [`NetGraph`]).
+    pub fn graph(&self) -> NetGraph {
+        let mut ends: HashMap<u64, (Option<usize>, Option<usize>)> = HashMap::new();
+        for (i, p) in self.pending.iter().enumerate() {
+            for &(id, side) in &p.ends {
+                let e = ends.entry(id).or_default();
+                match side {
+                    Side::Writer => e.0 = Some(i),
+                    Side::Reader => e.1 = Some(i),
+                }
+            }
+        }
+        let mut streams: Vec<(u32, usize, usize)> = ends
+            .into_iter()
+            .filter_map(|(id, e)| Some((*self.streams.get(&id)?, e.0?, e.1?)))
+            .collect();
+        streams.sort_unstable();
+        NetGraph {
+            tasks: self.pending.iter().map(|p| p.name.clone()).collect(),
+            pinned: self.pending.iter().map(|p| p.pinned).collect(),
+            streams: streams.into_iter().map(|(_, w, r)| (w, r)).collect(),
+        }
     }
 
     /// Places the tasks, runs this rank's, carries the cross-rank streams,

@@ -64,13 +64,8 @@ impl RankTable {
         let mut t = RankTable::new();
         for (n, raw) in text.lines().enumerate() {
             let at = |e: String| e.replace("line 1", &format!("line {}", n + 1));
-            // A comment starts at a `#` after the last quote.
-            let quote_end = raw.rfind('"').map_or(0, |i| i + 1);
-            let body = match raw[quote_end..].find('#') {
-                Some(i) => &raw[..quote_end + i],
-                None => raw,
-            }
-            .trim_end();
+            let body = strip_comment(raw).trim_end();
+            let quote_end = body.rfind('"').map_or(0, |i| i + 1);
             let value_at = body
                 .rfind(|c: char| c == '=' || c.is_whitespace())
                 .map_or(0, |i| i + 1)
@@ -120,6 +115,22 @@ impl RankTable {
     pub fn entries(&self) -> &[(String, usize, usize)] {
         &self.entries
     }
+}
+
+/// `line` up to its comment: a `#` outside a quoted name (where `\"`
+/// and `\\` are escapes, as [`ManualTable::parse`] reads them).
+fn strip_comment(line: &str) -> &str {
+    let (mut quoted, mut escaped) = (false, false);
+    for (i, c) in line.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            '#' if !quoted => return &line[..i],
+            _ => {}
+        }
+    }
+    line
 }
 
 /// Places `names` (in spawn order) over `ranks` × `workers`: each task's
@@ -187,6 +198,14 @@ mod tests {
         assert!(e.contains("line 1") && e.contains("RANK:WORKER"), "{e}");
         let e = RankTable::parse("ok = 0:0\nx = a:1").unwrap_err();
         assert!(e.contains("line 2"), "{e}");
+        // Comments may quote, and quoted names may hold a `#`.
+        let t = RankTable::parse(
+            "# Lines are \"task name\" = RANK:WORKER;\n\"a#b\" = 1:0 # \"x\" = 0:0\n\"q\\\"#\" = 0:1\n",
+        )
+        .unwrap();
+        assert_eq!(t.entries().len(), 2, "{t:?}");
+        assert_eq!(t.lookup("a#b"), Some((1, 0)));
+        assert_eq!(t.lookup("q\"#"), Some((0, 1)));
     }
 
     #[test]
