@@ -11,7 +11,7 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use common::{scale, with_timeout};
+use common::{scale, with_progress_guard};
 use rill::Runtime;
 /// A run whose reader is fed by a thread outside the run, one
 /// message at a time: the outside thread writes message `i` only after the
@@ -20,7 +20,7 @@ use rill::Runtime;
 /// another. `c` yields beside the reader on worker 0, so that worker never
 /// idles: a miss is found by the liveness rule's barrier (the ticker's, or
 /// with one worker the worker's own), not by a settle before parking.
-fn outside_writer(n: u64, workers: usize) -> u64 {
+fn outside_writer(n: u64, workers: usize, got: Arc<AtomicU64>) -> u64 {
     // `a` and `c` share worker 0, so that worker never idles.
     let table = rill::ManualTable::new().with("a", 0).with("c", 0);
     let mut rt = Runtime::builder()
@@ -30,7 +30,6 @@ fn outside_writer(n: u64, workers: usize) -> u64 {
         .build()
         .expect("config");
     let (mut sw, mut sr) = rill::stream::<u64>(4);
-    let got = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let (got2, got3, done2) = (got.clone(), got.clone(), done.clone());
     let writer = std::thread::spawn(move || {
@@ -71,13 +70,19 @@ fn outside_writer(n: u64, workers: usize) -> u64 {
 #[test]
 fn an_outside_writer_is_not_missed_on_one_or_two_workers() {
     let (r, n) = scale();
-    // A handshake per message (about 1.5 µs): 20 rounds at most.
+    // A handshake per message (about 1.5 µs on a quiet host, far more on a
+    // loaded one): 20 rounds at most. A missed write that nothing finds
+    // stops the messages for good; the guard fails the test when none
+    // arrives for 30 s, however long the round takes.
     for workers in [1, 2] {
         for round in 0..r.min(20) {
-            let got = with_timeout(
+            let progress = Arc::new(AtomicU64::new(0));
+            let p = progress.clone();
+            let got = with_progress_guard(
                 &format!("outside writer, {workers} worker(s), round {round}"),
-                60,
-                move || outside_writer(n, workers),
+                30,
+                progress,
+                move || outside_writer(n, workers, p),
             );
             assert_eq!(got, n, "every message arrives");
         }

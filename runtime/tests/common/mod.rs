@@ -40,6 +40,52 @@ where
     }
 }
 
+/// Runs `f` on its own thread and returns its result; fails the test when
+/// `progress` (a counter `f` advances) stays the same for `quiet_secs`
+/// seconds: a hang, told apart from a run that a loaded host only slows
+/// down (a total-time bound is a figure the machine decides). Re-raises
+/// `f`'s panic.
+pub fn with_progress_guard<T, F>(
+    what: &str,
+    quiet_secs: u64,
+    progress: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    f: F,
+) -> T
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    use std::sync::atomic::Ordering;
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::Builder::new()
+        .name(format!("guard:{what}"))
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .expect("spawn guard thread");
+    let (mut seen, mut since) = (progress.load(Ordering::Relaxed), std::time::Instant::now());
+    loop {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(v) => {
+                h.join().expect("guard thread");
+                return v;
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let now = progress.load(Ordering::Relaxed);
+                if now != seen {
+                    (seen, since) = (now, std::time::Instant::now());
+                } else if since.elapsed() >= Duration::from_secs(quiet_secs) {
+                    panic!("{what}: no progress for {quiet_secs} s, stuck at {now} (the run hangs)")
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => match h.join() {
+                Err(p) => std::panic::resume_unwind(p),
+                Ok(()) => unreachable!("the guard thread ended without a result"),
+            },
+        }
+    }
+}
+
 /// Every mapping policy, set up for `workers` workers and for task names
 /// that start with the given prefixes.
 pub fn mappings(workers: usize, prefixes: &[&str]) -> Vec<(String, Mapping)> {
