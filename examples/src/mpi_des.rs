@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use crate::mpi_bench::{alternate, AppOpts, AppRow};
 use rill::dist::{Net, Placement, World};
@@ -113,11 +112,7 @@ fn run(
     if let Some(p) = placement {
         net.placement(p);
     }
-    let t0 = Instant::now();
-    net.run().map_err(|e| e.to_string())?;
-    let ms = t0.elapsed().as_secs_f64() * 1e3;
-    let v = out.lock().unwrap().take();
-    Ok((ms, v))
+    crate::mpi_nets::finish(net, &out)
 }
 
 /// The DES rows (see [`crate::mpi_bench::alternate`]): the output checked

@@ -38,6 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
+use rill::dist::{Wire, WireError};
 use rill::{ManualTable, Reader, Writer};
 
 use super::auto::{pilot_size, Pilot};
@@ -130,12 +131,52 @@ impl McConfig {
     }
 }
 
-/// A record travelling down a chain.
-enum Rec {
+/// A record travelling down a chain (the network across ranks,
+/// `rill-bench mc` under mpirun, sends it between ranks as it is: [`Wire`]).
+pub enum Rec {
     /// Paths still being stepped.
     Paths(PathBatch),
     /// The payoff sums of a finished record.
     Done(Partial),
+}
+
+impl Wire for Rec {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Rec::Paths(b) => {
+                out.push(0);
+                b.first_path.encode(out);
+                b.log_s.encode(out);
+                b.steps_done.encode(out);
+            }
+            Rec::Done(p) => {
+                out.push(1);
+                p.paths.encode(out);
+                p.sum_call.encode(out);
+                p.sumsq_call.encode(out);
+                p.sum_put.encode(out);
+                p.sumsq_put.encode(out);
+            }
+        }
+    }
+
+    fn decode(input: &mut &[u8]) -> Result<Self, WireError> {
+        Ok(match u8::decode(input)? {
+            0 => Rec::Paths(PathBatch {
+                first_path: u64::decode(input)?,
+                log_s: Vec::decode(input)?,
+                steps_done: u32::decode(input)?,
+            }),
+            1 => Rec::Done(Partial {
+                paths: u64::decode(input)?,
+                sum_call: u128::decode(input)?,
+                sumsq_call: u128::decode(input)?,
+                sum_put: u128::decode(input)?,
+                sumsq_put: u128::decode(input)?,
+            }),
+            _ => return Err(WireError::Invalid("Rec")),
+        })
+    }
 }
 
 /// What the network computed.
@@ -151,9 +192,10 @@ pub struct McOutput {
     pub cross_links: u64,
 }
 
-/// Counters the stages share.
-#[derive(Default)]
-struct Links {
+/// Counters the stages share: the links between stages made as the chains
+/// unfolded, and those that cross workers.
+#[derive(Debug, Default)]
+pub struct Links {
     made: AtomicU64,
     cross: AtomicU64,
 }
@@ -168,9 +210,13 @@ fn current_worker() -> usize {
     rill::current().map(|t| t.worker).unwrap_or(0)
 }
 
-/// Stage `j` of chain `chain`: steps records, unfolding the chain on demand.
+/// Stage `j` of chain `chain`: steps records, unfolding the chain on demand
+/// (stage `j + 1` spawned beside it, with streams of `cap`; the links
+/// counted in `links`, a link from a stage on `parent_worker`, when given,
+/// as crossing or not). The network across ranks runs the same stages: a
+/// chain's stages after the first are spawned on its rank.
 #[allow(clippy::too_many_arguments)]
-fn stage(
+pub fn stage(
     params: Arc<McParams>,
     chain: usize,
     j: u32,
