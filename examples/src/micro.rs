@@ -15,7 +15,7 @@ use crate::bench::{
 };
 use crate::engines::{monitor_name, Bench, Engine};
 use crate::mapping::MappingChoice;
-use crate::net::{monitor_config, rill_figures, rill_runtime, NetSpec, RillNet, Slot};
+use crate::net::{monitor_config, rill_figures, rill_runtime, NetSpec, RillNet};
 use crate::nets;
 use crate::peers::{threads, tokio_rt};
 
@@ -126,25 +126,20 @@ pub fn micro(row: MicroRow, n: u64, mon: &MonitorConfig) -> Result<(Measurement,
     match row {
         MicroRow::Yield => {
             let mut rt = runtime(1, 16, mon)?;
-            let t: Slot<Duration> = Slot::default();
-            let t2 = t.clone();
-            rt.spawn("micro/yield", move || {
+            let (wall, stats) = rt.run_main_as("micro/yield", move || {
                 let t0 = Instant::now();
                 for _ in 0..n {
                     rill::yield_now();
                 }
-                t2.put(t0.elapsed());
-            });
-            let stats = rt.run()?;
-            Ok(timed(t.take("yield")?, stats))
+                t0.elapsed()
+            })?;
+            Ok(timed(wall, stats))
         }
         MicroRow::Spawn => {
             let mut rt = runtime(1, 16, mon)?;
-            let t: Slot<Duration> = Slot::default();
-            let t2 = t.clone();
             let done = Arc::new(AtomicU64::new(0));
             let d2 = done.clone();
-            rt.spawn("micro/spawner", move || {
+            let (wall, stats) = rt.run_main_as("micro/spawner", move || {
                 let t0 = Instant::now();
                 let batch = 64;
                 let mut spawned = 0;
@@ -161,13 +156,12 @@ pub fn micro(row: MicroRow, n: u64, mon: &MonitorConfig) -> Result<(Measurement,
                 while d2.load(Ordering::Relaxed) < n {
                     rill::yield_now();
                 }
-                t2.put(t0.elapsed());
-            });
-            let stats = rt.run()?;
+                t0.elapsed()
+            })?;
             if done.load(Ordering::Relaxed) != n {
                 bail!("spawn: {} of {n} tasks ran", done.load(Ordering::Relaxed));
             }
-            Ok(timed(t.take("spawn")?, stats))
+            Ok(timed(wall, stats))
         }
         // The spec of the rows on the nets: on worker 0 and 1 of a
         // round-robin runtime.
@@ -187,14 +181,10 @@ pub fn micro(row: MicroRow, n: u64, mon: &MonitorConfig) -> Result<(Measurement,
         }
         MicroRow::IdleCpu => {
             let mut rt = runtime(2, 16, mon)?;
-            let m: Slot<Result<Measurement>> = Slot::default();
-            let m2 = m.clone();
-            // Worker 1 has nothing to do; this task blocks worker 0 in the OS.
-            rt.try_spawn_on(0, "micro/sleeper", move || {
-                m2.put(measure_idle_cpu());
-            })?;
-            let stats = rt.run()?;
-            Ok((m.take("idle_cpu")??, stats))
+            // Worker 1 has nothing to do; this task, the run's only one (so
+            // round-robin puts it on worker 0), blocks worker 0 in the OS.
+            let (m, stats) = rt.run_main_as("micro/sleeper", measure_idle_cpu)?;
+            Ok((m?, stats))
         }
     }
 }

@@ -42,7 +42,7 @@ use rill::{ManualTable, Reader, Writer};
 use super::auto::{pilot_size, Pilot};
 use serde::Serialize;
 
-use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, Slot};
+use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun};
 use crate::kernels::ant::{self as k, AcoParams, Colony, Instance};
 
 /// An ant colony application run's configuration.
@@ -207,7 +207,6 @@ impl Ant {
             ..
         } = self.cfg;
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::default();
         let mut to_ants = Vec::new();
         let mut from_ants = Vec::new();
         for a in 0..ants {
@@ -222,13 +221,17 @@ impl Ant {
             });
         }
         let inst = self.inst.clone();
-        let result = slot.clone();
-        rt.spawn("ant/colony", move || {
-            if let Some(best) = colony_task(&inst, iterations, to_ants, from_ants) {
-                result.put(best);
-            }
-        });
-        run_timed(rt, &slot, "ant colony")
+        let r = run_timed(rt, "ant/colony", "ant colony", move || {
+            colony_task(&inst, iterations, to_ants, from_ants)
+        })?;
+        let value = r
+            .value
+            .ok_or_else(|| anyhow!("the ant colony network ended without a result"))?;
+        Ok(NetRun {
+            value,
+            wall: r.wall,
+            stats: r.stats,
+        })
     }
 }
 

@@ -35,9 +35,7 @@ use rill::ManualTable;
 use super::auto::{pilot_size, Pilot};
 use serde::Serialize;
 
-use super::{
-    fnv64, run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, PollSet, Slot,
-};
+use super::{fnv64, run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, PollSet};
 use crate::kernels::des::{self as k, KeySchedule, BLOCK_BYTES};
 
 /// The default key (the classic worked-example key).
@@ -208,7 +206,6 @@ impl Des {
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
         let batch = net.batch;
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::default();
 
         let mut to_pipes = Vec::with_capacity(p);
         let mut from_pipes = PollSet::new();
@@ -270,8 +267,7 @@ impl Des {
             }
         });
 
-        let result = slot.clone();
-        rt.spawn("des/collect", move || {
+        run_timed(rt, "des/collect", "DES", move || {
             let mut out: Vec<u8> = Vec::with_capacity(0);
             let mut pending: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
             let mut next = 0u64;
@@ -286,11 +282,10 @@ impl Des {
                 }
             }
             if !pending.is_empty() {
-                result.put(Err(format!(
+                return Err(format!(
                     "message {next} never arrived ({} later ones did)",
                     pending.len()
-                )));
-                return;
+                ));
             }
             if decrypt {
                 match k::pkcs7_unpad(&out) {
@@ -299,8 +294,7 @@ impl Des {
                         out.truncate(n);
                     }
                     Err(e) => {
-                        result.put(Err(format!("the decrypted data has {e}")));
-                        return;
+                        return Err(format!("the decrypted data has {e}"));
                     }
                 }
             }
@@ -310,13 +304,11 @@ impl Des {
                     f.flush()
                 });
                 if let Err(e) = written {
-                    result.put(Err(format!("writing {}: {e}", path.display())));
-                    return;
+                    return Err(format!("writing {}: {e}", path.display()));
                 }
             }
-            result.put(Ok(out));
-        });
-        run_timed(rt, &slot, "DES")
+            Ok(out)
+        })
     }
 }
 

@@ -44,7 +44,7 @@ use rill::{ManualTable, Reader, Writer};
 use super::auto::{pilot_size, Pilot};
 use serde::Serialize;
 
-use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, PollSet, Slot};
+use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, PollSet};
 use crate::kernels::mc::{self as k, McParams, Partial, PathBatch};
 
 /// Default paths per record: records this small make a fine-grained
@@ -285,7 +285,6 @@ impl Mc {
         let (paths, batch) = (self.cfg.paths, self.cfg.net.batch);
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::default();
         let links = Arc::new(Links::default());
 
         let mut exits = Vec::with_capacity(chains);
@@ -321,9 +320,8 @@ impl Mc {
             }
         });
 
-        let result = slot.clone();
         let params = self.params.clone();
-        rt.spawn("mc/collect", move || {
+        let r = run_timed(rt, "mc/collect", "Monte Carlo", move || {
             let mut total = Partial::default();
             let mut records = 0u64;
             for (_, rec) in from_chains {
@@ -341,9 +339,8 @@ impl Mc {
                 total.merge(&part);
                 records += 1;
             }
-            result.put((total, records));
-        });
-        let r = run_timed(rt, &slot, "Monte Carlo")?;
+            (total, records)
+        })?;
         let (total, records) = r.value;
         Ok(NetRun {
             value: McOutput {

@@ -47,7 +47,6 @@ use anyhow::{anyhow, Context, Result};
 use rill::{ManualTable, MonitorFlags, RunStats, Runtime};
 
 pub use crate::mapping::{mapping_file, mapping_for, AutoFigures, MappingChoice};
-pub(crate) use crate::net::Slot;
 pub(crate) use rill::PollSet;
 use serde::Serialize;
 use serde_json::Value;
@@ -164,15 +163,19 @@ pub struct NetRun<T> {
     pub stats: RunStats,
 }
 
-/// Runs `rt` and times it; then takes the network's result from `slot`.
-pub(crate) fn run_timed<T>(mut rt: Runtime, slot: &Slot<T>, what: &str) -> Result<NetRun<T>> {
+/// Runs `rt` with `collect` as its last task `name` (the network's collector,
+/// whose value is the network's result: [`Runtime::run_main_as`], so that
+/// it is placed and named as when it was spawned last), and times the run.
+pub(crate) fn run_timed<T: Send + 'static>(
+    mut rt: Runtime,
+    name: &'static str,
+    what: &str,
+    collect: impl FnOnce() -> T + Send + 'static,
+) -> Result<NetRun<T>> {
     let t0 = Instant::now();
-    let res = rt.run();
+    let res = rt.run_main_as(name, collect);
     let wall = t0.elapsed();
-    let stats = res.with_context(|| format!("the {what} network failed"))?;
-    let value = slot
-        .take(what)
-        .map_err(|_| anyhow!("the {what} network ended without a result"))?;
+    let (value, stats) = res.with_context(|| format!("the {what} network failed"))?;
     Ok(NetRun { value, wall, stats })
 }
 

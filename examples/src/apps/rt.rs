@@ -34,7 +34,7 @@ use rill::{ManualTable, Writer};
 use super::auto::{pilot_size, Pilot};
 use serde::Serialize;
 
-use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, PollSet, Slot};
+use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, PollSet};
 use crate::kernels::rt::{self as k, Checksum, Image, Scene};
 
 /// Solvers in the network.
@@ -160,7 +160,6 @@ impl Rt {
         let out_dir = self.cfg.out_dir.clone();
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::default();
 
         let mut ready = PollSet::new();
         let mut jobs: Vec<Option<Writer<Job>>> = Vec::new();
@@ -208,8 +207,7 @@ impl Rt {
             }
         });
 
-        let result = slot.clone();
-        rt.spawn("rt/collect", move || {
+        run_timed(rt, "rt/collect", "ray tracer", move || {
             let mut pending: BTreeMap<u32, Image> = BTreeMap::new();
             let mut next = 0u32;
             let mut sum = Checksum::new();
@@ -236,7 +234,7 @@ impl Rt {
                     next += 1;
                 }
             }
-            result.put(match error {
+            match error {
                 Some(e) => Err(e),
                 None if !pending.is_empty() => Err(format!(
                     "scene {next} never arrived ({} later ones did)",
@@ -247,9 +245,8 @@ impl Rt {
                     images: next,
                     per_solver,
                 }),
-            });
-        });
-        run_timed(rt, &slot, "ray tracer")
+            }
+        })
     }
 }
 
