@@ -259,7 +259,7 @@ impl Stats {
 fn engine_cell(job: &Job, engine: Engine, outcomes: &[Outcome]) -> Result<Stats, String> {
     let mine: Vec<&Outcome> = outcomes
         .iter()
-        .filter(|o| o.engine == engine && o.job == *job)
+        .filter(|o| o.engine == engine && o.job.is(job))
         .collect();
     let failed: Vec<&String> = mine
         .iter()
@@ -321,7 +321,7 @@ pub fn write_tables(
     engines: &[Engine],
     outcomes: &[Outcome],
 ) -> io::Result<()> {
-    let repeat = command.common().map_or(1, |c| c.repeat);
+    let repeat = command.run_args().map_or(1, |c| c.repeat);
     let micro = matches!(command, Command::Micro(_));
     if let Some(first) = jobs.first() {
         writeln!(
@@ -345,9 +345,15 @@ pub fn write_tables(
             .collect();
         let rill = cells.iter().find(|(e, _)| is_rill(*e)).map(|(_, c)| c);
         for (engine, cell) in &cells {
-            let mut row = match job {
-                Job::Micro(p) => vec![p.row.name().to_string()],
-                _ => Vec::new(),
+            let mut row: Vec<String> = if micro {
+                job.bench()
+                    .params()
+                    .row
+                    .into_iter()
+                    .map(String::from)
+                    .collect()
+            } else {
+                Vec::new()
             };
             row.extend([engine.name().to_string(), unit(job).to_string()]);
             match cell {
@@ -368,7 +374,7 @@ pub fn write_tables(
     for job in jobs {
         let auto: Vec<&AutoFigures> = outcomes
             .iter()
-            .filter(|o| o.job == *job)
+            .filter(|o| o.job.is(job))
             .filter_map(|o| o.result.as_ref().ok())
             .filter_map(|m| m.figures.auto.as_ref())
             .collect();
@@ -402,15 +408,16 @@ pub fn crosses_workers(job: &Job) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::BenchOpts;
     use crate::bench::{MicroParams, MicroRow, PipeParams, RingParams};
     use crate::engines::Engine::{Rill, Threads, Tokio};
     use std::time::Duration;
 
     fn pipe_job() -> Job {
-        Job::Pipe(PipeParams {
+        Job::new(PipeParams {
+            opts: BenchOpts::on(2),
             depth: 4,
             messages: 10,
-            workers: 2,
             ..PipeParams::default()
         })
     }
@@ -465,7 +472,7 @@ mod tests {
     #[test]
     fn json_line_for_ring_micro_and_errors() {
         let ring = Outcome {
-            job: Job::Ring(RingParams::default()),
+            job: Job::new(RingParams::default()),
             engine: Tokio,
             run: 0,
             result: Ok(Measurement::new(Duration::from_millis(1), 1000)),
@@ -482,7 +489,7 @@ mod tests {
             assert!(v.get(key).is_some(), "missing {key} in {v}");
         }
         let idle = Outcome {
-            job: Job::Micro(MicroParams::new(MicroRow::IdleCpu, 8)),
+            job: Job::new(MicroParams::new(MicroRow::IdleCpu, 8)),
             engine: Threads,
             run: 0,
             result: Ok(

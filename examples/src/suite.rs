@@ -18,7 +18,9 @@ use serde::Serialize;
 
 use crate::apps::auto::AutoPlan;
 use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice};
-use crate::bench::{ParamError, PipeParams, Placement, RingParams, SieveParams, WordcountParams};
+use crate::bench::{
+    BenchOpts, ParamError, PipeParams, Placement, RingParams, SieveParams, WordcountParams,
+};
 use crate::cli::{AllArgs, AppCommand, CliError, CompareArgs, Summary};
 use crate::engines::Engine;
 use crate::engines::Job;
@@ -575,9 +577,11 @@ fn all_apps(quick: bool) -> anyhow::Result<Vec<Box<dyn App>>> {
 #[derive(Clone, Debug, Serialize)]
 struct Row {
     bench: String,
-    /// The pipe's and ring's placement of rill's tasks (the same job for
-    /// every engine of it; the peers place their own).
-    placement: Option<&'static str>,
+    /// What tells a benchmark's job apart from its others in the suite
+    /// ([`crate::engines::Bench::variant`]: the pipe's and the ring's
+    /// placement of rill's tasks, the same for every engine of the job;
+    /// the word count's format of words; the sieve's mapping).
+    placement: Option<String>,
     engine: &'static str,
     mapping: String,
     monitor: String,
@@ -621,7 +625,7 @@ impl Row {
     /// The bench column: the bench, and for the pipe and the ring the
     /// placement, so that each peer row reads beside its rill row.
     fn label(&self) -> String {
-        match self.placement {
+        match &self.placement {
             Some(p) => format!("{} {p}", self.bench),
             None => self.bench.clone(),
         }
@@ -830,11 +834,11 @@ fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, Cli
     };
     let sieve = SieveParams {
         primes,
-        workers,
+        opts: BenchOpts::on(workers),
         ..SieveParams::default()
     };
     let sieve_on = |mapping| {
-        Job::Sieve(SieveParams {
+        Job::new(SieveParams {
             mapping,
             ..sieve.clone()
         })
@@ -842,14 +846,14 @@ fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, Cli
     let pipe = PipeParams {
         depth,
         messages,
-        workers,
+        opts: BenchOpts::on(workers),
         placement: Placement::Rr,
         ..PipeParams::default()
     };
     let ring = RingParams {
         size,
         hops,
-        workers,
+        opts: BenchOpts::on(workers),
         ..RingParams::default()
     };
     let ring_rr = RingParams {
@@ -858,15 +862,15 @@ fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, Cli
     };
     let corpus = Corpus::new(TextSource::Generated { bytes, seed: 1 }).map_err(param_error)?;
     Ok(vec![
-        (Job::Pipe(pipe), &registry::NETWORKS[..]),
-        (Job::Ring(ring), &registry::NETWORKS[..]),
-        (Job::Ring(ring_rr), &registry::NETWORKS[..]),
+        (Job::new(pipe), &registry::NETWORKS[..]),
+        (Job::new(ring), &registry::NETWORKS[..]),
+        (Job::new(ring_rr), &registry::NETWORKS[..]),
         (
-            Job::Wordcount(WordcountParams::new(corpus.clone(), workers)),
+            Job::new(WordcountParams::new(corpus.clone(), workers)),
             &registry::WORDCOUNT[..],
         ),
         (
-            Job::Wordcount(WordcountParams {
+            Job::new(WordcountParams {
                 words: crate::kernels::wordcount::WordsAs::Slices,
                 ..WordcountParams::new(corpus, workers)
             }),
@@ -967,13 +971,11 @@ impl AllRun<'_> {
             self.step += 1;
             let mut outcomes = Vec::new();
             for run in 0..self.repeat {
-                let what = match job {
-                    Job::Pipe(p) => format!(" placement={}", p.placement.name()),
-                    Job::Ring(p) => format!(" placement={}", p.placement.name()),
-                    Job::Wordcount(p) => format!(" words={}", p.words.name()),
-                    Job::Sieve(p) => format!(" mapping={}", p.mapping),
-                    Job::Micro(_) => String::new(),
-                };
+                let what = job
+                    .bench()
+                    .variant()
+                    .map(|(k, v)| format!(" {k}={v}"))
+                    .unwrap_or_default();
                 let _ = write!(
                     self.progress,
                     "[all {}/{}] {}{what} engine={engine} run {}/{} ... ",
@@ -1072,24 +1074,9 @@ fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
         Stats::of(&v)
     };
     let rill_wall = wall_of(&cells[0].1);
-    let placement = match job {
-        Job::Pipe(p) => Some(p.placement.name()),
-        Job::Ring(p) => Some(p.placement.name()),
-        // The word count's column says how words travel (`--words`).
-        Job::Wordcount(p) => Some(p.words.name()),
-        // The sieve's, where rill's tasks go (`--mapping`).
-        Job::Sieve(p) => Some(match &p.mapping {
-            MappingChoice::Adaptive => "adaptive",
-            MappingChoice::Rr => "rr",
-            MappingChoice::Parts => "parts",
-            MappingChoice::Manual => "manual",
-            MappingChoice::Steal => "steal",
-            MappingChoice::Auto => "auto",
-            MappingChoice::File(_) => "file",
-            MappingChoice::Profile(_) => "profile",
-        }),
-        _ => None,
-    };
+    // The column beside the bench: what tells this job apart from the
+    // benchmark's others (the placement, the format of words, the mapping).
+    let variant = job.bench().variant().map(|(_, v)| v);
     cells
         .iter()
         .map(|(engine, outcomes)| {
@@ -1109,16 +1096,14 @@ fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
                     .map(|s| format!("{:.0} ns/{}", s.median, job.op_name()))
                     .unwrap_or_default(),
             };
-            let mapping = match job {
-                _ if !rill => "-".into(),
-                Job::Wordcount(p) => p.mapping.name(),
-                Job::Sieve(p) => p.mapping.name(),
-                Job::Micro(_) => "-".into(),
-                _ => placement.unwrap_or("-").into(),
+            let mapping = if rill {
+                job.bench().rill_mapping()
+            } else {
+                "-".into()
             };
             Row {
                 bench: job.name().into(),
-                placement,
+                placement: variant.clone(),
                 engine: engine.name(),
                 mapping,
                 monitor: "off".into(),

@@ -209,7 +209,10 @@ fn wordcount_argument_errors_exit_2() {
             "no such mapping file",
         ),
         (&["wordcount", "--engine", "python"], "invalid value"),
-        (&["pipe", "--engine", "sequential"], "only wordcount"),
+        (
+            &["pipe", "--engine", "sequential"],
+            "pipe has no sequential engine",
+        ),
     ] {
         let out = rill_bench(args);
         let stderr = String::from_utf8_lossy(&out.stderr);

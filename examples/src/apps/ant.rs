@@ -42,20 +42,37 @@ use rill::{ManualTable, Reader, Writer};
 use super::auto::{pilot_size, Pilot};
 use serde::Serialize;
 
-use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun};
+use super::{run_timed, runtime_of, App, AppConfig, AppFigures, AppOpts, AppRun, NetRun};
+use crate::bench::usize_from;
 use crate::kernels::ant::{self as k, AcoParams, Colony, Instance};
+use clap::value_parser;
 
-/// An ant colony application run's configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// An ant colony application run's configuration (`rill-bench ant`'s
+/// arguments).
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
 pub struct AntConfig {
-    /// Jobs in the generated instance (at least 1).
+    /// Jobs in the generated instance.
+    #[arg(long, default_value_t = k::DEFAULT_JOBS, value_parser = usize_from(1))]
     pub jobs: usize,
-    /// Ants per iteration (at least 1).
+    /// Ants per iteration.
+    #[arg(long, default_value_t = k::DEFAULT_ANTS, value_parser = value_parser!(u32).range(1..))]
     pub ants: u32,
-    /// Iterations (at least 1).
+    /// Iterations.
+    #[arg(long, default_value_t = k::DEFAULT_ITERATIONS, value_parser = value_parser!(u32).range(1..))]
     pub iterations: u32,
-    /// Seed of the instance and of the colony.
+    /// Seed of the instance and the colony.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+impl AppConfig for AntConfig {
+    fn name(&self) -> &'static str {
+        "ant"
+    }
+
+    fn app(&self) -> Result<Box<dyn App>> {
+        Ok(Box::new(Ant::new(self.clone())?))
+    }
 }
 
 impl Default for AntConfig {

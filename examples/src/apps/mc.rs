@@ -44,8 +44,10 @@ use rill::{ManualTable, Reader, Writer};
 use super::auto::{pilot_size, Pilot};
 use serde::Serialize;
 
-use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, PollSet};
+use super::{run_timed, runtime_of, App, AppConfig, AppFigures, AppOpts, AppRun, NetRun, PollSet};
+use crate::bench::usize_from;
 use crate::kernels::mc::{self as k, McParams, Partial, PathBatch};
+use clap::value_parser;
 
 /// Default paths per record: records this small make a fine-grained
 /// network (500,000 records for a million paths, 8 million hops), the kind
@@ -64,12 +66,15 @@ pub const DEFAULT_CAPACITY: usize = 1;
 pub const FEED_CAPACITY: usize = 1024;
 
 /// The shape of the network.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
 pub struct McNet {
-    /// Paths per record (at least 1).
+    /// Paths per record.
+    #[arg(long, value_name = "PATHS", default_value_t = DEFAULT_BATCH,
+          value_parser = usize_from(1))]
     pub batch: usize,
-    /// Chains (at least 1; no more are made than there are records);
-    /// `None`: one per worker, at least 2.
+    /// Chains (records are dealt round-robin over them; no more are made
+    /// than there are records) [default: one per worker, at least 2].
+    #[arg(long, value_parser = usize_from(1))]
     pub chains: Option<usize>,
 }
 
@@ -82,15 +87,29 @@ impl Default for McNet {
     }
 }
 
-/// A Monte Carlo application run's configuration.
-#[derive(Clone, Debug)]
+/// A Monte Carlo application run's configuration (`rill-bench mc`'s
+/// arguments).
+#[derive(Clone, Debug, clap::Args)]
 pub struct McConfig {
-    /// Option and simulation parameters.
-    pub params: McParams,
-    /// Paths to simulate (at least 1).
+    /// Paths to simulate.
+    #[arg(long, default_value_t = k::DEFAULT_PATHS, value_parser = value_parser!(u64).range(1..))]
     pub paths: u64,
+    /// Option and simulation parameters.
+    #[command(flatten)]
+    pub params: McParams,
     /// The network's shape.
+    #[command(flatten)]
     pub net: McNet,
+}
+
+impl AppConfig for McConfig {
+    fn name(&self) -> &'static str {
+        "mc"
+    }
+
+    fn app(&self) -> Result<Box<dyn App>> {
+        Ok(Box::new(Mc::new(self.clone())?))
+    }
 }
 
 impl Default for McConfig {

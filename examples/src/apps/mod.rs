@@ -431,6 +431,18 @@ pub trait App {
     fn pilot(&self, workers: usize, divisor: u64) -> Result<auto::Pilot>;
 }
 
+/// An application's configuration as its command line gives it
+/// (`rill-bench APP`'s arguments, `clap::Args`, in the application's file):
+/// the application it makes.
+pub trait AppConfig: std::fmt::Debug {
+    /// `des`, `mc`, `rt` or `ant`.
+    fn name(&self) -> &'static str;
+
+    /// The application, its input made and its configuration checked (an
+    /// error is an argument error).
+    fn app(&self) -> Result<Box<dyn App>>;
+}
+
 /// Builds the runtime of `app` under `opts` (see [`runtime_for`]).
 pub(crate) fn runtime_of(app: &dyn App, opts: &AppOpts) -> Result<Runtime> {
     let opts = AppOpts {

@@ -259,11 +259,11 @@ pub fn network<N: Net>(
     let names = parts(n);
     let mut net = N::build(&NetSpec {
         bench: "sieve",
-        workers: p.workers,
+        workers: p.opts.workers,
         capacity: p.capacity,
         mapping: Some(&p.mapping),
         names: &names,
-        manual: manual_table(n, p.workers),
+        manual: manual_table(n, p.opts.workers),
         monitor,
         logs,
     })?;
@@ -300,6 +300,7 @@ pub fn network<N: Net>(
 mod tests {
     use super::*;
     use crate::apps::MappingChoice;
+    use crate::bench::BenchOpts;
 
     #[test]
     fn names_and_prefixes() {
@@ -391,11 +392,10 @@ mod tests {
         for workers in [1, 2] {
             for m in ["rr", "parts", "manual", "steal"] {
                 let p = SieveParams {
+                    opts: BenchOpts::on(workers),
                     primes: 100,
                     capacity: 4,
-                    workers,
                     mapping: m.parse::<MappingChoice>().unwrap(),
-                    ..SieveParams::default()
                 };
                 let run = run(&p, &MonitorConfig::off()).unwrap();
                 assert_eq!(run.value.primes, want, "{m} on {workers}");
@@ -417,9 +417,9 @@ mod tests {
     fn sieve_of_one_prime_and_capacity_one() {
         for (primes, capacity) in [(1, 16), (2, 1), (30, 1)] {
             let p = SieveParams {
+                opts: BenchOpts::on(2),
                 primes,
                 capacity,
-                workers: 2,
                 ..SieveParams::default()
             };
             let run = run(&p, &MonitorConfig::off()).unwrap();

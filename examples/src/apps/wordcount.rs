@@ -88,11 +88,11 @@ pub fn network<N: Net>(
     let names = parts(p.counters);
     let mut net = N::build(&NetSpec {
         bench: "wordcount",
-        workers: p.workers,
+        workers: p.opts.workers,
         capacity: p.capacity,
         mapping: Some(&p.mapping),
         names: &names,
-        manual: manual_table(p.counters, p.workers),
+        manual: manual_table(p.counters, p.opts.workers),
         monitor,
         logs,
     })?;

@@ -31,7 +31,7 @@ use crate::kernels::sieve::{limit, Chain, Step};
 
 /// The sieve on tokio: `primes + 2` tasks on `workers` workers.
 pub fn tokio(p: &SieveParams) -> Result<Measurement> {
-    let rt = multi_thread(p.workers)?;
+    let rt = multi_thread(p.opts.workers)?;
     let chain = Arc::new(Chain::new(p.primes, p.capacity));
     let c = chain.clone();
     let capacity = p.capacity;
@@ -129,6 +129,7 @@ fn tokio_filter(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::BenchOpts;
     use crate::engines::{Bench, Engine};
     use crate::kernels::sieve::{first_primes, messages};
 
@@ -136,9 +137,9 @@ mod tests {
     fn sieve_of_100_primes_on_every_engine() {
         for (workers, capacity) in [(1, 16), (2, 16), (2, 1)] {
             let p = SieveParams {
+                opts: BenchOpts::on(workers),
                 primes: 100,
                 capacity,
-                workers,
                 ..SieveParams::default()
             };
             for engine in Engine::NETWORKS {
