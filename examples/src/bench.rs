@@ -1291,15 +1291,18 @@ impl SumCheck {
         self.sum = self.sum.wrapping_add(v);
     }
 
-    /// Checks that the messages were `0..n`, each once.
-    pub fn finish(&self, n: u64) -> Result<(), VerifyError> {
+    /// Checks that the messages were `0..n`, each once. It takes the check
+    /// by value: a check whose address reached the error's formatting
+    /// would live in memory, and the reader's loop would store the sum at
+    /// every message (one instruction a message of the `handoff` row).
+    pub fn finish(self, n: u64) -> Result<(), VerifyError> {
+        let Self { sum } = self;
         let want = (u128::from(n) * u128::from(n.saturating_sub(1)) / 2) as u64;
-        if self.sum == want {
+        if sum == want {
             Ok(())
         } else {
             Err(VerifyError(format!(
-                "the messages add up to {}, 0..{n} to {want}",
-                self.sum
+                "the messages add up to {sum}, 0..{n} to {want}"
             )))
         }
     }

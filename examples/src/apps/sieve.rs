@@ -270,7 +270,7 @@ pub fn network<N: Net>(
     let chain = Arc::new(Chain::new(n, p.capacity));
     let (mut numbers_out, numbers_in) = N::channel::<u64>(p.capacity);
     let (primes_out, mut primes_in) = N::channel::<u64>(p.capacity);
-    let sink = net.spawn(SINK.into(), 0, move || {
+    let sink = net.spawn_value(SINK.into(), 0, move || {
         let mut primes = Vec::with_capacity(n);
         while let Some(x) = N::recv(&mut primes_in) {
             primes.push(x);
@@ -286,7 +286,7 @@ pub fn network<N: Net>(
         }
     })?;
     let c = chain.clone();
-    let first = net.spawn(filter_name(0, n), 0, move || {
+    let first = net.spawn_value(filter_name(0, n), 0, move || {
         filter::<N>(0, (numbers_in, primes_out), c)
     })?;
     let run = net.finish()?;

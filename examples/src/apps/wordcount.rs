@@ -143,7 +143,7 @@ fn spawn_net<N: Net, W: kernels::Words>(
             N::send(&mut out, counts);
         })?;
     }
-    net.spawn("wc/merge".into(), 0, move || {
+    net.spawn_value("wc/merge".into(), 0, move || {
         let mut total = Counts::new();
         for part in N::merge(results) {
             kernels::merge_into(&mut total, part);
