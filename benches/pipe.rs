@@ -3,7 +3,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rill_benches::{total, ENGINES};
-use rill_examples::bench::{PipeParams, Placement};
+use rill_examples::bench::{BenchOpts, PipeParams, Placement};
 use rill_examples::engines::Bench;
 
 fn pipe(c: &mut Criterion) {
@@ -14,7 +14,7 @@ fn pipe(c: &mut Criterion) {
             depth: 100,
             messages: 10_000,
             capacity: 16,
-            workers: 2,
+            opts: BenchOpts::on(2),
             placement,
             ..PipeParams::default()
         };

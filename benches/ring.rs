@@ -2,7 +2,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rill_benches::{total, ENGINES};
-use rill_examples::bench::{Placement, RingParams};
+use rill_examples::bench::{BenchOpts, Placement, RingParams};
 use rill_examples::engines::Bench;
 
 fn ring(c: &mut Criterion) {
@@ -12,9 +12,7 @@ fn ring(c: &mut Criterion) {
         size: 100,
         hops: 20_000,
         capacity: 16,
-        workers: 2,
-        monitor: None,
-        logs: None,
+        opts: BenchOpts::on(2),
         placement: Placement::Parts,
         mapping: None,
     };

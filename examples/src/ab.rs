@@ -104,6 +104,10 @@ impl fmt::Display for Mode {
 
 /// A row: one rill-bench command line, run on rill (`--engine rill` for the
 /// peer benchmarks) with `--workers`, `--json` and the mode's `--monitor`.
+/// It says what to run, not what a run gave, so it is not a run's
+/// [`crate::report::Record`]: each run's figure is read back from the
+/// record's JSON line by key (`wall_ms` or `ns_per_op`), not as a
+/// `Record`, so that older builds' lines read as well.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Row {
     /// The row's name (`--rows`).

@@ -33,13 +33,14 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use clap::ValueEnum;
+use clap::builder::RangedU64ValueParser;
+use clap::{value_parser, Args, ValueEnum};
 use rill::MonitorFlags;
 use serde::Serialize;
 
 use crate::kernels::sieve;
 use crate::kernels::wordcount::{self, Corpus, Counts};
-use crate::mapping::{AutoFigures, MappingChoice, PILOT_DIVISOR, PILOT_MONITOR};
+use crate::mapping::{AutoFigures, MappingChoice, MAX_PILOT_DIVISOR, PILOT_DIVISOR, PILOT_MONITOR};
 
 static ALLOCATOR: OnceLock<&'static str> = OnceLock::new();
 
@@ -300,24 +301,81 @@ impl fmt::Display for MicroRow {
     }
 }
 
-/// Parameters of one micro row.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The cores this process may run on: the default worker count.
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// clap's parser of a whole number of at least `min`, for a `usize` argument.
+pub(crate) fn usize_from(min: u64) -> RangedU64ValueParser<usize> {
+    RangedU64ValueParser::new().range(min..)
+}
+
+/// What every benchmark takes besides its own parameters, on its command
+/// line as on every other's: the workers, and rill's monitoring and where
+/// its logs go.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct BenchOpts {
+    /// Worker threads for engines that have workers (rill, tokio) [default: the
+    /// number of available cores].
+    #[arg(long, value_name = "W", value_parser = usize_from(1),
+          default_value_t = available_cores(), hide_default_value = true)]
+    pub workers: usize,
+
+    /// Monitoring mode passed to rill: off, sample (or sample:HZ: what each
+    /// worker does, sampled at HZ, default 1000, with exact counts; the
+    /// cheap mode), cpu (or cpu:HZ: sample mode on the workers' CPU time,
+    /// cheaper still, at most a sample per kernel tick, and biased toward
+    /// waiting where workers wait on each other), full, all (full and a
+    /// time per message), or a comma list of map, sched (or task), worker,
+    /// stream, message (or msg), msgtime; the peers ignore it.
+    #[arg(long, value_name = "MODE")]
+    pub monitor: Option<MonitorFlags>,
+
+    /// Directory where rill writes its monitoring logs (micro: one
+    /// subdirectory per row); the peers ignore it.
+    #[arg(long, value_name = "DIR")]
+    pub logs: Option<PathBuf>,
+}
+
+impl Default for BenchOpts {
+    /// One worker, unmonitored.
+    fn default() -> Self {
+        BenchOpts::on(1)
+    }
+}
+
+impl BenchOpts {
+    /// `workers` workers, unmonitored.
+    pub fn on(workers: usize) -> Self {
+        BenchOpts {
+            workers,
+            monitor: None,
+            logs: None,
+        }
+    }
+}
+
+/// Parameters of one micro row (`rill-bench micro` makes one per row it
+/// runs: [`crate::micro::MicroArgs`]).
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
 pub struct MicroParams {
     /// The row.
+    #[arg(skip = MicroRow::Yield)]
     pub row: MicroRow,
-    /// Workers asked for (at least 1); rows with their own count ignore it
-    /// ([`MicroRow::workers`]).
-    pub workers: usize,
-    /// Operations to time (at least 1); `None`: each engine's own count for
-    /// the row, chosen so that it runs for tens of milliseconds. `idle_cpu`
-    /// has none.
+
+    /// Operations each row times, on every engine [default: each engine's
+    /// own count for the row, tens of milliseconds of work]; idle_cpu has
+    /// none.
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..))]
     pub ops: Option<u64>,
-    /// Monitoring mode asked for on the command line (`--monitor`); only rill
-    /// uses it.
-    pub monitor: Option<MonitorFlags>,
-    /// Directory for monitoring logs (`--logs`); only rill uses it, and each
-    /// row writes into `DIR/ROW`.
-    pub logs: Option<PathBuf>,
+
+    /// Workers (rows with their own count ignore them: [`MicroRow::workers`]),
+    /// monitoring (each row's logs go to `DIR/ROW`).
+    #[command(flatten)]
+    pub opts: BenchOpts,
 }
 
 impl MicroParams {
@@ -325,22 +383,91 @@ impl MicroParams {
     pub fn new(row: MicroRow, workers: usize) -> Self {
         MicroParams {
             row,
-            workers,
             ops: None,
-            monitor: None,
-            logs: None,
+            opts: BenchOpts::on(workers),
         }
     }
 
     /// Checks that the row can run with these values.
     pub fn validate(&self) -> Result<(), ParamError> {
-        check(self.workers >= 1, || {
+        check(self.opts.workers >= 1, || {
             "workers must be at least 1, got 0".to_string()
         })?;
         check(self.ops != Some(0), || {
             "micro ops must be at least 1, got 0".to_string()
         })
     }
+}
+
+/// The parser of `--slow K=NS`: relay K (a whole number) and its
+/// nanoseconds of work per message (at most [`MAX_WORK_NS`]); whether
+/// relay K exists is checked with the depth ([`PipeParams::validate`]).
+fn parse_slow(s: &str) -> Result<(usize, u64), String> {
+    let (k, ns) = s.split_once('=').ok_or_else(|| {
+        format!("'{s}' is not K=NS (relay K works NS nanoseconds per message, e.g. 3=2000)")
+    })?;
+    let k: usize = k
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{}' in '{s}' is not a relay number (K=NS)", k.trim()))?;
+    let ns: u64 = ns.trim().parse().map_err(|_| {
+        format!(
+            "'{}' in '{s}' is not a whole number of nanoseconds (K=NS)",
+            ns.trim()
+        )
+    })?;
+    if ns > MAX_WORK_NS {
+        return Err(format!(
+            "{ns} ns in '{s}' is more than the {MAX_WORK_NS} ns (1 ms) a relay may work per message"
+        ));
+    }
+    Ok((k, ns))
+}
+
+/// The parser of the pipe's and the ring's `--mapping`: rr, parts, steal or
+/// a FILE (manual and auto belong to the applications).
+fn parse_net_mapping(s: &str) -> Result<MappingChoice, String> {
+    match s.parse::<MappingChoice>()? {
+        MappingChoice::Manual => Err(
+            "manual: the pipe and the ring have no table of their own (--placement gives their \
+             hand-made placements); use rr, parts, steal or a FILE"
+                .into(),
+        ),
+        MappingChoice::Auto => Err(
+            "auto plans from a pilot run of an application (des, mc, rt, ant, wordcount); for the \
+             pipe or the ring plan a FILE with `rill-mon map DIR --workers W -o FILE` on a \
+             monitored run"
+                .into(),
+        ),
+        m => Ok(m),
+    }
+}
+
+/// The parser of the sieve's `--mapping`: rr, parts, manual, steal or a
+/// FILE (auto belongs to the applications and the word count).
+fn parse_sieve_mapping(s: &str) -> Result<MappingChoice, String> {
+    match s.parse::<MappingChoice>()? {
+        MappingChoice::Auto => Err(
+            "auto plans from a pilot run of an application (des, mc, rt, ant, wordcount); for the \
+             sieve plan a FILE with `rill-mon map DIR --workers W -o FILE` on a monitored run"
+                .into(),
+        ),
+        m => Ok(m),
+    }
+}
+
+/// auto's pilot monitoring: a mode the planner can read, one that names
+/// the tasks (`map`) and times them (`sched` or `sample`).
+pub(crate) fn pilot_monitor(s: &str) -> Result<MonitorFlags, String> {
+    let f: MonitorFlags = s.parse().map_err(|e| format!("{e}"))?;
+    if !f.contains(MonitorFlags::MAPPING)
+        || !f.intersects(MonitorFlags::SCHEDULER | MonitorFlags::SAMPLE)
+    {
+        return Err(format!(
+            "the pilot's logs must name the tasks (map) and time them (sched or sample) for the plan; '{s}' does not: try map,worker,task,stream or sample:10000"
+        ));
+    }
+    Ok(f)
 }
 
 /// A parameter value that no benchmark can run with.
@@ -363,38 +490,66 @@ fn check(ok: bool, msg: impl FnOnce() -> String) -> Result<(), ParamError> {
     }
 }
 
-/// Parameters of the pipe benchmark: a source, `depth - 2` relays and a sink in a
-/// line, connected by bounded channels; the source writes `messages` messages
-/// `0..messages`, the sink checks it received exactly those, in order.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Parameters of the pipe benchmark (`rill-bench pipe`): a source, `depth - 2`
+/// relays and a sink in a line, connected by bounded channels; the source
+/// writes `messages` messages `0..messages`, the sink checks it received
+/// exactly those, in order.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
 pub struct PipeParams {
-    /// Number of stages, source and sink included (at least 2).
+    /// Stages in the pipe, source and sink included (at least 2).
+    #[arg(long, default_value_t = DEFAULT_DEPTH, value_name = "D",
+          value_parser = usize_from(2))]
     pub depth: usize,
-    /// Number of messages the source writes (at least 1).
+
+    /// Messages the source writes (at least 1).
+    #[arg(long, default_value_t = DEFAULT_MESSAGES, value_name = "M",
+          value_parser = value_parser!(u64).range(1..))]
     pub messages: u64,
-    /// Bound of each channel (at least 1).
-    pub capacity: usize,
-    /// Number of workers (at least 1), for engines that have workers.
-    pub workers: usize,
-    /// Where the stages go, for engines that place tasks on workers.
+
+    /// Where stages go on the workers (rill's tasks pipe/source,
+    /// pipe/relay/K, pipe/sink, each placed with spawn_on): the source on
+    /// worker 0 and the sink on worker 1 (0 with one worker), the relays as
+    /// below. --mapping, when given, wins over it. Only rill applies it;
+    /// the peers record it.
+    #[arg(long, value_enum, default_value_t = Placement::Rr)]
     pub placement: Placement,
-    /// rill's mapping policy instead of `placement` (`--mapping`): `rr`,
-    /// `parts`, `steal` or a FILE; `None` keeps `placement`. The peers
-    /// ignore it.
+
+    /// rill's mapping policy instead of --placement (it wins when both are
+    /// given): rr (the runtime's round-robin in creation order: source,
+    /// relays, sink), parts (that order cut into W contiguous blocks), steal
+    /// (round-robin, then work stealing), or a FILE of `"name" = worker`
+    /// lines (as `rill-mon map` writes) read with ManualTable::load; tasks
+    /// no line matches go round-robin. The tasks are then spawned without a
+    /// worker, so the mapping alone places them. The peers ignore it.
+    #[arg(long, value_name = "adaptive|rr|parts|steal|profile:PATH|FILE",
+          value_parser = parse_net_mapping)]
     pub mapping: Option<MappingChoice>,
-    /// Busy work every relay does per message, in nanoseconds at the
-    /// calibrated speed of [`busy_work`] (at most [`MAX_WORK_NS`]); every
-    /// engine does it.
+
+    /// Busy work every relay does per message before passing it on, in
+    /// nanoseconds (0 to 1000000): a fixed arithmetic loop (xorshift steps,
+    /// each depending on the last) whose steps per nanosecond are calibrated
+    /// once per process (the fastest of 5 timings of 2^18 steps), so it is
+    /// CPU work, not a wait on the clock: a relay whose thread the OS
+    /// deschedules still does all of it. Every engine does the same steps,
+    /// so the rows stay comparable.
+    #[arg(long = "work", value_name = "NS", default_value_t = 0,
+          value_parser = value_parser!(u64).range(0..=MAX_WORK_NS))]
     pub work_ns: u64,
-    /// Relays that do other work than `work_ns`: (relay index K, the task
-    /// `pipe/relay/K`, its nanoseconds per message), each K once and below
-    /// the relay count `depth - 2`.
+
+    /// Relay K (the task pipe/relay/K, K from 0 to DEPTH-3) does NS
+    /// nanoseconds of work per message instead of --work: a planted
+    /// bottleneck. Repeat the flag for several relays, each K once.
+    #[arg(long, value_name = "K=NS", value_parser = parse_slow)]
     pub slow: Vec<(usize, u64)>,
-    /// Monitoring mode asked for on the command line (`--monitor`); only rill uses
-    /// it.
-    pub monitor: Option<MonitorFlags>,
-    /// Directory for monitoring logs (`--logs`); only rill uses it.
-    pub logs: Option<PathBuf>,
+
+    /// Bound of each channel, in messages (at least 1).
+    #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
+          value_parser = usize_from(1))]
+    pub capacity: usize,
+
+    /// Workers, monitoring.
+    #[command(flatten)]
+    pub opts: BenchOpts,
 }
 
 impl Default for PipeParams {
@@ -403,13 +558,11 @@ impl Default for PipeParams {
             depth: DEFAULT_DEPTH,
             messages: DEFAULT_MESSAGES,
             capacity: DEFAULT_CAPACITY,
-            workers: 1,
             placement: Placement::default(),
             mapping: None,
             work_ns: 0,
             slow: Vec::new(),
-            monitor: None,
-            logs: None,
+            opts: BenchOpts::default(),
         }
     }
 }
@@ -429,7 +582,7 @@ impl PipeParams {
         check(self.capacity >= 1, || {
             "channel capacity must be at least 1, got 0".to_string()
         })?;
-        check(self.workers >= 1, || {
+        check(self.opts.workers >= 1, || {
             "workers must be at least 1, got 0".to_string()
         })?;
         check(
@@ -472,7 +625,7 @@ impl PipeParams {
                 format!("--slow names relay {k} twice")
             })?;
         }
-        check_net_mapping("pipe", self.mapping.as_ref(), self.workers)
+        check_net_mapping("pipe", self.mapping.as_ref(), self.opts.workers)
     }
 
     /// Relays in the pipe: `depth - 2`.
@@ -511,8 +664,9 @@ impl PipeParams {
     }
 }
 
-/// Parameters of the ring benchmark: `size` tasks in a ring of bounded channels,
-/// one token passed around until it has made `hops` hops in total.
+/// Parameters of the ring benchmark (`rill-bench ring`): `size` tasks in a
+/// ring of bounded channels, one token passed around until it has made
+/// `hops` hops in total.
 ///
 /// Protocol (every engine): the token is a `u64` counting the hops made so far.
 /// Task `i` reads from channel `i` and writes to channel `(i + 1) mod size`. The
@@ -520,30 +674,44 @@ impl PipeParams {
 /// writes `t + 1`; the task that reads `t == hops` ends, and its end closes the
 /// ring (each following task sees its input end and ends in turn). Each task counts
 /// the tokens it read; [`verify_ring`] checks the final token and the counts.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
 pub struct RingParams {
-    /// Number of tasks in the ring (at least 2).
+    /// Tasks in the ring (at least 2).
+    #[arg(long, default_value_t = DEFAULT_RING_SIZE, value_name = "S",
+          value_parser = usize_from(2))]
     pub size: usize,
-    /// Number of hops the token makes (at least 1).
+
+    /// Hops the token makes in total (at least 1).
+    #[arg(long, default_value_t = DEFAULT_HOPS, value_name = "H",
+          value_parser = value_parser!(u64).range(1..u64::MAX))]
     pub hops: u64,
-    /// Bound of each channel (at least 1).
+
+    /// Bound of each channel, in messages (at least 1).
+    #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
+          value_parser = usize_from(1))]
     pub capacity: usize,
-    /// Number of workers (at least 1), for engines that have workers.
-    pub workers: usize,
-    /// Monitoring mode asked for on the command line (`--monitor`); only rill uses
-    /// it.
-    pub monitor: Option<MonitorFlags>,
-    /// Directory for monitoring logs (`--logs`); only rill uses it.
-    pub logs: Option<PathBuf>,
-    /// Where the ring's tasks go (rill only): `parts` cuts the ring into W
-    /// contiguous arcs, so only W hops per round cross workers; `rr` puts
-    /// neighbours on different workers, so every hop does; `const` puts all
-    /// on worker 0.
+
+    /// Where rill puts the ring's tasks (ring/0 to ring/S-1, each placed
+    /// with spawn_on): parts (contiguous arcs, one per worker: W of every S
+    /// hops cross workers), rr (neighbours on different workers: every hop
+    /// crosses) or const (all on worker 0). --mapping, when given, wins over
+    /// it. The peers place their own tasks.
+    #[arg(long, value_enum, default_value_t = Placement::Parts)]
     pub placement: Placement,
-    /// rill's mapping policy instead of `placement` (`--mapping`): `rr`,
-    /// `parts`, `steal` or a FILE; `None` keeps `placement`. The peers
-    /// ignore it.
+
+    /// rill's mapping policy instead of --placement (it wins when both are
+    /// given): rr (the runtime's round-robin in creation order ring/0,
+    /// ring/1, ...), parts (that order cut into W contiguous arcs), steal
+    /// (round-robin, then work stealing), or a FILE of `"name" = worker`
+    /// lines (as `rill-mon map` writes); tasks no line matches go
+    /// round-robin. The peers ignore it.
+    #[arg(long, value_name = "adaptive|rr|parts|steal|profile:PATH|FILE",
+          value_parser = parse_net_mapping)]
     pub mapping: Option<MappingChoice>,
+
+    /// Workers, monitoring.
+    #[command(flatten)]
+    pub opts: BenchOpts,
 }
 
 impl Default for RingParams {
@@ -552,11 +720,9 @@ impl Default for RingParams {
             size: DEFAULT_RING_SIZE,
             hops: DEFAULT_HOPS,
             capacity: DEFAULT_CAPACITY,
-            workers: 1,
-            monitor: None,
-            logs: None,
             placement: Placement::Parts,
             mapping: None,
+            opts: BenchOpts::default(),
         }
     }
 }
@@ -576,10 +742,10 @@ impl RingParams {
         check(self.capacity >= 1, || {
             "channel capacity must be at least 1, got 0".to_string()
         })?;
-        check(self.workers >= 1, || {
+        check(self.opts.workers >= 1, || {
             "workers must be at least 1, got 0".to_string()
         })?;
-        check_net_mapping("ring", self.mapping.as_ref(), self.workers)
+        check_net_mapping("ring", self.mapping.as_ref(), self.opts.workers)
     }
 }
 
@@ -592,40 +758,81 @@ pub const DEFAULT_WC_COUNTERS: usize = 4;
 /// Default size of the text chunks the word count's source sends, in bytes.
 pub const DEFAULT_WC_CHUNK: usize = 64 * 1024;
 
-/// Parameters of the word count: a source sends the text in chunks of at
-/// least `chunk` bytes cut after whitespace, a splitter cuts them into words
-/// and sends batches of `batch` words (`Vec<String>`) to `counters` counters,
-/// each word to the counter its hash names, and a merger adds up the
-/// counters' final counts. Every run checks the merged counts against the
-/// sequential count of the same text.
-#[derive(Clone, Debug, PartialEq)]
+/// Parameters of the word count (`rill-bench wordcount`, whose text comes
+/// from [`crate::wordcount_bench::WordcountArgs`]): a source sends the text
+/// in chunks of at least `chunk` bytes cut after whitespace, a splitter cuts
+/// them into words and sends batches of `batch` words (`Vec<String>`) to
+/// `counters` counters, each word to the counter its hash names, and a
+/// merger adds up the counters' final counts. Every run checks the merged
+/// counts against the sequential count of the same text.
+#[derive(Clone, Debug, PartialEq, Args)]
 pub struct WordcountParams {
     /// The text.
+    #[arg(skip)]
     pub corpus: Corpus,
-    /// Words per message to a counter (at least 1).
+
+    /// Words per message from the splitter to a counter (1: a message per
+    /// word).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_WC_BATCH,
+          value_parser = usize_from(1))]
     pub batch: usize,
-    /// Counters (at least 1).
+
+    /// Counters; each word goes to the counter its hash names.
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_WC_COUNTERS,
+          value_parser = usize_from(1))]
     pub counters: usize,
-    /// Least bytes per text chunk (at least 1).
-    pub chunk: usize,
-    /// Bound of each channel (at least 1).
-    pub capacity: usize,
-    /// Number of workers (at least 1), for engines that have workers.
-    pub workers: usize,
-    /// Where rill puts the tasks (the peers place their own).
-    pub mapping: MappingChoice,
-    /// How the splitter hands words to the counters (`--words`).
+
+    /// How the splitter sends words: owned (a String per word in a
+    /// `Vec<String>`, as a program written the plain way does: allocated by
+    /// the splitter, freed by the counter) or slices (byte ranges into the
+    /// source's chunk, shared as an `Arc<str>`: nothing allocated or freed per
+    /// word). Every engine runs the same format.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "owned")]
     pub words: wordcount::WordsAs,
-    /// Under `--mapping auto`, the pilot counts about 1/`pilot` of the text
-    /// (`--pilot N`, at least 1).
+
+    /// Least bytes of text per message from the source to the splitter (each
+    /// chunk ends after whitespace, so no word is cut).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_WC_CHUNK,
+          value_parser = usize_from(1))]
+    pub chunk: usize,
+
+    /// Bound of each channel, in messages (at least 1).
+    #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
+          value_parser = usize_from(1))]
+    pub capacity: usize,
+
+    /// Where rill puts the tasks (wc/source, wc/split, wc/count/K,
+    /// wc/merge): rr (round-robin in that order), manual (the splitter,
+    /// the heaviest stage, on the last worker, with counter 1 on 2 workers;
+    /// source, merger and the other counters before it), parts (that order
+    /// cut into W blocks), steal (round-robin, then work stealing), auto (a
+    /// pilot run on the first 1/N of the text (--pilot N, default 100), at
+    /// least 64 KiB, under rr
+    /// with monitoring --pilot-monitor into LOGS/pilot, or
+    /// target/rill-auto/wordcount/pilot without --logs; a mapping
+    /// planned from its logs written to auto.map beside them; then the run
+    /// under it; JSON: pilot_ms, total_ms, mapping_file), or a FILE of
+    /// `prefix = worker` lines. The peers place their own.
+    #[arg(long, value_name = "MAPPING", default_value = "adaptive")]
+    pub mapping: MappingChoice,
+
+    /// auto's pilot counts about 1/N of the text (at least 64 KiB). Only
+    /// --mapping auto uses it.
+    #[arg(long, value_name = "N", default_value_t = PILOT_DIVISOR,
+          value_parser = value_parser!(u64).range(1..=MAX_PILOT_DIVISOR))]
     pub pilot: u64,
-    /// Under `--mapping auto`, what the pilot records (`--pilot-monitor`).
+
+    /// What auto's pilot records: count mode by default
+    /// (map,worker,task,stream: exact busy time per task, no message
+    /// order), or any --monitor MODE that names and times the tasks (map
+    /// with sched, or sample:HZ). Only --mapping auto uses it.
+    #[arg(long, value_name = "MODE", default_value_t = PILOT_MONITOR,
+          value_parser = pilot_monitor)]
     pub pilot_monitor: MonitorFlags,
-    /// Monitoring mode asked for on the command line (`--monitor`); only rill
-    /// uses it.
-    pub monitor: Option<MonitorFlags>,
-    /// Directory for monitoring logs (`--logs`); only rill uses it.
-    pub logs: Option<PathBuf>,
+
+    /// Workers, monitoring.
+    #[command(flatten)]
+    pub opts: BenchOpts,
 }
 
 impl WordcountParams {
@@ -638,13 +845,11 @@ impl WordcountParams {
             counters: DEFAULT_WC_COUNTERS,
             chunk: DEFAULT_WC_CHUNK,
             capacity: DEFAULT_CAPACITY,
-            workers,
             mapping: MappingChoice::Adaptive,
             words: wordcount::WordsAs::Owned,
             pilot: PILOT_DIVISOR,
             pilot_monitor: PILOT_MONITOR,
-            monitor: None,
-            logs: None,
+            opts: BenchOpts::on(workers),
         }
     }
 
@@ -665,7 +870,7 @@ impl WordcountParams {
         check(self.pilot >= 1, || {
             "--pilot must be at least 1, got 0".into()
         })?;
-        check(self.workers >= 1, || {
+        check(self.opts.workers >= 1, || {
             "workers must be at least 1, got 0".to_string()
         })
     }
@@ -692,37 +897,51 @@ impl WordcountParams {
     }
 }
 
-/// Parameters of the prime sieve: a generator writes 2, 3, 4, ... up to
-/// [`sieve::limit`] (a bound of the last prime) into a chain of filters;
-/// filter `k` takes the first number that reaches it as its prime (the
-/// `k+1`-th), reports it to a sink, and from then on drops the multiples of
-/// its prime and passes the rest on. While a filter is the last of the
-/// chain, the first number it passes spawns the next filter (from inside
-/// the running task), so the chain grows as the primes are found, up to
-/// `primes` filters; the last reads the rest of its input without passing
+/// Parameters of the prime sieve (`rill-bench sieve`): a generator writes 2,
+/// 3, 4, ... up to [`sieve::limit`] (a bound of the last prime) into a chain
+/// of filters; filter `k` takes the first number that reaches it as its
+/// prime (the `k+1`-th), reports it to a sink, and from then on drops the
+/// multiples of its prime and passes the rest on. While a filter is the last
+/// of the chain, the first number it passes spawns the next filter (from
+/// inside the running task), so the chain grows as the primes are found, up
+/// to `primes` filters; the last reads the rest of its input without passing
 /// anything on. When the generator ends, the streams end down the chain and
 /// every task ends. Every run checks the sink's primes against
 /// [`sieve::first_primes`] and the numbers its tasks read against
 /// [`sieve::messages`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
 pub struct SieveParams {
-    /// Primes to find (at least 1, at most [`sieve::MAX_PRIMES`]): the
-    /// filters the chain grows to.
+    /// Primes to find: the filters the chain grows to (1 to 1000000).
+    #[arg(long, value_name = "N", default_value_t = sieve::DEFAULT_PRIMES,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=sieve::MAX_PRIMES as u64))]
     pub primes: usize,
-    /// Bound of each channel (at least 1).
+
+    /// Bound of each channel, in messages (at least 1).
+    #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
+          value_parser = usize_from(1))]
     pub capacity: usize,
-    /// Number of workers (at least 1), for engines that have workers.
-    pub workers: usize,
-    /// Where rill puts the tasks: `rr`, `parts` (the chain cut into W
-    /// blocks of as many filters), `manual` (the sieve's own table: the
-    /// chain cut into W blocks of about equal work), `steal` or a FILE. The
-    /// peers place their own.
+
+    /// Where rill puts the tasks (sieve/sink, sieve/gen and
+    /// sieve/filter/00000 made before the run in that order, then
+    /// sieve/filter/00001, 00002, ... spawned by the filters as the chain
+    /// grows): adaptive (the runtime's default: each filter starts beside
+    /// the one that spawned it, an idle worker takes runs of new filters),
+    /// profile:PATH (placed from PATH, written by the first run), rr (round-robin in that order: on two workers every link of
+    /// the chain crosses workers), parts (the chain, generator first and
+    /// sink last, cut into W blocks of as many filters, with the runtime's
+    /// partitioned mapping over name prefixes), manual (the sieve's own
+    /// table: the chain cut into W blocks of about equal work, counted by a
+    /// sequential sieve: the early filters read most numbers, so the first
+    /// block is short), steal (round-robin, then work stealing), or a FILE
+    /// of `"name" = worker` lines (as `rill-mon map` writes); tasks no line
+    /// matches go round-robin. The peers place their own.
+    #[arg(long, value_name = "adaptive|rr|parts|manual|steal|profile:PATH|FILE",
+          default_value = "adaptive", value_parser = parse_sieve_mapping)]
     pub mapping: MappingChoice,
-    /// Monitoring mode asked for on the command line (`--monitor`); only
-    /// rill uses it.
-    pub monitor: Option<MonitorFlags>,
-    /// Directory for monitoring logs (`--logs`); only rill uses it.
-    pub logs: Option<PathBuf>,
+
+    /// Workers, monitoring.
+    #[command(flatten)]
+    pub opts: BenchOpts,
 }
 
 impl Default for SieveParams {
@@ -730,10 +949,8 @@ impl Default for SieveParams {
         SieveParams {
             primes: sieve::DEFAULT_PRIMES,
             capacity: DEFAULT_CAPACITY,
-            workers: 1,
             mapping: MappingChoice::Adaptive,
-            monitor: None,
-            logs: None,
+            opts: BenchOpts::default(),
         }
     }
 }
@@ -754,7 +971,7 @@ impl SieveParams {
         check(self.capacity >= 1, || {
             "channel capacity must be at least 1, got 0".to_string()
         })?;
-        check(self.workers >= 1, || {
+        check(self.opts.workers >= 1, || {
             "workers must be at least 1, got 0".to_string()
         })?;
         match &self.mapping {
@@ -764,7 +981,7 @@ impl SieveParams {
                     .into(),
             )),
             MappingChoice::Manual => Ok(()),
-            m => check_net_mapping("sieve", Some(m), self.workers),
+            m => check_net_mapping("sieve", Some(m), self.opts.workers),
         }
     }
 
@@ -1074,15 +1291,18 @@ impl SumCheck {
         self.sum = self.sum.wrapping_add(v);
     }
 
-    /// Checks that the messages were `0..n`, each once.
-    pub fn finish(&self, n: u64) -> Result<(), VerifyError> {
+    /// Checks that the messages were `0..n`, each once. It takes the check
+    /// by value: a check whose address reached the error's formatting
+    /// would live in memory, and the reader's loop would store the sum at
+    /// every message (one instruction a message of the `handoff` row).
+    pub fn finish(self, n: u64) -> Result<(), VerifyError> {
+        let Self { sum } = self;
         let want = (u128::from(n) * u128::from(n.saturating_sub(1)) / 2) as u64;
-        if self.sum == want {
+        if sum == want {
             Ok(())
         } else {
             Err(VerifyError(format!(
-                "the messages add up to {}, 0..{n} to {want}",
-                self.sum
+                "the messages add up to {sum}, 0..{n} to {want}"
             )))
         }
     }
@@ -1197,7 +1417,7 @@ mod tests {
         assert!(bad(|p| p.depth = 0).contains("depth must be at least 2"));
         assert!(bad(|p| p.messages = 0).contains("messages must be at least 1"));
         assert!(bad(|p| p.capacity = 0).contains("capacity must be at least 1"));
-        assert!(bad(|p| p.workers = 0).contains("workers must be at least 1"));
+        assert!(bad(|p| p.opts.workers = 0).contains("workers must be at least 1"));
         assert!(bad(|p| p.messages = u64::MAX).contains("u64"));
         let mut p = PipeParams {
             depth: 2,
@@ -1278,12 +1498,12 @@ mod tests {
         ] {
             let p = PipeParams {
                 mapping: Some(m.clone()),
-                workers: 2,
+                opts: BenchOpts::on(2),
                 ..PipeParams::default()
             };
             let r = RingParams {
                 mapping: Some(m.clone()),
-                workers: 2,
+                opts: BenchOpts::on(2),
                 ..RingParams::default()
             };
             assert_eq!(p.validate().is_ok(), ok, "{m}");
@@ -1292,7 +1512,7 @@ mod tests {
         // A file naming a worker that this run does not have.
         let p = PipeParams {
             mapping: Some(MappingChoice::File(map)),
-            workers: 1,
+            opts: BenchOpts::on(1),
             ..PipeParams::default()
         };
         let e = p.validate().unwrap_err().to_string();
@@ -1311,7 +1531,7 @@ mod tests {
         assert!(bad(|p| p.hops = 0).contains("hops must be at least 1"));
         assert!(bad(|p| p.hops = u64::MAX).contains("less than"));
         assert!(bad(|p| p.capacity = 0).contains("capacity"));
-        assert!(bad(|p| p.workers = 0).contains("workers"));
+        assert!(bad(|p| p.opts.workers = 0).contains("workers"));
     }
 
     #[test]
@@ -1345,7 +1565,7 @@ mod tests {
         assert!(bad(|q| q.counters = 0).contains("counters must be at least 1"));
         assert!(bad(|q| q.chunk = 0).contains("chunk must be at least 1"));
         assert!(bad(|q| q.capacity = 0).contains("capacity"));
-        assert!(bad(|q| q.workers = 0).contains("workers"));
+        assert!(bad(|q| q.opts.workers = 0).contains("workers"));
         let right = wordcount::count_words("c b a b a a");
         let m = p.measured(Duration::from_millis(2), &right).unwrap();
         assert_eq!(m.ops, 6);
@@ -1371,12 +1591,12 @@ mod tests {
         assert!(bad(|p| p.primes = 0).contains("primes must be at least 1"));
         assert!(bad(|p| p.primes = sieve::MAX_PRIMES + 1).contains("at most"));
         assert!(bad(|p| p.capacity = 0).contains("capacity"));
-        assert!(bad(|p| p.workers = 0).contains("workers"));
+        assert!(bad(|p| p.opts.workers = 0).contains("workers"));
         assert!(bad(|p| p.mapping = MappingChoice::Auto).contains("not the sieve"));
         for m in ["rr", "parts", "manual", "steal"] {
             let p = SieveParams {
                 mapping: m.parse().unwrap(),
-                workers: 2,
+                opts: BenchOpts::on(2),
                 ..SieveParams::default()
             };
             p.validate().unwrap();

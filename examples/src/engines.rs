@@ -1,13 +1,22 @@
-//! The engine abstraction, in three parts:
+//! The engine abstraction, in four parts:
 //!
 //! - [`Engine`]: which engine a run is on (rill, OS threads, tokio, or the
 //!   word count's sequential loop): a name, nothing more.
 //! - [`Bench`]: one benchmark's parameters, validated, run on an engine.
 //!   Each benchmark implements it in its own file ([`crate::nets`] for the
 //!   pipe and the ring, [`crate::micro`], [`crate::wordcount_bench`],
-//!   [`crate::sieve_bench`]).
-//! - [`Job`]: the registration: one variant per benchmark, and the one
-//!   match ([`Job::bench`]) that hands out its [`Bench`].
+//!   [`crate::sieve_bench`]); its parameters are its command line too
+//!   (`clap::Args`, with the options every benchmark shares flattened in:
+//!   [`crate::bench::BenchOpts`]).
+//! - [`Job`]: one configuration of a benchmark, its parameters shared.
+//! - [`Jobs`]: a benchmark's command line as the jobs it asks for (one,
+//!   for parameters that are their own command line; a job per row for
+//!   `micro`; the word count makes its text first).
+//!
+//! Adding a benchmark touches its own file (its parameters, their `Bench`
+//! and their arguments) and one registration: its variant of
+//! [`crate::cli::Command`] and that variant's line in
+//! [`crate::cli::Command::bench`].
 //!
 //! Where a benchmark is the same network on every blocking engine (the
 //! pipe, the ring, the hand-off and the round trip, the word count), its
@@ -21,20 +30,19 @@
 //! checks ([`crate::bench::verify_ring`], [`crate::bench::SequenceCheck`],
 //! [`crate::bench::SumCheck`]), the word count's splitting
 //! ([`crate::kernels::wordcount::Words`]), and the measurement ([`crate::bench::Measurement`], rendered by
-//! [`crate::report::Record`]). The sieve, whose chain of filters grows from
-//! inside running tasks, is still written per engine.
+//! [`crate::report::Record`]); the sieve's tokio copy shares the filter's
+//! step ([`crate::kernels::sieve::Filter`]).
 //!
 //! [`crate::registry::run`] runs a job on an engine.
 
+use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
 use serde::Serialize;
 
-use crate::bench::{
-    Measurement, MicroParams, ParamError, Params, PipeParams, RingParams, SieveParams,
-    WordcountParams,
-};
+use crate::bench::{Measurement, ParamError, Params};
 
 /// An engine a benchmark runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -103,7 +111,7 @@ impl fmt::Display for Engine {
 /// One benchmark, its parameters given: what it is called, whether it can
 /// run with them, and a run on one engine (verified, measured). A benchmark
 /// an engine does not have is an error ([`Engine::lacks`]).
-pub trait Bench {
+pub trait Bench: AsAny {
     /// The benchmark's name (`pipe`, `ring`...), as the JSON spells it.
     fn name(&self) -> &'static str;
 
@@ -158,6 +166,32 @@ pub trait Bench {
     fn crosses_workers(&self) -> bool {
         false
     }
+
+    /// What tells this configuration apart from the benchmark's others in
+    /// `rill-bench all` (the pipe's placement, the word count's format of
+    /// words, the sieve's mapping), as a name and a value.
+    fn variant(&self) -> Option<(&'static str, String)> {
+        None
+    }
+
+    /// Where rill puts the tasks, in words: the mapping's name, or a
+    /// placement's (`-` where rill places nothing itself).
+    fn rill_mapping(&self) -> String {
+        "-".into()
+    }
+}
+
+/// A benchmark's parameters as [`Any`], so that a [`Job`] hands them back
+/// as their type ([`Job::params`]).
+pub trait AsAny {
+    /// `self` as `Any`.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
 /// The monitoring mode as the record spells it.
@@ -165,31 +199,39 @@ pub fn monitor_name(m: Option<rill::MonitorFlags>) -> Option<String> {
     m.map(|f| f.to_string())
 }
 
-/// One benchmark configuration, run on each engine.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Job {
-    /// A pipe run.
-    Pipe(PipeParams),
-    /// A ring run.
-    Ring(RingParams),
-    /// A word count run.
-    Wordcount(WordcountParams),
-    /// A prime sieve run.
-    Sieve(SieveParams),
-    /// A micro row.
-    Micro(MicroParams),
+/// One benchmark configuration, run on each engine: a benchmark's
+/// parameters, shared.
+#[derive(Clone)]
+pub struct Job(Arc<dyn Bench + Send + Sync>);
+
+impl fmt::Debug for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Job").field(&self.0.title()).finish()
+    }
 }
 
 impl Job {
-    /// The job's benchmark: the registration of every benchmark.
+    /// The job of benchmark `b`.
+    pub fn new(b: impl Bench + Send + Sync + 'static) -> Job {
+        Job(Arc::new(b))
+    }
+
+    /// The job's benchmark.
     pub fn bench(&self) -> &dyn Bench {
-        match self {
-            Job::Pipe(p) => p,
-            Job::Ring(p) => p,
-            Job::Wordcount(p) => p,
-            Job::Sieve(p) => p,
-            Job::Micro(p) => p,
-        }
+        &*self.0
+    }
+
+    /// Whether `other` is this job (a clone of it).
+    pub fn is(&self, other: &Job) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The job's parameters when they are a `P` (for tests and callers
+    /// that know the benchmark).
+    pub fn params<P: Bench + 'static>(&self) -> Option<&P> {
+        // Through the `dyn Bench`, not the `Arc`, which is `Any` itself.
+        let any: &dyn Any = self.bench().as_any();
+        any.downcast_ref()
     }
 
     /// The benchmark's name: `pipe`, `ring`, `wordcount`, `sieve` or `micro`.
@@ -211,5 +253,33 @@ impl Job {
     /// A short label for progress lines: the benchmark, or the micro row.
     pub fn label(&self) -> String {
         self.bench().label()
+    }
+}
+
+/// A benchmark's command line (the parameters its subcommand parses) as
+/// the jobs it asks for. A benchmark's parameters are their own command
+/// line ([`Bench`] and `clap::Args`: one job); a command line that asks for
+/// several jobs, or makes its parameters from what it parses, says how.
+pub trait Jobs: fmt::Debug {
+    /// The benchmark's name.
+    fn name(&self) -> &'static str;
+
+    /// The jobs, each validated.
+    fn jobs(&self) -> Result<Vec<Job>, ParamError>;
+
+    /// Every engine the benchmark runs on (`--engine all`).
+    fn engines(&self) -> &'static [Engine] {
+        &Engine::NETWORKS
+    }
+}
+
+impl<P: Bench + Clone + fmt::Debug + Send + Sync + 'static> Jobs for P {
+    fn name(&self) -> &'static str {
+        Bench::name(self)
+    }
+
+    fn jobs(&self) -> Result<Vec<Job>, ParamError> {
+        self.validate()?;
+        Ok(vec![Job::new(self.clone())])
     }
 }

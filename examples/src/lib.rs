@@ -3,9 +3,12 @@
 //!
 //! - [`bench`](mod@bench): parameters, measurements and verifiers shared by every engine.
 //! - [`engines`]: the engine abstraction: [`Engine`](engines::Engine) (which
-//!   engine), [`Bench`](engines::Bench) (a benchmark run on an engine) and
-//!   [`Job`](engines::Job) (the registration of every benchmark);
-//!   [`registry`]: [`registry::run`], which runs a job on an engine.
+//!   engine), [`Bench`](engines::Bench) (a benchmark run on an engine, its
+//!   parameters its command line), [`Job`](engines::Job) (a configuration
+//!   of one) and [`Jobs`](engines::Jobs) (a command line's jobs);
+//!   [`registry`]: [`registry::run`], which runs a job on an engine. The
+//!   registration of every benchmark is its subcommand,
+//!   [`cli::Command::bench`].
 //! - [`net`]: what differs between the blocking engines (a bounded
 //!   channel, spawning a task, the join), and [`nets`]: the pipe, the ring
 //!   and the hand-off written once over it.

@@ -22,6 +22,9 @@ use rill::{ManualTable, Mapping, MonitorFlags};
 /// at 1/30 already (rt, ant) or take a few milliseconds (des).
 pub const PILOT_DIVISOR: u64 = 100;
 
+/// The largest `--pilot N`.
+pub const MAX_PILOT_DIVISOR: u64 = 1000;
+
 /// What the pilot records by default (`--pilot-monitor`): count mode,
 /// `map,worker,task,stream`: task names and workers, busy time per task
 /// from its dispatches, worker waits and per-stream message and block
@@ -112,6 +115,23 @@ impl MappingChoice {
             MappingChoice::Auto => "auto".into(),
             MappingChoice::File(p) => p.display().to_string(),
             MappingChoice::Profile(p) => format!("profile:{}", p.display()),
+        }
+    }
+}
+
+impl MappingChoice {
+    /// The kind of mapping, without its file: `adaptive`, `rr`, `manual`,
+    /// `parts`, `steal`, `auto`, `file` or `profile`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MappingChoice::Adaptive => "adaptive",
+            MappingChoice::Rr => "rr",
+            MappingChoice::Manual => "manual",
+            MappingChoice::Parts => "parts",
+            MappingChoice::Steal => "steal",
+            MappingChoice::Auto => "auto",
+            MappingChoice::File(_) => "file",
+            MappingChoice::Profile(_) => "profile",
         }
     }
 }

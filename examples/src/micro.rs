@@ -8,14 +8,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
+use clap::Args;
 use rill::{Mapping, MonitorConfig, Runtime};
 
 use crate::bench::{
     measure_idle_cpu, Measurement, MicroParams, MicroRow, ParamError, Params, MICRO_CAPACITY,
 };
-use crate::engines::{monitor_name, Bench, Engine};
+use crate::engines::{monitor_name, Bench, Engine, Job, Jobs};
 use crate::mapping::MappingChoice;
-use crate::net::{monitor_config, rill_figures, rill_runtime, NetSpec, RillNet, Slot};
+use crate::net::{monitor_config, rill_figures, rill_runtime, NetSpec, RillNet};
 use crate::nets;
 use crate::peers::{threads, tokio_rt};
 
@@ -32,16 +33,16 @@ impl Bench for MicroParams {
         let moves = matches!(self.row, MicroRow::Handoff | MicroRow::CrossWorkerRoundtrip);
         Params {
             row: Some(self.row.name()),
-            workers: Some(self.row.workers(self.workers)),
-            monitor: monitor_name(self.monitor),
-            logs: self.logs.clone(),
+            workers: Some(self.row.workers(self.opts.workers)),
+            monitor: monitor_name(self.opts.monitor),
+            logs: self.opts.logs.clone(),
             capacity: moves.then_some(MICRO_CAPACITY),
             ..Params::default()
         }
     }
 
     fn title(&self) -> String {
-        format!("micro  workers={}", self.workers)
+        format!("micro  workers={}", self.opts.workers)
     }
 
     fn label(&self) -> String {
@@ -71,9 +72,60 @@ impl Bench for MicroParams {
         match engine {
             Engine::Rill => rill(self),
             Engine::Threads => threads::micro(self.row, self.ops_on(engine)),
-            Engine::Tokio => tokio_rt::micro(self.row, self.workers, self.ops_on(engine)),
+            Engine::Tokio => tokio_rt::micro(self.row, self.opts.workers, self.ops_on(engine)),
             Engine::Sequential => Err(engine.lacks("micro")),
         }
+    }
+}
+
+/// `rill-bench micro`'s command line: the rows, and the parameters every
+/// row takes; a job per row.
+#[derive(Clone, Debug, Args)]
+pub struct MicroArgs {
+    /// Rows to run, a comma-separated list [default: all of them]. handoff and
+    /// idle_cpu always use 1 worker, cross_worker_roundtrip 2; yield and spawn use
+    /// --workers.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "ROWS")]
+    pub rows: Vec<MicroRow>,
+
+    /// The rows' parameters.
+    #[command(flatten)]
+    pub params: MicroParams,
+}
+
+impl MicroArgs {
+    /// The rows chosen, each once, in the order given; all rows when none is.
+    pub fn rows(&self) -> Vec<MicroRow> {
+        if self.rows.is_empty() {
+            return MicroRow::ALL.to_vec();
+        }
+        let mut out = Vec::new();
+        for r in &self.rows {
+            if !out.contains(r) {
+                out.push(*r);
+            }
+        }
+        out
+    }
+}
+
+impl Jobs for MicroArgs {
+    fn name(&self) -> &'static str {
+        "micro"
+    }
+
+    fn jobs(&self) -> Result<Vec<Job>, ParamError> {
+        let mut jobs = Vec::new();
+        for row in self.rows() {
+            jobs.extend(
+                MicroParams {
+                    row,
+                    ..self.params.clone()
+                }
+                .jobs()?,
+            );
+        }
+        Ok(jobs)
     }
 }
 
@@ -104,8 +156,12 @@ impl MicroParams {
 /// `rill-logs/micro/ROW`).
 fn rill(p: &MicroParams) -> Result<Measurement> {
     let row = p.row;
-    let logs = p.logs.as_ref().map(|d| d.join(row.name()));
-    let mon = monitor_config(p.monitor, logs.as_deref(), &format!("micro/{}", row.name()));
+    let logs = p.opts.logs.as_ref().map(|d| d.join(row.name()));
+    let mon = monitor_config(
+        p.opts.monitor,
+        logs.as_deref(),
+        &format!("micro/{}", row.name()),
+    );
     let ops = p.ops_on(Engine::Rill);
     let (m, stats) = micro(row, ops, &mon)?;
     Ok(rill_figures(m, &stats, &mon))
@@ -126,25 +182,20 @@ pub fn micro(row: MicroRow, n: u64, mon: &MonitorConfig) -> Result<(Measurement,
     match row {
         MicroRow::Yield => {
             let mut rt = runtime(1, 16, mon)?;
-            let t: Slot<Duration> = Slot::default();
-            let t2 = t.clone();
-            rt.spawn("micro/yield", move || {
+            let (wall, stats) = rt.run_main_as("micro/yield", move || {
                 let t0 = Instant::now();
                 for _ in 0..n {
                     rill::yield_now();
                 }
-                t2.put(t0.elapsed());
-            });
-            let stats = rt.run()?;
-            Ok(timed(t.take("yield")?, stats))
+                t0.elapsed()
+            })?;
+            Ok(timed(wall, stats))
         }
         MicroRow::Spawn => {
             let mut rt = runtime(1, 16, mon)?;
-            let t: Slot<Duration> = Slot::default();
-            let t2 = t.clone();
             let done = Arc::new(AtomicU64::new(0));
             let d2 = done.clone();
-            rt.spawn("micro/spawner", move || {
+            let (wall, stats) = rt.run_main_as("micro/spawner", move || {
                 let t0 = Instant::now();
                 let batch = 64;
                 let mut spawned = 0;
@@ -161,13 +212,12 @@ pub fn micro(row: MicroRow, n: u64, mon: &MonitorConfig) -> Result<(Measurement,
                 while d2.load(Ordering::Relaxed) < n {
                     rill::yield_now();
                 }
-                t2.put(t0.elapsed());
-            });
-            let stats = rt.run()?;
+                t0.elapsed()
+            })?;
             if done.load(Ordering::Relaxed) != n {
                 bail!("spawn: {} of {n} tasks ran", done.load(Ordering::Relaxed));
             }
-            Ok(timed(t.take("spawn")?, stats))
+            Ok(timed(wall, stats))
         }
         // The spec of the rows on the nets: on worker 0 and 1 of a
         // round-robin runtime.
@@ -187,14 +237,10 @@ pub fn micro(row: MicroRow, n: u64, mon: &MonitorConfig) -> Result<(Measurement,
         }
         MicroRow::IdleCpu => {
             let mut rt = runtime(2, 16, mon)?;
-            let m: Slot<Result<Measurement>> = Slot::default();
-            let m2 = m.clone();
-            // Worker 1 has nothing to do; this task blocks worker 0 in the OS.
-            rt.try_spawn_on(0, "micro/sleeper", move || {
-                m2.put(measure_idle_cpu());
-            })?;
-            let stats = rt.run()?;
-            Ok((m.take("idle_cpu")??, stats))
+            // Worker 1 has nothing to do; this task, the run's only one (so
+            // round-robin puts it on worker 0), blocks worker 0 in the OS.
+            let (m, stats) = rt.run_main_as("micro/sleeper", measure_idle_cpu)?;
+            Ok((m?, stats))
         }
     }
 }

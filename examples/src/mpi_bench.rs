@@ -27,12 +27,34 @@ use crate::mpi_nets::RunOn;
 /// The pilot's floor for the pipe's messages and the ring's hops.
 const PILOT_MESSAGES: u64 = 1000;
 
+/// A row of `rill-bench mpi`: rill's cross-rank stream beside raw MPI in
+/// the same job, as the table and `--json` show it. A comparison of two
+/// engines' figures in one row, not a run of one benchmark, so it is not a
+/// `rill_examples::report::Record`.
+#[derive(serde::Serialize)]
 struct Row {
     row: &'static str,
     bytes: usize,
+    /// MB/s for throughput, ns for a round trip.
     rill: f64,
+    /// The same for raw MPI.
     mpi: f64,
+    /// `rill` over `mpi`.
+    ratio: f64,
     verified: bool,
+}
+
+impl Row {
+    fn new(row: &'static str, bytes: usize, rill: f64, mpi: f64, verified: bool) -> Row {
+        Row {
+            row,
+            bytes,
+            rill,
+            mpi,
+            ratio: rill / mpi,
+            verified,
+        }
+    }
 }
 
 fn fill(i: u64) -> u8 {
@@ -235,8 +257,11 @@ pub(crate) fn pilot_size(opts: &AppOpts, n: u64, floor: u64, unit: &str) -> (u64
     (k, format!("{k} of {n} {unit}"))
 }
 
-/// A row of an application: the run, its ranks and workers per rank, the
-/// median wall ms, and whether every output was right.
+/// A row of an application under mpirun: the run, its ranks and workers
+/// per rank, the median wall ms over the rounds, and whether every output
+/// was right. Like the suite's rows it sums up several runs (and is
+/// compared with the one-rank row), so it is not a
+/// `rill_examples::report::Record`; `--json` writes it as an [`AppLine`].
 pub(crate) struct AppRow {
     pub label: String,
     pub ranks: usize,
@@ -248,14 +273,19 @@ pub(crate) struct AppRow {
 }
 
 /// The auto figures of a row (see `crate::mpi_auto`), medians over the
-/// rounds; the files and the size are the last round's.
+/// rounds; the files and the size are the last round's. `--json` writes
+/// them into the row's line under these names.
+#[derive(serde::Serialize)]
 pub(crate) struct AutoRow {
     pub pilot_ms: f64,
     pub pilot_run_ms: f64,
     pub plan_ms: f64,
     pub total_ms: f64,
+    #[serde(rename = "pilot_size")]
     pub size: String,
+    #[serde(rename = "mapping_file")]
     pub file: String,
+    #[serde(rename = "pilot_logs")]
     pub logs: String,
 }
 
@@ -767,29 +797,23 @@ fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
         }
         for r in &rows {
             if json {
-                let mut o = serde_json::Map::new();
-                o.insert("row".into(), app.into());
-                o.insert("run".into(), r.label.clone().into());
-                o.insert("ranks".into(), r.ranks.into());
-                o.insert("workers".into(), r.workers.into());
-                o.insert("mapping".into(), opts.mapping.clone().into());
-                o.insert("rounds".into(), opts.rounds.into());
-                for (f, v) in &params {
-                    o.insert(f[2..].into(), (*v).into());
-                }
-                o.insert("wall_ms".into(), r.ms.into());
-                o.insert("ratio".into(), (r.ms / base).into());
-                if let Some(a) = &r.auto {
-                    o.insert("pilot_ms".into(), a.pilot_ms.into());
-                    o.insert("pilot_run_ms".into(), a.pilot_run_ms.into());
-                    o.insert("plan_ms".into(), a.plan_ms.into());
-                    o.insert("total_ms".into(), a.total_ms.into());
-                    o.insert("pilot_size".into(), a.size.clone().into());
-                    o.insert("mapping_file".into(), a.file.clone().into());
-                    o.insert("pilot_logs".into(), a.logs.clone().into());
-                }
-                o.insert("verified".into(), r.verified.into());
-                println!("{}", serde_json::Value::Object(o));
+                let line = AppLine {
+                    row: app,
+                    run: &r.label,
+                    ranks: r.ranks,
+                    workers: r.workers,
+                    mapping: &opts.mapping,
+                    rounds: opts.rounds,
+                    params: Flags(&params),
+                    wall_ms: r.ms,
+                    ratio: r.ms / base,
+                    auto: r.auto.as_ref(),
+                    verified: r.verified,
+                };
+                println!(
+                    "{}",
+                    serde_json::to_string(&line).expect("a row serialises")
+                );
             } else {
                 let auto = r.auto.as_ref().map_or(String::new(), |a| {
                     format!(
@@ -811,6 +835,47 @@ fn app_main(world: &World, args: &[String], json: bool, app: &str) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// An application's row under mpirun with `--json`, one object a line.
+#[derive(serde::Serialize)]
+struct AppLine<'a> {
+    /// The application.
+    row: &'a str,
+    /// The row's label (`2 ranks x 1 worker`).
+    run: &'a str,
+    ranks: usize,
+    /// Workers per rank.
+    workers: usize,
+    /// `--mapping`, or `default`.
+    mapping: &'a str,
+    rounds: usize,
+    /// The application's number flags, by name without the dashes.
+    #[serde(flatten)]
+    params: Flags<'a>,
+    /// The median over the rounds.
+    wall_ms: f64,
+    /// Over the one-rank row's.
+    ratio: f64,
+    /// `--mapping auto`'s pilot and plan.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    auto: Option<&'a AutoRow>,
+    verified: bool,
+}
+
+/// An application's number flags and their values (`--bytes 20000000`),
+/// written as fields named by the flags (`"bytes": 20000000`), in order.
+struct Flags<'a>(&'a [(&'a str, u64)]);
+
+impl serde::Serialize for Flags<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (flag, v) in self.0 {
+            m.serialize_entry(flag.trim_start_matches('-'), v)?;
+        }
+        m.end()
     }
 }
 
@@ -876,13 +941,7 @@ pub fn main_with(mut args: Vec<String>) -> ExitCode {
         let r = rill_throughput(&world, bytes, n);
         let (m, mok) = mpi_throughput(&world, bytes, n);
         match r {
-            Ok((v, ok)) => rows.push(Row {
-                row: "throughput",
-                bytes,
-                rill: v,
-                mpi: m,
-                verified: ok && mok,
-            }),
+            Ok((v, ok)) => rows.push(Row::new("throughput", bytes, v, m, ok && mok)),
             Err(e) => {
                 eprintln!("rank {}: {e}", world.rank());
                 failed = true;
@@ -895,13 +954,7 @@ pub fn main_with(mut args: Vec<String>) -> ExitCode {
     let n = if quick { 2_000 } else { 20_000 };
     let (m, mok) = mpi_round_trip(&world, n);
     match rill_round_trip(&world, n) {
-        Ok((v, ok)) => rows.push(Row {
-            row: "round_trip",
-            bytes: 8,
-            rill: v,
-            mpi: m,
-            verified: ok && mok,
-        }),
+        Ok((v, ok)) => rows.push(Row::new("round_trip", 8, v, m, ok && mok)),
         Err(e) => {
             eprintln!("rank {}: {e}", world.rank());
             failed = true;
@@ -915,25 +968,13 @@ pub fn main_with(mut args: Vec<String>) -> ExitCode {
             );
         }
         for r in &rows {
-            let ratio = r.rill / r.mpi;
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string(&RowLine {
-                        row: r.row,
-                        bytes: r.bytes,
-                        rill: r.rill,
-                        mpi: r.mpi,
-                        ratio,
-                        verified: r.verified,
-                    })
-                    .expect("a record serialises")
-                );
+                println!("{}", serde_json::to_string(r).expect("a row serialises"));
             } else {
                 let unit = if r.row == "round_trip" { "ns" } else { "MB/s" };
                 println!(
                     "{:<11} {:>8} {:>9.1} {unit:<4} {:>7.1} {unit:<4} {:>5.2}  {}",
-                    r.row, r.bytes, r.rill, r.mpi, ratio, r.verified
+                    r.row, r.bytes, r.rill, r.mpi, r.ratio, r.verified
                 );
             }
         }
@@ -945,15 +986,4 @@ pub fn main_with(mut args: Vec<String>) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-/// `rill-bench mpi --json`: one row, rill beside raw MPI.
-#[derive(serde::Serialize)]
-struct RowLine<'a> {
-    row: &'a str,
-    bytes: usize,
-    rill: f64,
-    mpi: f64,
-    ratio: f64,
-    verified: bool,
 }

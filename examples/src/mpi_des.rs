@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use crate::mpi_bench::{alternate, pilot_size, AppOpts, AppRow, Workload};
 use rill::dist::{Net, World};
@@ -112,11 +111,7 @@ fn run(
     let out = Arc::new(Mutex::new(None));
     build(&mut net, ks.clone(), data.clone(), out.clone());
     apply(&mut net, placement);
-    let t0 = Instant::now();
-    net.run().map_err(|e| e.to_string())?;
-    let ms = t0.elapsed().as_secs_f64() * 1e3;
-    let v = out.lock().unwrap().take();
-    Ok((ms, v))
+    crate::mpi_nets::finish(net, &out)
 }
 
 /// The network on `bytes` of generated input, its output checked byte

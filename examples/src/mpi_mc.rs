@@ -10,89 +10,13 @@
 //! every path.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use crate::mpi_bench::{alternate, pilot_size, AppOpts, AppRow, Workload};
-use rill::dist::{Net, Placement, RankTable, Wire, WireError, World};
-use rill::{PollSet, Reader, Writer};
-use rill_examples::apps::mc::{DEFAULT_BATCH, DEFAULT_CAPACITY, FEED_CAPACITY};
+use rill::dist::{Net, Placement, RankTable, World};
+use rill::PollSet;
+use rill_examples::apps::mc::{stage, Links, Rec, DEFAULT_BATCH, DEFAULT_CAPACITY, FEED_CAPACITY};
 use rill_examples::dist_place::{apply, Placing};
-use rill_examples::kernels::mc::{self as k, McParams, Partial, PathBatch};
-
-/// A record travelling down a chain, as it crosses ranks.
-enum Rec {
-    Paths(PathBatch),
-    Done(Partial),
-}
-
-impl Wire for Rec {
-    fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            Rec::Paths(b) => {
-                out.push(0);
-                b.first_path.encode(out);
-                b.log_s.encode(out);
-                b.steps_done.encode(out);
-            }
-            Rec::Done(p) => {
-                out.push(1);
-                p.paths.encode(out);
-                p.sum_call.encode(out);
-                p.sumsq_call.encode(out);
-                p.sum_put.encode(out);
-                p.sumsq_put.encode(out);
-            }
-        }
-    }
-
-    fn decode(input: &mut &[u8]) -> Result<Self, WireError> {
-        Ok(match u8::decode(input)? {
-            0 => Rec::Paths(PathBatch {
-                first_path: u64::decode(input)?,
-                log_s: Vec::decode(input)?,
-                steps_done: u32::decode(input)?,
-            }),
-            1 => Rec::Done(Partial {
-                paths: u64::decode(input)?,
-                sum_call: u128::decode(input)?,
-                sumsq_call: u128::decode(input)?,
-                sum_put: u128::decode(input)?,
-                sumsq_put: u128::decode(input)?,
-            }),
-            _ => return Err(WireError::Invalid("Rec")),
-        })
-    }
-}
-
-/// Stage `j` of chain `chain`, unfolding the chain on its own rank.
-fn stage(params: Arc<McParams>, chain: usize, j: u32, input: Reader<Rec>, mut out: Writer<Rec>) {
-    let mut unfolded = false;
-    for rec in input {
-        let msg = match rec {
-            Rec::Paths(mut b) => {
-                k::step(&params, &mut b, j);
-                if b.steps_done == params.steps {
-                    Rec::Done(k::payoff(&params, &b))
-                } else {
-                    if !unfolded {
-                        unfolded = true;
-                        let (w, r) = rill::stream(DEFAULT_CAPACITY);
-                        let exit = out.replace(w);
-                        let p = params.clone();
-                        rill::spawn(format!("mc/star/{chain}/step/{}", j + 1), move || {
-                            stage(p, chain, j + 1, r, exit)
-                        });
-                    }
-                    Rec::Paths(b)
-                }
-            }
-            done @ Rec::Done(_) => done,
-        };
-        if out.write(msg).is_err() {
-            return;
-        }
-    }
-}
+use rill_examples::kernels::mc::{self as k, McParams, Partial};
 
 /// Builds the network on `net`; the collector's (sums, records) land in
 /// `out` on rank 0.
@@ -140,10 +64,13 @@ fn build(
             }
         }
     });
+    // The stages are the one-process network's (`apps::mc::stage`); each
+    // rank counts the links of its own chains, which the rows leave out.
+    let links = Arc::new(Links::default());
     for (c, ends) in roots.into_iter().enumerate() {
-        let p = params.clone();
+        let (p, l) = (params.clone(), links.clone());
         net.spawn_with(format!("mc/star/{c}/step/0"), ends, move |(r, x)| {
-            stage(p, c, 0, r, x)
+            stage(p, c, 0, r, x, DEFAULT_CAPACITY, l, None)
         });
     }
     net.spawn_with("mc/collect", exits, move |exits| {
@@ -168,11 +95,7 @@ fn run(
     let out = Arc::new(Mutex::new(None));
     build(&mut net, params.clone(), paths, out.clone());
     apply(&mut net, placement);
-    let t0 = Instant::now();
-    net.run().map_err(|e| e.to_string())?;
-    let ms = t0.elapsed().as_secs_f64() * 1e3;
-    let v = out.lock().unwrap().take();
-    Ok((ms, v))
+    crate::mpi_nets::finish(net, &out)
 }
 
 /// The network on `paths` paths: every record counted, and the sums the

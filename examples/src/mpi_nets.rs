@@ -22,8 +22,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rill::dist::{Net, NetGraph, Wire, WireError};
+use rill::dist::{Net, NetGraph};
 use rill::{PollSet, Writer};
+use rill_examples::apps::ant::{ant_task, colony_task, AntResult, SharedColony};
 use rill_examples::bench::{verify_ring, SequenceCheck, WordcountParams};
 use rill_examples::dist_place::{apply, Placing};
 use rill_examples::kernels::ant as ak;
@@ -31,13 +32,15 @@ use rill_examples::kernels::rt as rk;
 use rill_examples::kernels::wordcount::{self as kernels, Counts};
 use rill_examples::nets::pipe_task_names;
 
-type Out<T> = Arc<Mutex<Option<T>>>;
+pub(crate) type Out<T> = Arc<Mutex<Option<T>>>;
 
 /// One run on this rank: its wall ms and, on the rank that collected it,
 /// the network's output.
 pub type RunOn<T> = Result<(f64, Option<T>), String>;
 
-fn finish<T>(net: Net, out: &Out<T>) -> RunOn<T> {
+/// Runs `net` and times it; then takes the output the collector put in
+/// `out`, on the rank where it ran.
+pub(crate) fn finish<T>(net: Net, out: &Out<T>) -> RunOn<T> {
     let t0 = Instant::now();
     net.run().map_err(|e| e.to_string())?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -324,30 +327,6 @@ pub fn rt(
     finish(net, &out)
 }
 
-/// The colony sent to the ants: shared behind an `Arc` by the ants on
-/// the colony's rank, as in the one-process network; encoded (size,
-/// pheromone, best-so-far) for an ant on another rank, which decodes its
-/// own copy (the parameters are [`ak::AcoParams::default`] on every rank,
-/// as the colony task makes them).
-struct SharedColony(Arc<ak::Colony>);
-
-impl Wire for SharedColony {
-    fn encode(&self, out: &mut Vec<u8>) {
-        (self.0.n as u64).encode(out);
-        self.0.pheromone.encode(out);
-        self.0.best.encode(out);
-    }
-
-    fn decode(input: &mut &[u8]) -> Result<Self, WireError> {
-        Ok(SharedColony(Arc::new(ak::Colony {
-            n: u64::decode(input)? as usize,
-            pheromone: Vec::decode(input)?,
-            best: Option::decode(input)?,
-            params: ak::AcoParams::default(),
-        })))
-    }
-}
-
 /// One run of the ant colony on `net` (the one-process network's tasks,
 /// `crate::apps::ant`: every iteration `ant/colony` sends the colony to
 /// every ant task, ant `a` runs [`ak::run_ant`] for `(a, iteration)` and
@@ -405,7 +384,7 @@ pub fn ant(
     for _ in 0..ants {
         // One message per iteration is outstanding each way.
         let (w, r) = net.stream::<(u32, SharedColony)>(1);
-        let (back_w, back) = net.stream::<(u32, Vec<u32>, u64)>(1);
+        let (back_w, back) = net.stream::<AntResult>(1);
         to_ant.push(Some(w));
         from_ants.push(back);
         ends.push((r, back_w));
@@ -425,46 +404,18 @@ pub fn ant(
     net.spawn_with(
         "ant/colony",
         (feeds, from_ants),
-        move |(mut feeds, mut from_ants)| {
-            let mut colony = Arc::new(ak::Colony::new(&i, ak::AcoParams::default()));
-            for it in 0..iterations {
-                for w in feeds.iter_mut() {
-                    if w.write((it, SharedColony(colony.clone()))).is_err() {
-                        return;
-                    }
-                }
-                // Reduce in ant order while later ants still run: keep the
-                // first lowest cost (iteration_best's tie rule).
-                let mut best: Option<(u32, Vec<u32>, u64)> = None;
-                for r in from_ants.iter_mut() {
-                    let Some(res) = r.read() else {
-                        return;
-                    };
-                    if best.as_ref().is_none_or(|b| res.2 < b.2) {
-                        best = Some(res);
-                    }
-                }
-                let (_, schedule, cost) = best.expect("at least one ant");
-                // The local ants dropped their clones before answering, so
-                // this updates in place unless a copy still waits to cross.
-                ak::update(Arc::make_mut(&mut colony), &schedule, cost);
-            }
-            drop(feeds); // ends the relays and the ants
-            if let Some(best) = colony.best.clone() {
+        move |(feeds, from_ants)| {
+            // The relays come first among the feeds, then this rank's ants:
+            // dropping them at the end ends the relays and the ants.
+            if let Some(best) = colony_task(&i, iterations, feeds, from_ants) {
                 *o.lock().unwrap() = Some(best);
             }
         },
     );
-    for (a, e) in (0..ants).zip(ends) {
+    for (a, (r, back)) in (0..ants).zip(ends) {
         let inst = inst.clone();
-        net.spawn_with(format!("ant/ant/{a}"), e, move |(r, mut back)| {
-            for (it, colony) in r {
-                let (s, c) = ak::run_ant(&inst, &colony.0, a, it, seed);
-                drop(colony); // lets the colony task update in place
-                if back.write((a, s, c)).is_err() {
-                    return;
-                }
-            }
+        net.spawn_with(format!("ant/ant/{a}"), (r, back), move |(r, back)| {
+            ant_task(&inst, a, seed, r, back)
         });
     }
     for (rank, worker, input, outs) in relay_tasks {

@@ -131,11 +131,25 @@ pub trait Net: Sized {
     fn recv<T: Send + 'static>(rx: &mut Self::Rx<T>) -> Option<T>;
 
     /// Spawns task `name` running `f` (on `worker` where the engine places
-    /// tasks itself); what `f` returns is in the slot after [`finish`](Net::finish).
-    fn spawn<R, F>(&mut self, name: String, worker: usize, f: F) -> Result<Slot<R>>
+    /// tasks itself).
+    fn spawn<F>(&mut self, name: String, worker: usize, f: F) -> Result<()>
+    where
+        F: FnOnce() + Send + 'static;
+
+    /// [`spawn`](Net::spawn) of a task whose value the caller reads: what
+    /// `f` returns is in the slot after [`finish`](Net::finish). A task
+    /// whose value nobody reads is spawned without one, so that the slot
+    /// does not stay live (a register) across the task's loop.
+    fn spawn_value<R, F>(&mut self, name: String, worker: usize, f: F) -> Result<Slot<R>>
     where
         R: Send + 'static,
-        F: FnOnce() -> R + Send + 'static;
+        F: FnOnce() -> R + Send + 'static,
+    {
+        let slot = Slot::default();
+        let put = slot.clone();
+        self.spawn(name, worker, move || put.put(f()))?;
+        Ok(slot)
+    }
 
     /// Runs every task to its end (a task's panic an error naming it).
     fn finish(self) -> Result<Finished>;
@@ -263,21 +277,17 @@ impl Net for RillNet {
         rx.read()
     }
 
-    fn spawn<R, F>(&mut self, name: String, worker: usize, f: F) -> Result<Slot<R>>
+    fn spawn<F>(&mut self, name: String, worker: usize, f: F) -> Result<()>
     where
-        R: Send + 'static,
-        F: FnOnce() -> R + Send + 'static,
+        F: FnOnce() + Send + 'static,
     {
-        let slot = Slot::default();
-        let put = slot.clone();
-        let task = move || put.put(f());
         if self.pinned {
-            self.rt.try_spawn_on(worker, name, task)?;
+            self.rt.try_spawn_on(worker, name, f)?;
         } else {
-            self.rt.spawn(name, task);
+            self.rt.spawn(name, f);
         }
         self.tasks += 1;
-        Ok(slot)
+        Ok(())
     }
 
     fn finish(mut self) -> Result<Finished> {
@@ -392,17 +402,14 @@ impl Net for ThreadNet {
         rx.recv().ok()
     }
 
-    fn spawn<R, F>(&mut self, name: String, _worker: usize, f: F) -> Result<Slot<R>>
+    fn spawn<F>(&mut self, name: String, _worker: usize, f: F) -> Result<()>
     where
-        R: Send + 'static,
-        F: FnOnce() -> R + Send + 'static,
+        F: FnOnce() + Send + 'static,
     {
-        let slot = Slot::default();
-        let put = slot.clone();
         // Should this fail, the ends `f` holds are dropped with it, so the
         // threads already started see their channels end and end too.
-        self.threads.push(spawn_thread(name, move || put.put(f()))?);
-        Ok(slot)
+        self.threads.push(spawn_thread(name, f)?);
+        Ok(())
     }
 
     fn finish(self) -> Result<Finished> {

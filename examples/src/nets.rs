@@ -10,10 +10,11 @@ use anyhow::{anyhow, bail, Result};
 use rill::MonitorFlags;
 
 use crate::bench::{
-    busy_work, placed, verify_ring, work_steps_per_ns, Measurement, ParamError, Params, PipeParams,
-    Placement, RingParams, SequenceCheck, SumCheck, VerifyError,
+    busy_work, placed, verify_ring, work_steps_per_ns, BenchOpts, Measurement, ParamError, Params,
+    PipeParams, Placement, RingParams, SequenceCheck, SumCheck, VerifyError,
 };
 use crate::engines::{monitor_name, Bench, Engine};
+use crate::mapping::MappingChoice;
 use crate::net::{Finished, Net, NetSpec, RillNet, ThreadNet};
 use crate::peers::tokio_rt;
 
@@ -34,12 +35,10 @@ impl Bench for PipeParams {
             slow: (!self.slow.is_empty()).then(|| self.slow.iter().copied().collect()),
             work_steps_per_us: self.has_work().then(|| work_steps_per_ns() * 1e3),
             ..net_params(
-                self.workers,
+                &self.opts,
                 self.placement,
                 self.mapping.as_ref(),
                 self.capacity,
-                self.monitor,
-                &self.logs,
             )
         }
     }
@@ -51,7 +50,7 @@ impl Bench for PipeParams {
             self.messages,
             self.capacity,
             placed(self.placement, self.mapping.as_ref()),
-            self.workers
+            self.opts.workers
         );
         if self.work_ns > 0 {
             t.push_str(&format!(" work={}ns", self.work_ns));
@@ -63,7 +62,15 @@ impl Bench for PipeParams {
     }
 
     fn crosses_workers(&self) -> bool {
-        self.workers > 1
+        self.opts.workers > 1
+    }
+
+    fn variant(&self) -> Option<(&'static str, String)> {
+        Some(("placement", self.placement.name().into()))
+    }
+
+    fn rill_mapping(&self) -> String {
+        rill_mapping(self.placement, self.mapping.as_ref())
     }
 
     fn run(&self, engine: Engine) -> Result<Measurement> {
@@ -90,12 +97,10 @@ impl Bench for RingParams {
             size: Some(self.size),
             hops: Some(self.hops),
             ..net_params(
-                self.workers,
+                &self.opts,
                 self.placement,
                 self.mapping.as_ref(),
                 self.capacity,
-                self.monitor,
-                &self.logs,
             )
         }
     }
@@ -107,12 +112,20 @@ impl Bench for RingParams {
             self.hops,
             self.capacity,
             placed(self.placement, self.mapping.as_ref()),
-            self.workers
+            self.opts.workers
         )
     }
 
     fn crosses_workers(&self) -> bool {
-        self.workers > 1
+        self.opts.workers > 1
+    }
+
+    fn variant(&self) -> Option<(&'static str, String)> {
+        Some(("placement", self.placement.name().into()))
+    }
+
+    fn rill_mapping(&self) -> String {
+        rill_mapping(self.placement, self.mapping.as_ref())
     }
 
     fn run(&self, engine: Engine) -> Result<Measurement> {
@@ -127,22 +140,26 @@ impl Bench for RingParams {
 
 /// The record parameters the pipe and the ring share.
 fn net_params(
-    workers: usize,
+    opts: &BenchOpts,
     placement: Placement,
-    mapping: Option<&crate::mapping::MappingChoice>,
+    mapping: Option<&MappingChoice>,
     capacity: usize,
-    monitor: Option<MonitorFlags>,
-    logs: &Option<std::path::PathBuf>,
 ) -> Params {
     Params {
-        workers: Some(workers),
+        workers: Some(opts.workers),
         placement: Some(placement.name()),
         mapping: mapping.map(|m| m.name()),
         capacity: Some(capacity),
-        monitor: monitor_name(monitor),
-        logs: logs.clone(),
+        monitor: monitor_name(opts.monitor),
+        logs: opts.logs.clone(),
         ..Params::default()
     }
+}
+
+/// Where rill puts the pipe's or the ring's tasks: `--mapping`'s name, or
+/// the placement's.
+fn rill_mapping(placement: Placement, mapping: Option<&MappingChoice>) -> String {
+    mapping.map_or_else(|| placement.name().to_string(), |m| m.name())
 }
 
 /// The pipe's task names in creation order: `pipe/source`,
@@ -160,7 +177,7 @@ pub fn pipe_task_names(depth: usize) -> Vec<String> {
 /// worker 0, `rr` relay `k` on worker `(k + 1) mod W`, `parts` the relays
 /// cut into two contiguous halves on the source's and the sink's workers.
 fn pipe_worker(p: &PipeParams, i: usize) -> usize {
-    let (workers, relays) = (p.workers, p.relays());
+    let (workers, relays) = (p.opts.workers, p.relays());
     let last = workers.min(2) - 1;
     if i == 0 {
         return 0;
@@ -213,12 +230,12 @@ pub fn pipe<N: Net>(p: &PipeParams) -> Result<Measurement> {
     let messages = p.messages;
     let mut net = N::build(&spec(
         "pipe",
-        p.workers,
+        p.opts.workers,
         p.capacity,
         p.mapping.as_ref(),
         &names,
-        p.monitor,
-        p.logs.clone(),
+        p.opts.monitor,
+        p.opts.logs.clone(),
     ))?;
     let (mut w, mut r) = N::channel::<u64>(p.capacity);
     net.spawn(names[0].clone(), pipe_worker(p, 0), move || {
@@ -243,7 +260,7 @@ pub fn pipe<N: Net>(p: &PipeParams) -> Result<Measurement> {
             }
         })?;
     }
-    let sink = net.spawn(
+    let sink = net.spawn_value(
         names[steps.len() + 1].clone(),
         pipe_worker(p, steps.len() + 1),
         move || -> Result<(), VerifyError> {
@@ -271,12 +288,12 @@ pub fn ring<N: Net>(p: &RingParams) -> Result<Measurement> {
     let names: Vec<String> = (0..size).map(|i| format!("ring/{i}")).collect();
     let mut net = N::build(&spec(
         "ring",
-        p.workers,
+        p.opts.workers,
         p.capacity,
         p.mapping.as_ref(),
         &names,
-        p.monitor,
-        p.logs.clone(),
+        p.opts.monitor,
+        p.opts.logs.clone(),
     ))?;
     let (mut writers, mut readers): (Vec<_>, Vec<_>) = (0..size)
         .map(|_| {
@@ -290,8 +307,8 @@ pub fn ring<N: Net>(p: &RingParams) -> Result<Measurement> {
         let mut output = writers[(i + 1) % size]
             .take()
             .expect("each writer is taken once");
-        let worker = p.placement.worker_of(i, size, p.workers);
-        finals.push(net.spawn(name, worker, move || {
+        let worker = p.placement.worker_of(i, size, p.opts.workers);
+        finals.push(net.spawn_value(name, worker, move || {
             if i == 0 && !N::send(&mut output, 0) {
                 return None;
             }
@@ -326,13 +343,15 @@ pub fn handoff<N: Net>(
     let mut net = N::build(spec)?;
     let (mut w, mut r) = N::channel::<u64>(capacity);
     net.spawn("micro/writer".into(), 0, move || {
+        // A send fails only once the reader has ended early, which fails
+        // the run anyway; the loop has no second exit, so that the write's
+        // suspend stays inline (an exit on a failed write left it a call:
+        // `scripts/instructions.sh` lists such sites).
         for i in 0..ops {
-            if !N::send(&mut w, i) {
-                return;
-            }
+            let _ = N::send(&mut w, i);
         }
     })?;
-    let reader = net.spawn("micro/reader".into(), 0, move || {
+    let reader = net.spawn_value("micro/reader".into(), 0, move || {
         let mut check = SumCheck::default();
         while let Some(v) = N::recv(&mut r) {
             check.push(v);
@@ -355,7 +374,7 @@ pub fn roundtrip<N: Net>(
     let mut net = N::build(spec)?;
     let (mut ping_w, mut ping_r) = N::channel::<u64>(capacity);
     let (mut pong_w, mut pong_r) = N::channel::<u64>(capacity);
-    let ping = net.spawn("micro/ping".into(), 0, move || {
+    let ping = net.spawn_value("micro/ping".into(), 0, move || {
         let t0 = std::time::Instant::now();
         for v in 0..ops {
             if !N::send(&mut ping_w, v) {
@@ -390,10 +409,10 @@ mod tests {
         for engine in Engine::NETWORKS {
             for (depth, workers) in [(2, 1), (3, 2), (7, 2)] {
                 let p = PipeParams {
+                    opts: BenchOpts::on(workers),
                     depth,
                     messages: 1000,
                     capacity: 4,
-                    workers,
                     ..PipeParams::default()
                 };
                 let m = p.run(engine).unwrap();
@@ -401,10 +420,10 @@ mod tests {
             }
             for (size, hops) in [(2, 1), (2, 2), (3, 100), (10, 1000)] {
                 let p = RingParams {
+                    opts: BenchOpts::on(2),
                     size,
                     hops,
                     capacity: 2,
-                    workers: 2,
                     ..RingParams::default()
                 };
                 assert_eq!(p.run(engine).unwrap().ops, hops, "{engine}");

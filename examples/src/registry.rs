@@ -38,6 +38,7 @@ fn guarded(engine: Engine, f: impl FnOnce() -> Result<Measurement>) -> Result<Me
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::BenchOpts;
     use crate::bench::{
         MicroParams, MicroRow, PipeParams, RingParams, SieveParams, WordcountParams,
     };
@@ -46,27 +47,27 @@ mod tests {
     #[test]
     fn a_pipe_on_rill_runs_and_verifies() {
         let p = PipeParams {
+            opts: BenchOpts::on(2),
             depth: 4,
             messages: 100,
-            workers: 2,
             ..PipeParams::default()
         };
-        let m = run(Engine::Rill, &Job::Pipe(p)).unwrap();
+        let m = run(Engine::Rill, &Job::new(p)).unwrap();
         assert_eq!(m.ops, 300);
     }
 
     #[test]
     fn pipe_work_and_mappings_on_every_engine() {
         let p = PipeParams {
+            opts: BenchOpts::on(2),
             depth: 5,
             messages: 200,
-            workers: 2,
             work_ns: 100,
             slow: vec![(1, 1000)],
             ..PipeParams::default()
         };
         for engine in NETWORKS {
-            let m = run(engine, &Job::Pipe(p.clone())).unwrap();
+            let m = run(engine, &Job::new(p.clone())).unwrap();
             assert_eq!(m.ops, 800, "{engine}");
             // Relay 1 alone works 200 x 1 us (at the calibrated speed).
             assert!(m.wall >= std::time::Duration::from_micros(100), "{engine}");
@@ -77,15 +78,15 @@ mod tests {
                 mapping: mapping.clone(),
                 ..p.clone()
             };
-            run(Engine::Rill, &Job::Pipe(pipe)).unwrap();
+            run(Engine::Rill, &Job::new(pipe)).unwrap();
             let ring = RingParams {
+                opts: BenchOpts::on(2),
                 size: 5,
                 hops: 100,
-                workers: 2,
                 mapping,
                 ..RingParams::default()
             };
-            run(Engine::Rill, &Job::Ring(ring)).unwrap();
+            run(Engine::Rill, &Job::new(ring)).unwrap();
         }
     }
 
@@ -112,10 +113,10 @@ mod tests {
         let micro = MicroParams::new(MicroRow::Yield, 0);
         for engine in NETWORKS {
             for job in [
-                Job::Pipe(pipe.clone()),
-                Job::Ring(ring.clone()),
-                Job::Wordcount(wordcount.clone()),
-                Job::Micro(micro.clone()),
+                Job::new(pipe.clone()),
+                Job::new(ring.clone()),
+                Job::new(wordcount.clone()),
+                Job::new(micro.clone()),
             ] {
                 let e = run(engine, &job).unwrap_err().to_string();
                 assert!(e.contains("at least"), "{engine} {}: {e}", job.name());
@@ -133,10 +134,10 @@ mod tests {
         let p = WordcountParams::new(corpus, 2);
         let words = wordcount::total_words(p.corpus.reference());
         for engine in WORDCOUNT {
-            let m = run(engine, &Job::Wordcount(p.clone())).unwrap();
+            let m = run(engine, &Job::new(p.clone())).unwrap();
             assert_eq!(m.ops, words, "{engine}");
         }
-        let e = run(Engine::Sequential, &Job::Pipe(PipeParams::default())).unwrap_err();
+        let e = run(Engine::Sequential, &Job::new(PipeParams::default())).unwrap_err();
         assert!(e.to_string().contains("no sequential engine"), "{e}");
     }
 
@@ -144,18 +145,18 @@ mod tests {
     fn sieve_of_100_primes_on_every_engine_with_1_and_2_workers() {
         for workers in [1, 2] {
             let p = SieveParams {
+                opts: BenchOpts::on(workers),
                 primes: 100,
-                workers,
                 ..SieveParams::default()
             };
             for engine in NETWORKS {
                 // Verified inside: the primes are the sequential sieve's.
-                let m = run(engine, &Job::Sieve(p.clone())).unwrap();
+                let m = run(engine, &Job::new(p.clone())).unwrap();
                 assert_eq!(m.ops, 100, "{engine} on {workers}");
                 assert_eq!(m.figures.largest, Some(541), "{engine} on {workers}");
             }
         }
-        let e = run(Engine::Sequential, &Job::Sieve(SieveParams::default())).unwrap_err();
+        let e = run(Engine::Sequential, &Job::new(SieveParams::default())).unwrap_err();
         assert!(
             e.to_string().contains("sieve has no sequential engine"),
             "{e}"
@@ -164,7 +165,7 @@ mod tests {
             primes: 0,
             ..SieveParams::default()
         };
-        let e = run(Engine::Rill, &Job::Sieve(bad)).unwrap_err();
+        let e = run(Engine::Rill, &Job::new(bad)).unwrap_err();
         assert!(e.to_string().contains("at least 1"), "{e}");
     }
 

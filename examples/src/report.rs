@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::apps::{AppFigures, AppOpts, AppRun, RunFigures};
 pub use crate::bench::{allocator, set_allocator};
 use crate::bench::{Figures, Measurement, Params};
 use crate::cli::Command;
@@ -48,32 +49,40 @@ pub fn short_result(job: &Job, result: &Result<Measurement, String>) -> String {
     }
 }
 
-/// One run of a benchmark on one engine: what `--json` writes, one object
-/// a line. A failed run has `verified: false` and `error` instead of the
-/// measurement.
+/// One run: a benchmark on an engine ([`Record::of`]) or an application
+/// on rill ([`Record::of_app`]). It is the one serialisable record of a
+/// run: what `--json` writes, one object a line, and what `rill-bench
+/// all` keeps of every run in results.json; the tables and the suite's
+/// page show medians over the runs of a configuration ([`write_tables`],
+/// `crate::suite`). A run that failed has `verified: false` and `error`
+/// (an application whose checks failed: `problems`) instead of its
+/// figures.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Record {
-    /// `pipe`, `ring`, `micro`, `wordcount` or `sieve`.
+    /// `pipe`, `ring`, `micro`, `wordcount` or `sieve`; or the
+    /// application: `des`, `mc`, `rt` or `ant`.
     pub bench: &'static str,
-    /// The engine.
-    pub engine: Engine,
+    /// The engine of a benchmark's run (an application runs on rill and
+    /// has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<Engine>,
     /// Index of the run among the repeats, from 0.
     pub run: u32,
     /// The global allocator.
     pub allocator: &'static str,
-    /// The benchmark's parameters.
+    /// The parameters (an application's: `workers`, `mapping`, `monitor`
+    /// and `logs`).
     #[serde(flatten)]
     pub params: Params,
-    /// The engine's and the benchmark's figures.
-    #[serde(flatten)]
-    pub figures: Option<Figures>,
-    /// Operations timed.
+    /// Operations timed (a benchmark's run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ops: Option<u64>,
-    /// Wall time of the timed part, in milliseconds.
+    /// Wall time of the timed part (an application: of the network's run),
+    /// in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wall_ms: Option<f64>,
-    /// Wall time per operation (null without operations: `idle_cpu`).
+    /// Wall time per operation (a benchmark's run; null without
+    /// operations: `idle_cpu`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ns_per_op: Option<Option<f64>>,
     /// Whether the run ran and its result checked out.
@@ -81,31 +90,54 @@ pub struct Record {
     /// Why the run failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// An application's checks that failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problems: Option<Vec<String>>,
+    /// What the kind of run reports beside its time, once it ran.
+    #[serde(flatten)]
+    pub details: Option<Details>,
+}
+
+/// The figures a run reports beside its time, by kind of run (flattened
+/// into its [`Record`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Details {
+    /// A benchmark on an engine: the engine's and the benchmark's figures.
+    Bench(Figures),
+    /// An application.
+    App(AppDetails),
+}
+
+/// An application run's figures: its own, the plan's under `--mapping
+/// auto`, and the runtime's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AppDetails {
+    /// The application's figures (`bytes`, `call_price`, `checksum`,
+    /// `best_cost`...), once it has them.
+    #[serde(flatten)]
+    pub figures: Option<AppFigures>,
+    /// The pilot's and the plan's, under `--mapping auto`.
+    #[serde(flatten)]
+    pub auto: Option<AutoFigures>,
+    /// The runtime's statistics and, monitored, what the logs say.
+    #[serde(flatten)]
+    pub runtime: RunFigures,
 }
 
 impl Record {
-    /// The record of `o`: `bench`, `engine`, `run`, `allocator`, the job's
-    /// parameters (`workers`, `placement`, `depth`, `messages`, `size`,
-    /// `hops`, `capacity`, `row`, `batch`, `counters`, `primes`... as they
-    /// apply), then `ops`, `wall_ms`, `ns_per_op` (null for `idle_cpu`, which
-    /// has `cpu_share` instead; per word for the word count, per prime for
-    /// the sieve), `verified` and the engine's figures. A parameter the
-    /// command line gave wins over the engine's figure of the same name.
+    /// The record of a benchmark's run `o`: `bench`, `engine`, `run`,
+    /// `allocator`, the job's parameters (`workers`, `placement`, `depth`,
+    /// `messages`, `size`, `hops`, `capacity`, `row`, `batch`, `counters`,
+    /// `primes`... as they apply), then `ops`, `wall_ms`, `ns_per_op` (null
+    /// for `idle_cpu`, which has `cpu_share` instead; per word for the word
+    /// count, per prime for the sieve), `verified` and the engine's
+    /// figures. A parameter the command line gave wins over the engine's
+    /// figure of the same name.
     pub fn of(o: &Outcome) -> Record {
-        let params = o.job.bench().params();
-        let mut r = Record {
-            bench: o.job.name(),
-            engine: o.engine,
-            run: o.run,
-            allocator: allocator(),
-            params,
-            figures: None,
-            ops: None,
-            wall_ms: None,
-            ns_per_op: None,
-            verified: o.result.is_ok(),
-            error: None,
-        };
+        let mut r = Record::new(o.job.name(), o.run, o.job.bench().params());
+        r.engine = Some(o.engine);
+        r.verified = o.result.is_ok();
         match &o.result {
             Ok(m) => {
                 let mut f = m.figures.clone();
@@ -115,7 +147,7 @@ impl Record {
                 if r.params.monitor.is_some() {
                     f.monitor = None;
                 }
-                r.figures = Some(f);
+                r.details = Some(Details::Bench(f));
                 r.ops = Some(m.ops);
                 r.wall_ms = Some(m.wall.as_secs_f64() * 1e3);
                 r.ns_per_op = Some(m.ns_per_op());
@@ -123,6 +155,65 @@ impl Record {
             Err(e) => r.error = Some(e.clone()),
         }
         r
+    }
+
+    /// The record of run `run` of application `bench` under `opts`:
+    /// `bench`, `workers`, `mapping`, `monitor`, `logs` (when given),
+    /// `run`, `allocator`, `wall_ms`, `verified` (and `problems` when not),
+    /// the application's figures, the plan's under `--mapping auto`, and
+    /// the runtime's ([`RunFigures`]); a run that could not finish has
+    /// `error` instead of the figures.
+    pub fn of_app(
+        bench: &'static str,
+        opts: &AppOpts,
+        run: u32,
+        result: &Result<AppRun, String>,
+    ) -> Record {
+        let params = Params {
+            workers: Some(opts.workers),
+            mapping: Some(opts.mapping.name()),
+            monitor: Some(opts.monitor.to_string()),
+            logs: opts.logs.clone(),
+            ..Params::default()
+        };
+        let mut r = Record::new(bench, run, params);
+        match result {
+            Ok(a) => {
+                r.wall_ms = Some(a.wall.as_secs_f64() * 1e3);
+                r.verified = a.verified;
+                r.problems = (!a.verified).then(|| a.problems.clone());
+                r.details = Some(Details::App(AppDetails {
+                    figures: a.figures.clone(),
+                    auto: a.auto.clone(),
+                    runtime: RunFigures::of(a),
+                }));
+            }
+            Err(e) => r.error = Some(e.clone()),
+        }
+        r
+    }
+
+    /// A record of run `run` of `bench` with `params` and nothing measured.
+    fn new(bench: &'static str, run: u32, params: Params) -> Record {
+        Record {
+            bench,
+            engine: None,
+            run,
+            allocator: allocator(),
+            params,
+            ops: None,
+            wall_ms: None,
+            ns_per_op: None,
+            verified: false,
+            error: None,
+            problems: None,
+            details: None,
+        }
+    }
+
+    /// The record as one line of JSON.
+    pub fn json(&self) -> String {
+        serde_json::to_string(self).expect("a record serialises")
     }
 }
 
@@ -168,7 +259,7 @@ impl Stats {
 fn engine_cell(job: &Job, engine: Engine, outcomes: &[Outcome]) -> Result<Stats, String> {
     let mine: Vec<&Outcome> = outcomes
         .iter()
-        .filter(|o| o.engine == engine && o.job == *job)
+        .filter(|o| o.engine == engine && o.job.is(job))
         .collect();
     let failed: Vec<&String> = mine
         .iter()
@@ -230,7 +321,7 @@ pub fn write_tables(
     engines: &[Engine],
     outcomes: &[Outcome],
 ) -> io::Result<()> {
-    let repeat = command.common().map_or(1, |c| c.repeat);
+    let repeat = command.run_args().map_or(1, |c| c.repeat);
     let micro = matches!(command, Command::Micro(_));
     if let Some(first) = jobs.first() {
         writeln!(
@@ -254,9 +345,15 @@ pub fn write_tables(
             .collect();
         let rill = cells.iter().find(|(e, _)| is_rill(*e)).map(|(_, c)| c);
         for (engine, cell) in &cells {
-            let mut row = match job {
-                Job::Micro(p) => vec![p.row.name().to_string()],
-                _ => Vec::new(),
+            let mut row: Vec<String> = if micro {
+                job.bench()
+                    .params()
+                    .row
+                    .into_iter()
+                    .map(String::from)
+                    .collect()
+            } else {
+                Vec::new()
             };
             row.extend([engine.name().to_string(), unit(job).to_string()]);
             match cell {
@@ -277,7 +374,7 @@ pub fn write_tables(
     for job in jobs {
         let auto: Vec<&AutoFigures> = outcomes
             .iter()
-            .filter(|o| o.job == *job)
+            .filter(|o| o.job.is(job))
             .filter_map(|o| o.result.as_ref().ok())
             .filter_map(|m| m.figures.auto.as_ref())
             .collect();
@@ -311,15 +408,16 @@ pub fn crosses_workers(job: &Job) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::BenchOpts;
     use crate::bench::{MicroParams, MicroRow, PipeParams, RingParams};
     use crate::engines::Engine::{Rill, Threads, Tokio};
     use std::time::Duration;
 
     fn pipe_job() -> Job {
-        Job::Pipe(PipeParams {
+        Job::new(PipeParams {
+            opts: BenchOpts::on(2),
             depth: 4,
             messages: 10,
-            workers: 2,
             ..PipeParams::default()
         })
     }
@@ -374,7 +472,7 @@ mod tests {
     #[test]
     fn json_line_for_ring_micro_and_errors() {
         let ring = Outcome {
-            job: Job::Ring(RingParams::default()),
+            job: Job::new(RingParams::default()),
             engine: Tokio,
             run: 0,
             result: Ok(Measurement::new(Duration::from_millis(1), 1000)),
@@ -391,7 +489,7 @@ mod tests {
             assert!(v.get(key).is_some(), "missing {key} in {v}");
         }
         let idle = Outcome {
-            job: Job::Micro(MicroParams::new(MicroRow::IdleCpu, 8)),
+            job: Job::new(MicroParams::new(MicroRow::IdleCpu, 8)),
             engine: Threads,
             run: 0,
             result: Ok(

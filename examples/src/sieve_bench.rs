@@ -34,12 +34,12 @@ impl Bench for SieveParams {
 
     fn params(&self) -> Params {
         Params {
-            workers: Some(self.workers),
+            workers: Some(self.opts.workers),
             mapping: Some(self.mapping.name()),
             primes: Some(self.primes),
             capacity: Some(self.capacity),
-            monitor: monitor_name(self.monitor),
-            logs: self.logs.clone(),
+            monitor: monitor_name(self.opts.monitor),
+            logs: self.opts.logs.clone(),
             ..Params::default()
         }
     }
@@ -47,7 +47,7 @@ impl Bench for SieveParams {
     fn title(&self) -> String {
         format!(
             "sieve  primes={} capacity={} mapping={} workers={}",
-            self.primes, self.capacity, self.mapping, self.workers
+            self.primes, self.capacity, self.mapping, self.opts.workers
         )
     }
 
@@ -56,7 +56,15 @@ impl Bench for SieveParams {
     }
 
     fn crosses_workers(&self) -> bool {
-        self.workers > 1
+        self.opts.workers > 1
+    }
+
+    fn variant(&self) -> Option<(&'static str, String)> {
+        Some(("mapping", self.mapping.kind().into()))
+    }
+
+    fn rill_mapping(&self) -> String {
+        self.mapping.name()
     }
 }
 
@@ -74,7 +82,7 @@ fn threads(p: &SieveParams) -> Result<Measurement> {
 /// sequential sieve's after the run; `tasks` counts the tasks the run
 /// made (the filters, the generator and the sink).
 fn rill(p: &SieveParams) -> Result<Measurement> {
-    let mon = monitor_config(p.monitor, p.logs.as_deref(), "sieve");
+    let mon = monitor_config(p.opts.monitor, p.opts.logs.as_deref(), "sieve");
     let run = apps::sieve::run(p, &mon)?;
     let m = p.measured(run.wall, &run.value.primes, run.value.messages)?;
     Ok(rill_figures(m, &run.stats, &mon).with(|f| {

@@ -15,17 +15,18 @@ use std::path::{Path, PathBuf};
 use rill::MonitorFlags;
 use rill_monitor::xml_escape;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::apps::auto::AutoPlan;
 use crate::apps::{ant, des, mc, rt, App, AppOpts, AppRun, MappingChoice};
-use crate::bench::{ParamError, PipeParams, Placement, RingParams, SieveParams, WordcountParams};
+use crate::bench::{
+    BenchOpts, ParamError, PipeParams, Placement, RingParams, SieveParams, WordcountParams,
+};
 use crate::cli::{AllArgs, AppCommand, CliError, CompareArgs, Summary};
 use crate::engines::Engine;
 use crate::engines::Job;
 use crate::kernels::wordcount::{Corpus, TextSource};
 use crate::registry;
-use crate::report::{self, Outcome, Stats};
+use crate::report::{self, Outcome, Record, Stats};
 use crate::table::Table;
 
 /// One finished (or failed) run of an application.
@@ -59,20 +60,9 @@ impl Done {
         self.wall_ms().map(|w| w + pilot)
     }
 
-    fn json(&self, bench: &'static str) -> Value {
-        match &self.result {
-            Ok(r) => r.json(&self.opts, self.run),
-            Err(e) => serde_json::to_value(AppFailure {
-                bench,
-                workers: self.opts.workers,
-                mapping: self.opts.mapping.name(),
-                monitor: self.opts.monitor.to_string(),
-                run: self.run,
-                verified: false,
-                error: e,
-            })
-            .expect("a record serialises"),
-        }
+    /// The run's record.
+    fn record(&self, bench: &'static str) -> Record {
+        Record::of_app(bench, &self.opts, self.run, &self.result)
     }
 
     /// A one-line account for progress output.
@@ -224,7 +214,7 @@ pub fn run_app(
             &mut summary,
         );
         if common.json {
-            writeln!(out, "{}", d.json(app.name()))?;
+            writeln!(out, "{}", d.record(app.name()).json())?;
             out.flush()?;
         } else {
             match &d.result {
@@ -352,7 +342,7 @@ pub fn compare(
                 &mut summary,
             );
             if common.json {
-                writeln!(out, "{}", d.json(app.name()))?;
+                writeln!(out, "{}", d.record(app.name()).json())?;
                 out.flush()?;
             }
             done.push(d);
@@ -578,35 +568,64 @@ fn all_apps(quick: bool) -> anyhow::Result<Vec<Box<dyn App>>> {
     ])
 }
 
-/// A row of the `all` table.
-#[derive(Clone, Debug)]
+/// A row of the `all` table, of index.html and of results.json's `rows`:
+/// one configuration (an application under a mapping and monitoring mode,
+/// or a benchmark on an engine) summed up over its runs, beside the rows
+/// it is compared with. It is not a run (each run is a [`Record`], kept in
+/// results.json's `runs`): it holds the median and range of the runs'
+/// wall times and ratios to other rows, which no single run has.
+#[derive(Clone, Debug, Serialize)]
 struct Row {
     bench: String,
-    /// The pipe's and ring's placement of rill's tasks (the same job for
-    /// every engine of it; the peers place their own).
-    placement: Option<&'static str>,
+    /// What tells a benchmark's job apart from its others in the suite
+    /// ([`crate::engines::Bench::variant`]: the pipe's and the ring's
+    /// placement of rill's tasks, the same for every engine of the job;
+    /// the word count's format of words; the sieve's mapping).
+    placement: Option<String>,
     engine: &'static str,
     mapping: String,
     monitor: String,
-    wall: Option<Stats>,
+    /// Median, min and max of the runs' wall times.
+    #[serde(flatten)]
+    wall: Wall,
     /// Manual over rr (on the manual row), or the peer's wall over rill's.
     speedup: Option<f64>,
     /// Monitoring full over off, in percent (on the full row).
+    #[serde(rename = "overhead_pct")]
     overhead: Option<f64>,
     verified: bool,
     note: String,
     /// Where the monitoring logs of the row's runs went.
     logs: Option<PathBuf>,
     /// From the logs of the row's last run: bytes, bytes per event, and the
-    /// waiting events / waiting time per worker.
+    /// waiting events / waiting time per worker (in the runs' records).
+    #[serde(skip)]
     mon: Option<crate::apps::MonSummary>,
+}
+
+/// The median, min and max wall time of a row's runs, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+struct Wall {
+    wall_ms: Option<f64>,
+    min_ms: Option<f64>,
+    max_ms: Option<f64>,
+}
+
+impl From<Option<Stats>> for Wall {
+    fn from(s: Option<Stats>) -> Wall {
+        Wall {
+            wall_ms: s.map(|s| s.median),
+            min_ms: s.map(|s| s.min),
+            max_ms: s.map(|s| s.max),
+        }
+    }
 }
 
 impl Row {
     /// The bench column: the bench, and for the pipe and the ring the
     /// placement, so that each peer row reads beside its rill row.
     fn label(&self) -> String {
-        match self.placement {
+        match &self.placement {
             Some(p) => format!("{} {p}", self.bench),
             None => self.bench.clone(),
         }
@@ -647,8 +666,8 @@ fn table(rows: &[Row]) -> String {
             r.engine.to_string(),
             r.mapping.clone(),
             r.monitor.clone(),
-            fmt_opt(r.wall.map(|w| w.median), |v| format!("{v:.1}")),
-            fmt_opt(r.wall.map(|w| w.min), |v| format!("{v:.1}")),
+            fmt_opt(r.wall.wall_ms, |v| format!("{v:.1}")),
+            fmt_opt(r.wall.min_ms, |v| format!("{v:.1}")),
             fmt_opt(r.speedup, |v| format!("{v:.2}x")),
             fmt_opt(r.overhead, |v| format!("{v:+.1}%")),
             if r.verified { "yes" } else { "NO" }.to_string(),
@@ -715,8 +734,8 @@ fn html(rows: &[Row], title: &str, machine: &str, out_dir: &Path) -> String {
             r.engine,
             xml_escape(&r.mapping),
             xml_escape(&r.monitor),
-            fmt_opt(r.wall.map(|w| w.median), |v| format!("{v:.1}")),
-            fmt_opt(r.wall.map(|w| w.min), |v| format!("{v:.1}")),
+            fmt_opt(r.wall.wall_ms, |v| format!("{v:.1}")),
+            fmt_opt(r.wall.min_ms, |v| format!("{v:.1}")),
             fmt_opt(r.speedup, |v| format!("{v:.2}x")),
             fmt_opt(r.overhead, |v| format!("{v:+.1}%")),
             if r.verified { "yes" } else { "NO" },
@@ -815,11 +834,11 @@ fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, Cli
     };
     let sieve = SieveParams {
         primes,
-        workers,
+        opts: BenchOpts::on(workers),
         ..SieveParams::default()
     };
     let sieve_on = |mapping| {
-        Job::Sieve(SieveParams {
+        Job::new(SieveParams {
             mapping,
             ..sieve.clone()
         })
@@ -827,14 +846,14 @@ fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, Cli
     let pipe = PipeParams {
         depth,
         messages,
-        workers,
+        opts: BenchOpts::on(workers),
         placement: Placement::Rr,
         ..PipeParams::default()
     };
     let ring = RingParams {
         size,
         hops,
-        workers,
+        opts: BenchOpts::on(workers),
         ..RingParams::default()
     };
     let ring_rr = RingParams {
@@ -843,15 +862,15 @@ fn all_peer_jobs(quick: bool, workers: usize) -> Result<Vec<(Job, Engines)>, Cli
     };
     let corpus = Corpus::new(TextSource::Generated { bytes, seed: 1 }).map_err(param_error)?;
     Ok(vec![
-        (Job::Pipe(pipe), &registry::NETWORKS[..]),
-        (Job::Ring(ring), &registry::NETWORKS[..]),
-        (Job::Ring(ring_rr), &registry::NETWORKS[..]),
+        (Job::new(pipe), &registry::NETWORKS[..]),
+        (Job::new(ring), &registry::NETWORKS[..]),
+        (Job::new(ring_rr), &registry::NETWORKS[..]),
         (
-            Job::Wordcount(WordcountParams::new(corpus.clone(), workers)),
+            Job::new(WordcountParams::new(corpus.clone(), workers)),
             &registry::WORDCOUNT[..],
         ),
         (
-            Job::Wordcount(WordcountParams {
+            Job::new(WordcountParams {
                 words: crate::kernels::wordcount::WordsAs::Slices,
                 ..WordcountParams::new(corpus, workers)
             }),
@@ -881,19 +900,22 @@ struct AllRun<'a> {
     /// The configuration running (for the progress lines), of `steps`.
     step: usize,
     steps: usize,
-    json_runs: Vec<Value>,
+    records: Vec<InSuite>,
 }
 
 impl AllRun<'_> {
-    /// Keeps a run's JSON line for results.json, marked as part of `all`,
+    /// Keeps a run's record for results.json, marked as part of `all`,
     /// and prints it with `--json`.
-    fn record(&mut self, run: Value) -> Result<(), CliError> {
-        let line =
-            serde_json::to_value(InSuite { suite: "all", run }).expect("a record serialises");
+    fn record(&mut self, run: Record) -> Result<(), CliError> {
+        let line = InSuite { suite: "all", run };
         if self.args.json {
-            writeln!(self.out, "{line}")?;
+            writeln!(
+                self.out,
+                "{}",
+                serde_json::to_string(&line).expect("a record serialises")
+            )?;
         }
-        self.json_runs.push(line);
+        self.records.push(line);
         Ok(())
     }
 
@@ -929,7 +951,7 @@ impl AllRun<'_> {
                         self.progress,
                         &mut self.summary,
                     );
-                    self.record(d.json(app.name()))?;
+                    self.record(d.record(app.name()))?;
                     runs.push(d);
                 }
                 cells.push((m, monitor, runs));
@@ -949,13 +971,11 @@ impl AllRun<'_> {
             self.step += 1;
             let mut outcomes = Vec::new();
             for run in 0..self.repeat {
-                let what = match job {
-                    Job::Pipe(p) => format!(" placement={}", p.placement.name()),
-                    Job::Ring(p) => format!(" placement={}", p.placement.name()),
-                    Job::Wordcount(p) => format!(" words={}", p.words.name()),
-                    Job::Sieve(p) => format!(" mapping={}", p.mapping),
-                    Job::Micro(_) => String::new(),
-                };
+                let what = job
+                    .bench()
+                    .variant()
+                    .map(|(k, v)| format!(" {k}={v}"))
+                    .unwrap_or_default();
                 let _ = write!(
                     self.progress,
                     "[all {}/{}] {}{what} engine={engine} run {}/{} ... ",
@@ -978,7 +998,7 @@ impl AllRun<'_> {
                     run,
                     result,
                 };
-                self.record(report::json_line(&o))?;
+                self.record(Record::of(&o))?;
                 outcomes.push(o);
             }
             cells.push((engine, outcomes));
@@ -1027,7 +1047,7 @@ fn app_rows(args: &AllArgs, app: &str, cells: &[AppCell]) -> Vec<Row> {
                 engine: "rill",
                 mapping: m.name(),
                 monitor: monitor.to_string(),
-                wall,
+                wall: wall.into(),
                 speedup,
                 overhead,
                 verified: runs.iter().all(Done::ok),
@@ -1054,24 +1074,9 @@ fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
         Stats::of(&v)
     };
     let rill_wall = wall_of(&cells[0].1);
-    let placement = match job {
-        Job::Pipe(p) => Some(p.placement.name()),
-        Job::Ring(p) => Some(p.placement.name()),
-        // The word count's column says how words travel (`--words`).
-        Job::Wordcount(p) => Some(p.words.name()),
-        // The sieve's, where rill's tasks go (`--mapping`).
-        Job::Sieve(p) => Some(match &p.mapping {
-            MappingChoice::Adaptive => "adaptive",
-            MappingChoice::Rr => "rr",
-            MappingChoice::Parts => "parts",
-            MappingChoice::Manual => "manual",
-            MappingChoice::Steal => "steal",
-            MappingChoice::Auto => "auto",
-            MappingChoice::File(_) => "file",
-            MappingChoice::Profile(_) => "profile",
-        }),
-        _ => None,
-    };
+    // The column beside the bench: what tells this job apart from the
+    // benchmark's others (the placement, the format of words, the mapping).
+    let variant = job.bench().variant().map(|(_, v)| v);
     cells
         .iter()
         .map(|(engine, outcomes)| {
@@ -1091,20 +1096,18 @@ fn peer_rows(job: &Job, cells: &[EngineCell]) -> Vec<Row> {
                     .map(|s| format!("{:.0} ns/{}", s.median, job.op_name()))
                     .unwrap_or_default(),
             };
-            let mapping = match job {
-                _ if !rill => "-".into(),
-                Job::Wordcount(p) => p.mapping.name(),
-                Job::Sieve(p) => p.mapping.name(),
-                Job::Micro(_) => "-".into(),
-                _ => placement.unwrap_or("-").into(),
+            let mapping = if rill {
+                job.bench().rill_mapping()
+            } else {
+                "-".into()
             };
             Row {
                 bench: job.name().into(),
-                placement,
+                placement: variant.clone(),
                 engine: engine.name(),
                 mapping,
                 monitor: "off".into(),
-                wall,
+                wall: wall.into(),
                 speedup,
                 overhead: None,
                 verified: outcomes.iter().all(|o| o.result.is_ok()),
@@ -1134,25 +1137,8 @@ fn results_json<'a>(
         allocator: report::allocator(),
         elapsed_s: elapsed,
         failures: run.summary.failures,
-        rows: rows
-            .iter()
-            .map(|r| RowRecord {
-                bench: &r.bench,
-                placement: r.placement,
-                engine: r.engine,
-                mapping: &r.mapping,
-                monitor: &r.monitor,
-                wall_ms: r.wall.map(|w| w.median),
-                min_ms: r.wall.map(|w| w.min),
-                max_ms: r.wall.map(|w| w.max),
-                speedup: r.speedup,
-                overhead_pct: r.overhead,
-                verified: r.verified,
-                note: &r.note,
-                logs: r.logs.as_deref(),
-            })
-            .collect(),
-        runs: &run.json_runs,
+        rows,
+        runs: &run.records,
         line_roundtrip_ns: line,
     }
 }
@@ -1168,9 +1154,9 @@ struct Results<'a> {
     allocator: &'static str,
     elapsed_s: f64,
     failures: usize,
-    rows: Vec<RowRecord<'a>>,
+    rows: &'a [Row],
     /// Every run's record, marked with `suite`.
-    runs: &'a [Value],
+    runs: &'a [InSuite],
     line_roundtrip_ns: LineRoundtrip,
 }
 
@@ -1181,42 +1167,12 @@ struct LineRoundtrip {
     after: Option<f64>,
 }
 
-/// A row of the suite's table in results.json.
-#[derive(Serialize)]
-struct RowRecord<'a> {
-    bench: &'a str,
-    placement: Option<&'static str>,
-    engine: &'static str,
-    mapping: &'a str,
-    monitor: &'a str,
-    wall_ms: Option<f64>,
-    min_ms: Option<f64>,
-    max_ms: Option<f64>,
-    speedup: Option<f64>,
-    overhead_pct: Option<f64>,
-    verified: bool,
-    note: &'a str,
-    logs: Option<&'a Path>,
-}
-
 /// A run's record as part of `all`.
 #[derive(Serialize)]
 struct InSuite {
     suite: &'static str,
     #[serde(flatten)]
-    run: Value,
-}
-
-/// An application run that failed to run.
-#[derive(Serialize)]
-struct AppFailure<'a> {
-    bench: &'static str,
-    workers: usize,
-    mapping: String,
-    monitor: String,
-    run: u32,
-    verified: bool,
-    error: &'a str,
+    run: Record,
 }
 
 /// `compare --json`'s line.
@@ -1291,7 +1247,7 @@ pub fn all(
         step: 0,
         steps: apps.len() * ALL_MAPPINGS.len() * ALL_MONITORS.len()
             + peer_jobs.iter().map(|(_, e)| e.len()).sum::<usize>(),
-        json_runs: Vec::new(),
+        records: Vec::new(),
     };
     // The machine's floor under a crossing, before the runs and after them
     // (`crate::line`): a host that changed meanwhile shows as two figures.
@@ -1367,7 +1323,7 @@ mod page_tests {
             engine: "rill",
             mapping: "manual".into(),
             monitor: "full".into(),
-            wall: None,
+            wall: Wall::default(),
             speedup: None,
             overhead: None,
             verified: true,

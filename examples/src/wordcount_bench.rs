@@ -5,11 +5,12 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
+use clap::Args;
 use rill::MonitorConfig;
 
 use crate::apps::{self, auto, MappingChoice};
-use crate::bench::{Measurement, ParamError, Params, WordcountParams};
-use crate::engines::{monitor_name, Bench, Engine};
+use crate::bench::{usize_from, BenchOpts, Measurement, ParamError, Params, WordcountParams};
+use crate::engines::{monitor_name, Bench, Engine, Job, Jobs};
 use crate::kernels::wordcount::{self as wc, Corpus, TextSource};
 use crate::net::{monitor_config, rill_figures, Net, ThreadNet};
 use crate::peers;
@@ -42,7 +43,7 @@ impl Bench for WordcountParams {
             TextSource::File(f) => (f.display().to_string(), None),
         };
         Params {
-            workers: Some(self.workers),
+            workers: Some(self.opts.workers),
             mapping: Some(self.mapping.name()),
             input: Some(input),
             seed,
@@ -51,8 +52,8 @@ impl Bench for WordcountParams {
             counters: Some(self.counters),
             chunk: Some(self.chunk),
             capacity: Some(self.capacity),
-            monitor: monitor_name(self.monitor),
-            logs: self.logs.clone(),
+            monitor: monitor_name(self.opts.monitor),
+            logs: self.opts.logs.clone(),
             ..Params::default()
         }
     }
@@ -66,12 +67,84 @@ impl Bench for WordcountParams {
             self.chunk,
             self.capacity,
             self.mapping,
-            self.workers
+            self.opts.workers
         )
     }
 
     fn shows_wall_ms(&self) -> bool {
         true
+    }
+
+    fn variant(&self) -> Option<(&'static str, String)> {
+        Some(("words", self.words.name().into()))
+    }
+
+    fn rill_mapping(&self) -> String {
+        self.mapping.name()
+    }
+}
+
+/// `rill-bench wordcount`'s command line: where the text comes from, and
+/// the word count's parameters.
+#[derive(Clone, Debug, Args)]
+pub struct WordcountArgs {
+    /// The text.
+    #[command(flatten)]
+    pub text: TextArgs,
+    /// Everything else.
+    #[command(flatten)]
+    pub params: WordcountParams,
+}
+
+/// Where the word count's text comes from.
+#[derive(Clone, Debug, Args)]
+pub struct TextArgs {
+    /// Text file to count, UTF-8 [default: generated text, see --bytes].
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+
+    /// Bytes of generated text (lines of 0 to 24 words drawn from a Zipf
+    /// distribution over 30,000 words) when no --input is given.
+    #[arg(long, value_name = "N", default_value_t = wc::DEFAULT_BYTES,
+          conflicts_with = "input", value_parser = usize_from(1))]
+    pub bytes: usize,
+
+    /// Seed of the generated text.
+    #[arg(long, default_value_t = 1, conflicts_with = "input")]
+    pub seed: u64,
+}
+
+impl TextArgs {
+    /// The text's source.
+    pub fn source(&self) -> TextSource {
+        match &self.input {
+            Some(f) => TextSource::File(f.clone()),
+            None => TextSource::Generated {
+                bytes: self.bytes,
+                seed: self.seed,
+            },
+        }
+    }
+}
+
+impl Jobs for WordcountArgs {
+    fn name(&self) -> &'static str {
+        "wordcount"
+    }
+
+    /// The word count of the text, made or read here (a file that cannot
+    /// be read is a parameter error).
+    fn jobs(&self) -> Result<Vec<Job>, ParamError> {
+        let p = WordcountParams {
+            corpus: Corpus::new(self.text.source()).map_err(ParamError)?,
+            ..self.params.clone()
+        };
+        p.jobs()
+    }
+
+    /// The networks and the sequential loop.
+    fn engines(&self) -> &'static [Engine] {
+        &Engine::WORDCOUNT
     }
 }
 
@@ -94,7 +167,7 @@ fn sequential(p: &WordcountParams) -> Result<Measurement> {
 /// sequential count after the run; under `--mapping auto`
 /// `wordcount_auto` first.
 fn rill(p: &WordcountParams) -> Result<Measurement> {
-    let mon = monitor_config(p.monitor, p.logs.as_deref(), "wordcount");
+    let mon = monitor_config(p.opts.monitor, p.opts.logs.as_deref(), "wordcount");
     if p.mapping == MappingChoice::Auto {
         return wordcount_auto(p, &mon);
     }
@@ -112,18 +185,22 @@ fn rill(p: &WordcountParams) -> Result<Measurement> {
 /// `total_ms`, `mapping_file`...).
 fn wordcount_auto(p: &WordcountParams, mon: &MonitorConfig) -> Result<Measurement> {
     let dir = p
+        .opts
         .logs
         .clone()
         .unwrap_or_else(|| PathBuf::from(auto::AUTO_ROOT).join("wordcount"));
-    let plan = auto::plan(&dir, p.workers, p.pilot_monitor, |pmon| {
+    let plan = auto::plan(&dir, p.opts.workers, p.pilot_monitor, |pmon| {
         let text = p.corpus.text();
         let want = auto::pilot_size(text.len() as u64, p.pilot, 64 << 10).max(1) as usize;
         let head = wc::chunks(text, want).next().unwrap_or("");
         let pilot = WordcountParams {
             corpus: Corpus::of(p.corpus.source().clone(), head.to_string()),
             mapping: MappingChoice::Rr,
-            monitor: Some(pmon.flags),
-            logs: pmon.dir.clone(),
+            opts: BenchOpts {
+                monitor: Some(pmon.flags),
+                logs: pmon.dir.clone(),
+                ..p.opts.clone()
+            },
             ..p.clone()
         };
         let run = apps::wordcount::run(&pilot, pmon)?;

@@ -315,7 +315,10 @@ fn wordcount_argument_errors_exit_2() {
             "no such mapping file",
         ),
         (&["wordcount", "--engine", "python"], "invalid value"),
-        (&["pipe", "--engine", "sequential"], "only wordcount"),
+        (
+            &["pipe", "--engine", "sequential"],
+            "pipe has no sequential engine",
+        ),
     ] {
         usage_error(args, says);
     }

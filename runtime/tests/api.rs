@@ -46,6 +46,46 @@ fn run_main_reports_the_failure_instead_of_a_value() {
     );
 }
 
+/// A collector added last, as the main task under its own name: it is
+/// placed by that name (the manual table's worker) and its value comes
+/// back; its panic names it.
+#[test]
+fn run_main_as_names_the_main_task() {
+    let manual = rill::ManualTable::new().with("net/collect", 1);
+    let runtime = move || {
+        Runtime::builder()
+            .workers(2)
+            .mapping(rill::Mapping::Manual(manual.clone()))
+            .build()
+            .unwrap()
+    };
+    let (worker, _) = with_timeout("run_main_as value", 30, move || {
+        let mut rt = runtime();
+        let (mut w, r) = rill::stream::<u64>(4);
+        rt.spawn("net/source", move || {
+            w.write(7).unwrap();
+        });
+        rt.run_main_as("net/collect", move || {
+            let me = rill::current().expect("a task").worker;
+            assert_eq!(r.sum::<u64>(), 7);
+            me
+        })
+        .unwrap()
+    });
+    assert_eq!(worker, 1);
+    let res = with_timeout("run_main_as failure", 30, || {
+        Runtime::builder()
+            .workers(1)
+            .build()
+            .unwrap()
+            .run_main_as("net/collect", || -> u32 { panic!("no value") })
+    });
+    assert!(
+        matches!(&res, Err(RunError::TaskPanicked { name, .. }) if name == "net/collect"),
+        "{res:?}"
+    );
+}
+
 /// Readers end at different times; the set keeps giving messages from the
 /// others, each with the key of its reader, and ends when all have ended.
 #[test]

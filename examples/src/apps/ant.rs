@@ -36,25 +36,43 @@
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{anyhow, Result};
+use rill::dist::{Wire, WireError};
 use rill::{ManualTable, Reader, Writer};
 
 use super::auto::{pilot_size, Pilot};
 use serde::Serialize;
 
-use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, Slot};
+use super::{run_timed, runtime_of, App, AppConfig, AppFigures, AppOpts, AppRun, NetRun};
+use crate::bench::usize_from;
 use crate::kernels::ant::{self as k, AcoParams, Colony, Instance};
+use clap::value_parser;
 
-/// An ant colony application run's configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// An ant colony application run's configuration (`rill-bench ant`'s
+/// arguments).
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
 pub struct AntConfig {
-    /// Jobs in the generated instance (at least 1).
+    /// Jobs in the generated instance.
+    #[arg(long, default_value_t = k::DEFAULT_JOBS, value_parser = usize_from(1))]
     pub jobs: usize,
-    /// Ants per iteration (at least 1).
+    /// Ants per iteration.
+    #[arg(long, default_value_t = k::DEFAULT_ANTS, value_parser = value_parser!(u32).range(1..))]
     pub ants: u32,
-    /// Iterations (at least 1).
+    /// Iterations.
+    #[arg(long, default_value_t = k::DEFAULT_ITERATIONS, value_parser = value_parser!(u32).range(1..))]
     pub iterations: u32,
-    /// Seed of the instance and of the colony.
+    /// Seed of the instance and the colony.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+impl AppConfig for AntConfig {
+    fn name(&self) -> &'static str {
+        "ant"
+    }
+
+    fn app(&self) -> Result<Box<dyn App>> {
+        Ok(Box::new(Ant::new(self.clone())?))
+    }
 }
 
 impl Default for AntConfig {
@@ -92,7 +110,82 @@ pub struct Ant {
 }
 
 /// An ant's answer: its index, schedule and cost.
-type AntResult = (u32, Vec<u32>, u64);
+pub type AntResult = (u32, Vec<u32>, u64);
+
+/// The colony sent to the ants: shared behind an `Arc` by the ants of the
+/// colony's process; the network across ranks (`rill-bench ant` under
+/// mpirun) encodes it (size, pheromone, best-so-far) for an ant on another
+/// rank, which decodes its own copy (the parameters are
+/// [`AcoParams::default`] on every rank, as [`colony_task`] makes them).
+pub struct SharedColony(pub Arc<Colony>);
+
+impl Wire for SharedColony {
+    fn encode(&self, out: &mut Vec<u8>) {
+        (self.0.n as u64).encode(out);
+        self.0.pheromone.encode(out);
+        self.0.best.encode(out);
+    }
+
+    fn decode(input: &mut &[u8]) -> Result<Self, WireError> {
+        Ok(SharedColony(Arc::new(Colony {
+            n: u64::decode(input)? as usize,
+            pheromone: Vec::decode(input)?,
+            best: Option::decode(input)?,
+            params: AcoParams::default(),
+        })))
+    }
+}
+
+/// Ant `a`'s task: for each iteration's colony it reads, it runs
+/// [`k::run_ant`] and answers its schedule and cost; it ends with its input.
+pub fn ant_task(
+    inst: &Instance,
+    a: u32,
+    seed: u64,
+    input: Reader<(u32, SharedColony)>,
+    mut out: Writer<AntResult>,
+) {
+    for (it, colony) in input {
+        let (s, c) = k::run_ant(inst, &colony.0, a, it, seed);
+        drop(colony); // lets the colony task update in place
+        if out.write((a, s, c)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The colony's task: each iteration sends the colony to every ant,
+/// reduces their answers in ant order while later ants still run (the
+/// first lowest cost: [`k::iteration_best`]'s tie rule) and updates the
+/// colony; then it ends the ants. The best schedule and its cost, or
+/// `None` when an ant ended early.
+pub fn colony_task(
+    inst: &Instance,
+    iterations: u32,
+    mut to_ants: Vec<Writer<(u32, SharedColony)>>,
+    mut from_ants: Vec<Reader<AntResult>>,
+) -> Option<(Vec<u32>, u64)> {
+    let mut colony = Arc::new(Colony::new(inst, AcoParams::default()));
+    for it in 0..iterations {
+        for w in to_ants.iter_mut() {
+            w.write((it, SharedColony(colony.clone()))).ok()?;
+        }
+        let mut best: Option<AntResult> = None;
+        for r in from_ants.iter_mut() {
+            let res = r.read()?;
+            if best.as_ref().is_none_or(|b| res.2 < b.2) {
+                best = Some(res);
+            }
+        }
+        let (_, schedule, cost) = best.expect("at least one ant");
+        // The ants of this process dropped their clones before answering,
+        // so this updates in place unless a copy still waits to cross to
+        // another rank.
+        k::update(Arc::make_mut(&mut colony), &schedule, cost);
+    }
+    drop(to_ants); // ends the ants
+    Arc::try_unwrap(colony).map_or_else(|c| c.best.clone(), |c| c.best)
+}
 
 impl Ant {
     /// Generates the instance (argument errors for bad sizes).
@@ -131,59 +224,31 @@ impl Ant {
             ..
         } = self.cfg;
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::default();
-        let mut to_ants: Vec<Writer<(u32, Arc<Colony>)>> = Vec::new();
-        let mut from_ants: Vec<Reader<AntResult>> = Vec::new();
+        let mut to_ants = Vec::new();
+        let mut from_ants = Vec::new();
         for a in 0..ants {
             // One message per iteration is outstanding each way.
-            let (w, mut r) = rill::stream::<(u32, Arc<Colony>)>(1);
-            let (mut out, back) = rill::stream::<AntResult>(1);
+            let (w, r) = rill::stream::<(u32, SharedColony)>(1);
+            let (out, back) = rill::stream::<AntResult>(1);
             to_ants.push(w);
             from_ants.push(back);
             let inst = self.inst.clone();
             rt.spawn(format!("ant/ant/{a}"), move || {
-                while let Some((it, colony)) = r.read() {
-                    let (s, c) = k::run_ant(&inst, &colony, a, it, seed);
-                    drop(colony); // lets the colony task update in place
-                    if out.write((a, s, c)).is_err() {
-                        return;
-                    }
-                }
+                ant_task(&inst, a, seed, r, out)
             });
         }
         let inst = self.inst.clone();
-        let result = slot.clone();
-        rt.spawn("ant/colony", move || {
-            let mut colony = Arc::new(Colony::new(&inst, AcoParams::default()));
-            for it in 0..iterations {
-                for w in to_ants.iter_mut() {
-                    if w.write((it, colony.clone())).is_err() {
-                        return;
-                    }
-                }
-                // Reduce in ant order while later ants still run: keep the
-                // first lowest cost (iteration_best's tie rule).
-                let mut best: Option<AntResult> = None;
-                for r in from_ants.iter_mut() {
-                    let Some(res) = r.read() else {
-                        return;
-                    };
-                    if best.as_ref().is_none_or(|b| res.2 < b.2) {
-                        best = Some(res);
-                    }
-                }
-                let (_, schedule, cost) = best.expect("at least one ant");
-                // Every ant dropped its clone before answering, so this
-                // updates in place (it would copy otherwise).
-                k::update(Arc::make_mut(&mut colony), &schedule, cost);
-            }
-            drop(to_ants); // ends the ants
-            let colony = Arc::try_unwrap(colony).unwrap_or_else(|a| (*a).clone());
-            if let Some(best) = colony.best {
-                result.put(best);
-            }
-        });
-        run_timed(rt, &slot, "ant colony")
+        let r = run_timed(rt, "ant/colony", "ant colony", move || {
+            colony_task(&inst, iterations, to_ants, from_ants)
+        })?;
+        let value = r
+            .value
+            .ok_or_else(|| anyhow!("the ant colony network ended without a result"))?;
+        Ok(NetRun {
+            value,
+            wall: r.wall,
+            stats: r.stats,
+        })
     }
 }
 

@@ -38,10 +38,7 @@ use anyhow::{bail, Context, Result};
 use rill::{ManualTable, MonitorConfig, MonitorFlags};
 
 use super::{App, AppOpts, AppRun, MappingChoice};
-pub use crate::mapping::{AutoFigures, PILOT_DIVISOR, PILOT_MONITOR};
-
-/// The largest `--pilot N`.
-pub const MAX_PILOT_DIVISOR: u64 = 1000;
+pub use crate::mapping::{AutoFigures, MAX_PILOT_DIVISOR, PILOT_DIVISOR, PILOT_MONITOR};
 
 /// Where auto's pilot logs and files go without `--logs` (relative to the
 /// working directory).

@@ -38,13 +38,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
+use rill::dist::{Wire, WireError};
 use rill::{ManualTable, Reader, Writer};
 
 use super::auto::{pilot_size, Pilot};
 use serde::Serialize;
 
-use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, PollSet, Slot};
+use super::{run_timed, runtime_of, App, AppConfig, AppFigures, AppOpts, AppRun, NetRun, PollSet};
+use crate::bench::usize_from;
 use crate::kernels::mc::{self as k, McParams, Partial, PathBatch};
+use clap::value_parser;
 
 /// Default paths per record: records this small make a fine-grained
 /// network (500,000 records for a million paths, 8 million hops), the kind
@@ -63,12 +66,15 @@ pub const DEFAULT_CAPACITY: usize = 1;
 pub const FEED_CAPACITY: usize = 1024;
 
 /// The shape of the network.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
 pub struct McNet {
-    /// Paths per record (at least 1).
+    /// Paths per record.
+    #[arg(long, value_name = "PATHS", default_value_t = DEFAULT_BATCH,
+          value_parser = usize_from(1))]
     pub batch: usize,
-    /// Chains (at least 1; no more are made than there are records);
-    /// `None`: one per worker, at least 2.
+    /// Chains (records are dealt round-robin over them; no more are made
+    /// than there are records) [default: one per worker, at least 2].
+    #[arg(long, value_parser = usize_from(1))]
     pub chains: Option<usize>,
 }
 
@@ -81,15 +87,29 @@ impl Default for McNet {
     }
 }
 
-/// A Monte Carlo application run's configuration.
-#[derive(Clone, Debug)]
+/// A Monte Carlo application run's configuration (`rill-bench mc`'s
+/// arguments).
+#[derive(Clone, Debug, clap::Args)]
 pub struct McConfig {
-    /// Option and simulation parameters.
-    pub params: McParams,
-    /// Paths to simulate (at least 1).
+    /// Paths to simulate.
+    #[arg(long, default_value_t = k::DEFAULT_PATHS, value_parser = value_parser!(u64).range(1..))]
     pub paths: u64,
+    /// Option and simulation parameters.
+    #[command(flatten)]
+    pub params: McParams,
     /// The network's shape.
+    #[command(flatten)]
     pub net: McNet,
+}
+
+impl AppConfig for McConfig {
+    fn name(&self) -> &'static str {
+        "mc"
+    }
+
+    fn app(&self) -> Result<Box<dyn App>> {
+        Ok(Box::new(Mc::new(self.clone())?))
+    }
 }
 
 impl Default for McConfig {
@@ -130,12 +150,52 @@ impl McConfig {
     }
 }
 
-/// A record travelling down a chain.
-enum Rec {
+/// A record travelling down a chain (the network across ranks,
+/// `rill-bench mc` under mpirun, sends it between ranks as it is: [`Wire`]).
+pub enum Rec {
     /// Paths still being stepped.
     Paths(PathBatch),
     /// The payoff sums of a finished record.
     Done(Partial),
+}
+
+impl Wire for Rec {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Rec::Paths(b) => {
+                out.push(0);
+                b.first_path.encode(out);
+                b.log_s.encode(out);
+                b.steps_done.encode(out);
+            }
+            Rec::Done(p) => {
+                out.push(1);
+                p.paths.encode(out);
+                p.sum_call.encode(out);
+                p.sumsq_call.encode(out);
+                p.sum_put.encode(out);
+                p.sumsq_put.encode(out);
+            }
+        }
+    }
+
+    fn decode(input: &mut &[u8]) -> Result<Self, WireError> {
+        Ok(match u8::decode(input)? {
+            0 => Rec::Paths(PathBatch {
+                first_path: u64::decode(input)?,
+                log_s: Vec::decode(input)?,
+                steps_done: u32::decode(input)?,
+            }),
+            1 => Rec::Done(Partial {
+                paths: u64::decode(input)?,
+                sum_call: u128::decode(input)?,
+                sumsq_call: u128::decode(input)?,
+                sum_put: u128::decode(input)?,
+                sumsq_put: u128::decode(input)?,
+            }),
+            _ => return Err(WireError::Invalid("Rec")),
+        })
+    }
 }
 
 /// What the network computed.
@@ -151,9 +211,10 @@ pub struct McOutput {
     pub cross_links: u64,
 }
 
-/// Counters the stages share.
-#[derive(Default)]
-struct Links {
+/// Counters the stages share: the links between stages made as the chains
+/// unfolded, and those that cross workers.
+#[derive(Debug, Default)]
+pub struct Links {
     made: AtomicU64,
     cross: AtomicU64,
 }
@@ -168,9 +229,13 @@ fn current_worker() -> usize {
     rill::current().map(|t| t.worker).unwrap_or(0)
 }
 
-/// Stage `j` of chain `chain`: steps records, unfolding the chain on demand.
+/// Stage `j` of chain `chain`: steps records, unfolding the chain on demand
+/// (stage `j + 1` spawned beside it, with streams of `cap`; the links
+/// counted in `links`, a link from a stage on `parent_worker`, when given,
+/// as crossing or not). The network across ranks runs the same stages: a
+/// chain's stages after the first are spawned on its rank.
 #[allow(clippy::too_many_arguments)]
-fn stage(
+pub fn stage(
     params: Arc<McParams>,
     chain: usize,
     j: u32,
@@ -239,7 +304,6 @@ impl Mc {
         let (paths, batch) = (self.cfg.paths, self.cfg.net.batch);
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::default();
         let links = Arc::new(Links::default());
 
         let mut exits = Vec::with_capacity(chains);
@@ -275,9 +339,8 @@ impl Mc {
             }
         });
 
-        let result = slot.clone();
         let params = self.params.clone();
-        rt.spawn("mc/collect", move || {
+        let r = run_timed(rt, "mc/collect", "Monte Carlo", move || {
             let mut total = Partial::default();
             let mut records = 0u64;
             for (_, rec) in from_chains {
@@ -295,9 +358,8 @@ impl Mc {
                 total.merge(&part);
                 records += 1;
             }
-            result.put((total, records));
-        });
-        let r = run_timed(rt, &slot, "Monte Carlo")?;
+            (total, records)
+        })?;
         let (total, records) = r.value;
         Ok(NetRun {
             value: McOutput {

@@ -47,10 +47,8 @@ use anyhow::{anyhow, Context, Result};
 use rill::{ManualTable, MonitorFlags, RunStats, Runtime};
 
 pub use crate::mapping::{mapping_file, mapping_for, AutoFigures, MappingChoice};
-pub(crate) use crate::net::Slot;
 pub(crate) use rill::PollSet;
 use serde::Serialize;
-use serde_json::Value;
 
 /// Options every application takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -164,15 +162,19 @@ pub struct NetRun<T> {
     pub stats: RunStats,
 }
 
-/// Runs `rt` and times it; then takes the network's result from `slot`.
-pub(crate) fn run_timed<T>(mut rt: Runtime, slot: &Slot<T>, what: &str) -> Result<NetRun<T>> {
+/// Runs `rt` with `collect` as its last task `name` (the network's collector,
+/// whose value is the network's result: [`Runtime::run_main_as`], so that
+/// it is placed and named as when it was spawned last), and times the run.
+pub(crate) fn run_timed<T: Send + 'static>(
+    mut rt: Runtime,
+    name: &'static str,
+    what: &str,
+    collect: impl FnOnce() -> T + Send + 'static,
+) -> Result<NetRun<T>> {
     let t0 = Instant::now();
-    let res = rt.run();
+    let res = rt.run_main_as(name, collect);
     let wall = t0.elapsed();
-    let stats = res.with_context(|| format!("the {what} network failed"))?;
-    let value = slot
-        .take(what)
-        .map_err(|_| anyhow!("the {what} network ended without a result"))?;
+    let (value, stats) = res.with_context(|| format!("the {what} network failed"))?;
     Ok(NetRun { value, wall, stats })
 }
 
@@ -305,36 +307,9 @@ impl AppRun {
         v
     }
 
-    /// The record of the run as `--json` writes it: `bench`, `workers`,
-    /// `mapping`, `monitor`, `run`, `allocator`, `wall_ms`, `verified` (and
-    /// `problems` when not), the application's figures, the plan's under
-    /// `--mapping auto`, and the runtime's ([`RunFigures`]).
-    pub fn record<'a>(&'a self, opts: &'a AppOpts, run: u32) -> AppRecord<'a> {
-        AppRecord {
-            bench: self.bench,
-            workers: opts.workers,
-            mapping: opts.mapping.name(),
-            monitor: opts.monitor.to_string(),
-            logs: opts.logs.as_deref(),
-            run,
-            allocator: crate::bench::allocator(),
-            wall_ms: self.wall.as_secs_f64() * 1e3,
-            verified: self.verified,
-            problems: (!self.verified).then_some(&self.problems[..]),
-            figures: self.figures.as_ref(),
-            auto: self.auto.as_ref(),
-            runtime: RunFigures::of(self),
-        }
-    }
-
-    /// The JSON object of the run ([`AppRun::record`]).
-    pub fn json(&self, opts: &AppOpts, run: u32) -> Value {
-        serde_json::to_value(self.record(opts, run)).expect("a record serialises")
-    }
-
     /// One of the application's figures by its JSON name (for tests).
     #[cfg(test)]
-    pub(crate) fn figure(&self, key: &str) -> Value {
+    pub(crate) fn figure(&self, key: &str) -> serde_json::Value {
         serde_json::to_value(&self.figures).expect("figures serialise")[key].clone()
     }
 }
@@ -354,7 +329,8 @@ pub enum AppFigures {
 }
 
 /// The runtime's figures of an application run: its statistics and, when
-/// monitored, what the logs say (the [`AppRun::extra_columns`]).
+/// monitored, what the logs say (the [`AppRun::extra_columns`]), in its
+/// [`crate::report::Record`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunFigures {
     /// Tasks created.
@@ -383,7 +359,8 @@ pub struct RunFigures {
 }
 
 impl RunFigures {
-    fn of(run: &AppRun) -> RunFigures {
+    /// The runtime's figures of `run`.
+    pub fn of(run: &AppRun) -> RunFigures {
         let s = &run.stats;
         RunFigures {
             tasks: s.tasks_created,
@@ -427,43 +404,6 @@ impl Serialize for Waits {
     }
 }
 
-/// One application run as `--json` writes it, one object a line
-/// ([`AppRun::record`]).
-#[derive(Clone, Debug, Serialize)]
-pub struct AppRecord<'a> {
-    /// `des`, `mc`, `rt` or `ant`.
-    pub bench: &'static str,
-    /// Workers.
-    pub workers: usize,
-    /// `--mapping`, by name.
-    pub mapping: String,
-    /// The monitoring mode.
-    pub monitor: String,
-    /// `--logs`, when given.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub logs: Option<&'a std::path::Path>,
-    /// Index of the run among the repeats, from 0.
-    pub run: u32,
-    /// The global allocator.
-    pub allocator: &'static str,
-    /// Wall time of the network's run, in milliseconds.
-    pub wall_ms: f64,
-    /// Whether every check passed.
-    pub verified: bool,
-    /// The checks that failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problems: Option<&'a [String]>,
-    /// The application's figures.
-    #[serde(flatten)]
-    pub figures: Option<&'a AppFigures>,
-    /// The plan's, under `--mapping auto`.
-    #[serde(flatten)]
-    pub auto: Option<&'a AutoFigures>,
-    /// The runtime's.
-    #[serde(flatten)]
-    pub runtime: RunFigures,
-}
-
 /// An application ready to run: its input made and checked, its sequential
 /// reference computed on first use and kept for the next runs.
 pub trait App {
@@ -489,6 +429,18 @@ pub trait App {
     /// the real run's tasks), about 1/`divisor` of the work (each
     /// application keeps a floor); no output files.
     fn pilot(&self, workers: usize, divisor: u64) -> Result<auto::Pilot>;
+}
+
+/// An application's configuration as its command line gives it
+/// (`rill-bench APP`'s arguments, `clap::Args`, in the application's file):
+/// the application it makes.
+pub trait AppConfig: std::fmt::Debug {
+    /// `des`, `mc`, `rt` or `ant`.
+    fn name(&self) -> &'static str;
+
+    /// The application, its input made and its configuration checked (an
+    /// error is an argument error).
+    fn app(&self) -> Result<Box<dyn App>>;
 }
 
 /// Builds the runtime of `app` under `opts` (see [`runtime_for`]).

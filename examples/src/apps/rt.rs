@@ -34,8 +34,10 @@ use rill::{ManualTable, Writer};
 use super::auto::{pilot_size, Pilot};
 use serde::Serialize;
 
-use super::{run_timed, runtime_of, App, AppFigures, AppOpts, AppRun, NetRun, PollSet, Slot};
+use super::{run_timed, runtime_of, App, AppConfig, AppFigures, AppOpts, AppRun, NetRun, PollSet};
+use crate::bench::usize_from;
 use crate::kernels::rt::{self as k, Checksum, Image, Scene};
+use clap::value_parser;
 
 /// Solvers in the network.
 pub const DEFAULT_SOLVERS: usize = 4;
@@ -52,21 +54,38 @@ pub enum ImageFormat {
     Ppm,
 }
 
-/// A ray tracer application run's configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A ray tracer application run's configuration (`rill-bench rt`'s
+/// arguments).
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
 pub struct RtConfig {
-    /// Scenes `0..scenes` (at least 1).
+    /// Scenes to render (`0..scenes`).
+    #[arg(long, default_value_t = k::DEFAULT_SCENES, value_parser = value_parser!(u32).range(1..))]
     pub scenes: u32,
-    /// Image width (at least 1).
+    /// Image width.
+    #[arg(long, default_value_t = k::DEFAULT_WIDTH, value_parser = value_parser!(u32).range(1..))]
     pub width: u32,
-    /// Image height (at least 1).
+    /// Image height.
+    #[arg(long, default_value_t = k::DEFAULT_HEIGHT, value_parser = value_parser!(u32).range(1..))]
     pub height: u32,
-    /// Where to write the images (optional).
+    /// Write the images here (scene-NNNN.png or .ppm).
+    #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
-    /// Their format.
+    /// Image file format.
+    #[arg(long, value_enum, default_value_t = ImageFormat::Png)]
     pub format: ImageFormat,
-    /// Solver tasks (at least 1).
+    /// Solver tasks.
+    #[arg(long, default_value_t = DEFAULT_SOLVERS, value_parser = usize_from(1))]
     pub solvers: usize,
+}
+
+impl AppConfig for RtConfig {
+    fn name(&self) -> &'static str {
+        "rt"
+    }
+
+    fn app(&self) -> Result<Box<dyn App>> {
+        Ok(Box::new(Rt::new(self.clone())?))
+    }
 }
 
 impl Default for RtConfig {
@@ -160,7 +179,6 @@ impl Rt {
         let out_dir = self.cfg.out_dir.clone();
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
         let mut rt = runtime_of(self, opts)?;
-        let slot = Slot::default();
 
         let mut ready = PollSet::new();
         let mut jobs: Vec<Option<Writer<Job>>> = Vec::new();
@@ -208,8 +226,7 @@ impl Rt {
             }
         });
 
-        let result = slot.clone();
-        rt.spawn("rt/collect", move || {
+        run_timed(rt, "rt/collect", "ray tracer", move || {
             let mut pending: BTreeMap<u32, Image> = BTreeMap::new();
             let mut next = 0u32;
             let mut sum = Checksum::new();
@@ -236,7 +253,7 @@ impl Rt {
                     next += 1;
                 }
             }
-            result.put(match error {
+            match error {
                 Some(e) => Err(e),
                 None if !pending.is_empty() => Err(format!(
                     "scene {next} never arrived ({} later ones did)",
@@ -247,9 +264,8 @@ impl Rt {
                     images: next,
                     per_solver,
                 }),
-            });
-        });
-        run_timed(rt, &slot, "ray tracer")
+            }
+        })
     }
 }
 

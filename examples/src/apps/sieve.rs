@@ -37,7 +37,6 @@
 //! chain cut into W blocks of about equal work, since the filters early in
 //! the chain read far more numbers than the late ones.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -45,7 +44,7 @@ use rill::{ManualTable, MonitorConfig};
 
 use super::NetRun;
 use crate::bench::SieveParams;
-use crate::kernels::sieve as kernel;
+use crate::kernels::sieve::{self as kernel, Chain, Step};
 use crate::net::{Finished, Net, NetSpec, RillNet};
 
 /// The generator's task name.
@@ -175,69 +174,52 @@ pub struct SieveOut {
     pub messages: u64,
 }
 
-/// What every filter shares: the size of the sieve, the streams' capacity
-/// and the count of numbers read.
-struct Chain {
-    primes: usize,
-    capacity: usize,
-    reads: AtomicU64,
-}
-
 /// Filter `k`: reads its prime, reports it, then filters, and spawns
 /// filter `k + 1` when the first number passes it; the filter of the last
-/// prime reads its input to the end instead (see the module doc). Ends
-/// once the rest of the chain has.
+/// prime reads its input to the end instead (see the module doc and
+/// [`kernel::Filter`]). Ends once the rest of the chain has.
 fn filter<N: Net>(
     k: usize,
     (mut input, primes_out): (N::Rx<u64>, N::Tx<u64>),
     chain: Arc<Chain>,
 ) -> Result<()> {
-    let mut reads = 0u64;
+    let mut f = chain.filter(k);
     let mut primes_out = Some(primes_out);
     let mut next: Option<(N::Tx<u64>, N::Inner)> = None;
     let mut failed = None;
-    // The first number to reach the end of the chain passed every filter
-    // before: it is the next prime.
-    if let Some(p) = N::recv(&mut input) {
-        reads += 1;
-        let last = k + 1 == chain.primes;
-        let reported = primes_out.as_mut().is_some_and(|w| N::send(w, p));
-        if last {
-            // The sink has every prime: its stream ends.
-            primes_out = None;
-        }
-        if reported {
-            while let Some(x) = N::recv(&mut input) {
-                reads += 1;
-                if last || x % p == 0 {
-                    continue;
+    while let Some(x) = N::recv(&mut input) {
+        let sent = match f.step(x) {
+            Step::Report(p) => {
+                let reported = primes_out.as_mut().is_some_and(|w| N::send(w, p));
+                if f.is_last() {
+                    // The sink has every prime: its stream ends.
+                    primes_out = None;
                 }
-                let out = match &mut next {
-                    Some((w, _)) => w,
-                    None => {
-                        // The chain ends here: x is the next prime, and its
-                        // filter starts with x in its stream.
-                        let (w, r) = N::channel::<u64>(chain.capacity);
-                        let sink = primes_out.take().expect("the last filter holds the sink");
-                        let c = chain.clone();
-                        let name = filter_name(k + 1, chain.primes);
-                        match N::spawn_inner(name, (r, sink), move |e| filter::<N>(k + 1, e, c)) {
-                            Ok(h) => &mut next.insert((w, h)).0,
-                            Err(e) => {
-                                failed = Some(e);
-                                break;
-                            }
-                        }
-                    }
-                };
-                if !N::send(out, x) {
-                    // The chain after this filter has failed.
-                    break;
-                }
+                reported
             }
+            Step::Drop => true,
+            Step::Pass(x) => {
+                if next.is_none() {
+                    // The chain ends here: x is the next prime, and its
+                    // filter starts with x in its stream.
+                    let (w, r) = N::channel::<u64>(chain.capacity);
+                    let sink = primes_out.take().expect("the last filter holds the sink");
+                    let c = chain.clone();
+                    let name = filter_name(k + 1, chain.primes);
+                    match N::spawn_inner(name, (r, sink), move |e| filter::<N>(k + 1, e, c)) {
+                        Ok(h) => next = Some((w, h)),
+                        Err(e) => failed = Some(e),
+                    }
+                }
+                next.as_mut().is_some_and(|(w, _)| N::send(w, x))
+            }
+        };
+        if !sent {
+            // The sink or the chain after this filter has ended early.
+            break;
         }
     }
-    chain.reads.fetch_add(reads, Ordering::Relaxed);
+    chain.done(&f);
     // Let go of every end before waiting for the rest of the chain, whose
     // filters end as their input does.
     drop((input, primes_out));
@@ -277,22 +259,18 @@ pub fn network<N: Net>(
     let names = parts(n);
     let mut net = N::build(&NetSpec {
         bench: "sieve",
-        workers: p.workers,
+        workers: p.opts.workers,
         capacity: p.capacity,
         mapping: Some(&p.mapping),
         names: &names,
-        manual: manual_table(n, p.workers),
+        manual: manual_table(n, p.opts.workers),
         monitor,
         logs,
     })?;
-    let chain = Arc::new(Chain {
-        primes: n,
-        capacity: p.capacity,
-        reads: AtomicU64::new(0),
-    });
+    let chain = Arc::new(Chain::new(n, p.capacity));
     let (mut numbers_out, numbers_in) = N::channel::<u64>(p.capacity);
     let (primes_out, mut primes_in) = N::channel::<u64>(p.capacity);
-    let sink = net.spawn(SINK.into(), 0, move || {
+    let sink = net.spawn_value(SINK.into(), 0, move || {
         let mut primes = Vec::with_capacity(n);
         while let Some(x) = N::recv(&mut primes_in) {
             primes.push(x);
@@ -308,13 +286,13 @@ pub fn network<N: Net>(
         }
     })?;
     let c = chain.clone();
-    let first = net.spawn(filter_name(0, n), 0, move || {
+    let first = net.spawn_value(filter_name(0, n), 0, move || {
         filter::<N>(0, (numbers_in, primes_out), c)
     })?;
     let run = net.finish()?;
     first.take("the first filter")??;
     let primes = sink.take(SINK)?;
-    let messages = chain.reads.load(Ordering::Relaxed) + primes.len() as u64;
+    let messages = chain.reads() + primes.len() as u64;
     Ok((SieveOut { primes, messages }, run))
 }
 
@@ -322,6 +300,7 @@ pub fn network<N: Net>(
 mod tests {
     use super::*;
     use crate::apps::MappingChoice;
+    use crate::bench::BenchOpts;
 
     #[test]
     fn names_and_prefixes() {
@@ -413,11 +392,10 @@ mod tests {
         for workers in [1, 2] {
             for m in ["rr", "parts", "manual", "steal"] {
                 let p = SieveParams {
+                    opts: BenchOpts::on(workers),
                     primes: 100,
                     capacity: 4,
-                    workers,
                     mapping: m.parse::<MappingChoice>().unwrap(),
-                    ..SieveParams::default()
                 };
                 let run = run(&p, &MonitorConfig::off()).unwrap();
                 assert_eq!(run.value.primes, want, "{m} on {workers}");
@@ -439,9 +417,9 @@ mod tests {
     fn sieve_of_one_prime_and_capacity_one() {
         for (primes, capacity) in [(1, 16), (2, 1), (30, 1)] {
             let p = SieveParams {
+                opts: BenchOpts::on(2),
                 primes,
                 capacity,
-                workers: 2,
                 ..SieveParams::default()
             };
             let run = run(&p, &MonitorConfig::off()).unwrap();

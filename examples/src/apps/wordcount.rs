@@ -88,11 +88,11 @@ pub fn network<N: Net>(
     let names = parts(p.counters);
     let mut net = N::build(&NetSpec {
         bench: "wordcount",
-        workers: p.workers,
+        workers: p.opts.workers,
         capacity: p.capacity,
         mapping: Some(&p.mapping),
         names: &names,
-        manual: manual_table(p.counters, p.workers),
+        manual: manual_table(p.counters, p.opts.workers),
         monitor,
         logs,
     })?;
@@ -143,7 +143,7 @@ fn spawn_net<N: Net, W: kernels::Words>(
             N::send(&mut out, counts);
         })?;
     }
-    net.spawn("wc/merge".into(), 0, move || {
+    net.spawn_value("wc/merge".into(), 0, move || {
         let mut total = Counts::new();
         for part in N::merge(results) {
             kernels::merge_into(&mut total, part);

@@ -1,26 +1,29 @@
-//! The `rill-bench` command line's arguments (clap derive), and their
-//! conversion into checked benchmark parameters ([`Command::jobs`],
-//! [`AppCommand::app`]).
+//! The `rill-bench` command line (clap derive). A benchmark's subcommand is
+//! its parameters ([`Peer`]: a benchmark's own `clap::Args`, in its file)
+//! and how to run them ([`RunArgs`]); an application's is its
+//! configuration and the options every application takes ([`AppArgs`]).
+//! [`Command::bench`] and the application command's `parts` are the
+//! registrations: a variant and its line; [`Command::jobs`] and
+//! [`AppCommand::app`] hand out what they ask for, checked.
 
 use std::path::PathBuf;
 
-use clap::builder::{PossibleValue, PossibleValuesParser, RangedU64ValueParser, TypedValueParser};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{value_parser, Args, Parser, Subcommand};
 use rill::MonitorFlags;
 
 use crate::ab;
+use crate::apps::ant::AntConfig;
 use crate::apps::auto::{MAX_PILOT_DIVISOR, PILOT_DIVISOR, PILOT_MONITOR};
-use crate::apps::{self, AppOpts, MappingChoice};
-use crate::bench::{
-    MicroParams, MicroRow, ParamError, PipeParams, Placement, RingParams, SieveParams,
-    WordcountParams, DEFAULT_CAPACITY, DEFAULT_DEPTH, DEFAULT_HOPS, DEFAULT_MESSAGES,
-    DEFAULT_RING_SIZE, DEFAULT_WC_BATCH, DEFAULT_WC_CHUNK, DEFAULT_WC_COUNTERS, MAX_WORK_NS,
-};
-use crate::engines::Engine;
-use crate::engines::Job;
-use crate::kernels;
-use crate::kernels::wordcount::{Corpus, TextSource};
+use crate::apps::des::DesArgs;
+use crate::apps::mc::McConfig;
+use crate::apps::rt::RtConfig;
+use crate::apps::{self, AppConfig, AppOpts, MappingChoice};
+use crate::bench::{pilot_monitor, usize_from, ParamError, PipeParams, RingParams, SieveParams};
+use crate::engines::{Engine, Job, Jobs};
+use crate::micro::MicroArgs;
 use crate::registry;
+use crate::wordcount_bench::WordcountArgs;
 
 const ABOUT: &str = "Runs LPEL's stream micro-benchmarks on rill and on its peers, side by side";
 
@@ -59,25 +62,6 @@ another thread than the one that allocated it, as in a network that passes owned
 cheap with it). Built with `--features system-alloc` it uses the system allocator instead. \
 The table's header and every JSON object name the allocator of the run.";
 
-/// clap's parser of a whole number of at least `min`, for a `usize` argument.
-fn usize_from(min: u64) -> RangedU64ValueParser<usize> {
-    RangedU64ValueParser::new().range(min..)
-}
-
-/// auto's pilot monitoring: a mode the planner can read, one that names
-/// the tasks (`map`) and times them (`sched` or `sample`).
-fn pilot_monitor(s: &str) -> Result<MonitorFlags, String> {
-    let f: MonitorFlags = s.parse().map_err(|e| format!("{e}"))?;
-    if !f.contains(MonitorFlags::MAPPING)
-        || !f.intersects(MonitorFlags::SCHEDULER | MonitorFlags::SAMPLE)
-    {
-        return Err(format!(
-            "the pilot's logs must name the tasks (map) and time them (sched or sample) for the plan; '{s}' does not: try map,worker,task,stream or sample:10000"
-        ));
-    }
-    Ok(f)
-}
-
 /// A mapping file for `compare --file`: it must exist and parse (a bad
 /// file is an argument error, not a failed run).
 fn mapping_file(s: &str) -> Result<PathBuf, String> {
@@ -110,19 +94,19 @@ pub struct Cli {
 pub enum Command {
     /// Relay pipeline: a source, DEPTH-2 relays and a sink joined by bounded
     /// channels; ns/op = wall time / (MESSAGES x (DEPTH-1)), per message per hop.
-    Pipe(PipeArgs),
+    Pipe(Peer<PipeParams>),
     /// Token ring: SIZE tasks in a ring of bounded channels pass one token for HOPS
     /// hops in total; ns/op = wall time / HOPS.
-    Ring(RingArgs),
+    Ring(Peer<RingParams>),
     /// Micro rows, each a runtime primitive timed alone: yield, spawn, handoff,
     /// cross_worker_roundtrip (ns per operation) and idle_cpu (share of a core).
-    Micro(MicroArgs),
+    Micro(Peer<MicroArgs>),
     /// Word count: a source sends the text in chunks, a splitter cuts them
     /// into words and sends batches to K counters (each word to the counter
     /// its hash names), a merger adds up the counters' counts. Every run is
     /// checked against a sequential count; engine `sequential` times that
     /// loop as a row of its own. The table shows wall milliseconds.
-    Wordcount(WordcountArgs),
+    Wordcount(Peer<WordcountArgs>),
     /// Prime sieve: a generator writes 2, 3, 4, ... into a chain of filter
     /// tasks; each filter takes the first number that reaches it as its
     /// prime, reports it to a sink and drops its multiples from then on,
@@ -132,7 +116,7 @@ pub enum Command {
     /// of the n-th prime, and the streams end down the chain. Every run is
     /// checked against a sequential sieve. The table shows wall
     /// milliseconds.
-    Sieve(SieveArgs),
+    Sieve(Peer<SieveParams>),
     /// The applications as stream networks on rill.
     #[command(flatten)]
     App(AppCommand),
@@ -177,9 +161,23 @@ fn engine_choice() -> impl TypedValueParser<Value = EngineChoice> {
     })
 }
 
-/// Arguments every benchmark takes.
+/// A benchmark's subcommand: its parameters, and how rill-bench runs it.
 #[derive(Debug, Args)]
-pub struct CommonArgs {
+pub struct Peer<P: Args> {
+    /// The benchmark's parameters (its own arguments, and the workers and
+    /// monitoring every benchmark takes).
+    #[command(flatten)]
+    pub params: P,
+
+    /// The engines, the repeats, the output.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// How rill-bench runs a benchmark: on which engines, how many times, and
+/// what it prints.
+#[derive(Debug, Args)]
+pub struct RunArgs {
     /// Engines to run, a comma-separated list (rill, threads, tokio, and for
     /// wordcount sequential) or `all` (every one the benchmark has); each runs
     /// in turn and the table shows them side by side.
@@ -200,30 +198,9 @@ pub struct CommonArgs {
     /// Print one JSON object per run (one line each) instead of a table.
     #[arg(long)]
     pub json: bool,
-
-    /// Worker threads for engines that have workers (rill, tokio) [default: the
-    /// number of available cores].
-    #[arg(long, value_name = "W",
-          value_parser = usize_from(1))]
-    pub workers: Option<usize>,
-
-    /// Monitoring mode passed to rill: off, sample (or sample:HZ: what each
-    /// worker does, sampled at HZ, default 1000, with exact counts; the
-    /// cheap mode), cpu (or cpu:HZ: sample mode on the workers' CPU time,
-    /// cheaper still, at most a sample per kernel tick, and biased toward
-    /// waiting where workers wait on each other), full, all (full and a
-    /// time per message), or a comma list of map, sched (or task), worker,
-    /// stream, message (or msg), msgtime; the peers ignore it.
-    #[arg(long, value_name = "MODE")]
-    pub monitor: Option<MonitorFlags>,
-
-    /// Directory where rill writes its monitoring logs (micro: one
-    /// subdirectory per row); the peers ignore it.
-    #[arg(long, value_name = "DIR")]
-    pub logs: Option<PathBuf>,
 }
 
-impl CommonArgs {
+impl RunArgs {
     /// The engines chosen, each once, in the order given (`all` expands to rill,
     /// threads, tokio).
     pub fn engines(&self) -> Vec<Engine> {
@@ -247,330 +224,6 @@ impl CommonArgs {
         }
         out
     }
-
-    /// The worker count asked for, or the number of available cores.
-    pub fn workers(&self) -> usize {
-        self.workers.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        })
-    }
-}
-
-/// The parser of `--slow K=NS`: relay K (a whole number) and its
-/// nanoseconds of work per message (at most [`MAX_WORK_NS`]); whether
-/// relay K exists is checked with the depth ([`PipeParams::validate`]).
-fn parse_slow(s: &str) -> Result<(usize, u64), String> {
-    let (k, ns) = s.split_once('=').ok_or_else(|| {
-        format!("'{s}' is not K=NS (relay K works NS nanoseconds per message, e.g. 3=2000)")
-    })?;
-    let k: usize = k
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{}' in '{s}' is not a relay number (K=NS)", k.trim()))?;
-    let ns: u64 = ns.trim().parse().map_err(|_| {
-        format!(
-            "'{}' in '{s}' is not a whole number of nanoseconds (K=NS)",
-            ns.trim()
-        )
-    })?;
-    if ns > MAX_WORK_NS {
-        return Err(format!(
-            "{ns} ns in '{s}' is more than the {MAX_WORK_NS} ns (1 ms) a relay may work per message"
-        ));
-    }
-    Ok((k, ns))
-}
-
-/// The parser of the pipe's and the ring's `--mapping`: rr, parts, steal or
-/// a FILE (manual and auto belong to the applications).
-fn parse_net_mapping(s: &str) -> Result<MappingChoice, String> {
-    match s.parse::<MappingChoice>()? {
-        MappingChoice::Manual => Err(
-            "manual: the pipe and the ring have no table of their own (--placement gives their \
-             hand-made placements); use rr, parts, steal or a FILE"
-                .into(),
-        ),
-        MappingChoice::Auto => Err(
-            "auto plans from a pilot run of an application (des, mc, rt, ant, wordcount); for the \
-             pipe or the ring plan a FILE with `rill-mon map DIR --workers W -o FILE` on a \
-             monitored run"
-                .into(),
-        ),
-        m => Ok(m),
-    }
-}
-
-/// Arguments of `rill-bench pipe`.
-#[derive(Debug, Args)]
-pub struct PipeArgs {
-    /// Stages in the pipe, source and sink included (at least 2).
-    #[arg(long, default_value_t = DEFAULT_DEPTH, value_name = "D",
-          value_parser = usize_from(2))]
-    pub depth: usize,
-
-    /// Messages the source writes (at least 1).
-    #[arg(long, default_value_t = DEFAULT_MESSAGES, value_name = "M",
-          value_parser = value_parser!(u64).range(1..))]
-    pub messages: u64,
-
-    /// Where stages go on the workers (rill's tasks pipe/source,
-    /// pipe/relay/K, pipe/sink, each placed with spawn_on): the source on
-    /// worker 0 and the sink on worker 1 (0 with one worker), the relays as
-    /// below. --mapping, when given, wins over it. Only rill applies it;
-    /// the peers record it.
-    #[arg(long, value_enum, default_value_t = Placement::Rr)]
-    pub placement: Placement,
-
-    /// rill's mapping policy instead of --placement (it wins when both are
-    /// given): rr (the runtime's round-robin in creation order: source,
-    /// relays, sink), parts (that order cut into W contiguous blocks), steal
-    /// (round-robin, then work stealing), or a FILE of `"name" = worker`
-    /// lines (as `rill-mon map` writes) read with ManualTable::load; tasks
-    /// no line matches go round-robin. The tasks are then spawned without a
-    /// worker, so the mapping alone places them. The peers ignore it.
-    #[arg(long, value_name = "adaptive|rr|parts|steal|profile:PATH|FILE",
-          value_parser = parse_net_mapping)]
-    pub mapping: Option<MappingChoice>,
-
-    /// Busy work every relay does per message before passing it on, in
-    /// nanoseconds (0 to 1000000): a fixed arithmetic loop (xorshift steps,
-    /// each depending on the last) whose steps per nanosecond are calibrated
-    /// once per process (the fastest of 5 timings of 2^18 steps), so it is
-    /// CPU work, not a wait on the clock: a relay whose thread the OS
-    /// deschedules still does all of it. Every engine does the same steps,
-    /// so the rows stay comparable.
-    #[arg(long, value_name = "NS", default_value_t = 0,
-          value_parser = value_parser!(u64).range(0..=MAX_WORK_NS))]
-    pub work: u64,
-
-    /// Relay K (the task pipe/relay/K, K from 0 to DEPTH-3) does NS
-    /// nanoseconds of work per message instead of --work: a planted
-    /// bottleneck. Repeat the flag for several relays, each K once.
-    #[arg(long, value_name = "K=NS", value_parser = parse_slow)]
-    pub slow: Vec<(usize, u64)>,
-
-    /// Bound of each channel, in messages (at least 1).
-    #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
-          value_parser = usize_from(1))]
-    pub capacity: usize,
-
-    /// Options every benchmark takes.
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-/// Arguments of `rill-bench ring`.
-#[derive(Debug, Args)]
-pub struct RingArgs {
-    /// Tasks in the ring (at least 2).
-    #[arg(long, default_value_t = DEFAULT_RING_SIZE, value_name = "S",
-          value_parser = usize_from(2))]
-    pub size: usize,
-
-    /// Hops the token makes in total (at least 1).
-    #[arg(long, default_value_t = DEFAULT_HOPS, value_name = "H",
-          value_parser = value_parser!(u64).range(1..u64::MAX))]
-    pub hops: u64,
-
-    /// Bound of each channel, in messages (at least 1).
-    #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
-          value_parser = usize_from(1))]
-    pub capacity: usize,
-
-    /// Where rill puts the ring's tasks (ring/0 to ring/S-1, each placed
-    /// with spawn_on): parts (contiguous arcs, one per worker: W of every S
-    /// hops cross workers), rr (neighbours on different workers: every hop
-    /// crosses) or const (all on worker 0). --mapping, when given, wins over
-    /// it. The peers place their own tasks.
-    #[arg(long, value_enum, default_value_t = Placement::Parts)]
-    pub placement: Placement,
-
-    /// rill's mapping policy instead of --placement (it wins when both are
-    /// given): rr (the runtime's round-robin in creation order ring/0,
-    /// ring/1, ...), parts (that order cut into W contiguous arcs), steal
-    /// (round-robin, then work stealing), or a FILE of `"name" = worker`
-    /// lines (as `rill-mon map` writes); tasks no line matches go
-    /// round-robin. The peers ignore it.
-    #[arg(long, value_name = "adaptive|rr|parts|steal|profile:PATH|FILE",
-          value_parser = parse_net_mapping)]
-    pub mapping: Option<MappingChoice>,
-
-    /// Options every benchmark takes.
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-/// Arguments of `rill-bench wordcount`.
-#[derive(Debug, Args)]
-pub struct WordcountArgs {
-    /// Text file to count, UTF-8 [default: generated text, see --bytes].
-    #[arg(long, value_name = "FILE")]
-    pub input: Option<PathBuf>,
-
-    /// Bytes of generated text (lines of 0 to 24 words drawn from a Zipf
-    /// distribution over 30,000 words) when no --input is given.
-    #[arg(long, value_name = "N", default_value_t = kernels::wordcount::DEFAULT_BYTES,
-          conflicts_with = "input", value_parser = usize_from(1))]
-    pub bytes: usize,
-
-    /// Seed of the generated text.
-    #[arg(long, default_value_t = 1, conflicts_with = "input")]
-    pub seed: u64,
-
-    /// Words per message from the splitter to a counter (1: a message per
-    /// word).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_WC_BATCH,
-          value_parser = usize_from(1))]
-    pub batch: usize,
-
-    /// Counters; each word goes to the counter its hash names.
-    #[arg(long, value_name = "K", default_value_t = DEFAULT_WC_COUNTERS,
-          value_parser = usize_from(1))]
-    pub counters: usize,
-
-    /// How the splitter sends words: owned (a String per word in a
-    /// `Vec<String>`, as a program written the plain way does: allocated by
-    /// the splitter, freed by the counter) or slices (byte ranges into the
-    /// source's chunk, shared as an `Arc<str>`: nothing allocated or freed per
-    /// word). Every engine runs the same format.
-    #[arg(long, value_enum, value_name = "FORMAT", default_value = "owned")]
-    pub words: crate::kernels::wordcount::WordsAs,
-
-    /// Least bytes of text per message from the source to the splitter (each
-    /// chunk ends after whitespace, so no word is cut).
-    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_WC_CHUNK,
-          value_parser = usize_from(1))]
-    pub chunk: usize,
-
-    /// Bound of each channel, in messages (at least 1).
-    #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
-          value_parser = usize_from(1))]
-    pub capacity: usize,
-
-    /// Where rill puts the tasks (wc/source, wc/split, wc/count/K,
-    /// wc/merge): rr (round-robin in that order), manual (the splitter,
-    /// the heaviest stage, on the last worker, with counter 1 on 2 workers;
-    /// source, merger and the other counters before it), parts (that order
-    /// cut into W blocks), steal (round-robin, then work stealing), auto (a
-    /// pilot run on the first 1/N of the text (--pilot N, default 100), at
-    /// least 64 KiB, under rr
-    /// with monitoring --pilot-monitor into LOGS/pilot, or
-    /// target/rill-auto/wordcount/pilot without --logs; a mapping
-    /// planned from its logs written to auto.map beside them; then the run
-    /// under it; JSON: pilot_ms, total_ms, mapping_file), or a FILE of
-    /// `prefix = worker` lines. The peers place their own.
-    #[arg(long, value_name = "MAPPING", default_value = "adaptive")]
-    pub mapping: MappingChoice,
-
-    /// auto's pilot counts about 1/N of the text (at least 64 KiB). Only
-    /// --mapping auto uses it.
-    #[arg(long, value_name = "N", default_value_t = PILOT_DIVISOR,
-          value_parser = value_parser!(u64).range(1..=MAX_PILOT_DIVISOR))]
-    pub pilot: u64,
-
-    /// What auto's pilot records: count mode by default
-    /// (map,worker,task,stream: exact busy time per task, no message
-    /// order), or any --monitor MODE that names and times the tasks (map
-    /// with sched, or sample:HZ). Only --mapping auto uses it.
-    #[arg(long, value_name = "MODE", default_value_t = PILOT_MONITOR,
-          value_parser = pilot_monitor)]
-    pub pilot_monitor: MonitorFlags,
-
-    /// Options every benchmark takes.
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-/// The parser of the sieve's `--mapping`: rr, parts, manual, steal or a
-/// FILE (auto belongs to the applications and the word count).
-fn parse_sieve_mapping(s: &str) -> Result<MappingChoice, String> {
-    match s.parse::<MappingChoice>()? {
-        MappingChoice::Auto => Err(
-            "auto plans from a pilot run of an application (des, mc, rt, ant, wordcount); for the \
-             sieve plan a FILE with `rill-mon map DIR --workers W -o FILE` on a monitored run"
-                .into(),
-        ),
-        m => Ok(m),
-    }
-}
-
-/// Arguments of `rill-bench sieve`.
-#[derive(Debug, Args)]
-pub struct SieveArgs {
-    /// Primes to find: the filters the chain grows to (1 to 1000000).
-    #[arg(long, value_name = "N", default_value_t = kernels::sieve::DEFAULT_PRIMES,
-          value_parser = RangedU64ValueParser::<usize>::new().range(1..=kernels::sieve::MAX_PRIMES as u64))]
-    pub primes: usize,
-
-    /// Bound of each channel, in messages (at least 1).
-    #[arg(long, default_value_t = DEFAULT_CAPACITY, value_name = "C",
-          value_parser = usize_from(1))]
-    pub capacity: usize,
-
-    /// Where rill puts the tasks (sieve/sink, sieve/gen and
-    /// sieve/filter/00000 made before the run in that order, then
-    /// sieve/filter/00001, 00002, ... spawned by the filters as the chain
-    /// grows): adaptive (the runtime's default: each filter starts beside
-    /// the one that spawned it, an idle worker takes runs of new filters),
-    /// profile:PATH (placed from PATH, written by the first run), rr (round-robin in that order: on two workers every link of
-    /// the chain crosses workers), parts (the chain, generator first and
-    /// sink last, cut into W blocks of as many filters, with the runtime's
-    /// partitioned mapping over name prefixes), manual (the sieve's own
-    /// table: the chain cut into W blocks of about equal work, counted by a
-    /// sequential sieve: the early filters read most numbers, so the first
-    /// block is short), steal (round-robin, then work stealing), or a FILE
-    /// of `"name" = worker` lines (as `rill-mon map` writes); tasks no line
-    /// matches go round-robin. The peers place their own.
-    #[arg(long, value_name = "adaptive|rr|parts|manual|steal|profile:PATH|FILE",
-          default_value = "adaptive", value_parser = parse_sieve_mapping)]
-    pub mapping: MappingChoice,
-
-    /// Options every benchmark takes.
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-/// Arguments of `rill-bench micro`.
-#[derive(Debug, Args)]
-pub struct MicroArgs {
-    /// Rows to run, a comma-separated list [default: all of them]. handoff and
-    /// idle_cpu always use 1 worker, cross_worker_roundtrip 2; yield and spawn use
-    /// --workers.
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "ROWS")]
-    pub rows: Vec<MicroRow>,
-
-    /// Operations each row times, on every engine [default: each engine's
-    /// own count for the row, tens of milliseconds of work]; idle_cpu has
-    /// none.
-    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..))]
-    pub ops: Option<u64>,
-
-    /// Options every benchmark takes.
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-impl MicroArgs {
-    /// The rows chosen, each once, in the order given; all rows when none is.
-    pub fn rows(&self) -> Vec<MicroRow> {
-        if self.rows.is_empty() {
-            return MicroRow::ALL.to_vec();
-        }
-        let mut out = Vec::new();
-        for r in &self.rows {
-            if !out.contains(r) {
-                out.push(*r);
-            }
-        }
-        out
-    }
-}
-
-fn parse_key(s: &str) -> Result<String, String> {
-    kernels::des::KeySchedule::from_hex(s.trim()).map_err(|e| e.to_string())?;
-    Ok(s.trim().to_string())
 }
 
 /// Options every application (`des`, `mc`, `rt`, `ant`) takes.
@@ -673,227 +326,63 @@ pub enum AppCommand {
     /// DES (FIPS 46-3, ECB, PKCS#7): a splitter, parallel IP -> rounds -> FP
     /// pipelines and an order-restoring collector; verified against the
     /// sequential cipher and by the round trip.
-    Des(DesArgs),
+    Des(AppArgs<DesArgs>),
     /// Monte Carlo European call and put under GBM: chains of step tasks that
     /// unfold at run time (serial replication); verified against Black-Scholes.
-    Mc(McArgs),
+    Mc(AppArgs<McConfig>),
     /// Ray tracer: a dealer hands scenes to four solvers on demand, a collector
     /// orders the images; verified by the sequential checksum.
-    Rt(RtArgs),
+    Rt(AppArgs<RtConfig>),
     /// Ant colony for single-machine total weighted tardiness: a pool of ant
     /// tasks reduced in ant order each iteration; verified against the
     /// sequential colony.
-    Ant(AntArgs),
+    Ant(AppArgs<AntConfig>),
 }
 
-/// Arguments of `rill-bench des`.
+/// An application's subcommand: its configuration, and the options every
+/// application takes.
 #[derive(Clone, Debug, Args)]
-pub struct DesArgs {
-    /// Input file [default: SIZE generated bytes].
-    #[arg(long, value_name = "FILE")]
-    pub input: Option<PathBuf>,
-    /// Bytes of generated input when no --input is given.
-    #[arg(long, value_name = "BYTES", default_value_t = kernels::des::DEFAULT_INPUT_LEN)]
-    pub size: usize,
-    /// Seed of the generated input.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Output file.
-    #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// The key, 16 hex digits.
-    #[arg(long, value_name = "HEX", default_value = apps::des::DEFAULT_KEY, value_parser = parse_key)]
-    pub key: String,
-    /// Decrypt (the input is ciphertext) instead of encrypt.
-    #[arg(long)]
-    pub decrypt: bool,
-    /// Blocks per message.
-    #[arg(long, value_name = "BLOCKS", default_value_t = apps::des::DEFAULT_BATCH,
-          value_parser = usize_from(1))]
-    pub batch: usize,
-    /// Round stages per pipeline (1, 2, 4, 8 or 16).
-    #[arg(long, default_value_t = apps::des::DEFAULT_STAGES)]
-    pub stages: usize,
-    /// Parallel pipelines [default: the workers, at least 2].
-    #[arg(long, value_parser = usize_from(1))]
-    pub pipelines: Option<usize>,
-    /// Options every application takes.
+pub struct AppArgs<C: Args> {
+    /// The application's own arguments.
     #[command(flatten)]
-    pub common: AppCommon,
-}
+    pub config: C,
 
-/// Arguments of `rill-bench mc`.
-#[derive(Clone, Debug, Args)]
-pub struct McArgs {
-    /// Paths to simulate.
-    #[arg(long, default_value_t = kernels::mc::DEFAULT_PATHS, value_parser = value_parser!(u64).range(1..))]
-    pub paths: u64,
-    /// Time steps per path (the depth of each chain).
-    #[arg(long, default_value_t = kernels::mc::DEFAULT_STEPS, value_parser = value_parser!(u32).range(1..))]
-    pub steps: u32,
-    /// Spot price.
-    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
-    pub spot: f64,
-    /// Strike.
-    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
-    pub strike: f64,
-    /// Risk-free rate (continuously compounded).
-    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
-    pub rate: f64,
-    /// Volatility.
-    #[arg(long, default_value_t = 0.2, allow_negative_numbers = true)]
-    pub vol: f64,
-    /// Maturity in years.
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
-    pub maturity: f64,
-    /// Seed of the random numbers.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Paths per record.
-    #[arg(long, value_name = "PATHS", default_value_t = apps::mc::DEFAULT_BATCH,
-          value_parser = usize_from(1))]
-    pub batch: usize,
-    /// Chains (records are dealt round-robin over them) [default: one per
-    /// worker, at least 2].
-    #[arg(long, value_parser = usize_from(1))]
-    pub chains: Option<usize>,
-    /// Options every application takes.
-    #[command(flatten)]
-    pub common: AppCommon,
-}
-
-/// Arguments of `rill-bench rt`.
-#[derive(Clone, Debug, Args)]
-pub struct RtArgs {
-    /// Scenes to render.
-    #[arg(long, default_value_t = kernels::rt::DEFAULT_SCENES, value_parser = value_parser!(u32).range(1..))]
-    pub scenes: u32,
-    /// Image width.
-    #[arg(long, default_value_t = kernels::rt::DEFAULT_WIDTH, value_parser = value_parser!(u32).range(1..))]
-    pub width: u32,
-    /// Image height.
-    #[arg(long, default_value_t = kernels::rt::DEFAULT_HEIGHT, value_parser = value_parser!(u32).range(1..))]
-    pub height: u32,
-    /// Write the images here (scene-NNNN.png or .ppm).
-    #[arg(long, value_name = "DIR")]
-    pub out_dir: Option<PathBuf>,
-    /// Image file format.
-    #[arg(long, value_enum, default_value_t = apps::rt::ImageFormat::Png)]
-    pub format: apps::rt::ImageFormat,
-    /// Solver tasks.
-    #[arg(long, default_value_t = apps::rt::DEFAULT_SOLVERS, value_parser = usize_from(1))]
-    pub solvers: usize,
-    /// Options every application takes.
-    #[command(flatten)]
-    pub common: AppCommon,
-}
-
-/// Arguments of `rill-bench ant`.
-#[derive(Clone, Debug, Args)]
-pub struct AntArgs {
-    /// Jobs in the generated instance.
-    #[arg(long, default_value_t = kernels::ant::DEFAULT_JOBS, value_parser = usize_from(1))]
-    pub jobs: usize,
-    /// Ants per iteration.
-    #[arg(long, default_value_t = kernels::ant::DEFAULT_ANTS, value_parser = value_parser!(u32).range(1..))]
-    pub ants: u32,
-    /// Iterations.
-    #[arg(long, default_value_t = kernels::ant::DEFAULT_ITERATIONS, value_parser = value_parser!(u32).range(1..))]
-    pub iterations: u32,
-    /// Seed of the instance and the colony.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
     /// Options every application takes.
     #[command(flatten)]
     pub common: AppCommon,
 }
 
 impl AppCommand {
+    /// The application's configuration and the options every application
+    /// takes: the registration of every application (an application is
+    /// its configuration, `clap::Args` and [`AppConfig`] in its own file, a
+    /// variant of [`AppCommand`] and its line here).
+    fn parts(&self) -> (&dyn AppConfig, &AppCommon) {
+        match self {
+            AppCommand::Des(a) => (&a.config, &a.common),
+            AppCommand::Mc(a) => (&a.config, &a.common),
+            AppCommand::Rt(a) => (&a.config, &a.common),
+            AppCommand::Ant(a) => (&a.config, &a.common),
+        }
+    }
+
     /// `des`, `mc`, `rt` or `ant`.
     pub fn name(&self) -> &'static str {
-        match self {
-            AppCommand::Des(_) => "des",
-            AppCommand::Mc(_) => "mc",
-            AppCommand::Rt(_) => "rt",
-            AppCommand::Ant(_) => "ant",
-        }
+        self.parts().0.name()
     }
 
     /// The options every application takes.
     pub fn common(&self) -> &AppCommon {
-        match self {
-            AppCommand::Des(a) => &a.common,
-            AppCommand::Mc(a) => &a.common,
-            AppCommand::Rt(a) => &a.common,
-            AppCommand::Ant(a) => &a.common,
-        }
+        self.parts().1
     }
 
     /// The application, its input made and its arguments checked; an error
     /// is an argument error (exit status 2).
     pub fn app(&self) -> Result<Box<dyn apps::App>, ParamError> {
-        let p = |e: anyhow::Error| ParamError(format!("{e:#}"));
-        Ok(match self {
-            AppCommand::Des(a) => Box::new(
-                apps::des::Des::new(apps::des::DesConfig {
-                    input: match &a.input {
-                        Some(f) => apps::des::DesInput::File(f.clone()),
-                        None => apps::des::DesInput::Generated {
-                            len: a.size,
-                            seed: a.seed,
-                        },
-                    },
-                    output: a.output.clone(),
-                    key: a.key.clone(),
-                    decrypt: a.decrypt,
-                    net: apps::des::DesNet {
-                        batch: a.batch,
-                        stages: a.stages,
-                        pipelines: a.pipelines,
-                    },
-                })
-                .map_err(p)?,
-            ),
-            AppCommand::Mc(a) => Box::new(
-                apps::mc::Mc::new(apps::mc::McConfig {
-                    params: kernels::mc::McParams {
-                        spot: a.spot,
-                        strike: a.strike,
-                        rate: a.rate,
-                        vol: a.vol,
-                        maturity: a.maturity,
-                        steps: a.steps,
-                        seed: a.seed,
-                    },
-                    paths: a.paths,
-                    net: apps::mc::McNet {
-                        batch: a.batch,
-                        chains: a.chains,
-                    },
-                })
-                .map_err(p)?,
-            ),
-            AppCommand::Rt(a) => Box::new(
-                apps::rt::Rt::new(apps::rt::RtConfig {
-                    scenes: a.scenes,
-                    width: a.width,
-                    height: a.height,
-                    out_dir: a.out_dir.clone(),
-                    format: a.format,
-                    solvers: a.solvers,
-                })
-                .map_err(p)?,
-            ),
-            AppCommand::Ant(a) => Box::new(
-                apps::ant::Ant::new(apps::ant::AntConfig {
-                    jobs: a.jobs,
-                    ants: a.ants,
-                    iterations: a.iterations,
-                    seed: a.seed,
-                })
-                .map_err(p)?,
-            ),
-        })
+        self.parts()
+            .0
+            .app()
+            .map_err(|e| ParamError(format!("{e:#}")))
     }
 }
 
@@ -1017,152 +506,73 @@ The paper's mapping experiments are `rill-bench compare mc --workers 2 --repeat 
 for waiting, `rill-bench compare mc --paths 50 --batch 1 --workers 4 --monitor full`.";
 
 impl Command {
-    /// The subcommand's name: `pipe`, `ring`, `micro`, `wordcount`, `sieve`,
-    /// `des`, `mc`, `rt`, `ant`, `compare`, `all` or `ab`.
-    pub fn name(&self) -> &'static str {
+    /// The benchmark this subcommand runs beside its peers, as its jobs,
+    /// and how to run them; `None` for the applications, `compare`, `all`
+    /// and `ab`. The registration of every such benchmark: a benchmark is
+    /// its parameters (`clap::Args` and [`Jobs`], in its own file), a
+    /// variant of [`Command`] and its line here.
+    pub fn bench(&self) -> Option<(&dyn Jobs, &RunArgs)> {
         match self {
-            Command::Pipe(_) => "pipe",
-            Command::Ring(_) => "ring",
-            Command::Micro(_) => "micro",
-            Command::Wordcount(_) => "wordcount",
-            Command::Sieve(_) => "sieve",
-            Command::App(a) => a.name(),
-            Command::Compare(_) => "compare",
-            Command::All(_) => "all",
-            Command::Ab(_) => "ab",
-        }
-    }
-
-    /// The options every peer benchmark (pipe, ring, micro, wordcount, sieve) takes;
-    /// `None` for the applications, `compare` and `all`.
-    pub fn common(&self) -> Option<&CommonArgs> {
-        match self {
-            Command::Pipe(a) => Some(&a.common),
-            Command::Ring(a) => Some(&a.common),
-            Command::Micro(a) => Some(&a.common),
-            Command::Wordcount(a) => Some(&a.common),
-            Command::Sieve(a) => Some(&a.common),
+            Command::Pipe(a) => Some((&a.params, &a.run)),
+            Command::Ring(a) => Some((&a.params, &a.run)),
+            Command::Micro(a) => Some((&a.params, &a.run)),
+            Command::Wordcount(a) => Some((&a.params, &a.run)),
+            Command::Sieve(a) => Some((&a.params, &a.run)),
             _ => None,
         }
     }
 
+    /// The subcommand's name: `pipe`, `ring`, `micro`, `wordcount`, `sieve`,
+    /// `des`, `mc`, `rt`, `ant`, `compare`, `all` or `ab`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::App(a) => a.name(),
+            Command::Compare(_) => "compare",
+            Command::All(_) => "all",
+            Command::Ab(_) => "ab",
+            c => c.bench().expect("a benchmark").0.name(),
+        }
+    }
+
+    /// How a benchmark's runs are made (`--engine`, `--repeat`, `--json`);
+    /// `None` for the applications, `compare`, `all` and `ab`.
+    pub fn run_args(&self) -> Option<&RunArgs> {
+        self.bench().map(|(_, run)| run)
+    }
+
     /// The engines `--engine` asks for: `all` is every engine the benchmark
-    /// has (wordcount adds `sequential`); naming `sequential` for another
-    /// benchmark is an error.
+    /// has (wordcount adds `sequential`); naming an engine the benchmark
+    /// does not have is an error.
     pub fn engines(&self) -> Result<Vec<Engine>, ParamError> {
-        let Some(common) = self.common() else {
+        let Some((bench, run)) = self.bench() else {
             return Ok(Vec::new());
         };
-        if let Command::Wordcount(_) = self {
-            return Ok(common.engines_from(&registry::WORDCOUNT));
-        }
-        let chosen = common.engines();
-        if let Some(e) = chosen.iter().find(|e| !registry::NETWORKS.contains(e)) {
+        let has = bench.engines();
+        let chosen = run.engines_from(has);
+        if let Some(e) = chosen.iter().find(|e| !has.contains(e)) {
+            let names: Vec<&str> = has.iter().map(|e| e.name()).collect();
             return Err(ParamError(format!(
-                "--engine {e}: only wordcount has a {e} engine; {} runs on rill, threads and tokio",
-                self.name()
+                "--engine {e}: {} has no {e} engine; it runs on {}",
+                self.name(),
+                names.join(", ")
             )));
         }
         Ok(chosen)
     }
 
-    /// The peer benchmark jobs this command asks for, validated (none for the
-    /// applications, `compare` and `all`).
+    /// The benchmark jobs this command asks for, validated (none for the
+    /// applications, `compare`, `all` and `ab`).
     pub fn jobs(&self) -> Result<Vec<Job>, ParamError> {
-        let Some(common) = self.common() else {
-            return Ok(Vec::new());
-        };
-        let workers = common.workers();
-        match self {
-            Command::Pipe(a) => {
-                let p = PipeParams {
-                    depth: a.depth,
-                    messages: a.messages,
-                    capacity: a.capacity,
-                    workers,
-                    placement: a.placement,
-                    mapping: a.mapping.clone(),
-                    work_ns: a.work,
-                    slow: a.slow.clone(),
-                    monitor: common.monitor,
-                    logs: common.logs.clone(),
-                };
-                p.validate()?;
-                Ok(vec![Job::Pipe(p)])
-            }
-            Command::Ring(a) => {
-                let p = RingParams {
-                    size: a.size,
-                    hops: a.hops,
-                    capacity: a.capacity,
-                    workers,
-                    monitor: common.monitor,
-                    logs: common.logs.clone(),
-                    placement: a.placement,
-                    mapping: a.mapping.clone(),
-                };
-                p.validate()?;
-                Ok(vec![Job::Ring(p)])
-            }
-            Command::Micro(a) => a
-                .rows()
-                .into_iter()
-                .map(|row| {
-                    let p = MicroParams {
-                        row,
-                        workers,
-                        ops: a.ops,
-                        monitor: common.monitor,
-                        logs: common.logs.clone(),
-                    };
-                    p.validate()?;
-                    Ok(Job::Micro(p))
-                })
-                .collect(),
-            Command::Wordcount(a) => {
-                let source = match &a.input {
-                    Some(f) => TextSource::File(f.clone()),
-                    None => TextSource::Generated {
-                        bytes: a.bytes,
-                        seed: a.seed,
-                    },
-                };
-                let p = WordcountParams {
-                    batch: a.batch,
-                    counters: a.counters,
-                    words: a.words,
-                    chunk: a.chunk,
-                    capacity: a.capacity,
-                    mapping: a.mapping.clone(),
-                    pilot: a.pilot,
-                    pilot_monitor: a.pilot_monitor,
-                    monitor: common.monitor,
-                    logs: common.logs.clone(),
-                    ..WordcountParams::new(Corpus::new(source).map_err(ParamError)?, workers)
-                };
-                p.validate()?;
-                Ok(vec![Job::Wordcount(p)])
-            }
-            Command::Sieve(a) => {
-                let p = SieveParams {
-                    primes: a.primes,
-                    capacity: a.capacity,
-                    workers,
-                    mapping: a.mapping.clone(),
-                    monitor: common.monitor,
-                    logs: common.logs.clone(),
-                };
-                p.validate()?;
-                Ok(vec![Job::Sieve(p)])
-            }
-            _ => Ok(Vec::new()),
-        }
+        self.bench()
+            .map_or(Ok(Vec::new()), |(bench, _)| bench.jobs())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::{BenchOpts, MicroRow, Placement, WordcountParams};
+    use crate::kernels::wordcount::TextSource;
     use clap::CommandFactory;
 
     fn names(engines: &[Engine]) -> Vec<&'static str> {
@@ -1184,23 +594,25 @@ mod tests {
         let Command::Pipe(a) = &cli.command else {
             panic!("not pipe")
         };
-        assert_eq!((a.depth, a.messages, a.capacity), (100, 100_000, 16));
-        let Job::Pipe(p) = &cli.command.jobs().unwrap()[0] else {
-            panic!("not pipe")
-        };
+        assert_eq!(
+            (a.params.depth, a.params.messages, a.params.capacity),
+            (100, 100_000, 16)
+        );
+        let jobs = cli.command.jobs().unwrap();
+        let p: &PipeParams = jobs[0].params().expect("not pipe");
         assert_eq!(
             *p,
             PipeParams {
-                workers: p.workers,
+                opts: BenchOpts::on(p.opts.workers),
                 ..PipeParams::default()
             }
         );
-        assert_eq!(a.placement, Placement::Rr);
-        assert_eq!(names(&a.common.engines()), ["rill", "threads", "tokio"]);
-        assert_eq!(a.common.repeat, 1);
-        assert!(!a.common.json);
-        assert!(a.common.workers() >= 1);
-        assert_eq!(a.common.monitor, None);
+        assert_eq!(a.params.placement, Placement::Rr);
+        assert_eq!(names(&a.run.engines()), ["rill", "threads", "tokio"]);
+        assert_eq!(a.run.repeat, 1);
+        assert!(!a.run.json);
+        assert!(a.params.opts.workers >= 1);
+        assert_eq!(a.params.opts.monitor, None);
     }
 
     #[test]
@@ -1229,23 +641,23 @@ mod tests {
         ])
         .unwrap();
         let jobs = cli.command.jobs().unwrap();
-        let Job::Pipe(p) = &jobs[0] else {
-            panic!("not pipe")
-        };
+        let p: &PipeParams = jobs[0].params().expect("not pipe");
         assert_eq!(
             *p,
             PipeParams {
+                opts: BenchOpts {
+                    workers: 3,
+                    monitor: Some(MonitorFlags::FULL),
+                    logs: Some("/tmp/x".into())
+                },
                 depth: 4,
                 messages: 10,
                 capacity: 2,
-                workers: 3,
                 placement: Placement::Parts,
-                monitor: Some(MonitorFlags::FULL),
-                logs: Some("/tmp/x".into()),
                 ..PipeParams::default()
             }
         );
-        let c = cli.command.common().unwrap();
+        let c = cli.command.run_args().unwrap();
         assert_eq!(names(&c.engines()), ["threads", "tokio"]);
         assert_eq!(c.repeat, 5);
         assert!(c.json);
@@ -1270,9 +682,8 @@ mod tests {
             "2",
         ])
         .unwrap();
-        let Job::Pipe(p) = &cli.command.jobs().unwrap()[0] else {
-            panic!("not pipe")
-        };
+        let jobs = cli.command.jobs().unwrap();
+        let p: &PipeParams = jobs[0].params().expect("not pipe");
         assert_eq!((p.work_ns, p.slow.clone()), (200, vec![(3, 2000), (0, 5)]));
         assert_eq!(p.mapping, Some(MappingChoice::File(map)));
         assert_eq!(
@@ -1285,9 +696,8 @@ mod tests {
         let e = cli.command.jobs().unwrap_err().to_string();
         assert!(e.contains("relays 0 to 3"), "{e}");
         let cli = parse(&["ring", "--mapping", "parts"]).unwrap();
-        let Job::Ring(r) = &cli.command.jobs().unwrap()[0] else {
-            panic!("not ring")
-        };
+        let jobs = cli.command.jobs().unwrap();
+        let r: &RingParams = jobs[0].params().expect("not ring");
         assert_eq!(r.mapping, Some(MappingChoice::Parts));
         // compare --auto, before or after the application.
         for args in [
@@ -1337,7 +747,7 @@ mod tests {
             let e = parse(&["ring", "--engine", s])
                 .unwrap()
                 .command
-                .common()
+                .run_args()
                 .unwrap()
                 .engines();
             names(&e)
@@ -1349,7 +759,7 @@ mod tests {
         // Repeated flags add up.
         let cli = parse(&["ring", "--engine", "rill", "--engine", "tokio"]).unwrap();
         assert_eq!(
-            names(&cli.command.common().unwrap().engines()),
+            names(&cli.command.run_args().unwrap().engines()),
             ["rill", "tokio"]
         );
     }
@@ -1357,14 +767,13 @@ mod tests {
     #[test]
     fn ring_and_micro_defaults() {
         let cli = parse(&["ring"]).unwrap();
-        let Job::Ring(p) = &cli.command.jobs().unwrap()[0] else {
-            panic!("not ring")
-        };
+        let jobs = cli.command.jobs().unwrap();
+        let p: &RingParams = jobs[0].params().expect("not ring");
         assert_eq!((p.size, p.hops, p.capacity), (100, 50_000, 16));
         assert_eq!(
             *p,
             RingParams {
-                workers: p.workers,
+                opts: BenchOpts::on(p.opts.workers),
                 ..RingParams::default()
             }
         );
@@ -1375,7 +784,7 @@ mod tests {
             panic!("not micro")
         };
         assert_eq!(
-            a.rows(),
+            a.params.rows(),
             vec![
                 MicroRow::IdleCpu,
                 MicroRow::Yield,
@@ -1430,9 +839,8 @@ mod tests {
             names(&cli.command.engines().unwrap()),
             ["rill", "threads", "tokio", "sequential"]
         );
-        let Job::Wordcount(p) = &cli.command.jobs().unwrap()[0] else {
-            panic!("not wordcount")
-        };
+        let jobs = cli.command.jobs().unwrap();
+        let p: &WordcountParams = jobs[0].params().expect("not wordcount");
         assert_eq!(
             (p.batch, p.counters, p.chunk, p.capacity),
             (1024, 4, 65536, 16)
@@ -1471,11 +879,10 @@ mod tests {
             names(&cli.command.engines().unwrap()),
             ["sequential", "rill"]
         );
-        let Job::Wordcount(p) = &cli.command.jobs().unwrap()[0] else {
-            panic!("not wordcount")
-        };
+        let jobs = cli.command.jobs().unwrap();
+        let p: &WordcountParams = jobs[0].params().expect("not wordcount");
         assert_eq!(
-            (p.batch, p.counters, p.chunk, p.capacity, p.workers),
+            (p.batch, p.counters, p.chunk, p.capacity, p.opts.workers),
             (1, 2, 64, 3, 2)
         );
         assert_eq!(p.mapping, MappingChoice::Manual);
@@ -1483,7 +890,7 @@ mod tests {
         // Only the word count has a sequential engine.
         let cli = parse(&["ring", "--engine", "sequential"]).unwrap();
         let e = cli.command.engines().unwrap_err();
-        assert!(e.to_string().contains("only wordcount"), "{e}");
+        assert!(e.to_string().contains("has no sequential engine"), "{e}");
         let all = parse(&["pipe", "--engine", "all"]).unwrap();
         assert_eq!(
             names(&all.command.engines().unwrap()),
@@ -1533,13 +940,12 @@ mod tests {
             names(&cli.command.engines().unwrap()),
             ["rill", "threads", "tokio"]
         );
-        let Job::Sieve(p) = &cli.command.jobs().unwrap()[0] else {
-            panic!("not sieve")
-        };
+        let jobs = cli.command.jobs().unwrap();
+        let p: &SieveParams = jobs[0].params().expect("not sieve");
         assert_eq!(
             *p,
             SieveParams {
-                workers: p.workers,
+                opts: BenchOpts::on(p.opts.workers),
                 ..SieveParams::default()
             }
         );
@@ -1564,27 +970,25 @@ mod tests {
             "--json",
         ])
         .unwrap();
-        let Job::Sieve(p) = &cli.command.jobs().unwrap()[0] else {
-            panic!("not sieve")
-        };
+        let jobs = cli.command.jobs().unwrap();
+        let p: &SieveParams = jobs[0].params().expect("not sieve");
         assert_eq!(
-            (p.primes, p.capacity, &p.mapping, p.workers),
+            (p.primes, p.capacity, &p.mapping, p.opts.workers),
             (100, 1, &MappingChoice::Parts, 2)
         );
-        let c = cli.command.common().unwrap();
+        let c = cli.command.run_args().unwrap();
         assert_eq!(names(&c.engines()), ["tokio", "rill"]);
         assert_eq!((c.repeat, c.json), (3, true));
         let cli = parse(&["sieve", "--mapping", "manual"]).unwrap();
-        let Job::Sieve(p) = &cli.command.jobs().unwrap()[0] else {
-            panic!("not sieve")
-        };
+        let jobs = cli.command.jobs().unwrap();
+        let p: &SieveParams = jobs[0].params().expect("not sieve");
         assert_eq!(p.mapping, MappingChoice::Manual);
         let e = parse(&["sieve", "--engine", "sequential"])
             .unwrap()
             .command
             .engines()
             .unwrap_err();
-        assert!(e.to_string().contains("only wordcount"), "{e}");
+        assert!(e.to_string().contains("has no sequential engine"), "{e}");
         for args in [
             &["sieve", "--primes", "0"][..],
             &["sieve", "--primes", "1000001"],

@@ -44,7 +44,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, progress: &mut dyn Write) -> Result<S
         Command::Compare(a) => return suite::compare(a, out, progress),
         Command::All(a) => return suite::all(a, out, progress),
         Command::Ab(a) => return ab::run(a, out, progress),
-        c => c.common().expect("a peer benchmark has common arguments"),
+        c => c.run_args().expect("a benchmark has its run arguments"),
     };
     let engines = cli.command.engines().map_err(CliError::Params)?;
     let jobs = cli.command.jobs().map_err(CliError::Params)?;

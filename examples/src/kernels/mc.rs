@@ -174,22 +174,29 @@ pub fn bs_put(s: f64, k: f64, r: f64, v: f64, t: f64) -> f64 {
 // ---------------------------------------------------------------------------
 // Parameters and random numbers.
 
-/// Option and simulation parameters.
-#[derive(Clone, Debug, PartialEq)]
+/// Option and simulation parameters (with their flags in `rill-bench mc`).
+#[derive(Clone, Debug, PartialEq, clap::Args)]
 pub struct McParams {
     /// Spot price S₀ (> 0).
+    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
     pub spot: f64,
     /// Strike K (> 0).
+    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
     pub strike: f64,
     /// Risk-free rate r, continuously compounded (finite, may be ≤ 0).
+    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
     pub rate: f64,
     /// Volatility σ (> 0).
+    #[arg(long, default_value_t = 0.2, allow_negative_numbers = true)]
     pub vol: f64,
     /// Maturity T in years (> 0).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub maturity: f64,
-    /// Number of time steps per path (≥ 1).
+    /// Time steps per path (≥ 1; the depth of each chain).
+    #[arg(long, default_value_t = DEFAULT_STEPS, value_parser = clap::value_parser!(u32).range(1..))]
     pub steps: u32,
     /// Seed of the counter-based random numbers.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
 

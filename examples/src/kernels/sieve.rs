@@ -6,8 +6,12 @@
 //! know, and what every run is checked against).
 //!
 //! The concurrent sieve itself (a generator, a chain of filters that grows
-//! while it runs, a sink) is in [`crate::apps::sieve`] on rill and in
-//! [`crate::peers::sieve`] on the peers.
+//! while it runs, a sink) is in [`crate::apps::sieve`] on rill and OS
+//! threads and in [`crate::peers::sieve`] on tokio; what a filter does with
+//! each number it reads is [`Filter::step`] on every engine, and what the
+//! filters share is a [`Chain`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Default number of primes `rill-bench sieve` finds.
 pub const DEFAULT_PRIMES: usize = 2000;
@@ -131,9 +135,119 @@ pub fn messages(n: usize) -> u64 {
     reads.iter().sum::<u64>() + n as u64
 }
 
+/// What every filter of a concurrent sieve shares: the size of the sieve,
+/// the streams' capacity and the count of numbers the filters read.
+#[derive(Debug)]
+pub struct Chain {
+    /// Primes to find: the filters the chain grows to.
+    pub primes: usize,
+    /// Bound of each stream.
+    pub capacity: usize,
+    reads: AtomicU64,
+}
+
+impl Chain {
+    /// A chain of `primes` filters joined by streams of `capacity`.
+    pub fn new(primes: usize, capacity: usize) -> Chain {
+        Chain {
+            primes,
+            capacity,
+            reads: AtomicU64::new(0),
+        }
+    }
+
+    /// Filter `k` of the chain, before it has read anything.
+    pub fn filter(&self, k: usize) -> Filter {
+        Filter {
+            last: k + 1 == self.primes,
+            prime: None,
+            reads: 0,
+        }
+    }
+
+    /// Adds what a filter read, once it has ended.
+    pub fn done(&self, f: &Filter) {
+        self.reads.fetch_add(f.reads, Ordering::Relaxed);
+    }
+
+    /// The numbers the filters that have ended read, in all.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+}
+
+/// One filter of the concurrent sieve, apart from its engine: what it does
+/// with each number it reads ([`Filter::step`]). Its task reads numbers and
+/// acts on the steps: it reports its prime to the sink, drops multiples,
+/// and passes the rest to the next filter, spawning that filter when the
+/// first number passes.
+#[derive(Debug)]
+pub struct Filter {
+    /// The chain's last filter: it passes nothing on.
+    last: bool,
+    /// Its prime, once read.
+    prime: Option<u64>,
+    /// The numbers it read.
+    reads: u64,
+}
+
+/// What a filter does with a number it read ([`Filter::step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The first number: it passed every filter before, so it is the
+    /// filter's prime; report it to the sink. The last filter then lets
+    /// go of the sink's end ([`Filter::is_last`]).
+    Report(u64),
+    /// A multiple of the prime, or any number after the last prime: drop it.
+    Drop,
+    /// Pass it to the next filter.
+    Pass(u64),
+}
+
+impl Filter {
+    /// What to do with `x`, the next number read (counted).
+    #[inline]
+    pub fn step(&mut self, x: u64) -> Step {
+        self.reads += 1;
+        match self.prime {
+            None => {
+                self.prime = Some(x);
+                Step::Report(x)
+            }
+            Some(p) if self.last || x.is_multiple_of(p) => Step::Drop,
+            Some(_) => Step::Pass(x),
+        }
+    }
+
+    /// Whether it is the chain's last filter: the sink has every prime once
+    /// it has reported its own, and the numbers after it read go nowhere.
+    pub fn is_last(&self) -> bool {
+        self.last
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_filter_reports_its_prime_then_drops_its_multiples() {
+        let chain = Chain::new(3, 16);
+        let mut f = chain.filter(1);
+        assert!(!f.is_last());
+        let steps: Vec<Step> = [3, 5, 9, 11].into_iter().map(|x| f.step(x)).collect();
+        assert_eq!(
+            steps,
+            [Step::Report(3), Step::Pass(5), Step::Drop, Step::Pass(11)]
+        );
+        let mut last = chain.filter(2);
+        assert!(last.is_last());
+        assert_eq!(last.step(5), Step::Report(5));
+        assert_eq!(last.step(7), Step::Drop);
+        chain.done(&f);
+        chain.done(&last);
+        assert_eq!(chain.reads(), 6);
+    }
 
     #[test]
     fn the_first_primes() {

@@ -540,6 +540,14 @@ pub struct Corpus {
     reference: Arc<OnceLock<Counts>>,
 }
 
+impl Default for Corpus {
+    /// No text (generated, 0 bytes): what a word count's parameters hold
+    /// until their text is made.
+    fn default() -> Self {
+        Corpus::of(TextSource::Generated { bytes: 0, seed: 0 }, String::new())
+    }
+}
+
 impl Corpus {
     /// Generates or reads the text. A file must exist and be UTF-8 text; the
     /// error says why not.

@@ -19,7 +19,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -28,30 +27,12 @@ use tokio::sync::mpsc;
 
 use super::tokio_rt::{join as join_task, multi_thread};
 use crate::bench::{Measurement, SieveParams};
-use crate::kernels::sieve::limit;
-
-/// What every filter shares: the size of the sieve, the channels'
-/// capacity and the count of numbers read.
-struct Chain {
-    primes: usize,
-    capacity: usize,
-    reads: AtomicU64,
-}
-
-impl Chain {
-    fn new(p: &SieveParams) -> Arc<Chain> {
-        Arc::new(Chain {
-            primes: p.primes,
-            capacity: p.capacity,
-            reads: AtomicU64::new(0),
-        })
-    }
-}
+use crate::kernels::sieve::{limit, Chain, Step};
 
 /// The sieve on tokio: `primes + 2` tasks on `workers` workers.
 pub fn tokio(p: &SieveParams) -> Result<Measurement> {
-    let rt = multi_thread(p.workers)?;
-    let chain = Chain::new(p);
+    let rt = multi_thread(p.opts.workers)?;
+    let chain = Arc::new(Chain::new(p.primes, p.capacity));
     let c = chain.clone();
     let capacity = p.capacity;
     let last = limit(p.primes);
@@ -82,7 +63,7 @@ pub fn tokio(p: &SieveParams) -> Result<Measurement> {
         generator?;
         Ok::<_, anyhow::Error>((wall, filters, primes?))
     })?;
-    let reads = chain.reads.load(Ordering::Relaxed) + primes.len() as u64;
+    let reads = chain.reads() + primes.len() as u64;
     Ok(p.measured(wall, &primes, reads)?
         .with(|f| f.tasks = Some(filters as u64 + 2)))
 }
@@ -91,8 +72,9 @@ pub fn tokio(p: &SieveParams) -> Result<Measurement> {
 /// own type).
 type FilterTask = Pin<Box<dyn Future<Output = Result<usize>> + Send>>;
 
-/// Filter task `k` (see the module doc); returns the filters of the chain
-/// from `k` on.
+/// Filter task `k` (see the module doc and
+/// [`Filter`](crate::kernels::sieve::Filter)); returns the
+/// filters of the chain from `k` on.
 fn tokio_filter(
     k: usize,
     mut input: mpsc::Receiver<u64>,
@@ -100,41 +82,39 @@ fn tokio_filter(
     chain: Arc<Chain>,
 ) -> FilterTask {
     Box::pin(async move {
-        let mut reads = 0u64;
+        let mut f = chain.filter(k);
         let mut primes_out = Some(primes_out);
         let mut next: Option<(mpsc::Sender<u64>, ::tokio::task::JoinHandle<Result<usize>>)> = None;
-        if let Some(p) = input.recv().await {
-            reads += 1;
-            let reported = match &primes_out {
-                Some(s) => s.send(p).await.is_ok(),
-                None => false,
-            };
-            let last = k + 1 == chain.primes;
-            if last {
-                primes_out = None;
-            }
-            if reported {
-                while let Some(x) = input.recv().await {
-                    reads += 1;
-                    if last || x % p == 0 {
-                        continue;
-                    }
-                    let out = match &mut next {
-                        Some((s, _)) => s,
-                        None => {
-                            let (s, r) = mpsc::channel::<u64>(chain.capacity);
-                            let sink = primes_out.take().expect("the last filter holds the sink");
-                            let h = ::tokio::spawn(tokio_filter(k + 1, r, sink, chain.clone()));
-                            &mut next.insert((s, h)).0
-                        }
+        while let Some(x) = input.recv().await {
+            let sent = match f.step(x) {
+                Step::Report(p) => {
+                    let reported = match &primes_out {
+                        Some(s) => s.send(p).await.is_ok(),
+                        None => false,
                     };
-                    if out.send(x).await.is_err() {
-                        break;
+                    if f.is_last() {
+                        primes_out = None;
                     }
+                    reported
                 }
+                Step::Drop => true,
+                Step::Pass(x) => {
+                    let (s, _) = next.get_or_insert_with(|| {
+                        let (s, r) = mpsc::channel::<u64>(chain.capacity);
+                        let sink = primes_out.take().expect("the last filter holds the sink");
+                        (
+                            s,
+                            ::tokio::spawn(tokio_filter(k + 1, r, sink, chain.clone())),
+                        )
+                    });
+                    s.send(x).await.is_ok()
+                }
+            };
+            if !sent {
+                break;
             }
         }
-        chain.reads.fetch_add(reads, Ordering::Relaxed);
+        chain.done(&f);
         drop((input, primes_out));
         match next {
             Some((s, h)) => {
@@ -149,6 +129,7 @@ fn tokio_filter(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::BenchOpts;
     use crate::engines::{Bench, Engine};
     use crate::kernels::sieve::{first_primes, messages};
 
@@ -156,9 +137,9 @@ mod tests {
     fn sieve_of_100_primes_on_every_engine() {
         for (workers, capacity) in [(1, 16), (2, 16), (2, 1)] {
             let p = SieveParams {
+                opts: BenchOpts::on(workers),
                 primes: 100,
                 capacity,
-                workers,
                 ..SieveParams::default()
             };
             for engine in Engine::NETWORKS {

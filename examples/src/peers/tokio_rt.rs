@@ -46,7 +46,7 @@ pub(crate) async fn join<T>(what: &str, h: JoinHandle<T>) -> Result<T> {
 /// does the busy work of rill's `pipe/relay/k` (in the task, blocking its
 /// tokio worker meanwhile, as rill's relay blocks its worker).
 pub fn pipe(p: &PipeParams) -> Result<Measurement> {
-    let rt = multi_thread(p.workers)?;
+    let rt = multi_thread(p.opts.workers)?;
     let d = p.depth;
     let m = p.messages;
     let capacity = p.capacity;
@@ -103,7 +103,7 @@ pub fn pipe(p: &PipeParams) -> Result<Measurement> {
 
 /// Ring: `size` tasks passing one token (see [`RingParams`] for the protocol).
 pub fn ring(p: &RingParams) -> Result<Measurement> {
-    let rt = multi_thread(p.workers)?;
+    let rt = multi_thread(p.opts.workers)?;
     let s = p.size;
     let hops = p.hops;
     let capacity = p.capacity;

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 /// The word count on tokio: `counters + 3` tasks on `workers` workers.
 pub fn tokio(p: &WordcountParams) -> Result<Measurement> {
-    let rt = multi_thread(p.workers)?;
+    let rt = multi_thread(p.opts.workers)?;
     let k = p.counters;
     let cap = p.capacity;
     let text = p.corpus.text().clone();

@@ -134,16 +134,34 @@ impl Runtime {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
+        self.run_main_as("main", f)
+    }
+
+    /// [`run_main`](Self::run_main) with the main task called `name`: a
+    /// network whose last task added before the run computes its result (a
+    /// collector) makes that task its main one, and keeps its name, so that
+    /// a mapping and the logs place and name it as any other.
+    pub fn run_main_as<F, R>(
+        &mut self,
+        name: impl Into<Cow<'static, str>>,
+        f: F,
+    ) -> Result<(R, RunStats), RunError>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let name = name.into();
         let out = Arc::new(Mutex::new(None));
         let put = out.clone();
-        self.spawn("main", move || {
+        self.spawn(name.clone(), move || {
             let v = f();
             *put.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
         });
         let stats = self.run()?;
         let v = out.lock().unwrap_or_else(|e| e.into_inner()).take();
-        // A run that ends Ok ended every task, `main` included, normally.
-        let v = v.ok_or_else(|| RunError::Start("the task `main` ended without a value".into()))?;
+        // A run that ends Ok ended every task, the main one included, normally.
+        let v =
+            v.ok_or_else(|| RunError::Start(format!("the task `{name}` ended without a value")))?;
         Ok((v, stats))
     }
 
