@@ -522,3 +522,60 @@ fn consumers_added_before_their_source_start_on_their_blocks() {
         }
     });
 }
+
+/// A producer added before its consumers (a splitter before its lanes):
+/// worker 0 starts the source and the consumers of its block; the source
+/// fills the stream of a consumer in the other block and waits writing,
+/// its own consumers drain theirs and wait reading, and worker 0 runs dry.
+/// A task waiting on a full stream is work waiting for another worker, so
+/// the blocks start as planned (task k of n on worker k·2/n), nothing
+/// taken. The spin is long, so the grace and the stall rule cannot decide.
+#[test]
+fn a_source_added_before_its_consumers_starts_them_on_their_blocks() {
+    with_timeout("source plan", 120, || {
+        for _ in 0..5 {
+            let seen: Seen = Arc::default();
+            let mut rt = Runtime::builder()
+                .workers(2)
+                .spin(std::time::Duration::from_millis(50))
+                .build()
+                .unwrap();
+            let n = 4;
+            let (mut outs, mut ins) = (Vec::new(), Vec::new());
+            for _ in 0..n {
+                let (w, r) = rill::stream::<u64>(4);
+                outs.push(w);
+                ins.push(r);
+            }
+            let s = seen.clone();
+            rt.spawn("t/00", move || {
+                note(&s);
+                // The last consumer first: its stream (in the other block)
+                // fills before any of worker 0's consumers could wake the
+                // source by reading.
+                for v in 0..100u64 {
+                    for w in outs.iter_mut().rev() {
+                        w.write(v).unwrap();
+                    }
+                }
+            });
+            for (i, mut r) in ins.into_iter().enumerate() {
+                let s = seen.clone();
+                rt.spawn(format!("t/{:02}", i + 1), move || {
+                    note(&s);
+                    let mut sum = 0;
+                    while let Some(v) = r.read() {
+                        sum += v;
+                    }
+                    assert_eq!(sum, (0..100u64).sum::<u64>());
+                });
+            }
+            let stats = rt.run().expect("run");
+            let s = seen.lock().unwrap();
+            let at: Vec<usize> = (0..=n).map(|i| s[&format!("t/{i:02}")]).collect();
+            let want: Vec<usize> = (0..=n).map(|k| k * 2 / (n + 1)).collect();
+            assert_eq!(at, want, "the blocks as planned");
+            assert_eq!(stats.steals, 0, "{stats:?}");
+        }
+    });
+}

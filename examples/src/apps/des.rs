@@ -264,11 +264,35 @@ impl Des {
         let batch = net.batch;
         let mut rt = runtime_of(self, opts)?;
 
-        let mut to_pipes = Vec::with_capacity(p);
-        let mut from_pipes = PollSet::new();
-        for i in 0..p {
-            let (w_in, mut r) = rill::stream::<Msg<u64>>(cap);
+        // Added in chain order, the producer first: the splitter, each lane
+        // from its input to its output, the collector last. The default
+        // mapping cuts the tasks added before the run into contiguous
+        // blocks in this order (the README's advice for chains), so each
+        // lane stays whole and worker 0 sees the splitter's work at once.
+        let (mut to_pipes, mut lane_inputs) = (Vec::with_capacity(p), Vec::with_capacity(p));
+        for _ in 0..p {
+            let (w_in, r) = rill::stream::<Msg<u64>>(cap);
             to_pipes.push(w_in);
+            lane_inputs.push(r);
+        }
+        rt.spawn("des/split", move || {
+            let padded;
+            let bytes: &[u8] = if decrypt {
+                &data
+            } else {
+                padded = k::pkcs7_pad(&data);
+                &padded
+            };
+            for (seq, chunk) in bytes.chunks(batch * BLOCK_BYTES).enumerate() {
+                let out = &mut to_pipes[seq % p];
+                if out.write((seq as u64, k::bytes_to_blocks(chunk))).is_err() {
+                    return;
+                }
+            }
+        });
+
+        let mut from_pipes = PollSet::new();
+        for (i, mut r) in lane_inputs.into_iter().enumerate() {
             // IP: blocks → half-block pairs.
             let (mut w, r_next) = rill::stream::<Msg<(u32, u32)>>(cap);
             rt.spawn(format!("des/ip/{i}"), move || {
@@ -307,22 +331,6 @@ impl Des {
             });
             from_pipes.push(r_out);
         }
-
-        rt.spawn("des/split", move || {
-            let padded;
-            let bytes: &[u8] = if decrypt {
-                &data
-            } else {
-                padded = k::pkcs7_pad(&data);
-                &padded
-            };
-            for (seq, chunk) in bytes.chunks(batch * BLOCK_BYTES).enumerate() {
-                let out = &mut to_pipes[seq % p];
-                if out.write((seq as u64, k::bytes_to_blocks(chunk))).is_err() {
-                    return;
-                }
-            }
-        });
 
         run_timed(rt, "des/collect", "DES", move || {
             let mut out: Vec<u8> = Vec::with_capacity(0);

@@ -180,33 +180,24 @@ impl Rt {
         let cap = opts.capacity_or(DEFAULT_CAPACITY);
         let mut rt = runtime_of(self, opts)?;
 
+        // Added in chain order, the producer first: the dealer, the
+        // solvers, the collector last. The default mapping cuts the tasks
+        // added before the run into contiguous blocks in this order, so the
+        // solvers are shared evenly between the workers and the dealer's
+        // work shows at once.
         let mut ready = PollSet::new();
         let mut jobs: Vec<Option<Writer<Job>>> = Vec::new();
         let mut images = PollSet::new();
-        for s in 0..solvers {
+        let mut solver_ends = Vec::with_capacity(solvers);
+        for _ in 0..solvers {
             // Two tokens may be outstanding, so two jobs at most.
-            let (mut ready_w, ready_r) = rill::stream::<()>(2);
-            let (job_w, mut job_r) = rill::stream::<Job>(2);
-            let (mut img_w, img_r) = rill::stream::<(u32, Image)>(cap);
+            let (ready_w, ready_r) = rill::stream::<()>(2);
+            let (job_w, job_r) = rill::stream::<Job>(2);
+            let (img_w, img_r) = rill::stream::<(u32, Image)>(cap);
             ready.push(ready_r);
             jobs.push(Some(job_w));
             images.push(img_r);
-            rt.spawn(format!("rt/solver/{s}"), move || {
-                for _ in 0..2 {
-                    if ready_w.write(()).is_err() {
-                        return;
-                    }
-                }
-                while let Some((i, scene)) = job_r.read() {
-                    let image = k::render(&scene, width, height);
-                    drop(scene);
-                    if img_w.write((i, image)).is_err() {
-                        return;
-                    }
-                    // The dealer may be gone once every scene is out.
-                    let _ = ready_w.write(());
-                }
-            });
+            solver_ends.push((ready_w, job_r, img_w));
         }
 
         rt.spawn("rt/dealer", move || {
@@ -225,6 +216,25 @@ impl Rt {
                 }
             }
         });
+
+        for (s, (mut ready_w, mut job_r, mut img_w)) in solver_ends.into_iter().enumerate() {
+            rt.spawn(format!("rt/solver/{s}"), move || {
+                for _ in 0..2 {
+                    if ready_w.write(()).is_err() {
+                        return;
+                    }
+                }
+                while let Some((i, scene)) = job_r.read() {
+                    let image = k::render(&scene, width, height);
+                    drop(scene);
+                    if img_w.write((i, image)).is_err() {
+                        return;
+                    }
+                    // The dealer may be gone once every scene is out.
+                    let _ = ready_w.write(());
+                }
+            });
+        }
 
         run_timed(rt, "rt/collect", "ray tracer", move || {
             let mut pending: BTreeMap<u32, Image> = BTreeMap::new();

@@ -16,18 +16,17 @@
 //!   spinning, never parked): the waiting worker starts its own block, as
 //!   planned. So computations that do not talk still spread.
 //! - Worker 0 runs out of work first, without that sign. Then what its
-//!   blocked tasks wait on decides:
-//!   - Most of them (and at least two) wait on a stream side that nobody
-//!     has used yet (the run's `waits_unknown` count, which the block path
-//!     keeps for the stall rule): the network has not started talking, its
-//!     producers are in the waiting blocks (consumers spawned before their
-//!     sources, a farm's workers before their dealer). Every worker starts
+//!   blocked tasks wait on decides (`work_waits_elsewhere`):
+//!   - One of them waits writing a full stream (its reader waits in
+//!     another block, with a stream's worth of work), or most of them (and
+//!     at least two) wait on a stream side that nobody has used yet (the
+//!     network has not started talking: consumers added before their
+//!     producers, a farm's workers before its dealer). Every worker starts
 //!     its own block, as planned.
 //!   - Else the tasks waited on each other after talking: it takes every
 //!     block still waiting (counted as steals). A ring that passes one
-//!     token has one task ready at a time (one of its blocked tasks waits
-//!     on a side not used yet, the others on their neighbours), and runs on
-//!     one worker instead of crossing at each block's edge.
+//!     token has one task ready at a time, and runs on one worker instead
+//!     of crossing at each block's edge.
 //!
 //! Only tasks that never ran move; worker 0's watch (a scan of its ready
 //! queue after each dispatch) runs only while a block waits, in a loop of
@@ -38,6 +37,8 @@ use std::time::Instant;
 
 use super::{Dispatched, WorkerLocal};
 use crate::run::shared::Phase;
+use crate::task::TaskRef;
+use crate::vocab::BlockedOn;
 
 impl WorkerLocal {
     /// Worker 0, while blocks wait: dispatches until the sign of
@@ -46,20 +47,14 @@ impl WorkerLocal {
     pub(super) fn watch_plan<const MON: bool, const SAMPLE: bool>(&self) {
         // Tasks started here during the watch that have not ended: at the
         // point of running dry, every one of them is blocked.
-        let mut alive = 0usize;
+        let mut started: Vec<TaskRef> = Vec::new();
         while self.shared.blocks_wait() {
             if self.shared.phase() != Phase::Running {
                 return;
             }
             let Some(t) = self.next_task() else {
                 // Dry before any sign.
-                // SeqCst: the count is updated SeqCst by the block path
-                // before a task suspends (`stream/block.rs`), and every
-                // task here has suspended.
-                let unknown = self.shared.waits_unknown.load(Ordering::SeqCst)
-                    + self.shared.waits_outside.load(Ordering::SeqCst);
-                if alive >= 2 && unknown * 2 > alive {
-                    // Not talking yet: the producers wait in the blocks.
+                if self.work_waits_elsewhere(&started) {
                     self.shared.parallel.store(true, Ordering::Release);
                     return;
                 }
@@ -71,11 +66,12 @@ impl WorkerLocal {
                 }
                 return;
             };
-            if t.get().never_ran() {
-                alive += 1;
-            }
-            if self.dispatch::<MON, SAMPLE>(t) == Dispatched::Gone {
-                alive = alive.saturating_sub(1);
+            let first = t.get().never_ran();
+            match self.dispatch::<MON, SAMPLE>(t) {
+                // Only the pointer is compared: the task is gone.
+                Dispatched::Gone => started.retain(|s| *s != t),
+                _ if first => started.push(t),
+                _ => {}
             }
             self.shared.plan_progress.fetch_add(1, Ordering::Relaxed);
             if self.ready().started_ready() >= 2 {
@@ -83,6 +79,39 @@ impl WorkerLocal {
                 return;
             }
         }
+    }
+
+    /// Worker 0 ran dry before the sign of parallelism, `started` being
+    /// the tasks it started that have not ended (all blocked now): whether
+    /// the run has work waiting for another worker, so that the blocks
+    /// should start as planned rather than be taken.
+    ///
+    /// - A task blocked writing: its stream is full and its reader is not
+    ///   on worker 0 (nothing here is ready), so a block holds a consumer
+    ///   with a stream's worth of work (a splitter added before its lanes).
+    /// - Most of them (at least two) blocked on a stream side that nobody
+    ///   has used yet (the run's `waits_unknown`, kept by the block path
+    ///   for the stall rule): the network has not started talking and its
+    ///   producers wait in the blocks (consumers added before their
+    ///   sources). A ring that passed its token through worker 0's block
+    ///   has one such task (the first, reading from the last); the others
+    ///   wait on neighbours that wrote.
+    fn work_waits_elsewhere(&self, started: &[TaskRef]) -> bool {
+        let writing = started.iter().any(|t| {
+            // SAFETY: the task ran on this worker and has not ended, so it
+            // is alive and suspended; only it writes `blocked_on`, while it
+            // runs, which happens on this thread only.
+            t.get()
+                .blocked_on
+                .with(|b| matches!(unsafe { &*b }, BlockedOn::Output { .. }))
+        });
+        // SeqCst: the counts are updated SeqCst by the block path before a
+        // task suspends (`stream/block.rs`), and every task here has
+        // suspended.
+        let unknown = self.shared.waits_unknown.load(Ordering::SeqCst)
+            + self.shared.waits_outside.load(Ordering::SeqCst);
+        let alive = started.len();
+        writing || (alive >= 2 && unknown * 2 > alive)
     }
 
     /// A worker whose block waits, with nothing else to run: waits for
