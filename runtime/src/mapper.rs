@@ -45,10 +45,11 @@ pub enum Mapping {
     /// has two started tasks ready at once, or has stayed in one dispatch
     /// for four configured spins ([`Builder::spin`](crate::Builder::spin)),
     /// or forty spins have passed. If worker 0 runs out of work before any
-    /// of these, what its blocked tasks wait on decides: when most of them
-    /// wait on streams that nobody has used yet (consumers added before
-    /// their producers, a farm's workers before its dealer), every block
-    /// starts as planned; else it takes the blocks still waiting (a network
+    /// of these, what its blocked tasks wait on decides: when one of them
+    /// waits writing a full stream, or most of them wait on streams that
+    /// nobody has used yet (consumers added before their producers, a
+    /// farm's workers before its dealer), every block starts as planned;
+    /// else it takes the blocks still waiting (a network
     /// with one task ready at a time, such as a ring passing one token,
     /// then runs on one worker; `RunStats::steals` counts them). A worker with nothing
     /// to run takes tasks that never ran from another worker, a contiguous
