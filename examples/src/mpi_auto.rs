@@ -178,13 +178,25 @@ pub(crate) fn across<T>(
         Ok(String::new())
     };
     let text = broadcast(world, text)?;
-    let table = RankTable::parse(&text)
+    planned(&text, dir, logs, pilot.size.clone(), pilot_run_ms, t)
+}
+
+/// The plan's text parsed, with its figures (`t`: the pilot's end).
+fn planned(
+    text: &str,
+    dir: &Path,
+    logs: PathBuf,
+    size: String,
+    pilot_run_ms: f64,
+    t: Instant,
+) -> Result<Planned, String> {
+    let table = RankTable::parse(text)
         .map_err(|e| format!("the planned mapping {}: {e}", dir.join(MAP_FILE).display()))?;
     Ok(Planned {
         table,
         file: dir.join(MAP_FILE),
         logs,
-        size: pilot.size.clone(),
+        size,
         pilot_run_ms,
         plan_ms: ms(t),
     })
@@ -212,16 +224,7 @@ pub(crate) fn one_rank<T>(
         ));
     }
     let text = plan_file(&logs, dir, 1, workers)?;
-    let table = RankTable::parse(&text)
-        .map_err(|e| format!("the planned mapping {}: {e}", dir.join(MAP_FILE).display()))?;
-    Ok(Planned {
-        table,
-        file: dir.join(MAP_FILE),
-        logs,
-        size: pilot.size.clone(),
-        pilot_run_ms,
-        plan_ms: ms(t),
-    })
+    planned(&text, dir, logs, pilot.size.clone(), pilot_run_ms, t)
 }
 
 /// The plan's file name in the round's directory.

@@ -482,13 +482,8 @@ fn a_one_token_ring_added_before_the_run_starts_on_one_worker_a_chain_on_its_blo
 #[test]
 fn consumers_added_before_their_source_start_on_their_blocks() {
     with_timeout("farm plan", 120, || {
-        for _ in 0..5 {
-            let seen: Seen = Arc::default();
-            let mut rt = Runtime::builder()
-                .workers(2)
-                .spin(std::time::Duration::from_millis(50))
-                .build()
-                .unwrap();
+        blocks_start_as_planned(|rt, seen| {
+            let seen = seen.clone();
             let n = 8;
             let mut outs = Vec::new();
             for i in 0..n {
@@ -513,13 +508,8 @@ fn consumers_added_before_their_source_start_on_their_blocks() {
                     }
                 }
             });
-            let stats = rt.run().expect("run");
-            let s = seen.lock().unwrap();
-            let at: Vec<usize> = (0..=n).map(|i| s[&format!("t/{i:02}")]).collect();
-            let want: Vec<usize> = (0..=n).map(|k| k * 2 / (n + 1)).collect();
-            assert_eq!(at, want, "the blocks as planned");
-            assert_eq!(stats.steals, 0, "{stats:?}");
-        }
+            n
+        });
     });
 }
 
@@ -533,13 +523,8 @@ fn consumers_added_before_their_source_start_on_their_blocks() {
 #[test]
 fn a_source_added_before_its_consumers_starts_them_on_their_blocks() {
     with_timeout("source plan", 120, || {
-        for _ in 0..5 {
-            let seen: Seen = Arc::default();
-            let mut rt = Runtime::builder()
-                .workers(2)
-                .spin(std::time::Duration::from_millis(50))
-                .build()
-                .unwrap();
+        blocks_start_as_planned(|rt, seen| {
+            let seen = seen.clone();
             let n = 4;
             let (mut outs, mut ins) = (Vec::new(), Vec::new());
             for _ in 0..n {
@@ -570,12 +555,30 @@ fn a_source_added_before_its_consumers_starts_them_on_their_blocks() {
                     assert_eq!(sum, (0..100u64).sum::<u64>());
                 });
             }
-            let stats = rt.run().expect("run");
-            let s = seen.lock().unwrap();
-            let at: Vec<usize> = (0..=n).map(|i| s[&format!("t/{i:02}")]).collect();
-            let want: Vec<usize> = (0..=n).map(|k| k * 2 / (n + 1)).collect();
-            assert_eq!(at, want, "the blocks as planned");
-            assert_eq!(stats.steals, 0, "{stats:?}");
-        }
+            n
+        });
     });
+}
+
+/// Five runs of the network `add` adds to a 2-worker runtime with a long
+/// spin (so that the grace and the stall rule cannot decide), tasks
+/// `t/00..=t/NN` noting where they start (`add` returns NN): every block
+/// starts on its worker as planned (task k of n on worker k·2/n), nothing
+/// taken.
+fn blocks_start_as_planned(add: impl Fn(&mut Runtime, &Seen) -> usize) {
+    for _ in 0..5 {
+        let seen: Seen = Arc::default();
+        let mut rt = Runtime::builder()
+            .workers(2)
+            .spin(std::time::Duration::from_millis(50))
+            .build()
+            .unwrap();
+        let n = add(&mut rt, &seen);
+        let stats = rt.run().expect("run");
+        let s = seen.lock().unwrap();
+        let at: Vec<usize> = (0..=n).map(|i| s[&format!("t/{i:02}")]).collect();
+        let want: Vec<usize> = (0..=n).map(|k| k * 2 / (n + 1)).collect();
+        assert_eq!(at, want, "the blocks as planned");
+        assert_eq!(stats.steals, 0, "{stats:?}");
+    }
 }

@@ -11,9 +11,8 @@ mod host_load;
 #[allow(unused_imports)]
 pub use host_load::HostLoad;
 
-/// Runs `f` on its own thread and returns its result; fails the test if it
-/// takes longer than `secs` seconds (a hang), and re-raises its panic.
-pub fn with_timeout<T, F>(what: &str, secs: u64, f: F) -> T
+/// `f` on a thread of its own, its result sent on the channel.
+fn guarded<T, F>(what: &str, f: F) -> (mpsc::Receiver<T>, std::thread::JoinHandle<()>)
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
@@ -25,6 +24,25 @@ where
             let _ = tx.send(f());
         })
         .expect("spawn guard thread");
+    (rx, h)
+}
+
+/// The guarded thread ended without a result: its panic, raised here.
+fn reraise(h: std::thread::JoinHandle<()>) -> ! {
+    match h.join() {
+        Err(p) => std::panic::resume_unwind(p),
+        Ok(()) => unreachable!("the guard thread ended without a result"),
+    }
+}
+
+/// Runs `f` on its own thread and returns its result; fails the test if it
+/// takes longer than `secs` seconds (a hang), and re-raises its panic.
+pub fn with_timeout<T, F>(what: &str, secs: u64, f: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let (rx, h) = guarded(what, f);
     match rx.recv_timeout(Duration::from_secs(secs)) {
         Ok(v) => {
             h.join().expect("guard thread");
@@ -33,10 +51,7 @@ where
         Err(RecvTimeoutError::Timeout) => {
             panic!("{what}: did not finish within {secs} s (the run hangs)")
         }
-        Err(RecvTimeoutError::Disconnected) => match h.join() {
-            Err(p) => std::panic::resume_unwind(p),
-            Ok(()) => unreachable!("the guard thread ended without a result"),
-        },
+        Err(RecvTimeoutError::Disconnected) => reraise(h),
     }
 }
 
@@ -56,13 +71,7 @@ where
     F: FnOnce() -> T + Send + 'static,
 {
     use std::sync::atomic::Ordering;
-    let (tx, rx) = mpsc::channel();
-    let h = std::thread::Builder::new()
-        .name(format!("guard:{what}"))
-        .spawn(move || {
-            let _ = tx.send(f());
-        })
-        .expect("spawn guard thread");
+    let (rx, h) = guarded(what, f);
     let (mut seen, mut since) = (progress.load(Ordering::Relaxed), std::time::Instant::now());
     loop {
         match rx.recv_timeout(Duration::from_millis(200)) {
@@ -78,10 +87,7 @@ where
                     panic!("{what}: no progress for {quiet_secs} s, stuck at {now} (the run hangs)")
                 }
             }
-            Err(RecvTimeoutError::Disconnected) => match h.join() {
-                Err(p) => std::panic::resume_unwind(p),
-                Ok(()) => unreachable!("the guard thread ended without a result"),
-            },
+            Err(RecvTimeoutError::Disconnected) => reraise(h),
         }
     }
 }
