@@ -18,6 +18,9 @@
 //! - `deadlock`: rank 0's task and the last rank's each wait for the
 //!   other's message first; every rank must end with a deadlock report
 //!   naming its blocked task (exit status 3 when it does).
+//! - `pingpong [--messages N]`: rank 0's task sends an 8-byte message to
+//!   rank 1's, which sends it back, N times; rank 0 prints the round
+//!   trip's mean (for profiling the bridge's path with `perf` or `strace`).
 //! - `stuck`: the last rank's task never ends; the mpirun job is ended from
 //!   outside (a killed rank), and the others must not hang.
 
@@ -73,8 +76,11 @@ fn main() {
         "idle" => idle(&world, &args),
         "stuck" => stuck(&world),
         "deadlock" => deadlock(&world),
+        "pingpong" => pingpong(&world, &args),
         other => {
-            eprintln!("mpi_net: unknown mode '{other}' (random, panic, idle, stuck)");
+            eprintln!(
+                "mpi_net: unknown mode '{other}' (random, panic, idle, deadlock, pingpong, stuck)"
+            );
             2
         }
     };
@@ -315,6 +321,40 @@ fn idle(world: &World, args: &[String]) -> i32 {
         wall.as_secs_f64() * 1e3
     );
     i32::from(res.is_err())
+}
+
+fn pingpong(world: &World, args: &[String]) -> i32 {
+    let n: u64 = arg(args, "--messages")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100_000);
+    let mut net = world.net(builder(args)).unwrap();
+    net.placement(Placement::RoundRobin);
+    let (w1, r1) = net.stream::<u64>(1);
+    let (w2, r2) = net.stream::<u64>(1);
+    let rank = world.rank();
+    net.spawn_with("ping", (w1, r2), move |(mut w, mut r)| {
+        let t0 = Instant::now();
+        for i in 0..n {
+            w.write(i).unwrap();
+            assert_eq!(r.read(), Some(i), "the answer came back changed");
+        }
+        println!(
+            "rank {rank}: round trip {:.0} ns",
+            t0.elapsed().as_nanos() as f64 / n as f64
+        );
+    });
+    net.spawn_with("pong", (r1, w2), |(r, mut w)| {
+        for v in r {
+            w.write(v).unwrap();
+        }
+    });
+    match net.run() {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("rank {rank}: {e}");
+            1
+        }
+    }
 }
 
 fn deadlock(world: &World) -> i32 {

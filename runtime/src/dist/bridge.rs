@@ -127,6 +127,9 @@ pub(crate) struct Pump {
     /// A worker's pass moved something since the bridge's thread last
     /// looked (it counts as work for the bridge's quiet time).
     worked: AtomicBool,
+    /// The workers of this machine's ranks outnumber its cores: a worker
+    /// between empty passes yields (`IdleWork::gives_core`).
+    gives_core: bool,
 }
 
 /// The bridge's state, its lifetime erased while it is lent to the workers.
@@ -142,6 +145,16 @@ struct BridgePtr(*mut Bridge<'static>);
 unsafe impl Send for BridgePtr {}
 
 impl Pump {
+    /// A pump whose looking workers yield between empty passes when
+    /// `gives_core` (this machine's ranks' workers outnumber its cores;
+    /// the bridge threads nap while workers look, so they do not count).
+    pub(crate) fn new(gives_core: bool) -> Pump {
+        Pump {
+            gives_core,
+            ..Pump::default()
+        }
+    }
+
     /// Lends `b` to the workers. `b` must not be used but through
     /// [`Pump::with`] until [`Pump::take`].
     fn lend(&self, b: &mut Bridge<'_>) {
@@ -198,6 +211,10 @@ impl crate::worker::idle_work::IdleWork for Pump {
         } else {
             self.looking.fetch_sub(1, Ordering::Relaxed);
         }
+    }
+
+    fn gives_core(&self) -> bool {
+        self.gives_core
     }
 }
 

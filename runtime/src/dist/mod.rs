@@ -113,6 +113,20 @@ impl Carrier {
         }
     }
 
+    /// The cores this rank may use, and how many of this machine's ranks
+    /// share them: a rank that the launcher bound to some of the machine's
+    /// cores (mpirun binds each rank to a core of its own by default with
+    /// few ranks) has them to itself; an unbound one shares the machine's
+    /// with every rank on it.
+    fn cores_and_sharers(&self) -> (usize, usize) {
+        let (mine, machine) = cores_mine_and_online();
+        if mine < machine {
+            (mine, 1)
+        } else {
+            (mine, self.ranks_here())
+        }
+    }
+
     /// Under mpirun a rank whose tasks outlive an abort has no one else to
     /// end it; ranks that are threads of one test must not exit the process.
     fn exits_when_stuck(&self) -> bool {
@@ -165,4 +179,24 @@ impl Net {
         let (rank, size) = (t.rank(), t.size());
         Net::new(Carrier::Loop(Arc::new(Mutex::new(t)), rank, size), builder)
     }
+}
+
+/// The cores in this thread's affinity mask, and the machine's online
+/// cores (a quota from a container's cgroup limits neither, so a mask
+/// smaller than the machine means the process was bound).
+fn cores_mine_and_online() -> (usize, usize) {
+    // SAFETY: sysconf reads a system value; it takes no pointers.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    let online = usize::try_from(online).unwrap_or(1).max(1);
+    // SAFETY: `set` is a plain bit set that sched_getaffinity fills for
+    // the calling thread (pid 0); its size is the one passed.
+    let mine = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            usize::try_from(libc::CPU_COUNT(&set)).unwrap_or(online)
+        } else {
+            online
+        }
+    };
+    (mine.clamp(1, online), online)
 }

@@ -185,6 +185,9 @@ pub struct Net {
     placement: Placement,
     /// This machine's ranks have more threads than it has cores.
     crowded: bool,
+    /// This machine's ranks have more workers than it has cores (their
+    /// bridge threads not counted).
+    workers_crowd: bool,
     /// Stream id → network-wide number, for streams made here.
     streams: HashMap<u64, u32>,
     pending: Vec<Pending>,
@@ -199,8 +202,9 @@ impl Net {
         // the core its peer needs, so idle workers park at once (unless the
         // spin was set) and the bridge does not spin.
         let (workers, spin_set) = builder.workers_and_spin_set();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let crowded = carrier.ranks_here() * (workers + 1) > cores;
+        let (cores, sharers) = carrier.cores_and_sharers();
+        let crowded = sharers * (workers + 1) > cores;
+        let workers_crowd = sharers * workers > cores;
         if crowded && !spin_set {
             builder = builder.spin(std::time::Duration::ZERO);
         }
@@ -220,6 +224,7 @@ impl Net {
             rt,
             placement: Placement::default(),
             crowded,
+            workers_crowd,
             streams: HashMap::new(),
             pending: Vec::new(),
             log_dir,
@@ -469,7 +474,7 @@ impl Net {
             .collect();
         let signals = Arc::new(Signals::default());
         let pump = self.carrier.workers_may_carry().then(|| {
-            let pump = Arc::new(super::bridge::Pump::default());
+            let pump = Arc::new(super::bridge::Pump::new(self.workers_crowd));
             self.rt.set_idle_work(pump.clone());
             pump
         });

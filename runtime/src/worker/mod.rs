@@ -487,10 +487,10 @@ impl WorkerLocal {
     }
 
     /// Whether a task about to block may spin first (`stream::block::spin_on`):
-    /// not where workers share cores (`idle_spin.rs`).
+    /// not where workers share cores, nor with no idle spin (`idle_spin.rs`).
     #[inline(always)]
     pub(crate) fn may_spin(&self) -> bool {
-        !self.spin.shares_core()
+        self.spin.task_spins()
     }
 
     #[inline(always)]
