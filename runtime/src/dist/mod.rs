@@ -120,11 +120,7 @@ impl Carrier {
     /// with every rank on it.
     fn cores_and_sharers(&self) -> (usize, usize) {
         let (mine, machine) = cores_mine_and_online();
-        if mine < machine {
-            (mine, 1)
-        } else {
-            (mine, self.ranks_here())
-        }
+        cores_shared(mine, machine, self.ranks_here())
     }
 
     /// Under mpirun a rank whose tasks outlive an abort has no one else to
@@ -181,6 +177,16 @@ impl Net {
     }
 }
 
+/// A rank's cores and the ranks that share them, from the cores in its
+/// mask (`mine`), the machine's (`machine`) and the ranks on the machine.
+fn cores_shared(mine: usize, machine: usize, ranks_here: usize) -> (usize, usize) {
+    if mine < machine {
+        (mine, 1)
+    } else {
+        (mine, ranks_here.max(1))
+    }
+}
+
 /// The cores in this thread's affinity mask, and the machine's online
 /// cores (a quota from a container's cgroup limits neither, so a mask
 /// smaller than the machine means the process was bound).
@@ -199,4 +205,20 @@ fn cores_mine_and_online() -> (usize, usize) {
         }
     };
     (mine.clamp(1, online), online)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cores_shared;
+
+    #[test]
+    fn a_bound_rank_has_its_cores_to_itself_an_unbound_one_shares_the_machine() {
+        // mpirun's default with 2 ranks on 2 cores: each bound to one.
+        assert_eq!(cores_shared(1, 2, 2), (1, 1));
+        // Oversubscribed (3 ranks on 2 cores): mpirun does not bind.
+        assert_eq!(cores_shared(2, 2, 3), (2, 3));
+        // Bound to a socket of 8 of 16 cores.
+        assert_eq!(cores_shared(8, 16, 2), (8, 1));
+        assert_eq!(cores_shared(4, 4, 0), (4, 1));
+    }
 }
