@@ -108,6 +108,13 @@ impl ReadyQueue {
         self.started.push(t);
     }
 
+    /// [`push_kept`](Self::push_kept) when the FIFO has room without
+    /// growing; false (and nothing queued) when it has none.
+    #[inline(always)]
+    pub(crate) fn try_push_kept(&mut self, t: TaskRef) -> bool {
+        self.started.try_push(t)
+    }
+
     #[inline(always)]
     pub(crate) fn pop(&mut self) -> Option<TaskRef> {
         if self.fresh.is_none() {
@@ -200,6 +207,20 @@ impl Fifo {
         self.tail = self.tail.wrapping_add(1);
     }
 
+    /// [`push`](Self::push) when the buffer has room; false (and nothing
+    /// queued) when it is full.
+    #[inline(always)]
+    pub(crate) fn try_push(&mut self, t: TaskRef) -> bool {
+        if self.tail.wrapping_sub(self.head) > self.mask {
+            return false;
+        }
+        let i = self.tail & self.mask;
+        // SAFETY: `mask` is the buffer's length minus one, so `i` is in bounds.
+        *unsafe { self.buf.get_unchecked_mut(i) } = Some(t);
+        self.tail = self.tail.wrapping_add(1);
+        true
+    }
+
     #[inline(always)]
     pub(crate) fn pop(&mut self) -> Option<TaskRef> {
         if self.head == self.tail {
@@ -214,6 +235,7 @@ impl Fifo {
     }
 
     #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         let n = self.buf.len();
         let mut nb: Box<[Option<TaskRef>]> = vec![None; n * 2].into();

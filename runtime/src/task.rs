@@ -399,6 +399,16 @@ impl TaskRef {
     pub(crate) unsafe fn from_ptr(p: *const Task) -> TaskRef {
         TaskRef(NonNull::new(p as *mut Task).expect("task pointer is non-null"))
     }
+    /// [`from_ptr`](Self::from_ptr) without the check for null.
+    ///
+    /// # Safety
+    /// As `from_ptr`, and `p` is not null.
+    #[inline(always)]
+    pub(crate) unsafe fn from_ptr_unchecked(p: *const Task) -> TaskRef {
+        debug_assert!(!p.is_null());
+        // SAFETY: not null by the caller's contract.
+        TaskRef(unsafe { NonNull::new_unchecked(p as *mut Task) })
+    }
     #[inline(always)]
     pub(crate) fn get(&self) -> &Task {
         // SAFETY: a TaskRef exists only while its task is alive: tasks are freed

@@ -30,9 +30,12 @@ const TASK_SPIN: u32 = 256;
 /// [`hooks::spin_end`](crate::hooks::spin_end), which log it as what it
 /// stands for: the period ends blocked, the spin is a wait, and a new period
 /// begins. Inside one period the log would show a wait as work.
+///
+/// `w` is the running worker ([`worker`]), which the caller passes on to
+/// [`block`] too (one thread-local read for both).
 #[inline(always)]
-pub(crate) fn spin_worker() -> Option<&'static WorkerLocal> {
-    match worker() {
+pub(crate) fn spin_worker(w: Option<&'static WorkerLocal>) -> Option<&'static WorkerLocal> {
+    match w {
         // The common case on a busy worker: one look at its queues. Not
         // where workers share cores: the peer may be waiting for this core.
         Some(w) if !w.has_other_work() && w.may_spin() => Some(w),
@@ -84,26 +87,38 @@ fn spin_looking(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
 /// stream or reads an empty one then sees the stream as closed, instead of
 /// suspending a coroutine that is being dropped.
 ///
-/// `held` says what the holder of the side(s) waited on is to the task's
-/// run (given the task's holder word; `stream/holder.rs`), counted for the
-/// run's stall rule while the task is suspended.
+/// `note` records the task (given its holder word) as the holder of the
+/// side(s) it blocks on (`Holder::note_as`), for reports and the stall
+/// rule. `held` says what the holder of the side(s) waited on is to the
+/// task's run (given the task's holder word; `stream/holder.rs`), counted
+/// for the run's stall rule while the task is suspended.
 ///
 /// `peer` runs after the registration fence: it re-checks the peer side of
 /// the stream(s) and wakes a peer whose registration this task's own earlier
 /// operations may have missed (the fast path's barrier is a compiler fence,
 /// see `barrier.rs`). The fence makes that re-check exact: of the peer's
 /// registration fence and ours, the later one's loads see the earlier one's
-/// stores.
+/// stores. Both are left out where the peer runs on this task's own thread
+/// ([`WorkerLocal::peer_here`](crate::worker::WorkerLocal::peer_here), which
+/// says why that is sound).
 ///
 /// # Panics
 /// Outside a rill task, unless the run is unwinding: blocking needs a task
 /// to suspend.
+///
+/// `w` is the running worker, as [`worker`] gives it (`None` where no
+/// worker runs), read by the caller.
+// Each closure is one step of the protocol that depends on what is waited
+// on (a read, a write, a poll); a struct of them would only rename them.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 #[track_caller]
 pub(crate) fn block(
+    w: Option<&'static WorkerLocal>,
     slots: &[&Slot],
     on: BlockedOn,
-    held: impl FnOnce(u64) -> Peer,
+    note: impl FnOnce(u64),
+    held: impl Fn(u64) -> Peer,
     ready: impl Fn() -> bool,
     peer: impl FnOnce(),
     pend: impl FnOnce(&mut PendingList),
@@ -114,13 +129,16 @@ pub(crate) fn block(
     }
     // SAFETY: the current task is alive while it runs.
     let task = unsafe { &*tp };
+    // The task's word, which `current_holder` would load again through
+    // the thread's current task.
+    note(task.holder);
     task.blocked_on.with_mut(|b| {
         // SAFETY: only the running task touches blocked_on while it runs.
         unsafe { *b = on }
     });
     let many = slots.len() > 1;
     task.transition_to_blocked();
-    let me = worker().map_or(std::ptr::null(), |w| w.me());
+    let me = w.map_or(std::ptr::null(), |w| w.me());
     for s in slots {
         s.register(tp, me, many);
     }
@@ -129,11 +147,17 @@ pub(crate) fn block(
     // a task that is gone (an end that outlives its task, leaked or kept by
     // another thread, would wake freed memory).
     let registered = Registered(slots);
-    // The registering side's store-load barrier: pairs with the peer's light
-    // barrier (see barrier.rs), and closes the race in which the peer wrote
-    // or closed between our last look and our registration.
-    crate::sync::fence(Ordering::SeqCst);
-    peer();
+    // The peer side is held by a task of this run, and the run's tasks all
+    // run on this thread: no fence, no re-check (see `peer_here` for why
+    // that is sound). One test of a flag where the run has more workers.
+    let here = w.is_some_and(|w| w.peer_here()) && held(task.holder) == Peer::Inside;
+    if !here {
+        // The registering side's store-load barrier: pairs with the peer's
+        // light barrier (see barrier.rs), and closes the race in which the
+        // peer wrote or closed between our last look and our registration.
+        crate::sync::fence(Ordering::SeqCst);
+        peer();
+    }
     if ready() {
         // A task registered in one slot is arbitrated there, in several (a
         // poll) by its state word: exactly one of its wakers and its cancel
@@ -148,12 +172,19 @@ pub(crate) fn block(
             return true;
         }
         // A waker won and is queueing us: we must suspend.
-    } else if let Some(w) = worker() {
+    } else if let Some(w) = w {
         w.note_pending(pend);
     }
     // Counted while suspended, for the run's stall rule (`worker/README.md`):
-    // one compare when the peer is held in this run.
-    let held = held(task.holder);
+    // one compare when the peer is held in this run. Loaded after the fence
+    // where there was one: a side that an outside thread has just marked
+    // (`Holder::note`, which then wakes this slot) is seen as marked here, or
+    // its wake saw the registration.
+    let held = if here {
+        Peer::Inside
+    } else {
+        held(task.holder)
+    };
     let counted = if held == Peer::Inside {
         std::ptr::null()
     } else {

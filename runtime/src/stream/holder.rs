@@ -74,7 +74,13 @@ impl Holder {
     /// notes nothing.
     #[inline]
     pub(crate) fn note(&self, peer: &Slot) {
-        let me = crate::context::current_holder();
+        self.note_as(crate::context::current_holder(), peer);
+    }
+
+    /// [`note`](Self::note) for a caller that knows its holder word `me`
+    /// (a blocking task passes its own, `Task::holder`).
+    #[inline(always)]
+    pub(crate) fn note_as(&self, me: u64, peer: &Slot) {
         if me == 0 || self.0.load(Ordering::Relaxed) == me {
             return;
         }

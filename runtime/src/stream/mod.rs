@@ -341,18 +341,29 @@ impl<T: Send + 'static> Writer<T> {
         barrier::light(fenced);
         let st = core.fwd.rslot.state.load(Ordering::Relaxed);
         if st != IDLE {
+            std::hint::cold_path();
+            // A plain end (stamp 0, see `after_write_cold`) that finds the
+            // reader waiting goes straight to the wake: the hand-off of
+            // every block, which through `after_write_cold` paid a call,
+            // its frame and its dispatch on the state again.
+            if st == WAITING && self.mon.stamp == 0 {
+                core.fwd.rslot.wake_unreported();
+                return Ok(());
+            }
             return self.after_write_cold(st);
         }
         Ok(())
     }
 
+    /// A write that found the reader's slot not IDLE, but for a plain end's
+    /// wake (`push_to`): a monitored end's wake, or the reader gone.
     #[cold]
     #[inline(never)]
     fn after_write_cold(&mut self, st: u8) -> Result<(), StreamClosed> {
         match st {
             WAITING => {
-                // Plain ends (stamp 0) record nothing: decided before the
-                // wake, so that their path keeps nothing across it.
+                // Plain ends (stamp 0) record nothing: `push_to` decides that
+                // before the wake, so that their path keeps nothing across it.
                 if self.mon.stamp == 0 {
                     self.core.fwd.rslot.wake_unreported();
                 } else if self.core.fwd.rslot.wake() {
@@ -375,40 +386,46 @@ impl<T: Send + 'static> Writer<T> {
     #[inline(always)]
     #[track_caller]
     fn write_full(&mut self, v: T) -> Result<(), StreamClosed> {
+        // As `Reader::read_empty`: the caller has just loaded the head and
+        // found no room, so a turn starts at the reader's close and ends
+        // with a look for room (after the close again: a stream whose
+        // reader is gone takes no message even if it has room).
+        let tail = self.tail;
         loop {
             if self.core.fwd.rslot.is_closed() {
                 self.leave();
                 return Err(StreamClosed(self.core.id));
             }
-            let tail = self.tail;
-            if self.core.has_room(tail) {
+            self.waits += 1;
+            // As in `Reader::read_empty`.
+            // Read once for the spin and the block (a thread-local read).
+            let w = context::worker();
+            if !spin_first(w, self, |e| {
+                e.core.has_room(tail) || e.core.fwd.rslot.is_closed()
+            }) {
+                // The message is recorded in the period it moves in.
+                self.leave();
+                let on = self.blocked_on();
+                let core = &self.core;
+                if !block::block(
+                    w,
+                    &[&core.back.wslot],
+                    on,
+                    |me| core.writer.note_as(me, &core.fwd.rslot),
+                    |mine| core.reader.peer_of(mine),
+                    || core.has_room(tail) || core.fwd.rslot.is_closed(),
+                    || core.recheck(Side::Reader),
+                    |pending| crate::worker::note_pending(pending, core, Side::Writer),
+                ) {
+                    // The run is unwinding this task: the stream counts as closed.
+                    return Err(StreamClosed(self.core.id));
+                }
+                self.enter();
+            }
+            if !self.core.fwd.rslot.is_closed() && self.core.has_room(tail) {
                 self.head_cache = self.core.back.head.load(Ordering::Acquire);
                 return self.push(tail, v);
             }
-            self.waits += 1;
-            // As in `Reader::read_empty`.
-            if spin_first(self, |e| {
-                e.core.has_room(tail) || e.core.fwd.rslot.is_closed()
-            }) {
-                continue;
-            }
-            self.note_owner();
-            // The message is recorded in the period it moves in.
-            self.leave();
-            let on = self.blocked_on();
-            let core = &self.core;
-            if !block::block(
-                &[&core.back.wslot],
-                on,
-                |mine| core.reader.peer_of(mine),
-                || core.has_room(tail) || core.fwd.rslot.is_closed(),
-                || core.recheck(Side::Reader),
-                |pending| crate::worker::note_pending(pending, core, Side::Writer),
-            ) {
-                // The run is unwinding this task: the stream counts as closed.
-                return Err(StreamClosed(self.core.id));
-            }
-            self.enter();
         }
     }
 
@@ -542,18 +559,22 @@ impl<T: Send + 'static> Reader<T> {
         // Store-load barrier, as in Writer::push.
         barrier::light(fenced);
         if core.back.wslot.state.load(Ordering::Relaxed) == WAITING {
-            self.after_read_cold();
+            std::hint::cold_path();
+            // As in `Writer::push_to`: a plain end wakes without a call more.
+            if self.mon.stamp == 0 {
+                core.back.wslot.wake_unreported();
+            } else {
+                self.after_read_cold();
+            }
         }
         v
     }
 
+    /// The wake of a monitored end (`pop_from` wakes for a plain one).
     #[cold]
     #[inline(never)]
     fn after_read_cold(&mut self) {
-        // As in `Writer::after_write_cold`.
-        if self.mon.stamp == 0 {
-            self.core.back.wslot.wake_unreported();
-        } else if self.core.back.wslot.wake() {
+        if self.core.back.wslot.wake() {
             crate::hooks::woke_peer(&self.mon);
         }
     }
@@ -581,11 +602,11 @@ impl<T: Send + 'static> Reader<T> {
     #[inline(always)]
     #[track_caller]
     fn read_empty(&mut self) -> Option<T> {
+        // Each turn starts where the ring was found empty: the caller has
+        // just loaded the tail, and a turn loads it again before the next
+        // (where loading it at the top reloaded the caller's load).
+        let head = self.head;
         loop {
-            let head = self.head;
-            if self.refresh() {
-                return Some(self.pop(head));
-            }
             if self.core.back.wslot.is_closed() {
                 // The writer's last tail store happened before its close.
                 if self.refresh() {
@@ -598,28 +619,33 @@ impl<T: Send + 'static> Reader<T> {
             // another thread: look again for a while before paying for a
             // block, a wake and a dispatch (see `block::spin_worker`).
             self.waits += 1;
-            if spin_first(self, |e| {
+            // Read once for the spin and the block (a thread-local read).
+            let w = context::worker();
+            if !spin_first(w, self, |e| {
                 e.core.has_data(head) || e.core.back.wslot.is_closed()
             }) {
-                continue;
+                // The message is recorded in the period it moves in.
+                self.leave();
+                let on = self.blocked_on();
+                let core = &self.core;
+                if !block::block(
+                    w,
+                    &[&core.fwd.rslot],
+                    on,
+                    |me| core.reader.note_as(me, &core.back.wslot),
+                    |mine| core.writer.peer_of(mine),
+                    || core.has_data(head) || core.back.wslot.is_closed(),
+                    || core.recheck(Side::Writer),
+                    |pending| crate::worker::note_pending(pending, core, Side::Reader),
+                ) {
+                    // The run is unwinding this task: the stream counts as ended.
+                    return None;
+                }
+                self.enter();
             }
-            self.note_owner();
-            // The message is recorded in the period it moves in.
-            self.leave();
-            let on = self.blocked_on();
-            let core = &self.core;
-            if !block::block(
-                &[&core.fwd.rslot],
-                on,
-                |mine| core.writer.peer_of(mine),
-                || core.has_data(head) || core.back.wslot.is_closed(),
-                || core.recheck(Side::Writer),
-                |pending| crate::worker::note_pending(pending, core, Side::Reader),
-            ) {
-                // The run is unwinding this task: the stream counts as ended.
-                return None;
+            if self.refresh() {
+                return Some(self.pop(head));
             }
-            self.enter();
         }
     }
 
@@ -831,8 +857,12 @@ impl<T: Send + 'static> Waits for Reader<T> {
 /// a wake and a dispatch. On a monitored worker the spin is bracketed so that
 /// the log shows it as the block and wait it stands for.
 #[inline(always)]
-fn spin_first<W: Waits>(on: &mut W, ready: impl Fn(&W) -> bool) -> bool {
-    let Some(w) = block::spin_worker() else {
+fn spin_first<W: Waits>(
+    w: Option<&'static crate::worker::WorkerLocal>,
+    on: &mut W,
+    ready: impl Fn(&W) -> bool,
+) -> bool {
+    let Some(w) = block::spin_worker(w) else {
         return false;
     };
     let mon = w.is_monitored();

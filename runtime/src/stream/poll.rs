@@ -24,20 +24,25 @@ pub fn poll<T: Send + 'static>(readers: &mut [Reader<T>]) -> Option<usize> {
             }
         }
         // As in `Reader::read_empty`.
-        if spin_first(&mut Polled(&*readers), |p| {
+        let w = crate::context::worker();
+        if spin_first(w, &mut Polled(&*readers), |p| {
             p.0.iter()
                 .any(|r| r.core.has_data(r.head) || r.core.back.wslot.is_closed())
         }) {
             continue;
         }
-        let polled = Polled(&*readers);
-        polled.note_owner();
-        let on = polled.blocked_on();
+        let on = Polled(&*readers).blocked_on();
         let slots: Vec<&super::slot::Slot> = readers.iter().map(|r| &r.core.fwd.rslot).collect();
         let heads: Vec<usize> = readers.iter().map(|r| r.head).collect();
         if !block::block(
+            w,
             &slots,
             on,
+            |me| {
+                for r in readers.iter() {
+                    r.core.reader.note_as(me, &r.core.back.wslot);
+                }
+            },
             |mine| {
                 readers
                     .iter()

@@ -52,9 +52,8 @@ impl Slot {
     pub(crate) fn register(&self, task: *const Task, worker: *const WorkerShared, many: bool) {
         // A waker that lost the race for our task may still be finishing with
         // this slot; it stores IDLE within a few instructions.
-        let mut spins = 0;
-        while self.state.load(Ordering::Acquire) == WAKING {
-            spin(&mut spins);
+        if self.state.load(Ordering::Acquire) == WAKING {
+            self.wait_out_waking();
         }
         // Relaxed: the state is IDLE (only we could have moved it elsewhere),
         // so no waker reads these now; the Release below publishes them.
@@ -88,6 +87,23 @@ impl Slot {
         if self.state.load(Ordering::Acquire) == IDLE {
             return;
         }
+        // Still WAITING (a poll's other slots, a cancel): take it back. AcqRel:
+        // against the waker's compare-exchange, as in `cancel`.
+        if self
+            .state
+            .compare_exchange(WAITING, IDLE, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            self.unregister_slow();
+        }
+    }
+
+    /// [`unregister`](Self::unregister) when a waker holds the slot: out of
+    /// line, so that the spin's call of `sched_yield` is not set up on the
+    /// path of every block (LLVM hoisted the load of its address there).
+    #[cold]
+    #[inline(never)]
+    fn unregister_slow(&self) {
         let mut spins = 0;
         loop {
             match self
@@ -98,6 +114,18 @@ impl Slot {
                 Err(WAKING) => spin(&mut spins),
                 Err(_) => return,
             }
+        }
+    }
+
+    /// [`register`](Self::register)'s wait for a waker in WAKING (out of
+    /// line, as [`unregister_slow`](Self::unregister_slow)).
+    #[cold]
+    #[inline(never)]
+    fn wait_out_waking(&self) {
+        let mut spins = 0;
+        // Acquire: as in `register`, whose Relaxed stores follow this.
+        while self.state.load(Ordering::Acquire) == WAKING {
+            spin(&mut spins);
         }
     }
 
@@ -131,7 +159,11 @@ impl Slot {
         self.wake_body();
     }
 
-    /// Callers are cold paths themselves (a peer was found waiting).
+    /// Callers are cold paths themselves (a peer was found waiting). The
+    /// common case, a task of the running worker waiting here alone, is
+    /// written inline and calls nothing, so that `wake_unreported` needs no
+    /// frame (no callee-saved register to save); the others are calls of
+    /// their own.
     #[inline(always)]
     fn wake_body(&self) -> bool {
         // Acquire: pairs with `register`'s Release store. Wakers of one slot
@@ -150,33 +182,49 @@ impl Slot {
         // published by the registration our Acquire above pairs with.
         let task = self.task.load(Ordering::Relaxed);
         let worker = self.worker.load(Ordering::Relaxed);
-        if !self.many.load(Ordering::Relaxed) {
-            // The task waits here alone, so its own cancel goes through this
-            // slot too (`cancel`): winning the slot made us its only owner,
-            // and its state word needs no compare-exchange.
-            // SAFETY: winning the slot made us the task's only owner.
-            let t = unsafe { TaskRef::from_ptr(task) };
-            if let Some(w) = crate::worker::worker_if_mine(worker) {
-                // It registered while running on this worker, whose thread
-                // now runs us: it is suspended.
-                t.get().transition_to_ready_uncontended();
-                // Release: as below.
-                self.state.store(IDLE, Ordering::Release);
-                w.push_local(t);
-            } else {
-                // Another worker's task: into its inbox, without touching the
-                // task (the line stays in its worker's cache; the worker marks
-                // it running when it dispatches it).
-                crate::worker::post(worker, t);
-                // Release: as below, after the post (see below).
-                self.state.store(IDLE, Ordering::Release);
-            }
-            return true;
+        if self.many.load(Ordering::Relaxed) {
+            return self.wake_many(task, worker);
         }
-        // The task waits in several slots (poll): wakers of different slots,
-        // and its own cancel, race for its state word.
+        // The task waits here alone, so its own cancel goes through this
+        // slot too (`cancel`): winning the slot made us its only owner,
+        // and its state word needs no compare-exchange.
+        let Some(w) = crate::worker::worker_if_mine(worker) else {
+            self.wake_posted(task, worker);
+            return true;
+        };
+        // SAFETY: winning the slot made us the task's only owner, and a
+        // registration stores the pointer of the live task that blocks
+        // (`block::block` registers only where a task runs): not null.
+        let t = unsafe { TaskRef::from_ptr_unchecked(task) };
+        // It registered while running on this worker, whose thread now runs
+        // us: it is suspended.
+        t.get().transition_to_ready_uncontended();
+        // Release: as in `wake_many`.
+        self.state.store(IDLE, Ordering::Release);
+        w.push_woken(t);
+        true
+    }
+
+    /// [`wake_body`](Self::wake_body) for a task of another worker (or any
+    /// task, woken from outside the run) waiting in this slot alone, which
+    /// the caller won: into its worker's inbox, without touching the task
+    /// (the line stays in its worker's cache; the worker marks it running
+    /// when it dispatches it).
+    #[inline(never)]
+    fn wake_posted(&self, task: *mut Task, worker: *mut WorkerShared) {
+        // SAFETY: winning the slot made us the task's only owner.
+        crate::worker::post(worker, unsafe { TaskRef::from_ptr(task) });
+        // Release: as in `wake_many`, after the post.
+        self.state.store(IDLE, Ordering::Release);
+    }
+
+    /// [`wake_body`](Self::wake_body) for a task that waits in several
+    /// slots (poll), after the caller won this one: wakers of different
+    /// slots, and the task's own cancel, race for its state word.
+    #[inline(never)]
+    fn wake_many(&self, task: *mut Task, worker: *mut WorkerShared) -> bool {
         crate::sync::prefetch_write(task);
-        // SAFETY: as above, the pointer is alive until we store IDLE.
+        // SAFETY: as in `wake_body`, the pointer is alive until we store IDLE.
         let won = unsafe { &*task }.transition_to_ready_from_blocked();
         if won {
             // SAFETY: winning BLOCKED→READY made us the task's only owner.

@@ -102,8 +102,14 @@ pub(crate) struct WorkerLocal {
     /// The run's only worker: no ticker runs, and the worker covers its own
     /// sealed windows with the heavy barrier, at most once per tick.
     solo: bool,
-    /// When the worker last covered its own window (`solo` only).
-    last_cover: std::cell::Cell<Instant>,
+    /// `solo` and `use_barrier`: see [`peer_here`](Self::peer_here).
+    peer_here: bool,
+    /// When the worker may next cover its own window (`solo` only): a
+    /// [`TICK`](ticker::TICK) after it last did. Kept as the time to compare
+    /// with, which is one compare of two instants at each scheduling point
+    /// (`duration_since`, with its checked subtraction, cost more than the
+    /// clock read).
+    next_cover: std::cell::Cell<Instant>,
     /// Its block of the tasks added before the run no longer waits
     /// (`plan.rs`).
     plan_done: std::cell::Cell<bool>,
@@ -152,7 +158,8 @@ impl WorkerLocal {
             }),
             use_barrier,
             solo,
-            last_cover: std::cell::Cell::new(Instant::now()),
+            peer_here: solo && use_barrier,
+            next_cover: std::cell::Cell::new(Instant::now() + ticker::TICK),
             plan_done: std::cell::Cell::new(id == 0),
             plan_until: std::cell::Cell::new(None),
             spin,
@@ -214,6 +221,27 @@ impl WorkerLocal {
         }
     }
 
+    /// Queues a task that a waker on this worker's thread won: it ran (it
+    /// registered in a wait slot while running), so it goes where thieves
+    /// cannot take it, which is where [`push_local`](Self::push_local) would
+    /// put it, without looking at the task.
+    /// Nothing of the worker is needed after the push, so that the wake
+    /// that calls it needs no frame: a FIFO that must grow takes a call
+    /// (a tail call) of its own.
+    #[inline(always)]
+    pub(crate) fn push_woken(&self, t: TaskRef) {
+        debug_assert!(!t.get().never_ran());
+        if !self.ready().try_push_kept(t) {
+            self.push_woken_cold(t);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn push_woken_cold(&self, t: TaskRef) {
+        self.ready().push_kept(t);
+    }
+
     pub(crate) fn note_spawn(&self, _t: TaskRef) {
         self.stats().tasks_created += 1;
     }
@@ -224,6 +252,47 @@ impl WorkerLocal {
 
     pub(crate) fn add_crossed(&self, n: u64) {
         self.stats().crossed += n;
+    }
+
+    /// Whether a task of this worker that blocks on a stream side whose
+    /// peer is held in its own run (`Peer::Inside`, from the side's holder
+    /// word, loaded after the task registered) may leave out the
+    /// registration fence and the re-check of the peer (`stream::block`):
+    /// true in a run of one worker whose fast paths use the light barrier.
+    ///
+    /// Why that is sound. Both serve a peer on another thread: the fence is
+    /// this side's half of the store-load pair with the peer's fast path or
+    /// close, and the re-check wakes a peer whose registration this task's
+    /// own earlier fast-path operations missed. A run of one worker runs
+    /// all its tasks on this thread, and a started task never moves
+    /// (`worker/README.md`, work stealing; with one worker there is no thief
+    /// anyway), so a peer end used by a task of the run is used on this
+    /// thread: its operations and ours are in program order, and neither
+    /// can miss the other (nor can its registration have been missed: it
+    /// would have been seen by our operation that came after it).
+    ///
+    /// The holder word is not exact: it is noted at an end's first use, at
+    /// each block and by `hold`/`hold_outside`, so an end used in the run
+    /// and then handed to a thread outside it (or to another run's task
+    /// that has not blocked on it yet) without `hold_outside` (which its
+    /// documentation asks for) still reads as inside, and that thread's
+    /// fast path, or its drop, may then run at the same time as our block.
+    /// Nothing is lost then either: with the light barrier every block
+    /// that does not find what it waits for is still noted in the
+    /// worker's window (`note_pending`), and the liveness rule
+    /// (`worker/README.md`) re-checks it after a heavy barrier within two
+    /// ticks plus two scheduling points, and before the worker parks.
+    /// That rule needs no registration fence: the barrier begins after the
+    /// window's seal, which the registration precedes in program order.
+    /// The same holds for a peer of another run that registered (it
+    /// noted itself as the holder before it registered, so the side reads
+    /// as inside only while its registration is not yet visible here either,
+    /// and its own run's window rescues it). Where the fast path fences
+    /// for real (no membarrier) nothing is noted and the fence is the only
+    /// guard, so this is false there.
+    #[inline(always)]
+    pub(crate) fn peer_here(&self) -> bool {
+        self.peer_here
     }
 
     /// Records registrations that a peer on another core may have missed.
@@ -266,6 +335,9 @@ impl WorkerLocal {
             || self.shared.ticker.sealed(),
         );
         settle::recheck_all(&done);
+        let mut done = done;
+        done.clear();
+        self.settle_mut().recycle(done);
     }
 
     /// The ticker's work on a run of one worker, which has none: a heavy
@@ -279,10 +351,10 @@ impl WorkerLocal {
             return;
         };
         let now = Instant::now();
-        if now.duration_since(self.last_cover.get()) >= ticker::TICK {
+        if now >= self.next_cover.get() {
             crate::barrier::heavy();
             words.cover(generation);
-            self.last_cover.set(now);
+            self.next_cover.set(now + ticker::TICK);
         }
     }
 
@@ -543,13 +615,24 @@ impl WorkerLocal {
     fn dispatch<const MON: bool, const SAMPLE: bool>(&self, t: TaskRef) -> Dispatched {
         let task = t.get();
         // SAFETY: we own the task (it came from our queue); only we touch its
-        // coroutine now, and the short borrow ends before start_task.
-        let started = task.coro.with(|p| unsafe { (*p).is_some() });
-        if !started && !self.start_task(t) {
-            return Dispatched::Gone;
-        }
-        // SAFETY: as above; this borrow is the only one until the match below.
-        let coro = task.coro.with_mut(|p| unsafe { &mut *p });
+        // coroutine now, and the borrow ends before start_task (in the None
+        // arm) or lives to the resume below, the only one until then. The
+        // coroutine is taken from the one look at the option, which the
+        // resume below uses (looked at again after the stores between, LLVM
+        // compared it twice per dispatch).
+        let coro = match task.coro.with_mut(|p| unsafe { (*p).as_mut() }) {
+            Some(c) => c,
+            None => {
+                if !self.start_task(t) {
+                    return Dispatched::Gone;
+                }
+                // SAFETY: as above; `start_task` installed the coroutine.
+                match task.coro.with_mut(|p| unsafe { (*p).as_mut() }) {
+                    Some(c) => c,
+                    None => unreachable!("a started task has a coroutine"),
+                }
+            }
+        };
         // Copied before the resume: once the task is suspended as blocked it
         // belongs to its waker.
         let canary_at = task.canary_at.get();
@@ -571,10 +654,7 @@ impl WorkerLocal {
         context::set_current_task(task);
         // No unwind guard here: the task body catches its own panic (see
         // `task::make_coroutine`), so a dispatch is a plain resume.
-        let res = match coro.as_mut() {
-            Some(c) => c.resume(()),
-            None => unreachable!("a started task has a coroutine"),
-        };
+        let res = coro.resume(());
         context::set_current_task(std::ptr::null());
         if MON {
             self.end_period(task, &res);

@@ -103,6 +103,10 @@ impl SettleWords {
 pub(crate) struct Settle {
     pub(crate) open: PendingList,
     sealed: Vec<Noted>,
+    /// An empty list with room, handed back after a covered window's
+    /// re-check ([`recycle`](Self::recycle)): the next open window starts
+    /// in it, where a fresh one grew from nothing by reallocations.
+    spare: Vec<Noted>,
     generation: u64,
     /// Whether the sealed window got its one look without a barrier.
     looked: bool,
@@ -113,6 +117,7 @@ impl Settle {
         Settle {
             open: PendingList::new(worker),
             sealed: Vec::new(),
+            spare: Vec::new(),
             generation: 0,
             looked: false,
         }
@@ -147,7 +152,7 @@ impl Settle {
             }
         }
         if self.sealed.is_empty() && !self.open.items.is_empty() {
-            self.sealed = std::mem::take(&mut self.open.items);
+            self.sealed = std::mem::replace(&mut self.open.items, std::mem::take(&mut self.spare));
             self.open.mark += 1;
             self.generation += 1;
             self.looked = false;
@@ -162,6 +167,16 @@ impl Settle {
             wake_ticker();
         }
         done
+    }
+
+    /// Takes back a list that [`step`](Self::step) returned, emptied by the
+    /// caller (outside this borrow, since dropping its entries may run user
+    /// code), for a later window.
+    pub(crate) fn recycle(&mut self, list: Vec<Noted>) {
+        debug_assert!(list.is_empty());
+        if list.capacity() > self.spare.capacity() {
+            self.spare = list;
+        }
     }
 
     /// Everything noted, for the settle before parking, which runs its own
