@@ -45,6 +45,17 @@
 //!   the time the busy times leave unexplained (waiting for wake-ups across
 //!   workers) is put on the crossings.
 //!
+//! Before either is fitted, the busy times are put at one pace for all
+//! workers ([`worker_paces`]): busy time is wall time while a task runs, so
+//! the tasks of a worker whose core was shared with other processes look
+//! busier than their work. Where tasks of one group (numbered names folded)
+//! ran on several workers, the median busy time per message of each
+//! group's tasks on each worker gives each worker's pace, and every task's
+//! busy time is divided by its worker's (the total kept). Without it a
+//! recording of DES whose lane-0 stages ran at 43-52 ms and lane 1's,
+//! equal in work, at 34 gave a plan that cut lane 0 to balance the
+//! difference, and its next run took 1.75x the hand mapping's time.
+//!
 //! When the observed run had no crossing traffic, or neither cost is found,
 //! both are 0 and the estimates are lower bounds. The partition weighs an
 //! edge by its crossing time under these costs (by its traffic when
@@ -271,6 +282,115 @@ fn busy_crossing_cost(g: &TaskGraph, part: &[usize], group: &[usize]) -> f64 {
     (xy / xx).min(cap)
 }
 
+/// Each observed worker's pace in the observed run (`part`: each task's
+/// worker, `workers` of them): the factor by which its tasks' busy time
+/// per message stood above (or below) the same groups' on other workers.
+/// Busy time is wall time while a task runs, so a worker whose core was
+/// shared with other processes shows its tasks busier than their work; on
+/// a shared 2-vCPU host DES's four round stages of lane 0 took 43-52 ms
+/// where lane 1's, equal in work, took 34, and the plan cut lane 0 to
+/// balance what was the core's contention (the next run, 1.75x of the
+/// hand mapping). Each (group, worker) gives the median of its tasks' busy
+/// time per message (a planted slow stage does not move the median of its
+/// worker's stages); the log of those rates is fitted as group rate plus
+/// worker pace, weighted by busy time, on the groups that ran on more than
+/// one worker. The paces are scaled to keep the total busy time. All 1
+/// where a worker with busy tasks shares no group with another, or the
+/// paces are not finite.
+fn worker_paces(g: &TaskGraph, part: &[usize], group: &[usize], workers: usize) -> Vec<f64> {
+    let n = g.ids.len();
+    let ones = vec![1.0; workers];
+    if workers < 2 {
+        return ones;
+    }
+    let mut m = vec![0f64; n];
+    for &(a, b, _, t) in &g.edges {
+        if a != b {
+            m[a] += t as f64;
+            m[b] += t as f64;
+        }
+    }
+    // (group, worker) → per-message rates of its tasks, and their busy time.
+    let mut cells: BTreeMap<(usize, usize), (Vec<f64>, f64)> = BTreeMap::new();
+    for i in (0..n).filter(|&i| m[i] > 0.0 && g.busy[i] > 0) {
+        let c = cells
+            .entry((group[i], part[i].min(workers - 1)))
+            .or_default();
+        c.0.push(g.busy[i] as f64 / m[i]);
+        c.1 += g.busy[i] as f64;
+    }
+    let mut spread: BTreeMap<usize, usize> = BTreeMap::new();
+    for &(gr, _) in cells.keys() {
+        *spread.entry(gr).or_default() += 1;
+    }
+    // (group, worker, log rate, weight) of the groups on several workers.
+    let obs: Vec<(usize, usize, f64, f64)> = cells
+        .iter()
+        .filter(|((gr, _), _)| spread[gr] > 1)
+        .map(|(&(gr, x), (rates, busy))| {
+            let mut r = rates.clone();
+            r.sort_by(f64::total_cmp);
+            let k = r.len();
+            let median = if k % 2 == 1 {
+                r[k / 2]
+            } else {
+                (r[k / 2 - 1] + r[k / 2]) / 2.0
+            };
+            (gr, x, median.ln(), *busy)
+        })
+        .collect();
+    let mut busy_of = vec![0f64; workers];
+    for i in 0..n {
+        busy_of[part[i].min(workers - 1)] += g.busy[i] as f64;
+    }
+    let mut linked = vec![false; workers];
+    for &(_, x, _, _) in &obs {
+        linked[x] = true;
+    }
+    if obs.is_empty() || (0..workers).any(|x| busy_of[x] > 0.0 && !linked[x]) {
+        return ones;
+    }
+    // Alternating least squares: log rate = group's + worker's.
+    let groups = group.iter().copied().max().map_or(0, |k| k + 1);
+    let (mut lg, mut lw) = (vec![0f64; groups], vec![0f64; workers]);
+    for _ in 0..50 {
+        let mut acc = vec![(0f64, 0f64); groups];
+        for &(gr, x, r, w) in &obs {
+            acc[gr].0 += w * (r - lw[x]);
+            acc[gr].1 += w;
+        }
+        for (l, (s, w)) in lg.iter_mut().zip(&acc) {
+            if *w > 0.0 {
+                *l = s / w;
+            }
+        }
+        let mut acc = vec![(0f64, 0f64); workers];
+        for &(gr, x, r, w) in &obs {
+            acc[x].0 += w * (r - lg[gr]);
+            acc[x].1 += w;
+        }
+        for (l, (s, w)) in lw.iter_mut().zip(&acc) {
+            if *w > 0.0 {
+                *l = s / w;
+            }
+        }
+    }
+    let pace: Vec<f64> = lw.iter().map(|l| l.exp()).collect();
+    // Scaled so that the total busy time stays.
+    let total: f64 = busy_of.iter().sum();
+    let paced: f64 = busy_of.iter().zip(&pace).map(|(b, p)| b / p).sum();
+    if !(total > 0.0 && paced > 0.0) {
+        return ones;
+    }
+    let k = paced / total;
+    let pace: Vec<f64> = pace.iter().map(|p| p * k).collect();
+    if pace.iter().all(|p| p.is_finite() && *p > 0.0) {
+        pace
+    } else {
+        ones
+    }
+}
+
 /// [`plan_mapping`] from an activity of the run already computed (the
 /// totals, a merged pass, or `bottleneck`'s windows: the totals are the
 /// same).
@@ -427,6 +547,16 @@ impl Crossing {
     /// the groups whose tasks differ within the sampling error.
     fn calibrate(run: &RunLog, tg: &mut TaskGraph, obs: &Observed, span: u64) -> Self {
         let n = tg.ids.len();
+        let observed_busy = tg.busy.clone();
+        let group = task_groups(run, tg);
+        // Busy times at one pace for all workers (see worker_paces).
+        let pace = worker_paces(tg, &obs.part, &group, obs.seen.len().max(1));
+        for (b, &p) in tg.busy.iter_mut().zip(&obs.part) {
+            let f = pace.get(p).copied().unwrap_or(1.0);
+            if f != 1.0 {
+                *b = (*b as f64 / f).round() as u64;
+            }
+        }
         let observed = evaluate(
             &part_graph(tg, |t, _| t),
             &obs.part,
@@ -434,9 +564,7 @@ impl Crossing {
             0.0,
         );
         let c_span = calibrate(&observed.loads, &observed.traffic, span).unwrap_or(0.0);
-        let group = task_groups(run, tg);
         let c_busy = busy_crossing_cost(tg, &obs.part, &group);
-        let observed_busy = tg.busy.clone();
         if c_busy > 0.0 {
             let mut x = vec![0u64; n];
             for &(a, b, _, t) in &tg.edges {
@@ -762,6 +890,93 @@ mod tests {
             busy: busy.to_vec(),
             edges: (1..busy.len()).map(|i| (i - 1, i, 1000, 1000)).collect(),
         }
+    }
+
+    /// DES's shape: split (0) → lane A, stages 1..=4 → collect (9), split
+    /// → lane B, stages 5..=8 → collect; every stream 1,000 messages, and
+    /// traffic 1,200 (messages and waits). Groups: split, stage, collect.
+    fn two_lanes(a: u64, b: u64) -> (TaskGraph, Vec<usize>) {
+        let mut busy = vec![10, a, a, a, a, b, b, b, b, 10];
+        busy[0] = 12;
+        let mut edges = vec![(0, 1, 1200, 1000), (0, 5, 1200, 1000)];
+        edges.extend((1..4).map(|i| (i, i + 1, 1200, 1000)));
+        edges.extend((5..8).map(|i| (i, i + 1, 1200, 1000)));
+        edges.extend([(4, 9, 1200, 1000), (8, 9, 1200, 1000)]);
+        let g = TaskGraph {
+            ids: (0..10).collect(),
+            busy,
+            edges,
+        };
+        (g, vec![0, 1, 1, 1, 1, 1, 1, 1, 1, 2])
+    }
+
+    /// The partition of `g`'s tasks onto 2 workers at `cost` per unit of
+    /// traffic, with the busy times as the planner weighs them after
+    /// putting the observed mapping `obs`'s workers at one pace (or not).
+    fn plan_two(
+        g: &TaskGraph,
+        obs: &[usize],
+        group: &[usize],
+        pace: bool,
+        cost: f64,
+    ) -> Vec<usize> {
+        let mut g = TaskGraph {
+            ids: g.ids.clone(),
+            busy: g.busy.clone(),
+            edges: g.edges.clone(),
+        };
+        if pace {
+            let p = worker_paces(&g, obs, group, 2);
+            for (b, &x) in g.busy.iter_mut().zip(obs) {
+                *b = (*b as f64 / p[x]).round() as u64;
+            }
+        }
+        partition_within(
+            &part_graph(&g, |t, _| t),
+            2,
+            cost,
+            CUT_TOLERANCE,
+            f64::INFINITY,
+        )
+    }
+
+    #[test]
+    fn a_slower_worker_is_not_balanced_by_cutting_a_chain() {
+        // Lane A on worker 0 took 50 per stage, lane B on worker 1 35: the
+        // same work, at worker 0's slower pace (its core shared).
+        let (g, group) = two_lanes(50, 35);
+        let obs = [0, 0, 0, 0, 0, 1, 1, 1, 1, 1];
+        let p = worker_paces(&g, &obs, &group, 2);
+        assert!((p[0] / p[1] - 50.0 / 35.0).abs() < 1e-6, "{p:?}");
+        // Crossing a stream costs 2 at each end: less than the 30 the raw
+        // busy times say a move of one stage gains.
+        let cost = 2.0 / 1200.0;
+        let raw = plan_two(&g, &obs, &group, false, cost);
+        assert!(
+            raw[1..=4].iter().any(|&x| x != raw[1]),
+            "the raw busy times cut lane A: {raw:?}"
+        );
+        let paced = plan_two(&g, &obs, &group, true, cost);
+        assert!(paced[1..=4].iter().all(|&x| x == paced[1]), "{paced:?}");
+        assert!(paced[5..=8].iter().all(|&x| x == paced[5]), "{paced:?}");
+        assert_ne!(paced[1], paced[5], "{paced:?}");
+    }
+
+    #[test]
+    fn a_heavy_stage_still_gets_its_chain_cut() {
+        // Both workers at one pace (the median stage of each lane takes 40),
+        // but one stage of lane A does 4 times the work: moving the light
+        // stage after it gains far more than a crossing costs.
+        let (mut g, group) = two_lanes(40, 40);
+        g.busy[2] = 160;
+        let obs = [0, 0, 0, 0, 0, 1, 1, 1, 1, 1];
+        let p = worker_paces(&g, &obs, &group, 2);
+        assert!((p[0] - p[1]).abs() < 1e-6, "{p:?}");
+        let paced = plan_two(&g, &obs, &group, true, 2.0 / 1200.0);
+        assert!(paced[1..=4].iter().any(|&x| x != paced[2]), "{paced:?}");
+        // A worker that shares no group with the other keeps its pace.
+        let alone = worker_paces(&g, &obs, &[0, 1, 1, 1, 1, 2, 2, 2, 2, 3], 2);
+        assert_eq!(alone, [1.0, 1.0]);
     }
 
     #[test]
