@@ -710,12 +710,15 @@ fn no_placement_finding_without_a_gain_or_crossing_traffic() {
     assert!(placement_finding(&b).is_none(), "{b:#?}");
 
     // A gain under the threshold: crossing costs 10 ns a message, so the
-    // proposal saves 1 - 60 / 64 = 6%.
+    // search's mapping would save 1 - 60 / 64 = 6%, under the planner's
+    // KEEP_MARGIN: the plan is the observed mapping.
     let dir = tempfile::tempdir().unwrap();
     two_chains(dir.path(), SPREAD, 10);
     let run = load_run(dir.path()).unwrap();
-    let e = plan_mapping(&run, 2).unwrap().estimate;
-    assert_eq!((e.observed_mapping_ns, e.proposed_ns), (64_000, 60_000));
+    let plan = plan_mapping(&run, 2).unwrap();
+    let e = &plan.estimate;
+    assert_eq!((e.observed_mapping_ns, e.proposed_ns), (64_000, 64_000));
+    assert_eq!(e.basis, rill_monitor::Basis::Observed);
     let b = bottleneck(&run, &BottleneckOptions::default());
     assert!(placement_finding(&b).is_none(), "{b:#?}");
 

@@ -223,10 +223,17 @@ fn flows_join_a_waking_period_to_the_woken_task_on_another_worker() {
             ended += 1;
         }
     }
-    // Every arrow lands: the woken tasks all ran again, on the other
-    // worker (round-robin places each task on one worker).
-    assert_eq!(ended, stats.flows);
-    assert_eq!(stats.cross_wakeups, stats.flows, "{stats:?}");
+    // The arrows land: the woken tasks all ran again, on the other worker
+    // (round-robin places each task on one worker). A wake-up is placed at
+    // the end of its waker's period, so one whose woken task ran at once on
+    // the other worker and ended before that period did has no period
+    // after it to land on (the sink's last, in a few runs of many), and one
+    // that an earlier wake-up found in another worker's log replaced keeps
+    // its start alone: at most 1% of the arrows.
+    assert!(ended <= stats.flows, "{stats:?}");
+    assert!((stats.flows - ended) * 100 <= stats.flows, "{stats:?}");
+    assert!(stats.flows_replaced <= stats.flows - ended, "{stats:?}");
+    assert_eq!(stats.cross_wakeups, ended, "{stats:?}");
     // The counter counts every cross-worker wake-up.
     let per_ms = integral(&t, t.track("cross-worker wake-ups")) / 1e6;
     assert!(

@@ -106,13 +106,15 @@ pub struct Estimate {
 
 /// Where a proposed mapping came from: the partition's own search, or the
 /// observed mapping refined by the same single-name moves (where the
-/// search's result is predicted slower than the observed mapping).
+/// search's result is predicted slower than the observed mapping, or faster
+/// by less than the planner's `KEEP_MARGIN`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Basis {
     /// The search's result (predicted no slower than the observed mapping).
     Search,
-    /// The observed mapping unchanged: no mapping found is predicted faster.
+    /// The observed mapping unchanged: no mapping found is predicted faster
+    /// by the planner's `KEEP_MARGIN` (15%) or more.
     Observed,
     /// The observed mapping with `moved` names moved to other workers.
     ObservedImproved {
@@ -127,7 +129,8 @@ impl Basis {
         match self {
             Basis::Search => "found by the search".into(),
             Basis::Observed => {
-                "the observed mapping, kept: no mapping found is predicted faster".into()
+                "the observed mapping, kept: no mapping found is predicted 15% faster or more"
+                    .into()
             }
             Basis::ObservedImproved { moved } => {
                 format!("the observed mapping with {moved} name(s) moved")

@@ -73,6 +73,10 @@ pub struct PerfettoStats {
     pub bucket_ns: f64,
     /// Flow arrows started (a cross-worker wake-up from a detailed period).
     pub flows: u64,
+    /// Flow arrows left without an end: a wake-up of the same task found
+    /// later in the logs but earlier in time (another worker's) took their
+    /// wake-up's place (`replay/wakeups.rs`).
+    pub flows_replaced: u64,
     /// Wake-ups whose woken task next ran on another worker than its waker.
     pub cross_wakeups: u64,
     /// Periods or waits shortened on their worker's track because they

@@ -540,8 +540,13 @@ impl<'r, 'w> Pass<'r, 'w> {
             let last_end = self.tasks[pk].last.map(|(end, _)| end);
             // Kept when it is the earliest since the peer's last period
             // (a flow it replaces keeps its start without an end).
-            if wakeups::offer(&mut self.tasks[pk].woken, last_end, p.end, (worker, None)).is_err() {
+            let Ok(replaced) =
+                wakeups::offer(&mut self.tasks[pk].woken, last_end, p.end, (worker, None))
+            else {
                 continue;
+            };
+            if replaced.is_some_and(|r| r.what.1.is_some()) {
+                self.stats.flows_replaced += 1;
             }
             let pred_cross = self.tasks[pk]
                 .last_worker
