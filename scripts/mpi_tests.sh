@@ -118,9 +118,13 @@ for args in "pipe --depth 12 --messages 20000" "des --bytes 2000000" "mc --paths
     [[ -s $logs/pilot/rank-$r/rank.json && -n $(find "$logs/pilot/rank-$r" -name 'worker-*.rlog' -size +0) ]] || {
       ls -R "$logs" >&2; echo "mpi: $app --mapping auto: no pilot logs of rank $r in $logs/pilot/rank-$r" >&2; exit 1; }
   done
-  # The plan names every network task with a RANK:WORKER line, over both ranks.
-  grep -q '^"[^"]*" = 0:0$' "$logs/auto.map" && grep -q '^"[^"]*" = 1:0$' "$logs/auto.map" || {
-    cat "$logs/auto.map" >&2; echo "mpi: $app --mapping auto: the plan does not use both ranks" >&2; exit 1; }
+  # The plan names network tasks with RANK:WORKER lines, every one a place
+  # of the 2 ranks x 1 worker. (Not necessarily on both ranks: where
+  # crossing ranks costs more than the second rank gains, as for a
+  # fine-grained pipe's pilot on a loaded machine, one rank is the right
+  # plan; the run under it must still verify, above.)
+  grep -q '^"[^"]*" = [01]:0$' "$logs/auto.map" && ! grep -v '^#' "$logs/auto.map" | grep '=' | grep -qv '= [01]:0$' || {
+    cat "$logs/auto.map" >&2; echo "mpi: $app --mapping auto: the plan has a line that is not a place of 2 ranks x 1 worker" >&2; exit 1; }
   [[ -s $logs/one-rank/auto.map ]] || { echo "mpi: $app --mapping auto: no one-rank plan" >&2; exit 1; }
   cat "$out/log"
 done
