@@ -354,26 +354,8 @@ fn worker_paces(g: &TaskGraph, part: &[usize], group: &[usize], workers: usize) 
     let groups = group.iter().copied().max().map_or(0, |k| k + 1);
     let (mut lg, mut lw) = (vec![0f64; groups], vec![0f64; workers]);
     for _ in 0..50 {
-        let mut acc = vec![(0f64, 0f64); groups];
-        for &(gr, x, r, w) in &obs {
-            acc[gr].0 += w * (r - lw[x]);
-            acc[gr].1 += w;
-        }
-        for (l, (s, w)) in lg.iter_mut().zip(&acc) {
-            if *w > 0.0 {
-                *l = s / w;
-            }
-        }
-        let mut acc = vec![(0f64, 0f64); workers];
-        for &(gr, x, r, w) in &obs {
-            acc[x].0 += w * (r - lg[gr]);
-            acc[x].1 += w;
-        }
-        for (l, (s, w)) in lw.iter_mut().zip(&acc) {
-            if *w > 0.0 {
-                *l = s / w;
-            }
-        }
+        weighted_means(&mut lg, obs.iter().map(|&(gr, x, r, w)| (gr, r - lw[x], w)));
+        weighted_means(&mut lw, obs.iter().map(|&(gr, x, r, w)| (x, r - lg[gr], w)));
     }
     let pace: Vec<f64> = lw.iter().map(|l| l.exp()).collect();
     // Scaled so that the total busy time stays.
@@ -388,6 +370,22 @@ fn worker_paces(g: &TaskGraph, part: &[usize], group: &[usize], workers: usize) 
         pace
     } else {
         ones
+    }
+}
+
+/// One half-step of [`worker_paces`]' alternating fit: each `out[k]`
+/// becomes the weighted mean of the values `(k, value, weight)` gives it
+/// (left as it was where none has weight).
+fn weighted_means(out: &mut [f64], values: impl Iterator<Item = (usize, f64, f64)>) {
+    let mut acc = vec![(0f64, 0f64); out.len()];
+    for (k, v, w) in values {
+        acc[k].0 += w * v;
+        acc[k].1 += w;
+    }
+    for (l, (s, w)) in out.iter_mut().zip(&acc) {
+        if *w > 0.0 {
+            *l = s / w;
+        }
     }
 }
 
