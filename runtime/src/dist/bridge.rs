@@ -598,18 +598,21 @@ impl Bridge<'_> {
         self.protocol_error.is_some() || self.aborted_by.is_some() || self.deadlocked
     }
 
-    /// One pass as an idle worker makes it: what arrived in, what the local
-    /// ends have out. True when anything moved.
+    /// One pass as an idle worker makes it: what the local ends have out,
+    /// then what arrived in. In that order, so that a task's answer leaves
+    /// before the pass looks for more, and a frame that wakes a task ends
+    /// the pass (its worker runs the task next; the credit for what the
+    /// task reads goes with the next pass's sends). True when anything
+    /// moved.
     fn pass(&mut self) -> bool {
-        let mut work = self.receive_all();
-        if self.closing() {
-            return work;
+        let mut work = false;
+        if !self.closing() {
+            work = self.pump();
+            for to in 0..self.n {
+                self.flush(to);
+            }
         }
-        work |= self.pump();
-        for to in 0..self.n {
-            self.flush(to);
-        }
-        work
+        work | self.receive_all()
     }
 
     /// One turn of the bridge thread's loop: a pass, and the run's end on

@@ -8,7 +8,8 @@
 use std::sync::mpsc::{channel, Sender};
 use std::thread::JoinHandle;
 
-use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
+use mpi::datatype::Equivalence;
+use mpi::point_to_point::{Destination, Source};
 use mpi::request::{Request, StaticScope};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::Threading;
@@ -78,10 +79,7 @@ impl World {
                     world.size() as usize,
                     level >= Threading::Serialized,
                 )));
-                let mut t = MpiTransport {
-                    world,
-                    pending: Vec::new(),
-                };
+                let mut t = MpiTransport::new(world);
                 // Commands until every `World` handle is gone; then the
                 // universe drops here and finalises MPI on this thread.
                 for cmd in rx {
@@ -163,21 +161,89 @@ impl Drop for World {
 /// A send under way and its buffer (a leaked box, freed once it completes).
 type Sending = (Request<'static, [u8], StaticScope>, *mut [u8]);
 
-/// Frames as MPI messages of bytes (tag 0), sent with `MPI_Isend` from
+/// Frames up to this size arrive in the receive the transport keeps
+/// posted; a larger one is announced there by an empty message and follows
+/// on [`TAG_LARGE`], received into a buffer of its own size (so a large
+/// message is still copied once on this side).
+const POSTED_BYTES: usize = 4096;
+/// Frames, and the announcements of large ones.
+const TAG_FRAME: i32 = 0;
+/// Large frames, each announced on [`TAG_FRAME`] first.
+const TAG_LARGE: i32 = 1;
+
+/// Frames as MPI messages of bytes on a communicator of the bridge's own
+/// (a duplicate of the world, so that raw MPI beside a network, such as a
+/// peer benchmark's, never matches a frame), sent with `MPI_Isend` from
 /// buffers the transport keeps until the send completes.
+///
+/// One receive is always posted (from any rank, [`TAG_FRAME`], into a
+/// buffer of [`POSTED_BYTES`]): a pass that finds nothing costs an
+/// `MPI_Test`, where a matched probe starts and frees a request each time.
+/// Order: a large frame is announced by an empty message on [`TAG_FRAME`],
+/// in the sender's order with its small frames, and the receiver takes the
+/// large frame from that sender on [`TAG_LARGE`] as soon as it sees the
+/// announcement; large frames from one sender match in their send order
+/// (MPI's non-overtaking rule), so every frame is taken in the order sent.
 struct MpiTransport {
     world: SimpleCommunicator,
+    comm: SimpleCommunicator,
     pending: Vec<Sending>,
+    /// The receive kept posted, into `posted_buf`.
+    posted: Option<Request<'static, [u8], StaticScope>>,
+    /// A leaked box of [`POSTED_BYTES`], freed in `drop` once no receive
+    /// is posted into it.
+    posted_buf: *mut [u8],
 }
 
 impl MpiTransport {
+    fn new(world: SimpleCommunicator) -> MpiTransport {
+        let comm = world.duplicate();
+        let buf: &'static mut [u8] = Box::leak(vec![0u8; POSTED_BYTES].into_boxed_slice());
+        let mut t = MpiTransport {
+            world,
+            comm,
+            pending: Vec::new(),
+            posted: None,
+            posted_buf: buf,
+        };
+        t.post();
+        t
+    }
+
+    /// Posts the receive into `posted_buf`; none may be posted now.
+    fn post(&mut self) {
+        debug_assert!(self.posted.is_none());
+        // SAFETY: `posted_buf` is the leaked box, alive until `drop`, and no
+        // receive is posted into it (the last one completed and its bytes
+        // were copied out), so this is the only reference to it.
+        let buf: &'static mut [u8] = unsafe { &mut *self.posted_buf };
+        self.posted = Some(self.comm.any_process().immediate_receive_into_with_tag(
+            StaticScope,
+            buf,
+            TAG_FRAME,
+        ));
+    }
+
+    fn isend(&mut self, to: usize, frame: Box<[u8]>, tag: i32) {
+        let buf: &'static mut [u8] = Box::leak(frame);
+        let ptr: *mut [u8] = buf;
+        // SAFETY: `ptr` is the leaked box, alive until `reap` frees it after
+        // the send completes; nothing writes it meanwhile.
+        let data: &'static [u8] = unsafe { &*ptr };
+        let req = self
+            .comm
+            .process_at_rank(to as i32)
+            .immediate_send_with_tag(StaticScope, data, tag);
+        self.pending.push((req, ptr));
+    }
+
     fn reap(&mut self) {
         let mut i = 0;
         while i < self.pending.len() {
             let (req, buf) = self.pending.swap_remove(i);
             match req.test() {
                 Ok(_) => {
-                    // SAFETY: `buf` came from `Box::leak` in `send` and its
+                    // SAFETY: `buf` came from `Box::leak` in `isend` and its
                     // send has completed, so MPI no longer reads it and no
                     // other reference to it is left.
                     drop(unsafe { Box::from_raw(buf) });
@@ -193,6 +259,21 @@ impl MpiTransport {
     }
 }
 
+impl Drop for MpiTransport {
+    fn drop(&mut self) {
+        if let Some(req) = self.posted.take() {
+            // Nothing counted is in flight once every run has ended (see the
+            // README's termination), so this cancels an unmatched receive; a
+            // stray control frame that matched it meanwhile is dropped.
+            req.cancel();
+            req.wait();
+        }
+        // SAFETY: the posted receive has completed or was cancelled, so MPI
+        // no longer writes the buffer, which came from `Box::leak` in `new`.
+        drop(unsafe { Box::from_raw(self.posted_buf) });
+    }
+}
+
 impl Transport for MpiTransport {
     fn rank(&self) -> usize {
         self.world.rank() as usize
@@ -203,25 +284,46 @@ impl Transport for MpiTransport {
     }
 
     fn send(&mut self, to: usize, frame: Vec<u8>) {
+        // An empty message announces a large frame: a frame is never empty.
+        debug_assert!(!frame.is_empty());
         if !self.pending.is_empty() {
             self.reap();
         }
-        let buf: &'static mut [u8] = Box::leak(frame.into_boxed_slice());
-        let ptr: *mut [u8] = buf;
-        // SAFETY: `ptr` is the leaked box, alive until `reap` frees it after
-        // the send completes; nothing writes it meanwhile.
-        let data: &'static [u8] = unsafe { &*ptr };
-        let req = self
-            .world
-            .process_at_rank(to as i32)
-            .immediate_send(StaticScope, data);
-        self.pending.push((req, ptr));
+        if frame.len() <= POSTED_BYTES {
+            self.isend(to, frame.into_boxed_slice(), TAG_FRAME);
+        } else {
+            self.isend(to, Box::default(), TAG_FRAME);
+            self.isend(to, frame.into_boxed_slice(), TAG_LARGE);
+        }
     }
 
     fn try_recv(&mut self) -> Option<(usize, Vec<u8>)> {
-        let probed = self.world.any_process().immediate_matched_probe()?;
-        let (frame, status) = probed.matched_receive_vec::<u8>();
-        Some((status.source_rank() as usize, frame))
+        let req = self.posted.take().expect("a receive is always posted");
+        let status = match req.test() {
+            Ok(status) => status,
+            Err(req) => {
+                self.posted = Some(req);
+                return None;
+            }
+        };
+        let from = status.source_rank();
+        let len = status.count(u8::equivalent_datatype()) as usize;
+        let frame = if len == 0 {
+            // Sent right after its announcement; taken in order (above).
+            self.post();
+            let (frame, _) = self
+                .comm
+                .process_at_rank(from)
+                .receive_vec_with_tag::<u8>(TAG_LARGE);
+            frame
+        } else {
+            // SAFETY: the receive into `posted_buf` has completed, so MPI no
+            // longer writes it; `len` bytes of it were received.
+            let frame = unsafe { &(&*self.posted_buf)[..len] }.to_vec();
+            self.post();
+            frame
+        };
+        Some((from as usize, frame))
     }
 
     fn sends_done(&mut self) -> bool {

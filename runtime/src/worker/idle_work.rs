@@ -65,7 +65,11 @@ pub(crate) fn look(
     ready: impl Fn() -> bool,
     outside: impl Fn(&dyn Fn() -> IdlePass) -> IdlePass,
 ) -> Option<bool> {
-    let mut last = Instant::now();
+    // When the last pass moved something (or the look began), read from
+    // the clock lazily: at the first look at it after a pass that worked,
+    // so that a message exchange reads no clock on its way (the window is
+    // then longer by the passes before that look, some microseconds).
+    let mut last: Option<Instant> = None;
     let gives_core = work.gives_core();
     let mut empty = 0u32;
     work.looking(true);
@@ -79,15 +83,20 @@ pub(crate) fn look(
         match outside(&|| work.pass()) {
             IdlePass::Worked => {
                 empty = 0;
-                last = Instant::now();
+                last = None;
                 continue;
             }
             IdlePass::Closed => break None,
             IdlePass::Nothing | IdlePass::Busy => {}
         }
         empty = empty.wrapping_add(1);
-        if (gives_core || empty.is_multiple_of(CLOCK_EVERY)) && last.elapsed() >= LOOK_FOR {
-            break None;
+        if gives_core || empty.is_multiple_of(CLOCK_EVERY) {
+            let now = Instant::now();
+            match last {
+                Some(t) if now.duration_since(t) >= LOOK_FOR => break None,
+                Some(_) => {}
+                None => last = Some(now),
+            }
         }
         if gives_core {
             std::thread::yield_now();
