@@ -580,15 +580,8 @@ impl Bridge<'_> {
     /// when anything came.
     fn receive_all(&mut self) -> bool {
         let mut work = false;
-        while let Some((from, f)) = self.stash.pop_front().or_else(|| self.recv()) {
+        while self.receive_one() {
             work = true;
-            if is_control(&f) {
-                self.note_control(from, &f);
-            } else {
-                self.received += 1;
-                self.stats.frames_received += 1;
-                self.take_frame(from, &f);
-            }
         }
         work
     }
@@ -599,7 +592,7 @@ impl Bridge<'_> {
     }
 
     /// One pass as an idle worker makes it: what the local ends have out,
-    /// then what arrived in. In that order, so that a task's answer leaves
+    /// then one frame in. In that order, so that a task's answer leaves
     /// before the pass looks for more, and a frame that wakes a task ends
     /// the pass (its worker runs the task next; the credit for what the
     /// task reads goes with the next pass's sends). True when anything
@@ -612,7 +605,25 @@ impl Bridge<'_> {
                 self.flush(to);
             }
         }
-        work | self.receive_all()
+        work | self.receive_one()
+    }
+
+    /// Receives and applies one frame, if one has arrived: a worker's pass
+    /// takes one, so that a frame that wakes a task is followed by that
+    /// task, not by another look at the transport (the look loop passes
+    /// again at once when no task is ready).
+    fn receive_one(&mut self) -> bool {
+        let Some((from, f)) = self.stash.pop_front().or_else(|| self.recv()) else {
+            return false;
+        };
+        if is_control(&f) {
+            self.note_control(from, &f);
+        } else {
+            self.received += 1;
+            self.stats.frames_received += 1;
+            self.take_frame(from, &f);
+        }
+        true
     }
 
     /// One turn of the bridge thread's loop: a pass, and the run's end on

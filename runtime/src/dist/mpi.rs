@@ -176,9 +176,10 @@ const TAG_LARGE: i32 = 1;
 /// peer benchmark's, never matches a frame), sent with `MPI_Isend` from
 /// buffers the transport keeps until the send completes.
 ///
-/// One receive is always posted (from any rank, [`TAG_FRAME`], into a
-/// buffer of [`POSTED_BYTES`]): a pass that finds nothing costs an
-/// `MPI_Test`, where a matched probe starts and frees a request each time.
+/// One receive is kept posted (from any rank, [`TAG_FRAME`], into a buffer
+/// of [`POSTED_BYTES`]; posted again at the next look after it completed):
+/// a pass that finds nothing costs an `MPI_Test`, where a matched probe
+/// starts and frees a request each time.
 /// Order: a large frame is announced by an empty message on [`TAG_FRAME`],
 /// in the sender's order with its small frames, and the receiver takes the
 /// large frame from that sender on [`TAG_LARGE`] as soon as it sees the
@@ -298,7 +299,17 @@ impl Transport for MpiTransport {
     }
 
     fn try_recv(&mut self) -> Option<(usize, Vec<u8>)> {
-        let req = self.posted.take().expect("a receive is always posted");
+        // Posted again here, not when the last one completed: the frame
+        // that completed it goes to its task first (a message that comes
+        // meanwhile waits in MPI's queue of unexpected ones and matches
+        // this receive at once).
+        let req = match self.posted.take() {
+            Some(req) => req,
+            None => {
+                self.post();
+                self.posted.take().expect("just posted")
+            }
+        };
         let status = match req.test() {
             Ok(status) => status,
             Err(req) => {
@@ -310,18 +321,16 @@ impl Transport for MpiTransport {
         let len = status.count(u8::equivalent_datatype()) as usize;
         let frame = if len == 0 {
             // Sent right after its announcement; taken in order (above).
-            self.post();
             let (frame, _) = self
                 .comm
                 .process_at_rank(from)
                 .receive_vec_with_tag::<u8>(TAG_LARGE);
             frame
         } else {
-            // SAFETY: the receive into `posted_buf` has completed, so MPI no
-            // longer writes it; `len` bytes of it were received.
-            let frame = unsafe { &(&*self.posted_buf)[..len] }.to_vec();
-            self.post();
-            frame
+            // SAFETY: the receive into `posted_buf` has completed and none
+            // is posted, so MPI no longer writes it; `len` bytes of it were
+            // received.
+            unsafe { &(&*self.posted_buf)[..len] }.to_vec()
         };
         Some((from as usize, frame))
     }
