@@ -17,7 +17,10 @@
 //!   a [`rill::PollSet`]) and adds up the maps as they come.
 //!
 //! The network is written once over [`Net`]: rill runs it as [`run`], the
-//! OS-threads peer as [`network`]`::<ThreadNet>`.
+//! OS-threads peer as [`network`]`::<ThreadNet>`. Each task is handed its
+//! channel ends ([`Net::spawn_with`]), so that rill's default mapping cuts
+//! the network's stream graph (on 2 workers: source, splitter and counter
+//! 0 | the other counters and the merger).
 //!
 //! Task creation order (for round-robin): source, split, counters, merge.
 //! Manual mapping: see [`manual_table`]. Parts: the tasks in that order cut
