@@ -103,6 +103,60 @@ pub struct Finished {
     pub monitor: Option<MonitorConfig>,
 }
 
+/// Stream ends a task is handed at spawn ([`Net::spawn_with`]): an
+/// engine's channel ends, and `()`, pairs and `Vec`s of them.
+pub trait Handed: Send + 'static {
+    /// Records `task` as the holder of each rill stream end here
+    /// ([`rill::Ends::hold`]); nothing for another engine's ends.
+    fn hold(&self, task: rill::TaskId);
+}
+
+impl<T: Send + 'static> Handed for rill::Reader<T> {
+    fn hold(&self, task: rill::TaskId) {
+        rill::Ends::hold(self, task);
+    }
+}
+
+impl<T: Send + 'static> Handed for rill::Writer<T> {
+    fn hold(&self, task: rill::TaskId) {
+        rill::Ends::hold(self, task);
+    }
+}
+
+impl<T: Send + 'static> Handed for crossbeam_channel::Sender<T> {
+    fn hold(&self, _: rill::TaskId) {}
+}
+
+impl<T: Send + 'static> Handed for crossbeam_channel::Receiver<T> {
+    fn hold(&self, _: rill::TaskId) {}
+}
+
+impl Handed for () {
+    fn hold(&self, _: rill::TaskId) {}
+}
+
+impl<A: Handed, B: Handed> Handed for (A, B) {
+    fn hold(&self, task: rill::TaskId) {
+        self.0.hold(task);
+        self.1.hold(task);
+    }
+}
+
+impl<E: Handed> Handed for Vec<E> {
+    fn hold(&self, task: rill::TaskId) {
+        self.iter().for_each(|e| e.hold(task));
+    }
+}
+
+/// A network's ends as rill's, for `Runtime::spawn_with`.
+struct AsEnds<E>(E);
+
+impl<E: Handed> rill::Ends for AsEnds<E> {
+    fn hold(&self, task: rill::TaskId) {
+        self.0.hold(task);
+    }
+}
+
 /// The body of a task spawned from inside another: it takes its ends.
 pub trait InnerTask<E>: FnOnce(E) -> Result<()> + Send + 'static {}
 
@@ -112,9 +166,9 @@ impl<E, F: FnOnce(E) -> Result<()> + Send + 'static> InnerTask<E> for F {}
 /// doc).
 pub trait Net: Sized {
     /// The writing end of a channel.
-    type Tx<T: Send + 'static>: Send + 'static;
+    type Tx<T: Send + 'static>: Handed;
     /// The reading end of a channel.
-    type Rx<T: Send + 'static>: Send + 'static;
+    type Rx<T: Send + 'static>: Handed;
 
     /// The engine for a network described by `spec`.
     fn build(spec: &NetSpec) -> Result<Self>;
@@ -148,6 +202,39 @@ pub trait Net: Sized {
         let slot = Slot::default();
         let put = slot.clone();
         self.spawn(name, worker, move || put.put(f()))?;
+        Ok(slot)
+    }
+
+    /// [`spawn`](Net::spawn) of a task handed `ends`, the stream ends it
+    /// holds: on rill with `Runtime::spawn_with`, so that the runtime sees
+    /// the network's streams before it places the tasks (the adaptive
+    /// mapping cuts that graph) and a deadlock report names every end's
+    /// holder; elsewhere as `spawn` of a closure that owns them.
+    fn spawn_with<E, F>(&mut self, name: String, worker: usize, ends: E, f: F) -> Result<()>
+    where
+        E: Handed,
+        F: FnOnce(E) + Send + 'static,
+    {
+        self.spawn(name, worker, move || f(ends))
+    }
+
+    /// [`spawn_value`](Net::spawn_value) of a task handed `ends` (see
+    /// [`spawn_with`](Net::spawn_with)).
+    fn spawn_value_with<E, R, F>(
+        &mut self,
+        name: String,
+        worker: usize,
+        ends: E,
+        f: F,
+    ) -> Result<Slot<R>>
+    where
+        E: Handed,
+        R: Send + 'static,
+        F: FnOnce(E) -> R + Send + 'static,
+    {
+        let slot = Slot::default();
+        let put = slot.clone();
+        self.spawn_with(name, worker, ends, move |e| put.put(f(e)))?;
         Ok(slot)
     }
 
@@ -285,6 +372,21 @@ impl Net for RillNet {
             self.rt.try_spawn_on(worker, name, f)?;
         } else {
             self.rt.spawn(name, f);
+        }
+        self.tasks += 1;
+        Ok(())
+    }
+
+    fn spawn_with<E, F>(&mut self, name: String, worker: usize, ends: E, f: F) -> Result<()>
+    where
+        E: Handed,
+        F: FnOnce(E) + Send + 'static,
+    {
+        if self.pinned {
+            self.rt.try_spawn_on(worker, name, move || f(ends))?;
+        } else {
+            self.rt
+                .spawn_with(name, AsEnds(ends), move |AsEnds(e)| f(e));
         }
         self.tasks += 1;
         Ok(())

@@ -14,7 +14,7 @@
 //! | --- | --- |
 //! | `vocab`; `sync`, `tls`, `barrier`, `stack`; `stream::names`; monitoring's leaves (`monitor::{hint, clock, period, sample_state, task_mon, task_entries}`) | the words every layer shares ([`TaskId`], [`BlockedOn`], a stream's [`Side`](stream::Side) and its re-check, the holder word); the atomics loom can swap in, the thread-local words, the asymmetric store-load barrier, the stack pool; stream names; what a stream operation and a sample consult |
 //! | [`task`] | the control block, its state word, the coroutine and its boundary |
-//! | `scheduler`, `registry`, [`error`], [`mapper`], `profile`, `config`, `run::deadlock`, `monitor::{worker_log, binding}` | a worker's ready queues; a run's live tasks; errors; placement policies and the profile mapping; the checked [`Config`]; the deadlock report (the blocked tasks, a waiting cycle, the ends no live task holds, its text); a worker's log |
+//! | `scheduler`, `registry`, [`error`], [`mapper`], `cut`, `profile`, `config`, `run::deadlock`, `monitor::{worker_log, binding}` | a worker's ready queues; a run's live tasks; errors; placement policies, the adaptive cut of the tasks added before the run and the profile mapping; the checked [`Config`]; the deadlock report (the blocked tasks, a waiting cycle, the ends no live task holds, its text); a worker's log |
 //! | `context`, `worker` (`park`, `ticker`, `settle`, `inbox`, `post`, `idle_spin`), `run::shared`, `monitor::self_sample`, `overflow` | the current task and worker (thread-local accessors) and yield; the worker threads, their loop, park/wake, the settle windows and the ticker, handing a task to its worker; the state one run's threads share; a worker's samples of itself; stack-overflow reports |
 //! | [`stream`](mod@stream) (`ring`, `slot`, `holder`, `ends`, `poll`, `block`), `monitor::hooks`, `task_panic` | rings, wait slots, holders, ends, poll, and blocking on them; what monitoring records, called back by the worker and the streams; naming the task in a panic's message |
 //! | `spawn`, `run` (`threads`, `watch`), `builder`, `monitor::{sampler, log_dir}` | the spawn family, in a run and on [`Runtime`]; [`Runtime`] and its run, the run's threads and its view from outside; [`Builder`], its defaults and bounds; the sampler and the log directory |
@@ -45,6 +45,7 @@ mod barrier;
 mod builder;
 mod config;
 mod context;
+mod cut;
 pub mod dist;
 pub mod error;
 mod monitor;

@@ -2,9 +2,10 @@
 //!
 //! - [`Mapping::Adaptive`] (default): a task spawned by a running task
 //!   starts on its spawner's worker, so that tasks that talk start
-//!   together; tasks added before the run are cut into W contiguous blocks
-//!   in spawn order (task i of n on worker i·W/n), so that a chain handed
-//!   over whole stays whole; the blocks beyond worker 0's wait unstarted
+//!   together; tasks added before the run are cut into W blocks along the
+//!   graph of the streams they were handed (`cut.rs`: weighed by their
+//!   ends, in flow order, chains whole; with no ends handed over, in spawn
+//!   order, task i of n on worker i·W/n); the blocks beyond worker 0's wait unstarted
 //!   until the run shows work for more than one worker, and worker 0 takes
 //!   them if it runs out of work first after its tasks talked
 //!   (`worker/plan.rs`: a ring that passes one token runs on one worker;
@@ -41,7 +42,14 @@ pub enum Mapping {
     /// A task spawned inside the run starts on its spawner's worker; the
     /// tasks added before the run ([`Runtime::spawn`](crate::Runtime::spawn),
     /// [`Runtime::spawn_with`](crate::Runtime::spawn_with)) are cut into W
-    /// contiguous blocks in the order they were added. Worker 0 starts its
+    /// blocks. The streams whose ends were handed over with `spawn_with`
+    /// make a graph: the tasks are ordered along it (from the sources, each
+    /// chain whole, a splitter's lanes one after the other), weighed by
+    /// their ends (at least 1), cut into W contiguous parts of about equal
+    /// weight, and each part's edge moved a little where fewer streams
+    /// cross. Tasks added with plain `spawn` weigh 1 and keep the order they
+    /// were added in; with no ends handed over the cut is by count, task i
+    /// of n on worker i·W/n. Worker 0 starts its
     /// block at once; each other block starts on its worker once worker 0
     /// has two started tasks ready at once, or has stayed in one dispatch
     /// for four configured spins ([`Builder::spin`](crate::Builder::spin)),
@@ -369,26 +377,28 @@ impl Mapper {
         })
     }
 
-    /// Picks the worker for task `k` of the `n` added before the run that
-    /// the mapping places (those without a worker of their own).
+    /// Picks the worker for a task added before the run, `block` being its
+    /// block in the cut of the tasks the mapping places (those without a
+    /// worker of their own; `cut.rs`).
     pub(crate) fn place_initial(
         &self,
         name: &str,
         hint: Option<usize>,
-        k: usize,
-        n: usize,
+        block: usize,
     ) -> Result<usize, SpawnError> {
         if let Some(w) = self.check(name, hint)? {
             return Ok(w);
         }
-        // k < n, and n * workers fits: both are bounded (tasks by memory,
-        // workers by MAX_WORKERS).
-        let block = k * self.workers / n.max(1);
         Ok(match &self.mapping {
             Mapping::Adaptive => block,
             Mapping::Profile(_) => self.profiled(name).unwrap_or(block),
             _ => self.by_policy(name),
         })
+    }
+
+    /// Whether [`place_initial`](Self::place_initial) reads the block.
+    pub(crate) fn cuts_initial(&self) -> bool {
+        matches!(self.mapping, Mapping::Adaptive | Mapping::Profile(_))
     }
 
     fn profiled(&self, name: &str) -> Option<usize> {
@@ -530,28 +540,27 @@ mod tests {
         assert_eq!(ws, vec![0, 1, 2, 0, 1, 2]);
     }
 
-    /// Adaptive: a spawned task goes to its spawner's worker; tasks added
-    /// before the run are cut into W contiguous blocks, so a chain added in
-    /// order is cut W-1 times.
+    /// Adaptive: a spawned task goes to its spawner's worker; a task added
+    /// before the run to its block of the cut (`cut.rs`), unless given a
+    /// worker.
     #[test]
     fn adaptive_placement() {
         let m = Mapper::new(Mapping::Adaptive, 3);
         assert_eq!(m.place("x", None, 2).unwrap(), 2);
         assert_eq!(m.place("x", Some(1), 2).unwrap(), 1);
-        let ws: Vec<usize> = (0..7)
-            .map(|k| m.place_initial("c", None, k, 7).unwrap())
-            .collect();
-        assert_eq!(ws, vec![0, 0, 0, 1, 1, 2, 2]);
-        let cuts = ws.windows(2).filter(|p| p[0] != p[1]).count();
-        assert_eq!(cuts, 2);
-        assert!(m.place_initial("c", Some(5), 0, 1).is_err());
+        assert_eq!(m.place_initial("c", None, 2).unwrap(), 2);
+        assert_eq!(m.place_initial("c", Some(1), 2).unwrap(), 1);
+        assert!(m.cuts_initial());
+        assert!(!Mapper::new(Mapping::RoundRobin, 3).cuts_initial());
+        assert!(m.place_initial("c", Some(5), 0).is_err());
         assert_eq!(Mapper::new(Mapping::Adaptive, 1).stealing(), None);
         assert_eq!(m.stealing(), Some(true));
         let p = Mapper::new(Mapping::Profile("p".into()), 2)
             .with_profile(Some(ManualTable::new().with("a/", 1)));
         assert_eq!(p.place("a/3", None, 0).unwrap(), 1);
         assert_eq!(p.place("b", None, 0).unwrap(), 0, "unknown names: adaptive");
-        assert_eq!(p.place_initial("b", None, 1, 2).unwrap(), 1);
+        assert_eq!(p.place_initial("b", None, 1).unwrap(), 1);
+        assert_eq!(p.place_initial("a/1", None, 0).unwrap(), 1);
         assert_eq!(p.stealing(), None, "a loaded profile is kept");
     }
 }

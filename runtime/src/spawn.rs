@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 
 use crate::context::{current_task_id, forced_unwinding, worker};
 use crate::error::SpawnError;
-use crate::run::Runtime;
-use crate::stream::Ends;
+use crate::run::{InitialTask, Runtime};
+use crate::stream::{collect_handed, Ends};
 use crate::vocab::TaskId;
 
 /// Spawns a task placed by the runtime's mapping policy. Call it from inside a
@@ -181,8 +181,12 @@ impl Runtime {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.initial
-            .push((name.into(), None, crate::task::task_fn(f)));
+        self.initial.push(InitialTask {
+            name: name.into(),
+            hint: None,
+            f: crate::task::task_fn(f),
+            ends: Vec::new(),
+        });
         self.initial.len() as TaskId
     }
 
@@ -220,13 +224,19 @@ impl Runtime {
                 workers: self.cfg.workers,
             });
         }
-        self.initial
-            .push((name, Some(worker), crate::task::task_fn(f)));
+        self.initial.push(InitialTask {
+            name,
+            hint: Some(worker),
+            f: crate::task::task_fn(f),
+            ends: Vec::new(),
+        });
         Ok(self.initial.len() as TaskId)
     }
 
     /// Adds a task that is handed `ends` (see [`spawn_with`](crate::spawn_with)):
-    /// it holds them from the start, for deadlock reports.
+    /// it holds them from the start, for deadlock reports, and under
+    /// [`Mapping::Adaptive`](crate::Mapping::Adaptive) the run cuts the
+    /// graph of the streams so handed over into the workers' blocks.
     pub fn spawn_with<E, F>(&mut self, name: impl Into<Cow<'static, str>>, ends: E, f: F) -> TaskId
     where
         E: Ends,
@@ -237,9 +247,15 @@ impl Runtime {
         // run, not to the caller's.
         let words = crate::tls::ThreadWords::take();
         crate::tls::set_holding_for(self.run_id);
-        ends.hold(self.initial.len() as TaskId + 1);
+        let id = self.initial.len() as TaskId + 1;
+        let handed = collect_handed(|| ends.hold(id));
         words.restore();
-        self.spawn(name, move || f(ends))
+        let id = self.spawn(name, move || f(ends));
+        // The run's placement reads them (`cut.rs`).
+        if let Some(t) = self.initial.last_mut() {
+            t.ends = handed;
+        }
+        id
     }
 
     /// [`spawn_with`](Self::spawn_with) on a given worker (a cross-rank

@@ -17,7 +17,10 @@
 //!   a [`rill::PollSet`]) and adds up the maps as they come.
 //!
 //! The network is written once over [`Net`]: rill runs it as [`run`], the
-//! OS-threads peer as [`network`]`::<ThreadNet>`.
+//! OS-threads peer as [`network`]`::<ThreadNet>`. Each task is handed its
+//! channel ends ([`Net::spawn_with`]), so that rill's default mapping cuts
+//! the network's stream graph (on 2 workers: source, splitter and counter
+//! 0 | the other counters and the merger).
 //!
 //! Task creation order (for round-robin): source, split, counters, merge.
 //! Manual mapping: see [`manual_table`]. Parts: the tasks in that order cut
@@ -110,40 +113,52 @@ fn spawn_net<N: Net, W: kernels::Words>(
     p: &WordcountParams,
 ) -> Result<crate::net::Slot<Counts>> {
     let (k, batch, chunk) = (p.counters, p.batch, p.chunk);
-    let (mut to_split, mut chunks_in) = N::channel::<W::Chunk>(p.capacity);
+    let (to_split, chunks_in) = N::channel::<W::Chunk>(p.capacity);
     let text = p.corpus.text().clone();
-    net.spawn("wc/source".into(), 0, move || {
+    // Each task is handed its ends, so that rill sees the network before
+    // it places the tasks.
+    net.spawn_with("wc/source".into(), 0, to_split, move |mut to_split| {
         for c in kernels::chunks(&text, chunk) {
             if !N::send(&mut to_split, W::chunk(c)) {
                 return;
             }
         }
     })?;
-    let (mut to_counters, counter_ins): (Vec<_>, Vec<_>) =
+    let (to_counters, counter_ins): (Vec<_>, Vec<_>) =
         (0..k).map(|_| N::channel::<W::Batch>(p.capacity)).unzip();
-    net.spawn("wc/split".into(), 0, move || {
-        let mut s = W::splitter(k, batch);
-        let mut emit = |c: usize, b| N::send(&mut to_counters[c], b);
-        while let Some(chunk) = N::recv(&mut chunks_in) {
-            if !W::split(&mut s, &chunk, &mut emit) {
-                return;
+    net.spawn_with(
+        "wc/split".into(),
+        0,
+        (chunks_in, to_counters),
+        move |(mut chunks_in, mut to_counters)| {
+            let mut s = W::splitter(k, batch);
+            let mut emit = |c: usize, b| N::send(&mut to_counters[c], b);
+            while let Some(chunk) = N::recv(&mut chunks_in) {
+                if !W::split(&mut s, &chunk, &mut emit) {
+                    return;
+                }
             }
-        }
-        W::finish(s, emit);
-    })?;
+            W::finish(s, emit);
+        },
+    )?;
     let mut results = Vec::with_capacity(k);
-    for (i, mut words_in) in counter_ins.into_iter().enumerate() {
-        let (mut out, r) = N::channel::<Counts>(RESULT_CAPACITY);
+    for (i, words_in) in counter_ins.into_iter().enumerate() {
+        let (out, r) = N::channel::<Counts>(RESULT_CAPACITY);
         results.push(r);
-        net.spawn(format!("wc/count/{i}"), 0, move || {
-            let mut counts = Counts::new();
-            while let Some(words) = N::recv(&mut words_in) {
-                W::count(&mut counts, words);
-            }
-            N::send(&mut out, counts);
-        })?;
+        net.spawn_with(
+            format!("wc/count/{i}"),
+            0,
+            (words_in, out),
+            move |(mut words_in, mut out)| {
+                let mut counts = Counts::new();
+                while let Some(words) = N::recv(&mut words_in) {
+                    W::count(&mut counts, words);
+                }
+                N::send(&mut out, counts);
+            },
+        )?;
     }
-    net.spawn_value("wc/merge".into(), 0, move || {
+    net.spawn_value_with("wc/merge".into(), 0, results, move |results| {
         let mut total = Counts::new();
         for part in N::merge(results) {
             kernels::merge_into(&mut total, part);

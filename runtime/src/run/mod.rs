@@ -68,10 +68,20 @@ pub struct RunStats {
     pub unguarded_stacks: u64,
 }
 
+/// A task added before the run.
+pub(crate) struct InitialTask {
+    pub(crate) name: Cow<'static, str>,
+    /// The worker given at spawn (`spawn_on`), if any.
+    pub(crate) hint: Option<usize>,
+    pub(crate) f: TaskFn,
+    /// The stream ends it was handed (`spawn_with`): stream id and side.
+    pub(crate) ends: Vec<(u64, crate::vocab::Side)>,
+}
+
 /// A rill runtime: a configuration and the tasks to start with.
 pub struct Runtime {
     pub(crate) cfg: Config,
-    pub(crate) initial: Vec<(Cow<'static, str>, Option<usize>, TaskFn)>,
+    pub(crate) initial: Vec<InitialTask>,
     /// The number its next run will have (`Shared::run_id`), which ends
     /// handed over by `spawn_with` before the run record.
     pub(crate) run_id: u64,
@@ -441,17 +451,26 @@ impl Runtime {
 /// Returns how many each worker got.
 fn place_initial(
     shared: &mut Arc<Shared>,
-    initial: Vec<(Cow<'static, str>, Option<usize>, TaskFn)>,
+    initial: Vec<InitialTask>,
 ) -> Result<Vec<u64>, RunError> {
     let n = shared.workers.len();
     let mut created = vec![0u64; n];
     let mut assigns = Vec::new();
-    // The tasks the mapping places, numbered in spawn order for the
-    // adaptive blocks.
-    let placed = initial.iter().filter(|t| t.1.is_none()).count();
-    let mut nth = 0;
+    // The block of each task the mapping places (those without a worker of
+    // their own), from their order and the ends they were handed.
+    let blocks = if shared.mapper.cuts_initial() {
+        let ends: Vec<&[_]> = initial
+            .iter()
+            .filter(|t| t.hint.is_none())
+            .map(|t| t.ends.as_slice())
+            .collect();
+        crate::cut::blocks(&ends, n)
+    } else {
+        Vec::new()
+    };
+    let mut blocks = blocks.into_iter();
     let mut initial = initial.into_iter().enumerate();
-    for (k, (name, hint, f)) in initial.by_ref() {
+    for (k, InitialTask { name, hint, f, .. }) in initial.by_ref() {
         if k >= shared.cfg.max_tasks {
             return Err(RunError::NoStack {
                 name: name.into_owned(),
@@ -461,11 +480,15 @@ fn place_initial(
                 ),
             });
         }
-        let target = match shared.mapper.place_initial(&name, hint, nth, placed) {
+        let block = if hint.is_none() {
+            blocks.next().unwrap_or(0)
+        } else {
+            0
+        };
+        let target = match shared.mapper.place_initial(&name, hint, block) {
             Ok(w) => w,
             Err(e) => return Err(RunError::Start(e.to_string())),
         };
-        nth += usize::from(hint.is_none());
         let label = name.to_string();
         let t = shared.new_task(name, 0, target, Some(f));
         t.get()

@@ -1,10 +1,52 @@
 //! Handing a task its stream ends at spawn (`rill::spawn_with`), so that the
 //! runtime knows who holds each end before it is first used: a deadlock
 //! between tasks that each wait before their first write is then reported
-//! with its waiting cycle.
+//! with its waiting cycle. A task added before the run
+//! (`Runtime::spawn_with`) also tells the run which streams it holds
+//! ([`collect_handed`]): the adaptive mapping cuts that graph into blocks
+//! (`cut.rs`).
+
+use std::cell::RefCell;
 
 use super::{PollSet, Reader, Writer};
-use crate::vocab::TaskId;
+use crate::vocab::{Side, TaskId};
+
+thread_local! {
+    /// The ends handed over while [`collect_handed`] runs on this thread:
+    /// the stream's id and the side. `None` otherwise, so that a
+    /// `rill::spawn_with` inside a run records nothing.
+    static HANDED: RefCell<Option<Vec<(u64, Side)>>> = const { RefCell::new(None) };
+}
+
+/// Runs `hold` (an [`Ends::hold`]) and returns the stream ends it recorded,
+/// in the order it recorded them: every [`Reader`] and [`Writer`] whose
+/// `hold` it called, a [`PollSet`]'s readers included. A program's own
+/// `Ends` that does not hand its streams' ends to theirs records nothing.
+pub(crate) fn collect_handed(hold: impl FnOnce()) -> Vec<(u64, Side)> {
+    /// Puts back what was there (`None` but inside a nested call), also
+    /// when `hold` unwinds.
+    struct Restore(Option<Vec<(u64, Side)>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let prev = self.0.take();
+            let _ = HANDED.try_with(|h| *h.borrow_mut() = prev);
+        }
+    }
+    let restore = Restore(HANDED.with(|h| h.borrow_mut().replace(Vec::new())));
+    hold();
+    let got = HANDED.with(|h| h.borrow_mut().take()).unwrap_or_default();
+    drop(restore);
+    got
+}
+
+/// Records end `side` of stream `id` for [`collect_handed`], when it runs.
+fn note_handed(id: u64, side: Side) {
+    HANDED.with(|h| {
+        if let Some(v) = h.borrow_mut().as_mut() {
+            v.push((id, side));
+        }
+    });
+}
 
 /// Stream ends handed to a task when it is spawned: a [`Reader`], a
 /// [`Writer`], a [`PollSet`], or tuples, arrays, `Vec`s, `Option`s and
@@ -17,12 +59,14 @@ pub trait Ends: Send + 'static {
 impl<T: Send + 'static> Ends for Reader<T> {
     fn hold(&self, task: TaskId) {
         self.core.reader.hold(task);
+        note_handed(self.core.id, Side::Reader);
     }
 }
 
 impl<T: Send + 'static> Ends for Writer<T> {
     fn hold(&self, task: TaskId) {
         self.core.writer.hold(task);
+        note_handed(self.core.id, Side::Writer);
     }
 }
 

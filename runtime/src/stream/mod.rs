@@ -45,6 +45,7 @@ use std::sync::Arc;
 
 pub(crate) use crate::vocab::Recheck;
 pub use crate::vocab::Side;
+pub(crate) use ends::collect_handed;
 pub use ends::Ends;
 pub use poll::poll;
 pub use poll_set::PollSet;

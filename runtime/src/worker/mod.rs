@@ -383,7 +383,7 @@ impl WorkerLocal {
             }
         }
         // Under Mapping::Adaptive the tasks placed here before the run are
-        // the mapping's plan (contiguous blocks of the network): kept here,
+        // the mapping's plan (the blocks of the network's cut): kept here,
         // out of thieves' reach. A task spawned onto this worker by one
         // that already runs elsewhere may be among them, which is harmless.
         if self.shared.steals_batches() {

@@ -1,8 +1,8 @@
 //! The blocks of tasks added before the run, under the adaptive mapping:
 //! when they start, and where.
 //!
-//! The mapper cuts the tasks added before the run into W contiguous blocks
-//! (`mapper.rs`). Worker 0 starts its block at once; the others wait,
+//! The mapper cuts the tasks added before the run into W blocks along the
+//! graph of the streams they were handed (`cut.rs`). Worker 0 starts its block at once; the others wait,
 //! unstarted, until the run shows whether it can use more than one worker:
 //!
 //! - Worker 0 sees two started tasks ready at once after a dispatch (a
