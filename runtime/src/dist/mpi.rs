@@ -158,8 +158,10 @@ impl Drop for World {
     }
 }
 
-/// A send under way and its buffer (a leaked box, freed once it completes).
-type Sending = (Request<'static, [u8], StaticScope>, *mut [u8]);
+/// A send under way and its buffer: a frame's vector, its parts kept while
+/// MPI reads it (pointer, length, capacity), rebuilt and dropped once the
+/// send completes.
+type Sending = (Request<'static, [u8], StaticScope>, (*mut u8, usize, usize));
 
 /// Frames up to this size arrive in the receive the transport keeps
 /// posted; a larger one is announced there by an empty message and follows
@@ -225,17 +227,20 @@ impl MpiTransport {
         ));
     }
 
-    fn isend(&mut self, to: usize, frame: Box<[u8]>, tag: i32) {
-        let buf: &'static mut [u8] = Box::leak(frame);
-        let ptr: *mut [u8] = buf;
-        // SAFETY: `ptr` is the leaked box, alive until `reap` frees it after
-        // the send completes; nothing writes it meanwhile.
-        let data: &'static [u8] = unsafe { &*ptr };
+    fn isend(&mut self, to: usize, frame: Vec<u8>, tag: i32) {
+        // Sent from the frame's own vector: no shrink to a box, no copy.
+        let mut frame = std::mem::ManuallyDrop::new(frame);
+        let parts = (frame.as_mut_ptr(), frame.len(), frame.capacity());
+        // SAFETY: the vector's buffer stays allocated, unmoved and unwritten
+        // until `reap` rebuilds the vector from `parts` after the send
+        // completes (an empty vector's dangling pointer is valid for zero
+        // bytes).
+        let data: &'static [u8] = unsafe { std::slice::from_raw_parts(parts.0, parts.1) };
         let req = self
             .comm
             .process_at_rank(to as i32)
             .immediate_send_with_tag(StaticScope, data, tag);
-        self.pending.push((req, ptr));
+        self.pending.push((req, parts));
     }
 
     fn reap(&mut self) {
@@ -244,10 +249,10 @@ impl MpiTransport {
             let (req, buf) = self.pending.swap_remove(i);
             match req.test() {
                 Ok(_) => {
-                    // SAFETY: `buf` came from `Box::leak` in `isend` and its
-                    // send has completed, so MPI no longer reads it and no
-                    // other reference to it is left.
-                    drop(unsafe { Box::from_raw(buf) });
+                    // SAFETY: `buf` holds the parts of the vector `isend`
+                    // kept from dropping, and its send has completed, so MPI
+                    // no longer reads it and no other reference is left.
+                    drop(unsafe { Vec::from_raw_parts(buf.0, buf.1, buf.2) });
                 }
                 Err(req) => {
                     self.pending.push((req, buf));
@@ -291,10 +296,10 @@ impl Transport for MpiTransport {
             self.reap();
         }
         if frame.len() <= POSTED_BYTES {
-            self.isend(to, frame.into_boxed_slice(), TAG_FRAME);
+            self.isend(to, frame, TAG_FRAME);
         } else {
-            self.isend(to, Box::default(), TAG_FRAME);
-            self.isend(to, frame.into_boxed_slice(), TAG_LARGE);
+            self.isend(to, Vec::new(), TAG_FRAME);
+            self.isend(to, frame, TAG_LARGE);
         }
     }
 
