@@ -62,6 +62,12 @@ def key(rec, args):
 
 
 def main():
+    if "--help" in sys.argv or "-h" in sys.argv:
+        print(__doc__.strip())
+        return
+    unknown = [a for a in sys.argv[1:] if a.startswith("-") and a not in ("--loaded", "--profile")]
+    if unknown:
+        sys.exit(f"unknown option {unknown[0]}; see --help")
     argv = [a for a in sys.argv[1:] if not a.startswith("--")]
     rounds = int(argv[0]) if argv else 7
     loops = []
