@@ -300,7 +300,7 @@ pub(crate) fn task_migrated(id: u64, from: usize, to: usize) {
 }
 
 /// A task of a monitored worker is about to spin before blocking on
-/// `blocked` (`stream::block::spin_worker`): its period ends here, as it would if it
+/// `blocked` (`stream::block::before_block`): its period ends here, as it would if it
 /// blocked.
 #[cold]
 #[inline(never)]

@@ -17,13 +17,32 @@ use crate::worker::{PendingList, WorkerLocal};
 /// between looks, some microseconds, well inside the worker's own idle spin.
 const TASK_SPIN: u32 = 256;
 
-/// Before a task blocks on a stream: the current worker, if it has nothing
-/// else to run (no ready task, nothing in the inbox). Then what the task waits
-/// for can only come from another thread, and the worker would spin idle
-/// anyway, so the task may spin on it first ([`spin_on`]): a message or free
-/// slot from another worker that arrives meanwhile is taken without a block, a
-/// cross-worker wake, an inbox post and a dispatch (a cross-worker round trip:
-/// about 1 µs down to about 0.2 µs here).
+/// What a task about to block does first ([`before_block`]).
+pub(crate) enum First {
+    /// Spin on its worker ([`spin_on`]).
+    Spin(&'static WorkerLocal),
+    /// Make the run's idle-work passes ([`pass_on`]).
+    Pass(&'static WorkerLocal),
+}
+
+/// Before a task blocks on a stream, with the current worker `w`, if that
+/// worker has nothing else to run (no ready task, nothing in the inbox):
+/// then what the task waits for can only come from another thread, and the
+/// worker would look for it idle anyway, so the task may look first.
+///
+/// - [`First::Spin`]: where the worker spins idle, the task spins on it
+///   first ([`spin_on`]): a message or free slot from another worker that
+///   arrives meanwhile is taken without a block, a cross-worker wake, an
+///   inbox post and a dispatch (a cross-worker round trip: about 1 µs down
+///   to about 0.2 µs here). Not where workers share cores: the peer may be
+///   waiting for this core.
+/// - [`First::Pass`]: where the worker has no idle spin but the run's idle
+///   workers carry a layer's work (the bridge across ranks), the task makes
+///   the passes its worker would make once it blocked ([`pass_on`]): what
+///   it waits for comes from such a pass (a frame from another rank), and a
+///   task that finds it there goes on without a block, a wake and a
+///   dispatch, on either side of a round trip. Not on a monitored worker
+///   (its log would show the passes as the task's work).
 ///
 /// On a monitored worker the caller brackets the spin with
 /// [`hooks::spin_begin`](crate::hooks::spin_begin) and
@@ -34,17 +53,54 @@ const TASK_SPIN: u32 = 256;
 /// `w` is the running worker ([`worker`]), which the caller passes on to
 /// [`block`] too (one thread-local read for both).
 #[inline(always)]
-pub(crate) fn spin_worker(w: Option<&'static WorkerLocal>) -> Option<&'static WorkerLocal> {
+pub(crate) fn before_block(w: Option<&'static WorkerLocal>) -> Option<First> {
     match w {
-        // The common case on a busy worker: one look at its queues. Not
-        // where workers share cores: the peer may be waiting for this core.
-        Some(w) if !w.has_other_work() && w.may_spin() => Some(w),
+        // The common case on a busy worker: one look at its queues.
+        Some(w) if !w.has_other_work() => {
+            if w.may_spin() {
+                Some(First::Spin(w))
+            } else if w.task_passes() {
+                Some(First::Pass(w))
+            } else {
+                None
+            }
+        }
         _ => None,
     }
 }
 
+/// How many passes of the run's idle work [`pass_on`] makes before it gives
+/// up: an empty pass is some hundreds of nanoseconds, so some microseconds
+/// in all, about a message's round trip between ranks.
+const TASK_PASSES: u32 = 32;
+
+/// The passes of [`First::Pass`]: until `ready` comes true, other work
+/// appears on `w`, the work closes, or [`TASK_PASSES`] went by. Returns
+/// whether `ready` came true; the caller then looks again through its
+/// normal path.
+#[cold]
+#[inline(never)]
+pub(crate) fn pass_on(w: &WorkerLocal, ready: impl Fn() -> bool) -> bool {
+    use crate::worker::idle_work::IdlePass;
+    w.count_spin();
+    for _ in 0..TASK_PASSES {
+        if ready() {
+            return true;
+        }
+        if w.has_other_work() {
+            return false;
+        }
+        match w.task_pass() {
+            IdlePass::Closed => return false,
+            IdlePass::Worked => {}
+            IdlePass::Nothing | IdlePass::Busy => std::hint::spin_loop(),
+        }
+    }
+    ready()
+}
+
 /// Spins on `ready` for at most [`TASK_SPIN`] looks, giving up as soon as
-/// other work appears on `w` (see [`spin_worker`]). Returns whether `ready`
+/// other work appears on `w` (see [`before_block`]). Returns whether `ready`
 /// came true; the caller then looks again through its normal path.
 #[cold]
 #[inline(never)]

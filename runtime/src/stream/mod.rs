@@ -618,7 +618,7 @@ impl<T: Send + 'static> Reader<T> {
             }
             // Nothing else to run here means the message can only come from
             // another thread: look again for a while before paying for a
-            // block, a wake and a dispatch (see `block::spin_worker`).
+            // block, a wake and a dispatch (see `block::before_block`).
             self.waits += 1;
             // Read once for the spin and the block (a thread-local read).
             let w = context::worker();
@@ -852,7 +852,7 @@ impl<T: Send + 'static> Waits for Reader<T> {
     }
 }
 
-/// The spin before a block (`block::spin_worker`): true when `ready` came
+/// The spin before a block (`block::before_block`): true when `ready` came
 /// true. Nothing else to run on this worker means what the task waits for can
 /// only come from another thread, so looking again for a while saves a block,
 /// a wake and a dispatch. On a monitored worker the spin is bracketed so that
@@ -863,8 +863,10 @@ fn spin_first<W: Waits>(
     on: &mut W,
     ready: impl Fn(&W) -> bool,
 ) -> bool {
-    let Some(w) = block::spin_worker(w) else {
-        return false;
+    let w = match block::before_block(w) {
+        None => return false,
+        Some(block::First::Pass(w)) => return block::pass_on(w, || ready(on)),
+        Some(block::First::Spin(w)) => w,
     };
     let mon = w.is_monitored();
     if mon {

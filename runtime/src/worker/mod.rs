@@ -49,7 +49,7 @@ pub struct WorkerStats {
     /// Task dispatches (resumptions).
     pub dispatches: u64,
     /// Times a task about to block spun first, its worker having nothing else
-    /// to run (`stream::block::spin_worker`). On a monitored worker each one is
+    /// to run (`stream::block::before_block`). On a monitored worker each one is
     /// logged as a period that ended blocked, a wait, and a new period, so
     /// such a log holds `dispatches + spins` periods.
     pub spins: u64,
@@ -117,6 +117,11 @@ pub(crate) struct WorkerLocal {
     plan_until: std::cell::Cell<Option<Instant>>,
     /// How long the worker spins when it runs out of work.
     spin: idle_spin::IdleSpin,
+    /// A task about to block may make the run's idle-work passes first
+    /// (`stream::block::before_block`): the run carries a layer's work (the
+    /// bridge across ranks), the worker is not monitored, and task stacks
+    /// are large enough for the layer's calls (MPI's).
+    task_passes: bool,
     log: UnsafeCell<Option<WorkerLog>>,
     /// The worker records periods (a log, not in sample mode).
     monitoring: bool,
@@ -129,6 +134,11 @@ pub(crate) struct WorkerLocal {
     /// end (a wall-clock one is paused while the worker is parked).
     sample_timer: UnsafeCell<Option<crate::monitor::self_sample::SampleTimer>>,
 }
+
+/// The smallest task stack on which a task about to block makes the run's
+/// idle-work passes itself (`task_passes`): the passes call MPI, whose
+/// progress engine needs some kilobytes of stack.
+const TASK_PASS_STACK: usize = 64 << 10;
 
 impl WorkerLocal {
     pub(crate) fn new(
@@ -145,6 +155,8 @@ impl WorkerLocal {
         let solo = shared.workers.len() == 1;
         let spin =
             idle_spin::IdleSpin::new(shared.cfg.spin, shared.workers.len(), shared.cfg.cores);
+        let task_passes =
+            shared.idle_work.is_some() && shared.cfg.stack_size >= TASK_PASS_STACK && log.is_none();
         WorkerLocal {
             id,
             me: &shared.workers[id],
@@ -163,6 +175,7 @@ impl WorkerLocal {
             plan_done: std::cell::Cell::new(id == 0),
             plan_until: std::cell::Cell::new(None),
             spin,
+            task_passes,
             sampled: log.as_ref().is_some_and(|l| l.is_sampled()),
             task_totals: log.as_ref().is_some_and(|l| l.is_sample_only()),
             monitoring: log.as_ref().is_some_and(|l| !l.is_sample_only()),
@@ -556,6 +569,35 @@ impl WorkerLocal {
     #[inline]
     pub(crate) fn has_other_work(&self) -> bool {
         !self.ready().is_empty() || !self.shared.workers[self.id].inbox.is_empty()
+    }
+
+    /// Whether a task about to block may make the run's idle-work passes
+    /// first (`stream::block::before_block`).
+    #[inline(always)]
+    pub(crate) fn task_passes(&self) -> bool {
+        self.task_passes
+    }
+
+    /// One pass of the run's idle work from inside a task about to block,
+    /// as the worker's idle loop makes it: with the thread's current worker
+    /// and task cleared (its stream operations are those of a thread
+    /// outside the run), both put back after it, also if it unwinds.
+    #[cold]
+    pub(crate) fn task_pass(&self) -> idle_work::IdlePass {
+        struct Restore(*const WorkerLocal, *const crate::task::Task);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                context::set_current_task(self.1);
+                context::set_current_worker(self.0);
+            }
+        }
+        let Some(work) = self.shared.idle_work.as_deref() else {
+            return idle_work::IdlePass::Closed;
+        };
+        let _restore = Restore(self, context::current_task_ptr());
+        context::set_current_task(std::ptr::null());
+        context::set_current_worker(std::ptr::null());
+        work.pass()
     }
 
     /// Whether a task about to block may spin first (`stream::block::spin_on`):
