@@ -209,22 +209,20 @@ impl MpiTransport {
             posted: None,
             posted_buf: buf,
         };
-        t.post();
+        t.posted = Some(t.post());
         t
     }
 
     /// Posts the receive into `posted_buf`; none may be posted now.
-    fn post(&mut self) {
+    fn post(&mut self) -> Request<'static, [u8], StaticScope> {
         debug_assert!(self.posted.is_none());
         // SAFETY: `posted_buf` is the leaked box, alive until `drop`, and no
         // receive is posted into it (the last one completed and its bytes
         // were copied out), so this is the only reference to it.
         let buf: &'static mut [u8] = unsafe { &mut *self.posted_buf };
-        self.posted = Some(self.comm.any_process().immediate_receive_into_with_tag(
-            StaticScope,
-            buf,
-            TAG_FRAME,
-        ));
+        self.comm
+            .any_process()
+            .immediate_receive_into_with_tag(StaticScope, buf, TAG_FRAME)
     }
 
     fn isend(&mut self, to: usize, frame: Vec<u8>, tag: i32) {
@@ -310,10 +308,7 @@ impl Transport for MpiTransport {
         // this receive at once).
         let req = match self.posted.take() {
             Some(req) => req,
-            None => {
-                self.post();
-                self.posted.take().expect("just posted")
-            }
+            None => self.post(),
         };
         let status = match req.test() {
             Ok(status) => status,

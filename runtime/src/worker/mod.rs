@@ -579,11 +579,20 @@ impl WorkerLocal {
     }
 
     /// One pass of the run's idle work from inside a task about to block,
-    /// as the worker's idle loop makes it: with the thread's current worker
-    /// and task cleared (its stream operations are those of a thread
-    /// outside the run), both put back after it, also if it unwinds.
+    /// as the worker's idle loop makes it ([`as_outside`](Self::as_outside)).
     #[cold]
     pub(crate) fn task_pass(&self) -> idle_work::IdlePass {
+        match self.shared.idle_work.as_deref() {
+            Some(work) => self.as_outside(|| work.pass()),
+            None => idle_work::IdlePass::Closed,
+        }
+    }
+
+    /// Runs `f` with the thread's current worker and task cleared, so that
+    /// its stream operations are those of a thread outside the run (a pass
+    /// of the run's idle work); both are put back after it, also if it
+    /// unwinds.
+    fn as_outside<R>(&self, f: impl FnOnce() -> R) -> R {
         struct Restore(*const WorkerLocal, *const crate::task::Task);
         impl Drop for Restore {
             fn drop(&mut self) {
@@ -591,13 +600,10 @@ impl WorkerLocal {
                 context::set_current_worker(self.0);
             }
         }
-        let Some(work) = self.shared.idle_work.as_deref() else {
-            return idle_work::IdlePass::Closed;
-        };
         let _restore = Restore(self, context::current_task_ptr());
         context::set_current_task(std::ptr::null());
         context::set_current_worker(std::ptr::null());
-        work.pass()
+        f()
     }
 
     /// Whether a task about to block may spin first (`stream::block::spin_on`):
@@ -876,14 +882,9 @@ impl WorkerLocal {
                 work,
                 || self.shared.phase() == Phase::Running,
                 || !me.inbox.is_empty() || !self.ready().is_empty(),
-                |pass| {
-                    // The pass's stream operations are those of a thread
-                    // outside the run (no current worker or task here).
-                    context::set_current_worker(std::ptr::null());
-                    let r = pass();
-                    context::set_current_worker(self);
-                    r
-                },
+                // The pass's stream operations are those of a thread
+                // outside the run (no current worker or task here).
+                |pass| self.as_outside(pass),
             );
             if let Some(found) = found {
                 return found;
