@@ -2,6 +2,7 @@
 """Issue 38's rows, alternating run by run: every round runs each row once.
 
 Usage: scripts/placement_rows.py [ROUNDS] [--loaded] [--profile]
+                                  [--rows NAME,NAME...]
 
 Runs target/release/rill-bench (build it first), reads `wall_ms` or
 `ns_per_op` from each `--json` line, and prints one markdown table row per
@@ -9,7 +10,13 @@ program and mapping: median (min-max) over the rounds. Every run must say
 "verified": true, or the script stops. `--loaded` starts one busy loop per
 core for the spell and stops them at the end. `--profile` adds each
 application's second run under `--mapping profile:PATH` (the file written
-by a first run before the rounds).
+by a first run before the rounds). `--rows` keeps the rows of the named
+programs only (sieve, mc, wordcount, pipe, ring, des, rt, ant).
+
+The rows of one program run one after another, and their order turns by
+one row each round, so that no mapping always runs first: on a loaded host
+the first run of a program in a round was up to 1.5x slower than the same
+run in second place.
 """
 import json, os, statistics, subprocess, sys
 
@@ -65,10 +72,19 @@ def main():
     if "--help" in sys.argv or "-h" in sys.argv:
         print(__doc__.strip())
         return
-    unknown = [a for a in sys.argv[1:] if a.startswith("-") and a not in ("--loaded", "--profile")]
+    args_in = list(sys.argv[1:])
+    keep = None
+    if "--rows" in args_in:
+        i = args_in.index("--rows")
+        if i + 1 >= len(args_in):
+            sys.exit("--rows needs a list of programs; see --help")
+        keep = set(args_in[i + 1].split(","))
+        del args_in[i:i + 2]
+    known = ("--loaded", "--profile")
+    unknown = [a for a in args_in if a.startswith("-") and a not in known]
     if unknown:
         sys.exit(f"unknown option {unknown[0]}; see --help")
-    argv = [a for a in sys.argv[1:] if not a.startswith("--")]
+    argv = [a for a in args_in if not a.startswith("--")]
     rounds = int(argv[0]) if argv else 7
     loops = []
     if "--loaded" in sys.argv:
@@ -84,12 +100,23 @@ def main():
             if made.returncode != 0 or not os.path.exists(path):
                 sys.exit(f"{args}: the profile run did not write {path}\n{made.stderr}")
             rows.append((label, f"{args} --mapping profile:{path}", None, "wall_ms"))
+    if keep is not None:
+        rows = [r for r in rows if r[1].split()[0] in keep]
+        if not rows:
+            sys.exit(f"--rows {','.join(sorted(keep))}: no such rows; see --help")
+    groups = {}
+    for r in rows:
+        groups.setdefault(r[1].split()[0], []).append(r)
     results = {}
     order = []
     try:
         for r in range(rounds):
             print(f"round {r + 1}/{rounds}, load {os.getloadavg()[0]:.1f}", file=sys.stderr)
-            for label, args, _, field in rows:
+            turned = []
+            for g in groups.values():
+                k = r % len(g)
+                turned += g[k:] + g[:k]
+            for label, args, _, field in turned:
                 out = subprocess.run([B] + args.split() + ["--json"], capture_output=True, text=True)
                 if out.returncode != 0:
                     sys.exit(f"{args}: exit {out.returncode}\n{out.stderr}")

@@ -396,6 +396,12 @@ impl Mapper {
         })
     }
 
+    /// Whether a task spawned in the run starts near its spawner
+    /// ([`Mapping::Adaptive`]).
+    pub(crate) fn spawns_near_spawner(&self) -> bool {
+        matches!(self.mapping, Mapping::Adaptive)
+    }
+
     /// Whether [`place_initial`](Self::place_initial) reads the block.
     pub(crate) fn cuts_initial(&self) -> bool {
         matches!(self.mapping, Mapping::Adaptive | Mapping::Profile(_))

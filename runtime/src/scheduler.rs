@@ -71,6 +71,12 @@ impl ReadyQueue {
         }
     }
 
+    /// Adaptive stealing: this worker's own stealer on its new tasks,
+    /// which takes the oldest.
+    pub(crate) fn oldest(&self) -> Option<&Stealer<TaskRef>> {
+        self.oldest.as_ref()
+    }
+
     /// Where a batch a thief takes lands (adaptive stealing only).
     pub(crate) fn scratch(&self) -> Option<&Deque<TaskRef>> {
         self.scratch.as_ref()

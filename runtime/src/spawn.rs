@@ -135,6 +135,11 @@ where
     };
     let shared = &w.shared;
     let target = shared.mapper.place(&name, worker_hint, w.id)?;
+    // Looked at before the new task is queued: work besides it.
+    let share = worker_hint.is_none()
+        && target == w.id
+        && shared.mapper.spawns_near_spawner()
+        && w.has_other_work();
     if shared.live.load(Ordering::Relaxed) >= shared.cfg.max_tasks {
         return Err(SpawnError::NoStack {
             name: name.to_string(),
@@ -163,6 +168,9 @@ where
     w.note_spawn(task);
     if target == w.id {
         w.push_local(task);
+        if share {
+            w.share_new_tasks();
+        }
     } else {
         shared.workers[target].post(task);
     }

@@ -289,6 +289,14 @@ impl Runtime {
             stall_reported: std::sync::atomic::AtomicBool::new(false),
             idle_work: self.idle_work.clone(),
         });
+        if shared.mapper.spawns_near_spawner() {
+            // Every worker but 0 begins by waiting for its block
+            // (`worker/plan.rs`), so it counts as waiting from the start,
+            // also before its thread runs (`spawn::hand_to_parked`).
+            for w in shared.workers.iter().skip(1) {
+                w.waits_for_plan.store(true, Ordering::Relaxed);
+            }
+        }
         let initial: Vec<_> = self.initial.drain(..).collect();
         let created = match place_initial(&mut shared, initial) {
             Ok(c) => c,

@@ -234,6 +234,49 @@ impl WorkerLocal {
         }
     }
 
+    /// The adaptive mapping, after a spawn here while this worker had
+    /// other work: when another worker has had none yet (it waits for its
+    /// block to start, or is parked), nothing is posted to it, and it was
+    /// never given tasks this way, gives it the older half of the new
+    /// tasks queued here (at least one), in its inbox, as a thief would
+    /// take them. Once per worker and run. A thief that sleeps, or whose
+    /// core another program holds, comes back only after a network that
+    /// unfolds (each task spawning the next within microseconds) has
+    /// started every new task where it was spawned; this hands it its
+    /// share first (Monte Carlo's chains beside busy loops: decision 0021).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn share_new_tasks(&self) {
+        let ws = &self.shared.workers;
+        // Relaxed: hints only (a worker that woke meanwhile finds the tasks
+        // in its inbox); the swap lets one spawn claim the worker, and the
+        // tasks themselves are handed over by the posts.
+        let Some(to) = (1..ws.len()).map(|k| (self.id + k) % ws.len()).find(|&i| {
+            let x = &ws[i];
+            (x.sleeping.load(Ordering::Relaxed) || x.waits_for_plan.load(Ordering::Relaxed))
+                && x.inbox.is_empty()
+                && !x.handed.load(Ordering::Relaxed)
+                && !x.handed.swap(true, Ordering::Relaxed)
+        }) else {
+            return;
+        };
+        let Some(own) = self.ready().oldest() else {
+            return;
+        };
+        let n = own.len().div_ceil(2);
+        let mut given = 0;
+        while given < n {
+            match own.steal() {
+                crossbeam_deque::Steal::Success(t) => {
+                    ws[to].post(t);
+                    given += 1;
+                }
+                crossbeam_deque::Steal::Retry => continue,
+                crossbeam_deque::Steal::Empty => break,
+            }
+        }
+    }
+
     /// Queues a task that a waker on this worker's thread won: it ran (it
     /// registered in a wait slot while running), so it goes where thieves
     /// cannot take it, which is where [`push_local`](Self::push_local) would

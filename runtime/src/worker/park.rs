@@ -24,6 +24,13 @@ pub(crate) struct WorkerShared {
     pub(crate) inbox: Inbox,
     /// Set while the worker is on its way to sleep or asleep.
     pub(crate) sleeping: AtomicBool,
+    /// Set while the worker waits for its block of the tasks added before
+    /// the run to start (`plan.rs`), with nothing else to run: a hint for
+    /// spawns (`spawn::hand_to_parked`), written and read Relaxed.
+    pub(crate) waits_for_plan: std::sync::atomic::AtomicBool,
+    /// A spawn on another worker has handed this worker a new task
+    /// (`spawn::hand_to_parked`, once per run and worker).
+    pub(crate) handed: std::sync::atomic::AtomicBool,
     /// The worker's thread, for unpark; set by the thread before it can sleep.
     pub(crate) thread: OnceLock<Thread>,
     /// Steal handle of the worker's queue of tasks that never ran
@@ -45,6 +52,8 @@ impl WorkerShared {
         WorkerShared {
             inbox: Inbox::new(),
             sleeping: AtomicBool::new(false),
+            waits_for_plan: std::sync::atomic::AtomicBool::new(false),
+            handed: std::sync::atomic::AtomicBool::new(false),
             thread: OnceLock::new(),
             stealer,
             settle: SettleWords::new(),

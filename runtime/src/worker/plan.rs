@@ -134,6 +134,15 @@ impl WorkerLocal {
             }
         };
         let me = &self.shared.workers[self.id];
+        struct Waits<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Waits<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Relaxed);
+            }
+        }
+        // Relaxed: a hint for spawns on other workers (`WorkerShared`).
+        me.waits_for_plan.store(true, Ordering::Relaxed);
+        let _waits = Waits(&me.waits_for_plan);
         let (mut seen, mut moved) = (0, Instant::now());
         loop {
             if self.shared.phase() != Phase::Running {
