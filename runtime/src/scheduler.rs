@@ -21,7 +21,11 @@
 //! placed before the run are kept too: they are the mapping's plan. So that the oldest new
 //! task cannot wait forever behind newer ones, every [`OLDEST_EVERY`]-th
 //! pop of a new task takes the oldest instead: a new task waits at most
-//! that many pops of new tasks per task ahead of it.
+//! that many pops of new tasks per task ahead of it. A worker that has had
+//! no work yet gets its share without stealing: a spawn on a worker with
+//! other work posts it the older half of that worker's new tasks, taken
+//! through the owner's own stealer (`WorkerLocal::share_new_tasks`; decision
+//! 0022).
 
 use crossbeam_deque::{Steal, Stealer, Worker as Deque};
 

@@ -135,7 +135,9 @@ where
     };
     let shared = &w.shared;
     let target = shared.mapper.place(&name, worker_hint, w.id)?;
-    // Looked at before the new task is queued: work besides it.
+    // Whether to share the new tasks with a worker that has had none
+    // (`WorkerLocal::share_new_tasks`, decision 0022); looked at before
+    // the new task is queued: work besides it.
     let share = worker_hint.is_none()
         && target == w.id
         && shared.mapper.spawns_near_spawner()

@@ -587,3 +587,82 @@ fn blocks_start_as_planned(add: impl Fn(&mut Runtime, &Seen) -> usize) {
         assert_eq!(stats.steals, 0, "{stats:?}");
     }
 }
+
+/// A network that unfolds while it runs, each task spawning the next on
+/// its first message (Monte Carlo's chains), from worker 0 while worker 1
+/// has had no work yet: the spawn that finds worker 0 with other work
+/// gives worker 1 the older half of the new tasks (`spawn.rs`,
+/// `share_new_tasks`), so worker 1 starts some of the chains' links even
+/// when it is asleep through the unfolding (a spin of zero parks it at
+/// once). The messages arrive, in order, through both chains.
+#[test]
+fn a_network_that_unfolds_on_one_worker_shares_its_new_tasks() {
+    /// A link that passes messages on, spawning the next link (up to
+    /// `left` more) when its first message arrives.
+    fn link(seen: Seen, chain: usize, k: usize, left: usize, mut r: Reader<u64>, out: Writer<u64>) {
+        note(&seen);
+        let mut out = Some(out);
+        let mut w = None;
+        while let Some(v) = r.read() {
+            if w.is_none() {
+                w = Some(if left == 0 {
+                    out.take().unwrap()
+                } else {
+                    let (nw, nr) = rill::stream::<u64>(4);
+                    let (s, o) = (seen.clone(), out.take().unwrap());
+                    rill::spawn(format!("c{chain}/{:02}", k + 1), move || {
+                        link(s, chain, k + 1, left - 1, nr, o)
+                    });
+                    nw
+                });
+            }
+            if w.as_mut().unwrap().write(v).is_err() {
+                return;
+            }
+        }
+    }
+    with_timeout("unfolding network", 120, || {
+        for round in 0..10 {
+            let seen: Seen = Arc::default();
+            let s = seen.clone();
+            let mut rt = Runtime::builder()
+                .workers(2)
+                .pin(false)
+                .spin(std::time::Duration::ZERO)
+                .build()
+                .unwrap();
+            let arrived = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let a = arrived.clone();
+            rt.spawn_on(0, "root", move || {
+                let mut heads = Vec::new();
+                for chain in 0..2 {
+                    let (hw, hr) = rill::stream::<u64>(4);
+                    let (tw, mut tr) = rill::stream::<u64>(4);
+                    let s = s.clone();
+                    rill::spawn(format!("c{chain}/00"), move || link(s, chain, 0, 7, hr, tw));
+                    let a = a.clone();
+                    rill::spawn_on(0, format!("sink/{chain}"), move || {
+                        let got: Vec<u64> = std::iter::from_fn(|| tr.read()).collect();
+                        assert_eq!(got, (0..2_000).collect::<Vec<_>>());
+                        a.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    });
+                    heads.push(hw);
+                }
+                for v in 0..2_000u64 {
+                    for h in heads.iter_mut() {
+                        h.write(v).unwrap();
+                    }
+                }
+            });
+            rt.run().unwrap();
+            assert_eq!(arrived.load(std::sync::atomic::Ordering::Relaxed), 2);
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.len(), 16, "round {round}: every link ran: {seen:?}");
+            let on_1 = seen.values().filter(|&&w| w == 1).count();
+            assert!(
+                on_1 >= 1,
+                "round {round}: worker 1 started none of the links: {seen:?}"
+            );
+        }
+    });
+}
