@@ -76,7 +76,9 @@ pub struct WorkerStats {
     pub parks: u64,
     /// Tasks this worker took from others before they started (work
     /// stealing, under [`Mapping::Steal`](crate::Mapping::Steal) and
-    /// [`Mapping::Adaptive`](crate::Mapping::Adaptive)).
+    /// [`Mapping::Adaptive`](crate::Mapping::Adaptive)), or that a spawn
+    /// on another worker handed it before they started (the adaptive
+    /// mapping's share for a worker that had no work yet).
     pub steals: u64,
     /// Bytes this worker's monitoring log holds (0 without monitoring).
     pub log_bytes: u64,
