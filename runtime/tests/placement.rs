@@ -28,6 +28,11 @@ fn relay(seen: Seen, mut r: Reader<u64>, mut w: Writer<u64>) {
     }
 }
 
+/// How many of the tasks in `seen` started on worker `w`.
+fn started_on(seen: &Seen, w: usize) -> usize {
+    seen.lock().unwrap().values().filter(|&&x| x == w).count()
+}
+
 /// How often neighbours of the chain `names` started on different workers.
 fn cuts(seen: &Seen, names: &[String]) -> usize {
     let s = seen.lock().unwrap();
@@ -379,9 +384,9 @@ fn an_idle_worker_takes_unstarted_tasks_from_a_busy_one() {
             }
         });
         let stats = rt.run().unwrap();
+        let on_1 = started_on(&seen, 1);
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 16, "every task ran: {seen:?}");
-        let on_1 = seen.values().filter(|&&w| w == 1).count();
         assert!(
             on_1 >= 1,
             "worker 1 started none of the 16 unstarted tasks worker 0 held: {seen:?}"
@@ -656,9 +661,9 @@ fn a_network_that_unfolds_on_one_worker_shares_its_new_tasks() {
             });
             rt.run().unwrap();
             assert_eq!(arrived.load(std::sync::atomic::Ordering::Relaxed), 2);
+            let on_1 = started_on(&seen, 1);
             let seen = seen.lock().unwrap();
             assert_eq!(seen.len(), 16, "round {round}: every link ran: {seen:?}");
-            let on_1 = seen.values().filter(|&&w| w == 1).count();
             assert!(
                 on_1 >= 1,
                 "round {round}: worker 1 started none of the links: {seen:?}"

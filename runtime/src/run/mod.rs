@@ -292,7 +292,7 @@ impl Runtime {
         if shared.mapper.spawns_near_spawner() {
             // Every worker but 0 begins by waiting for its block
             // (`worker/plan.rs`), so it counts as waiting from the start,
-            // also before its thread runs (`spawn::hand_to_parked`).
+            // also before its thread runs (`WorkerLocal::share_new_tasks`).
             for w in shared.workers.iter().skip(1) {
                 w.waits_for_plan.store(true, Ordering::Relaxed);
             }

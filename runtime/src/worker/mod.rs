@@ -245,7 +245,7 @@ impl WorkerLocal {
     /// core another program holds, comes back only after a network that
     /// unfolds (each task spawning the next within microseconds) has
     /// started every new task where it was spawned; this hands it its
-    /// share first (Monte Carlo's chains beside busy loops: decision 0021).
+    /// share first (Monte Carlo's chains beside busy loops: decision 0022).
     #[cold]
     #[inline(never)]
     pub(crate) fn share_new_tasks(&self) {

@@ -26,10 +26,10 @@ pub(crate) struct WorkerShared {
     pub(crate) sleeping: AtomicBool,
     /// Set while the worker waits for its block of the tasks added before
     /// the run to start (`plan.rs`), with nothing else to run: a hint for
-    /// spawns (`spawn::hand_to_parked`), written and read Relaxed.
+    /// spawns (`WorkerLocal::share_new_tasks`), written and read Relaxed.
     pub(crate) waits_for_plan: std::sync::atomic::AtomicBool,
     /// A spawn on another worker has handed this worker a new task
-    /// (`spawn::hand_to_parked`, once per run and worker).
+    /// (`WorkerLocal::share_new_tasks`, once per run and worker).
     pub(crate) handed: std::sync::atomic::AtomicBool,
     /// The worker's thread, for unpark; set by the thread before it can sleep.
     pub(crate) thread: OnceLock<Thread>,
