@@ -1046,6 +1046,12 @@ pub struct Figures {
     /// rill: time the workers spent idle, summed, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_ms: Option<f64>,
+    /// rill: messages whose writer and reader ran on different workers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crossed: Option<u64>,
+    /// rill: unstarted tasks a worker took from another's queue or block.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steals: Option<u64>,
     /// rill, monitored: bytes of monitoring log written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_bytes: Option<u64>,

@@ -284,7 +284,8 @@ pub fn monitor_config(
     }
 }
 
-/// rill's figures of a run: `monitor`, `dispatches`, `parks`, `idle_ms`, and
+/// rill's figures of a run: `monitor`, `dispatches`, `parks`, `idle_ms`,
+/// `crossed`, `steals`, and
 /// when monitored `log_bytes` and `log_dir`.
 pub fn rill_figures(m: Measurement, stats: &RunStats, mon: &MonitorConfig) -> Measurement {
     let parks: u64 = stats.workers.iter().map(|w| w.parks).sum();
@@ -294,6 +295,8 @@ pub fn rill_figures(m: Measurement, stats: &RunStats, mon: &MonitorConfig) -> Me
         f.dispatches = Some(stats.dispatches);
         f.parks = Some(parks);
         f.idle_ms = Some(idle.as_secs_f64() * 1e3);
+        f.crossed = Some(stats.workers.iter().map(|w| w.crossed).sum());
+        f.steals = Some(stats.workers.iter().map(|w| w.steals).sum());
         if !mon.flags.is_off() {
             f.log_bytes = Some(stats.log_bytes);
             f.log_dir = Some(mon.log_dir().display().to_string());

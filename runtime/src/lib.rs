@@ -62,6 +62,7 @@ pub mod stream;
 mod sync;
 pub mod task;
 mod task_panic;
+mod thread_clock;
 mod tls;
 mod vocab;
 mod worker;

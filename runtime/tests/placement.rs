@@ -482,6 +482,50 @@ fn a_one_token_ring_added_before_the_run_starts_on_one_worker_a_chain_on_its_blo
     });
 }
 
+/// A block's wait counts the time worker 0 ran, not the wall clock (on a
+/// shared host worker 0 is off its core for milliseconds, which is no
+/// sign of a computation); but a task of worker 0 asleep in a system call
+/// is one (worker 0 can run nothing else meanwhile), and the kernel's
+/// thread state tells it from a preempted one. Here worker 0's first task
+/// sleeps for a second; the waiting worker's grace is 200 ms of wall
+/// time (a spin of 5 ms), so worker 1 starts its block, as planned, while
+/// the sleep lasts. Counting worker 0's CPU time alone, it would wait the
+/// whole second, and worker 0, dry after the sleep, would take the block.
+#[test]
+fn a_block_starts_while_worker_0_sleeps_in_a_system_call() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    with_timeout("sleeping worker 0", 120, || {
+        for _ in 0..3 {
+            let seen: Seen = Arc::default();
+            let slept = Arc::new(AtomicBool::new(false));
+            let early: Arc<Mutex<Vec<bool>>> = Arc::default();
+            let mut rt = Runtime::builder()
+                .workers(2)
+                .spin(std::time::Duration::from_millis(5))
+                .build()
+                .unwrap();
+            for i in 0..4 {
+                let (s, slept, early) = (seen.clone(), slept.clone(), early.clone());
+                rt.spawn(format!("t/{i:02}"), move || {
+                    note(&s);
+                    if i == 0 {
+                        std::thread::sleep(std::time::Duration::from_secs(1));
+                        slept.store(true, Ordering::SeqCst);
+                    } else if i >= 2 {
+                        early.lock().unwrap().push(!slept.load(Ordering::SeqCst));
+                    }
+                });
+            }
+            let stats = rt.run().expect("run");
+            let s = seen.lock().unwrap();
+            let at: Vec<usize> = (0..4).map(|i| s[&format!("t/{i:02}")]).collect();
+            assert_eq!(at, vec![0, 0, 1, 1], "the blocks as planned: {stats:?}");
+            assert_eq!(*early.lock().unwrap(), vec![true, true], "during the sleep");
+            assert_eq!(stats.steals, 0, "{stats:?}");
+        }
+    });
+}
+
 /// Consumers added before their source (a farm's workers before its
 /// dealer, as DES, RT and ANT do): worker 0 starts its block, whose tasks
 /// all block reading streams that nobody has written yet, and runs dry.

@@ -42,6 +42,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::monitor::sample_state as state;
 use crate::task::Task;
+use crate::thread_clock::{clock_ns, ThreadCpuClock};
 use crate::worker::WorkerShared;
 
 /// Samples a ring holds: 10 ms at the highest rate (50 kHz) is 500.
@@ -75,14 +76,11 @@ pub(crate) struct SampleRing {
     /// Parked nanoseconds the worker counted on waking, not yet taken by
     /// the sampler (the worker adds, the sampler swaps to 0).
     parked_ns: AtomicU64,
-    /// The worker thread's CPU-time clock (`pthread_getcpuclockid`), set
-    /// when its timer starts; [`NO_CLOCK`] before. The sampler reads the
-    /// worker's CPU time through it at each window's end.
-    cpu_clock: AtomicU64,
+    /// The worker thread's CPU-time clock, named when its timer starts;
+    /// unset before. The sampler reads the worker's CPU time through it at
+    /// each window's end.
+    cpu_clock: ThreadCpuClock,
 }
-
-/// [`SampleRing`]'s `cpu_clock` before the worker sets it.
-const NO_CLOCK: u64 = u64::MAX;
 
 impl SampleRing {
     pub(crate) fn new() -> Self {
@@ -94,31 +92,19 @@ impl SampleRing {
             words: (0..RING).map(|_| AtomicU64::new(0)).collect(),
             park_since: AtomicU64::new(0),
             parked_ns: AtomicU64::new(0),
-            cpu_clock: AtomicU64::new(NO_CLOCK),
+            cpu_clock: ThreadCpuClock::unset(),
         }
     }
 
     /// The calling thread (the worker) names its CPU-time clock.
     pub(crate) fn set_cpu_clock(&self) {
-        let mut id: libc::clockid_t = 0;
-        // SAFETY: pthread_self is the calling thread; `id` is a valid out
-        // pointer.
-        if unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) } == 0 {
-            // Relaxed: read by the sampler, which tolerates not seeing it
-            // yet (a window without it assumes no preemption).
-            self.cpu_clock.store(id as u32 as u64, Ordering::Relaxed);
-        }
+        self.cpu_clock.set_to_current();
     }
 
     /// The sampler: the worker's CPU time so far ([`mono_ns`]'s
     /// unit), `None` before its timer started or after its thread ended.
     pub(crate) fn cpu_ns(&self) -> Option<u64> {
-        // Relaxed: see `set_cpu_clock`.
-        let id = self.cpu_clock.load(Ordering::Relaxed);
-        if id == NO_CLOCK {
-            return None;
-        }
-        clock_ns(id as u32 as libc::clockid_t)
+        self.cpu_clock.cpu_ns()
     }
 
     /// The worker is about to park at `now` ([`mono_ns`]).
@@ -214,24 +200,6 @@ impl SampleRing {
 pub(crate) fn mono_ns() -> u64 {
     // CLOCK_MONOTONIC is always there.
     clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
-}
-
-/// Clock `id` in nanoseconds; `None` if the clock is refused (the CPU-time
-/// clock of a thread that has ended).
-fn clock_ns(id: libc::clockid_t) -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the valid timespec it is given.
-    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
-        return None;
-    }
-    Some(
-        (ts.tv_sec as u64)
-            .saturating_mul(1_000_000_000)
-            .saturating_add(ts.tv_nsec as u64),
-    )
 }
 
 /// The signal the sample timers raise: a real-time signal, so that it

@@ -280,6 +280,7 @@ impl Runtime {
             deferred_open: AtomicUsize::new(0),
             parallel: std::sync::atomic::AtomicBool::new(false),
             plan_progress: std::sync::atomic::AtomicU64::new(0),
+            lead_clock: crate::thread_clock::ThreadCpuClock::unset(),
             ticker: TickerShared::new(),
             waiter: std::sync::OnceLock::new(),
             workers_left: AtomicUsize::new(0),

@@ -65,6 +65,11 @@ pub(crate) struct Shared {
     /// Worker 0's dispatches while blocks wait (`worker/plan.rs`): a
     /// waiting worker sees from it whether worker 0 still moves.
     pub(crate) plan_progress: std::sync::atomic::AtomicU64,
+    /// Worker 0's CPU-time clock, which it names when it starts: a waiting
+    /// block counts worker 0's stall and its own grace in the time worker
+    /// 0 ran, not in the time the host kept it off its core
+    /// (`worker/plan.rs`).
+    pub(crate) lead_clock: crate::thread_clock::ThreadCpuClock,
     /// The ticker's shared half (`worker/ticker.rs`).
     pub(crate) ticker: TickerShared,
     /// The thread that called `run`, when it does more than wait for the

@@ -115,8 +115,9 @@ pub(crate) struct WorkerLocal {
     /// Its block of the tasks added before the run no longer waits
     /// (`plan.rs`).
     plan_done: std::cell::Cell<bool>,
-    /// When its block's grace ends (`plan.rs`), once it began.
-    plan_until: std::cell::Cell<Option<Instant>>,
+    /// When its block's wait began (`plan.rs`): the wall clock and worker
+    /// 0's CPU time, once it began.
+    plan_since: std::cell::Cell<Option<(Instant, Option<u64>)>>,
     /// How long the worker spins when it runs out of work.
     spin: idle_spin::IdleSpin,
     /// A task about to block may make the run's idle-work passes first
@@ -159,6 +160,10 @@ impl WorkerLocal {
             idle_spin::IdleSpin::new(shared.cfg.spin, shared.workers.len(), shared.cfg.cores);
         let task_passes =
             shared.idle_work.is_some() && shared.cfg.stack_size >= TASK_PASS_STACK && log.is_none();
+        if id == 0 && !solo {
+            // Called on the worker's own thread (`run/threads.rs`).
+            shared.lead_clock.set_to_current();
+        }
         WorkerLocal {
             id,
             me: &shared.workers[id],
@@ -175,7 +180,7 @@ impl WorkerLocal {
             peer_here: solo && use_barrier,
             next_cover: std::cell::Cell::new(Instant::now() + ticker::TICK),
             plan_done: std::cell::Cell::new(id == 0),
-            plan_until: std::cell::Cell::new(None),
+            plan_since: std::cell::Cell::new(None),
             spin,
             task_passes,
             sampled: log.as_ref().is_some_and(|l| l.is_sampled()),

@@ -14,7 +14,14 @@
 //!   hand-off), or a waiting
 //!   worker's grace ends ([`PLAN_GRACE_SPINS`] configured spins, spent
 //!   spinning, never parked): the waiting worker starts its own block, as
-//!   planned. So computations that do not talk still spread.
+//!   planned. So computations that do not talk still spread. Both times
+//!   are worker 0's CPU time (`thread_clock.rs`): on a shared host worker 0
+//!   is off its core for milliseconds at a time, and a wall clock would
+//!   read that as a computation and start the blocks of a one-token ring.
+//!   Where worker 0 ran less than the wall clock says because it sleeps
+//!   in a system call (the kernel's thread state says which), the wall
+//!   clock counts, as for a computation. A wall-clock backstop
+//!   ([`PLAN_BACKSTOP_SPINS`]) bounds the wait.
 //! - Worker 0 runs out of work first, without that sign. Then what its
 //!   blocked tasks wait on decides (`work_waits_elsewhere`):
 //!   - One of them waits writing a full stream (its reader waits in
@@ -33,7 +40,7 @@
 //! its own, so the dispatch loop is the same as without it.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{Dispatched, WorkerLocal};
 use crate::run::shared::Phase;
@@ -125,12 +132,23 @@ impl WorkerLocal {
             return None;
         }
         let spin = self.shared.cfg.spin;
-        let until = match self.plan_until.get() {
-            Some(u) => u,
+        // Worker 0's CPU time: 0 until it names its clock (on a shared host
+        // its thread may start milliseconds after this one), `None` where
+        // the clock cannot be read.
+        let lead_ns = || {
+            let clock = &self.shared.lead_clock;
+            if clock.is_set() {
+                clock.cpu_ns()
+            } else {
+                Some(0)
+            }
+        };
+        let (since, lead_since) = match self.plan_since.get() {
+            Some(s) => s,
             None => {
-                let u = Instant::now() + spin * PLAN_GRACE_SPINS;
-                self.plan_until.set(Some(u));
-                u
+                let s = (Instant::now(), lead_ns());
+                self.plan_since.set(Some(s));
+                s
             }
         };
         let me = &self.shared.workers[self.id];
@@ -143,23 +161,47 @@ impl WorkerLocal {
         // Relaxed: a hint for spawns on other workers (`WorkerShared`).
         me.waits_for_plan.store(true, Ordering::Relaxed);
         let _waits = Waits(&me.waits_for_plan);
-        let (mut seen, mut moved) = (0, Instant::now());
+        let (mut seen, mut moved, mut lead_moved) = (0, Instant::now(), lead_since);
         loop {
             if self.shared.phase() != Phase::Running {
                 return Some(false);
             }
             let now = Instant::now();
+            let lead_now = lead_ns();
             let p = self.shared.plan_progress.load(Ordering::Relaxed);
             if p != seen {
-                (seen, moved) = (p, now);
+                (seen, moved, lead_moved) = (p, now, lead_now);
             }
+            // How long worker 0 has run since `at`: its CPU time where its
+            // clock reads, else the wall clock. On a shared host worker 0
+            // may be off its core for milliseconds; that time is neither a
+            // computation nor a sign.
+            let ran = |at: Instant, lead_at: Option<u64>| match (lead_now, lead_at) {
+                (Some(n), Some(a)) => Duration::from_nanos(n.saturating_sub(a)),
+                _ => now.saturating_duration_since(at),
+            };
             // Worker 0 started and then stayed in one dispatch for a
             // while: a computation, not a hand-off.
-            let stalled = seen > 0 && now >= moved + spin * PLAN_STALL_SPINS;
+            let (stall, grace) = (spin * PLAN_STALL_SPINS, spin * PLAN_GRACE_SPINS);
+            let mut stalled = seen > 0 && ran(moved, lead_moved) >= stall;
+            let mut graced =
+                ran(since, lead_since) >= grace || now >= since + spin * PLAN_BACKSTOP_SPINS;
+            let stalled_wall = seen > 0 && now >= moved + stall;
+            let graced_wall = now >= since + grace;
+            if (stalled_wall && !stalled) || (graced_wall && !graced) {
+                // Worker 0 ran less than the wall clock says: it was off
+                // its core (wait for it) or asleep in a system call its
+                // task made (its other tasks cannot run meanwhile: as a
+                // computation).
+                if self.shared.lead_clock.waits_for_core() == Some(false) {
+                    stalled |= stalled_wall;
+                    graced |= graced_wall;
+                }
+            }
             if self.shared.parallel.load(Ordering::Acquire)
                 || !self.shared.blocks_wait()
                 || stalled
-                || now >= until
+                || graced
             {
                 break;
             }
@@ -186,9 +228,16 @@ impl WorkerLocal {
     }
 }
 
-/// A waiting block's grace, in configured spins.
+/// A waiting block's grace, in configured spins of worker 0's CPU time
+/// (of wall time where its clock cannot be read).
 pub(crate) const PLAN_GRACE_SPINS: u32 = 40;
 
-/// How long worker 0 may stay in one dispatch (or away from its core)
-/// before a waiting worker starts its block, in configured spins.
+/// How long worker 0 may stay in one dispatch before a waiting worker
+/// starts its block, in configured spins of worker 0's CPU time (of wall
+/// time where its clock cannot be read).
 pub(crate) const PLAN_STALL_SPINS: u32 = 4;
+
+/// The most a block waits in wall time, in configured spins, however
+/// little worker 0 ran meanwhile (a host that keeps it off its core that
+/// long has a core for the waiting worker).
+pub(crate) const PLAN_BACKSTOP_SPINS: u32 = 400;
