@@ -25,7 +25,8 @@ use crate::run::Runtime;
 #[derive(Debug, Clone)]
 pub struct Builder {
     workers: Option<usize>,
-    pin: bool,
+    /// None: `RILL_PIN` if set, else on.
+    pin: Option<bool>,
     stack_size: usize,
     capacity: usize,
     mapping: Mapping,
@@ -81,11 +82,23 @@ fn spin_from_env(value: Option<std::ffi::OsString>) -> Result<Option<Duration>, 
     Ok(Some(Duration::from_micros(us)))
 }
 
+/// `RILL_PIN`'s value: whether workers are pinned, `None` when unset.
+fn pin_from_env(value: Option<std::ffi::OsString>) -> Result<Option<bool>, ConfigError> {
+    let Some(v) = value else { return Ok(None) };
+    match v.to_str().map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+        Some("1" | "on" | "true" | "yes") => Ok(Some(true)),
+        Some("0" | "off" | "false" | "no") => Ok(Some(false)),
+        _ => Err(ConfigError::BadPin {
+            value: v.to_string_lossy().into_owned(),
+        }),
+    }
+}
+
 impl Default for Builder {
     fn default() -> Self {
         Builder {
             workers: None,
-            pin: true,
+            pin: None,
             stack_size: 256 * 1024,
             capacity: 16,
             mapping: Mapping::Adaptive,
@@ -121,9 +134,11 @@ impl Builder {
         self.workers = Some(n);
         self
     }
-    /// Pin worker i to core i mod cores (default on).
+    /// Pin worker i to core i mod cores (default on, or as `RILL_PIN` says:
+    /// `0`/`off` leaves the workers to the kernel, which can pay on a host
+    /// that other busy programs share).
     pub fn pin(mut self, on: bool) -> Self {
-        self.pin = on;
+        self.pin = Some(on);
         self
     }
     /// Usable stack bytes per task (default 256 KiB; virtual memory: only
@@ -275,9 +290,13 @@ impl Builder {
             Some(d) => d,
             None => spin_from_env(std::env::var_os("RILL_SPIN_US"))?.unwrap_or(DEFAULT_SPIN),
         };
+        let pin = match self.pin {
+            Some(on) => on,
+            None => pin_from_env(std::env::var_os("RILL_PIN"))?.unwrap_or(true),
+        };
         Ok(Runtime::new(Config {
             workers,
-            pin: self.pin,
+            pin,
             stack_size: self.stack_size,
             capacity: self.capacity,
             mapping: self.mapping,
@@ -313,6 +332,22 @@ mod tests {
         for bad in ["", "-1", "1.5", "50us", "1000001"] {
             let e = v(bad).unwrap_err().to_string();
             assert!(e.starts_with("RILL_SPIN_US="), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn pin_env_values() {
+        let v = |s: &str| pin_from_env(Some(s.into()));
+        assert_eq!(pin_from_env(None).unwrap(), None);
+        for on in ["1", "on", " ON ", "true", "yes"] {
+            assert_eq!(v(on).unwrap(), Some(true), "{on}");
+        }
+        for off in ["0", "off", "False", "no"] {
+            assert_eq!(v(off).unwrap(), Some(false), "{off}");
+        }
+        for bad in ["", "2", "pinned"] {
+            let e = v(bad).unwrap_err().to_string();
+            assert!(e.starts_with("RILL_PIN="), "{bad}: {e}");
         }
     }
 }

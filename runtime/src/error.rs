@@ -69,6 +69,14 @@ pub enum ConfigError {
         /// What is wrong with it.
         reason: String,
     },
+    /// `RILL_PIN` is set to something that is not on or off.
+    #[error(
+        "RILL_PIN={value:?}: expected 1, on, true or yes (pin the workers) or 0, off, false or no"
+    )]
+    BadPin {
+        /// The variable's value.
+        value: String,
+    },
 }
 
 /// Why a task could not be spawned.
