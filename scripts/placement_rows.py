@@ -6,7 +6,9 @@ Usage: scripts/placement_rows.py [ROUNDS] [--loaded] [--profile]
 
 Runs target/release/rill-bench (build it first), reads `wall_ms` or
 `ns_per_op` from each `--json` line, and prints one markdown table row per
-program and mapping: median (min-max) over the rounds. Every run must say
+program and mapping: median (min-max) over the rounds, and for rill the
+messages that crossed workers (the JSON's `crossed`): their median, and
+in how many runs any did. Every run must say
 "verified": true, or the script stops. `--loaded` starts one busy loop per
 core for the spell and stops them at the end. `--profile` adds each
 application's second run under `--mapping profile:PATH` (the file written
@@ -108,6 +110,7 @@ def main():
     for r in rows:
         groups.setdefault(r[1].split()[0], []).append(r)
     results = {}
+    crossed = {}
     order = []
     try:
         for r in range(rounds):
@@ -131,14 +134,18 @@ def main():
                         results[k] = []
                         order.append(k)
                     results[k].append(rec[field])
+                    if "crossed" in rec:
+                        crossed.setdefault(k, []).append(rec["crossed"])
     finally:
         for p in loops:
             p.kill()
-    print("| program | run | median (min-max) |")
-    print("| --- | --- | --- |")
+    print("| program | run | median (min-max) | messages crossed: median (runs with any) |")
+    print("| --- | --- | --- | --- |")
     for k in order:
         v = results[k]
-        print(f"| {k[0]} | {k[1]} | {statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f}) |")
+        c = crossed.get(k)
+        where = f"{statistics.median(c):.0f} ({sum(1 for x in c if x)} of {len(c)})" if c else ""
+        print(f"| {k[0]} | {k[1]} | {statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f}) | {where} |")
 
 
 if __name__ == "__main__":

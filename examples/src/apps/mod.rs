@@ -343,6 +343,8 @@ pub struct RunFigures {
     pub parks: u64,
     /// Tasks stolen.
     pub steals: u64,
+    /// Messages whose writer and reader ran on different workers.
+    pub crossed: u64,
     /// Monitored: bytes of log.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_bytes: Option<u64>,
@@ -374,6 +376,7 @@ impl RunFigures {
                 * 1e3,
             parks: s.workers.iter().map(|w| w.parks).sum(),
             steals: s.workers.iter().map(|w| w.steals).sum(),
+            crossed: s.crossed,
             log_bytes: run.monitor.as_ref().map(|m| m.log_bytes),
             events: run.monitor.as_ref().map(|m| m.events),
             bytes_per_event: run.monitor.as_ref().map(|m| m.bytes_per_event()),
