@@ -137,9 +137,11 @@ where
     let target = shared.mapper.place(&name, worker_hint, w.id)?;
     // Whether to share the new tasks with a worker that has had none
     // (`WorkerLocal::share_new_tasks`, decision 0022); looked at before
-    // the new task is queued: work besides it.
+    // the new task is queued: work besides it. A run of one worker has
+    // nobody to share with.
     let share = worker_hint.is_none()
         && target == w.id
+        && shared.workers.len() > 1
         && shared.mapper.spawns_near_spawner()
         && w.has_other_work();
     if shared.live.load(Ordering::Relaxed) >= shared.cfg.max_tasks {

@@ -33,6 +33,15 @@ fn started_on(seen: &Seen, w: usize) -> usize {
     seen.lock().unwrap().values().filter(|&&x| x == w).count()
 }
 
+/// Asserts that the `n` tasks of `what` all ran (each noted where it
+/// started) and worker 1 started at least one of them.
+fn all_ran_some_on_worker_1(seen: &Seen, n: usize, what: &str) {
+    let on_1 = started_on(seen, 1);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), n, "{what}: every task ran: {seen:?}");
+    assert!(on_1 >= 1, "{what}: worker 1 started none: {seen:?}");
+}
+
 /// How often neighbours of the chain `names` started on different workers.
 fn cuts(seen: &Seen, names: &[String]) -> usize {
     let s = seen.lock().unwrap();
@@ -384,13 +393,7 @@ fn an_idle_worker_takes_unstarted_tasks_from_a_busy_one() {
             }
         });
         let stats = rt.run().unwrap();
-        let on_1 = started_on(&seen, 1);
-        let seen = seen.lock().unwrap();
-        assert_eq!(seen.len(), 16, "every task ran: {seen:?}");
-        assert!(
-            on_1 >= 1,
-            "worker 1 started none of the 16 unstarted tasks worker 0 held: {seen:?}"
-        );
+        all_ran_some_on_worker_1(&seen, 16, "the 16 unstarted tasks worker 0 held");
         assert!(stats.steals >= 1, "{stats:?}");
     });
 }
@@ -705,13 +708,7 @@ fn a_network_that_unfolds_on_one_worker_shares_its_new_tasks() {
             });
             rt.run().unwrap();
             assert_eq!(arrived.load(std::sync::atomic::Ordering::Relaxed), 2);
-            let on_1 = started_on(&seen, 1);
-            let seen = seen.lock().unwrap();
-            assert_eq!(seen.len(), 16, "round {round}: every link ran: {seen:?}");
-            assert!(
-                on_1 >= 1,
-                "round {round}: worker 1 started none of the links: {seen:?}"
-            );
+            all_ran_some_on_worker_1(&seen, 16, &format!("round {round}: the links"));
         }
     });
 }
