@@ -111,6 +111,16 @@ impl ReadyQueue {
         }
     }
 
+    /// Queues `t` to run next: a task woken from another worker. A task
+    /// that never ran goes where [`push`](Self::push) puts it.
+    pub(crate) fn push_first(&mut self, t: TaskRef) {
+        if t.get().never_ran() {
+            self.push(t);
+        } else {
+            self.started.push_front(t);
+        }
+    }
+
     /// Queues `t` where thieves cannot take it: a task that ran (it
     /// yielded), or one this worker stole.
     #[inline(always)]
@@ -217,6 +227,17 @@ impl Fifo {
         self.tail = self.tail.wrapping_add(1);
     }
 
+    /// Queues `t` ahead of every queued task.
+    pub(crate) fn push_front(&mut self, t: TaskRef) {
+        if self.tail.wrapping_sub(self.head) > self.mask {
+            self.grow();
+        }
+        self.head = self.head.wrapping_sub(1);
+        let i = self.head & self.mask;
+        // SAFETY: `mask` is the buffer's length minus one, so `i` is in bounds.
+        *unsafe { self.buf.get_unchecked_mut(i) } = Some(t);
+    }
+
     /// [`push`](Self::push) when the buffer has room; false (and nothing
     /// queued) when it is full.
     #[inline(always)]
@@ -307,6 +328,41 @@ mod tests {
             out.push(t);
         }
         assert_eq!(out, tasks);
+        for t in tasks {
+            // SAFETY: test-owned tasks, freed once.
+            unsafe { t.free() };
+        }
+    }
+
+    /// Tasks pushed to the front come out first, newest first, ahead of
+    /// those pushed to the back, also where the ring wraps and grows.
+    #[test]
+    fn a_task_pushed_to_the_front_comes_out_first() {
+        let tasks: Vec<TaskRef> = (0..200)
+            .map(|i| TaskRef::new(Task::new(i, 0, "t".into(), 0, None)))
+            .collect();
+        let mut q = Fifo::default();
+        let mut want = std::collections::VecDeque::new();
+        let mut out = Vec::new();
+        let mut expected = Vec::new();
+        for (i, t) in tasks.iter().enumerate() {
+            if i % 4 == 1 {
+                q.push_front(*t);
+                want.push_front(*t);
+            } else {
+                q.push(*t);
+                want.push_back(*t);
+            }
+            if i % 5 == 0 {
+                out.push(q.pop().unwrap());
+                expected.push(want.pop_front().unwrap());
+            }
+        }
+        while let Some(t) = q.pop() {
+            out.push(t);
+        }
+        expected.extend(want);
+        assert_eq!(out, expected);
         for t in tasks {
             // SAFETY: test-owned tasks, freed once.
             unsafe { t.free() };

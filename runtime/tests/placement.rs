@@ -712,3 +712,77 @@ fn a_network_that_unfolds_on_one_worker_shares_its_new_tasks() {
         }
     });
 }
+
+/// Under the adaptive mapping a task woken from another worker runs next,
+/// ahead of the tasks queued on its worker (`WorkerLocal::take_mail_first`).
+/// Worker 0 holds a reader blocked on an empty stream and eight tasks that
+/// count their turns and yield; a task on worker 1 writes once, which
+/// posts the reader to worker 0. The reader notes how many turns the
+/// yielders took after the write returned: at most the turn in progress
+/// and one that began before the post landed. Queued behind the yielders
+/// (FIFO), it would wait eight turns or more. Turns, not time: a loaded
+/// host that delays the writer after its write only makes the count
+/// smaller.
+#[test]
+fn a_task_woken_from_another_worker_runs_before_the_queued_ones() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    with_timeout("mail first", 60, || {
+        for round in 0..10 {
+            let mut rt = Runtime::builder().workers(2).pin(false).build().unwrap();
+            let turns = Arc::new(AtomicU64::new(0));
+            let stop = Arc::new(AtomicBool::new(false));
+            let after_write = Arc::new(AtomicU64::new(0));
+            let lag = Arc::new(AtomicU64::new(u64::MAX));
+            let (mut w, mut r) = rill::stream::<u64>(1);
+            {
+                let (turns, stop, after_write, lag) = (
+                    turns.clone(),
+                    stop.clone(),
+                    after_write.clone(),
+                    lag.clone(),
+                );
+                rt.spawn_on(0, "reader", move || {
+                    assert_eq!(r.read(), Some(7));
+                    let now = turns.load(Ordering::SeqCst);
+                    lag.store(
+                        now.saturating_sub(after_write.load(Ordering::SeqCst)),
+                        Ordering::SeqCst,
+                    );
+                    stop.store(true, Ordering::SeqCst);
+                });
+            }
+            for k in 0..8 {
+                let (turns, stop) = (turns.clone(), stop.clone());
+                rt.spawn_on(0, format!("yielder/{k}"), move || {
+                    while !stop.load(Ordering::SeqCst) {
+                        turns.fetch_add(1, Ordering::SeqCst);
+                        rill::yield_now();
+                    }
+                });
+            }
+            {
+                let (turns, after_write) = (turns.clone(), after_write.clone());
+                rt.spawn_on(1, "writer", move || {
+                    // The reader has run and blocked once the yielders
+                    // have gone round a few times.
+                    while turns.load(Ordering::SeqCst) < 100 {
+                        std::thread::yield_now();
+                    }
+                    // The reader's lag is counted from after the write, so
+                    // the reader cannot have run yet: publish first, as far
+                    // as the write allows, by storing a bound no turn count
+                    // reaches, then the count after the write.
+                    after_write.store(u64::MAX, Ordering::SeqCst);
+                    w.write(7).unwrap();
+                    after_write.store(turns.load(Ordering::SeqCst), Ordering::SeqCst);
+                });
+            }
+            rt.run().unwrap();
+            let lag = lag.load(Ordering::SeqCst);
+            assert!(
+                lag <= 2,
+                "round {round}: the woken reader waited {lag} turns of the queued tasks"
+            );
+        }
+    });
+}

@@ -9,7 +9,10 @@
 //! touch three or four lines and take several locked instructions each).
 //!
 //! Order between the two is not kept: the worker takes the slot first. Nothing
-//! depends on the order in which woken tasks run.
+//! depends on the order in which woken tasks run for correctness; under the
+//! adaptive mapping the worker looks at the slot before each dispatch
+//! ([`Inbox::has_mail`]) and queues what it takes ahead of its ready tasks
+//! (`worker/README.md`, "Where a posted task is queued").
 
 use std::ptr;
 use std::sync::atomic::Ordering;
@@ -58,6 +61,14 @@ impl Inbox {
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.mail.load(Ordering::Relaxed).is_null() && self.queue.is_empty()
+    }
+
+    /// Whether the mail slot holds a task: one load of the slot's line, for
+    /// the owner's look before each dispatch. Relaxed: a hint; `drain`'s
+    /// Acquire load is what takes the task.
+    #[inline(always)]
+    pub(crate) fn has_mail(&self) -> bool {
+        !self.mail.load(Ordering::Relaxed).is_null()
     }
 
     /// Hands every posted task to `f`, the slot's first. Only the owning

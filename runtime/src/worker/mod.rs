@@ -115,6 +115,9 @@ pub(crate) struct WorkerLocal {
     /// Its block of the tasks added before the run no longer waits
     /// (`plan.rs`).
     plan_done: std::cell::Cell<bool>,
+    /// A task posted by another worker runs next, ahead of the ready queue
+    /// (the adaptive mapping: see [`take_mail_first`](Self::take_mail_first)).
+    mail_first: bool,
     /// When its block's wait began (`plan.rs`): the wall clock and worker
     /// 0's CPU time, once it began.
     plan_since: std::cell::Cell<Option<(Instant, Option<u64>)>>,
@@ -164,6 +167,7 @@ impl WorkerLocal {
             // Called on the worker's own thread (`run/threads.rs`).
             shared.lead_clock.set_to_current();
         }
+        let mail_first = shared.steals_batches();
         WorkerLocal {
             id,
             me: &shared.workers[id],
@@ -180,6 +184,7 @@ impl WorkerLocal {
             peer_here: solo && use_barrier,
             next_cover: std::cell::Cell::new(Instant::now() + ticker::TICK),
             plan_done: std::cell::Cell::new(id == 0),
+            mail_first,
             plan_since: std::cell::Cell::new(None),
             spin,
             task_passes,
@@ -676,6 +681,9 @@ impl WorkerLocal {
         {
             return None;
         }
+        if self.mail_first {
+            self.take_mail_first();
+        }
         if let Some(t) = self.ready().pop() {
             return Some(t);
         }
@@ -700,11 +708,43 @@ impl WorkerLocal {
         true
     }
 
-    /// Moves tasks posted by other threads into the ready queue.
+    /// Moves tasks posted by other threads into the ready queue: to its
+    /// front under the adaptive mapping (see
+    /// [`take_mail_first`](Self::take_mail_first)), else to its back.
     fn drain_inbox(&self) -> bool {
+        let first = self.mail_first;
         self.shared.workers[self.id].inbox.drain(|t| {
-            self.ready().push(t);
+            if first {
+                self.ready().push_first(t);
+            } else {
+                self.ready().push(t);
+            }
         })
+    }
+
+    /// Under the adaptive mapping, a task posted by another thread runs
+    /// next, ahead of the tasks queued here. The mapping keeps talking
+    /// tasks on one worker, so a wake from another worker is a message
+    /// across a cut, and the worker that sent it often waits for the
+    /// answer; behind a queue of long computations it would wait for all
+    /// of them (a farm's dealer behind its solvers). One load of the mail
+    /// slot's line a dispatch; the slot holds the first task posted since
+    /// the last look, and a look takes every posted task. Under the static
+    /// mappings the queue stays FIFO: round-robin crosses at every stream,
+    /// and taking each woken stage first there cuts a pipeline's batches
+    /// to a message (decision 0023).
+    #[inline(always)]
+    fn take_mail_first(&self) {
+        // SAFETY: `me` points into the run's `Shared` (see `say`).
+        if unsafe { &*self.me }.inbox.has_mail() {
+            self.drain_inbox_cold();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn drain_inbox_cold(&self) {
+        self.drain_inbox();
     }
 
     // Always inlined: the dispatch loop and worker 0's watch
