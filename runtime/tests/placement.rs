@@ -786,3 +786,45 @@ fn a_task_woken_from_another_worker_runs_before_the_queued_ones() {
         }
     });
 }
+
+/// Posted tasks go first only within a budget (`FIRST_BUDGET` per
+/// `INBOX_EVERY` dispatches), so a task queued on a worker is not passed
+/// over for as long as another worker keeps waking its neighbours. Four
+/// readers on worker 0 are fed by writers on worker 1 that write until a
+/// yielding task on worker 0 has had 2,000 turns; without its turns the
+/// writers would never stop, and the run would not end.
+#[test]
+fn a_queued_task_runs_while_another_worker_keeps_posting() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    with_timeout("posted tasks within a budget", 120, || {
+        for _ in 0..10 {
+            let mut rt = Runtime::builder().workers(2).pin(false).build().unwrap();
+            let done = Arc::new(AtomicBool::new(false));
+            for p in 0..4 {
+                let (mut w, mut r) = rill::stream::<u64>(16);
+                let d = done.clone();
+                rt.spawn_on(
+                    0,
+                    format!("reader/{p}"),
+                    move || while r.read().is_some() {},
+                );
+                rt.spawn_on(1, format!("writer/{p}"), move || {
+                    while !d.load(Ordering::Relaxed) {
+                        if w.write(1).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            let d = done.clone();
+            rt.spawn_on(0, "yielder", move || {
+                for _ in 0..2_000 {
+                    rill::yield_now();
+                }
+                d.store(true, Ordering::Relaxed);
+            });
+            rt.run().unwrap();
+            assert!(done.load(Ordering::Relaxed));
+        }
+    });
+}

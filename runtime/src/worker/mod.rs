@@ -37,6 +37,13 @@ use crate::task::{Suspend, TaskOutcome, TaskRef};
 /// How often (in dispatches) a busy worker looks at its inbox and takes its
 /// settle step (`settle.rs`).
 const INBOX_EVERY: u32 = 32;
+
+/// Posted tasks that may go to the front of the ready queue between two
+/// scheduling points (`INBOX_EVERY` dispatches apart), the others going to
+/// its back: at least half the dispatches then take from the FIFO, so a
+/// queued task is not passed over for as long as other workers keep
+/// posting (`drain_inbox`).
+const FIRST_BUDGET: u32 = INBOX_EVERY / 2;
 /// How often (in turns of its idle loop, each a look at the inbox and a
 /// `pause`) an idle worker looks at its noted stream sides.
 const IDLE_LOOK_EVERY: u32 = 16;
@@ -118,6 +125,9 @@ pub(crate) struct WorkerLocal {
     /// A task posted by another worker runs next, ahead of the ready queue
     /// (the adaptive mapping: see [`take_mail_first`](Self::take_mail_first)).
     mail_first: bool,
+    /// How many more posted tasks may go to the front of the ready queue
+    /// before the next scheduling point (`drain_inbox`).
+    first_budget: std::cell::Cell<u32>,
     /// When its block's wait began (`plan.rs`): the wall clock and worker
     /// 0's CPU time, once it began.
     plan_since: std::cell::Cell<Option<(Instant, Option<u64>)>>,
@@ -185,6 +195,7 @@ impl WorkerLocal {
             next_cover: std::cell::Cell::new(Instant::now() + ticker::TICK),
             plan_done: std::cell::Cell::new(id == 0),
             mail_first,
+            first_budget: std::cell::Cell::new(FIRST_BUDGET),
             plan_since: std::cell::Cell::new(None),
             spin,
             task_passes,
@@ -704,6 +715,7 @@ impl WorkerLocal {
             return false;
         }
         self.settle_step();
+        self.first_budget.set(FIRST_BUDGET);
         self.drain_inbox();
         true
     }
@@ -714,7 +726,9 @@ impl WorkerLocal {
     fn drain_inbox(&self) -> bool {
         let first = self.mail_first;
         self.shared.workers[self.id].inbox.drain(|t| {
-            if first {
+            let budget = self.first_budget.get();
+            if first && budget > 0 {
+                self.first_budget.set(budget - 1);
                 self.ready().push_first(t);
             } else {
                 self.ready().push(t);
