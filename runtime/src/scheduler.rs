@@ -111,14 +111,11 @@ impl ReadyQueue {
         }
     }
 
-    /// Queues `t` to run next: a task woken from another worker. A task
-    /// that never ran goes where [`push`](Self::push) puts it.
+    /// Queues `t`, a task that ran, to run next (a task woken from another
+    /// worker, `WorkerLocal::drain_inbox`).
     pub(crate) fn push_first(&mut self, t: TaskRef) {
-        if t.get().never_ran() {
-            self.push(t);
-        } else {
-            self.started.push_front(t);
-        }
+        debug_assert!(!t.get().never_ran());
+        self.started.push_front(t);
     }
 
     /// Queues `t` where thieves cannot take it: a task that ran (it
@@ -287,12 +284,24 @@ mod tests {
 
     /// A LIFO queue of new tasks runs the newest first, and the oldest at
     /// every OLDEST_EVERY-th pop, so none waits forever.
+    /// `n` test-owned tasks, numbered from 0; freed by [`free_tasks`].
+    fn make_tasks(n: usize) -> Vec<TaskRef> {
+        (0..n)
+            .map(|i| TaskRef::new(Task::new(i as u64, 0, "t".into(), 0, None)))
+            .collect()
+    }
+
+    fn free_tasks(tasks: Vec<TaskRef>) {
+        for t in tasks {
+            // SAFETY: test-owned tasks, each freed once.
+            unsafe { t.free() };
+        }
+    }
+
     #[test]
     fn lifo_takes_the_oldest_in_turn() {
         let n = OLDEST_EVERY as usize + 2;
-        let tasks: Vec<TaskRef> = (0..n)
-            .map(|i| TaskRef::new(Task::new(i as u64, 0, "t".into(), 0, None)))
-            .collect();
+        let tasks = make_tasks(n);
         let mut q = ReadyQueue::steal(Deque::new_lifo(), true);
         for t in &tasks {
             assert!(q.push(*t), "a new task is open to thieves");
@@ -305,17 +314,12 @@ mod tests {
             tasks[0],
             "the oldest in turn"
         );
-        for t in tasks {
-            // SAFETY: test-owned tasks, freed once.
-            unsafe { t.free() };
-        }
+        free_tasks(tasks);
     }
 
     #[test]
     fn fifo_keeps_order_across_growth() {
-        let tasks: Vec<TaskRef> = (0..300)
-            .map(|i| TaskRef::new(Task::new(i, 0, "t".into(), 0, None)))
-            .collect();
+        let tasks = make_tasks(300);
         let mut q = Fifo::default();
         let mut out = Vec::new();
         for (i, t) in tasks.iter().enumerate() {
@@ -328,19 +332,14 @@ mod tests {
             out.push(t);
         }
         assert_eq!(out, tasks);
-        for t in tasks {
-            // SAFETY: test-owned tasks, freed once.
-            unsafe { t.free() };
-        }
+        free_tasks(tasks);
     }
 
     /// Tasks pushed to the front come out first, newest first, ahead of
     /// those pushed to the back, also where the ring wraps and grows.
     #[test]
     fn a_task_pushed_to_the_front_comes_out_first() {
-        let tasks: Vec<TaskRef> = (0..200)
-            .map(|i| TaskRef::new(Task::new(i, 0, "t".into(), 0, None)))
-            .collect();
+        let tasks = make_tasks(200);
         let mut q = Fifo::default();
         let mut want = std::collections::VecDeque::new();
         let mut out = Vec::new();
@@ -363,9 +362,6 @@ mod tests {
         }
         expected.extend(want);
         assert_eq!(out, expected);
-        for t in tasks {
-            // SAFETY: test-owned tasks, freed once.
-            unsafe { t.free() };
-        }
+        free_tasks(tasks);
     }
 }

@@ -720,14 +720,15 @@ impl WorkerLocal {
         true
     }
 
-    /// Moves tasks posted by other threads into the ready queue: to its
-    /// front under the adaptive mapping (see
-    /// [`take_mail_first`](Self::take_mail_first)), else to its back.
+    /// Moves tasks posted by other threads into the ready queue: a task
+    /// that ran to its front under the adaptive mapping, within the budget
+    /// (see [`take_mail_first`](Self::take_mail_first)); else where `push`
+    /// puts it (the FIFO's back, or the queue of new tasks).
     fn drain_inbox(&self) -> bool {
         let first = self.mail_first;
         self.shared.workers[self.id].inbox.drain(|t| {
             let budget = self.first_budget.get();
-            if first && budget > 0 {
+            if first && budget > 0 && !t.get().never_ran() {
                 self.first_budget.set(budget - 1);
                 self.ready().push_first(t);
             } else {
